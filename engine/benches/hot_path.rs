@@ -1,0 +1,72 @@
+//! The request hot path of a typical proxied read tool, without the network:
+//! argument validation -> template context -> render -> redaction of an upstream
+//! answer -> data and pagination -> truncation -> envelope serialisation.
+//!
+//! Run: `cargo bench -p tool-broker --bench hot_path`. Figures: `bench/README.md`.
+#![allow(clippy::panic, reason = "a benchmark with a broken setup should stop")]
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::{Value, json};
+use std::hint::black_box;
+
+use tool_broker::args;
+use tool_broker::catalog::{Action, JsonPath};
+use tool_broker::compile::compile;
+use tool_broker::envelope::{self, Meta};
+use tool_broker::redact::redact;
+use tool_broker::render::render;
+use tool_broker::response::{extract_data, extract_pagination, truncate};
+use tool_broker::source::Sources;
+use tool_broker::template::Templates;
+
+fn upstream_answer() -> Value {
+    let tasks: Vec<Value> = (0..40)
+        .map(|i| {
+            json!({
+                "id": format!("task_{i}"),
+                "status": "running",
+                "title": "Summarise the quarterly report",
+                "credit_usage": 12,
+                "metadata": { "access_token": "tok_abc", "owner": { "email": "a@b.c", "api_key": "k" } },
+            })
+        })
+        .collect();
+    json!({ "ok": true, "request_id": "r1", "data": tasks, "has_more": true, "next_cursor": "c2" })
+}
+
+fn hot_path(c: &mut Criterion) {
+    let catalog = compile(&Sources::embedded()).unwrap_or_else(|d| panic!("{d}"));
+    let tool = catalog
+        .resolve("agent.list_tasks")
+        .unwrap_or_else(|| panic!("agent.list_tasks missing"));
+    let Action::Http(plan) = &tool.action else {
+        panic!("agent.list_tasks is not an HTTP tool");
+    };
+    let arguments = json!({ "limit": 20, "cursor": "c1", "order": "desc", "project_id": "p_1" });
+    let answer = upstream_answer();
+    c.bench_function("list_tasks: validate+render+redact+envelope", |b| {
+        b.iter(|| {
+            let args = args::prepare(tool, Some(black_box(arguments.clone()))).unwrap_or_default();
+            let ctx = Templates::context(&json!({ "args": args, "ctx": {}, "settings": {} }));
+            let request = render(plan, &catalog.templates, &ctx);
+            let mut body = black_box(answer.clone());
+            let paths: Vec<&JsonPath> = tool.response.redact.iter().collect();
+            redact(&mut body, &catalog.rules.redaction, &paths, &["secret-key-value"]);
+            let pagination = extract_pagination(tool, &body);
+            let mut data = extract_data(tool, &body);
+            let truncation = truncate(&mut data, tool.item_budget);
+            let meta = Meta {
+                request_id: "1".into(),
+                trace_id: "t".into(),
+                pagination,
+                truncation,
+                ..Meta::default()
+            };
+            let response = envelope::standard_ok(data, &meta);
+            black_box((request.is_ok(), response.body.to_string()))
+        })
+    });
+}
+
+criterion_group!(benches, hot_path);
+criterion_main!(benches);

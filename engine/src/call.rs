@@ -1,0 +1,529 @@
+//! One call, end to end (DECISIONS sections 2-5):
+//!
+//! resolve -> may the caller use it -> validate arguments -> preconditions ->
+//! confirmation (preview or refusal, nothing sent) -> hook, or: base URL and upstream
+//! key (refused before any contact) -> render -> send -> classify -> redact -> data,
+//! pagination, truncation -> envelope.
+//!
+//! [`Broker`] holds everything a call needs that is not in the request: the compiled
+//! catalog, the caller keys, the upstream client and the deployment's settings.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use serde_json::{Map, Value, json};
+
+use crate::args;
+use crate::auth::{Keys, Principal};
+use crate::catalog::{Action, Catalog, JsonPath, Tool};
+use crate::config::ConfigFile;
+use crate::confirm::{Decision, decide};
+use crate::descriptor::EnvelopeKind;
+use crate::diag::did_you_mean;
+use crate::envelope::{self, Meta, Portal, Response, Truncation};
+use crate::error::{CallError, Classification};
+use crate::hooks::{self, Hook};
+use crate::redact::redact;
+use crate::render::render;
+use crate::response::{extract_data, extract_pagination, refusal_error, truncate};
+use crate::template::Templates;
+use crate::upstream::{Outcome, Target, Upstream};
+
+/// The broker: catalog, callers, upstream client, deployment settings.
+pub struct Broker {
+    /// The compiled catalog.
+    pub catalog: Arc<Catalog>,
+    /// Caller keys.
+    pub keys: Keys,
+    /// Largest accepted request body.
+    pub max_body_bytes: usize,
+    upstream: Upstream,
+    base_urls: BTreeMap<String, String>,
+    server_keys: BTreeMap<String, String>,
+    settings: BTreeMap<String, Value>,
+    trace_seed: u64,
+    trace_counter: AtomicU64,
+}
+
+impl std::fmt::Debug for Broker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Broker")
+            .field("snapshot_id", &self.catalog.snapshot_id)
+            .field("base_urls", &self.base_urls)
+            .field("server_keys", &self.server_keys.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a tool produced, before it is put in an envelope.
+#[derive(Debug, Clone, Default)]
+pub struct Exec {
+    /// The result.
+    pub data: Value,
+    /// Upstream status, when contacted.
+    pub upstream_status: Option<u16>,
+    /// Pagination figures.
+    pub pagination: Option<Value>,
+    /// Truncated lists.
+    pub truncation: Vec<Truncation>,
+    /// Whether this was a preview.
+    pub dry_run: bool,
+    /// Values replaced by redaction.
+    pub redacted: Option<usize>,
+    /// Next-action text.
+    pub next_action: Option<String>,
+    /// Summary text.
+    pub summary: Option<String>,
+    /// The resource acted on (portal envelope).
+    pub resource: Option<Value>,
+}
+
+/// The request-scoped facts a tool may use.
+#[derive(Debug)]
+pub struct RequestCtx<'a> {
+    /// Who is calling.
+    pub principal: &'a Principal,
+    /// Request headers (BYOK keys, context headers).
+    pub headers: &'a hyper::HeaderMap,
+    /// JSON-RPC id as a string.
+    pub request_id: String,
+    /// Trace id.
+    pub trace_id: String,
+}
+
+/// One `tools/call`.
+#[derive(Debug)]
+pub struct CallInput<'a> {
+    /// JSON-RPC id as a string.
+    pub request_id: String,
+    /// `params.name`.
+    pub name: &'a str,
+    /// `params.arguments`.
+    pub arguments: Option<Value>,
+    /// Request headers.
+    pub headers: &'a hyper::HeaderMap,
+    /// The authenticated caller.
+    pub principal: &'a Principal,
+}
+
+impl Broker {
+    /// Builds a broker. `env` reads environment variables (injectable for tests).
+    pub fn new(
+        catalog: Arc<Catalog>,
+        config: &ConfigFile,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, String> {
+        let mut keys = Keys::from_config(&config.keys)?;
+        if let Some(token) = env("TOOL_BROKER_API_KEY").filter(|t| !t.is_empty()) {
+            keys.add_plain("env:TOOL_BROKER_API_KEY", &token);
+        }
+        let mut base_urls = BTreeMap::new();
+        for (id, service) in &catalog.services {
+            let env_name = format!("TOOL_BROKER_UPSTREAM_{}", id.to_ascii_uppercase());
+            let url = env(&env_name)
+                .filter(|u| !u.is_empty())
+                .or_else(|| config.upstreams.get(id).cloned())
+                .or_else(|| service.base_url.clone());
+            if let Some(url) = url {
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(format!(
+                        "upstream URL for `{id}` must start with http:// or https://"
+                    ));
+                }
+                base_urls.insert(id.clone(), url.trim_end_matches('/').to_string());
+            }
+        }
+        for id in config.upstreams.keys() {
+            if !catalog.services.contains_key(id) {
+                return Err(format!(
+                    "config [upstreams] names `{id}`, which is not a catalog service{}",
+                    did_you_mean(id, catalog.services.keys().map(String::as_str))
+                        .map(|h| format!("; {h}"))
+                        .unwrap_or_default()
+                ));
+            }
+        }
+        let mut server_keys = BTreeMap::new();
+        for (id, source) in &config.server_keys {
+            let allowed = catalog
+                .services
+                .get(id)
+                .and_then(|s| s.credential.as_ref())
+                .is_some_and(|c| c.server_side);
+            if !allowed {
+                return Err(format!(
+                    "config [server_keys] names `{id}`, whose catalog entry does not allow a server-side key"
+                ));
+            }
+            if let Some(value) = env(&source.env).filter(|v| !v.is_empty()) {
+                server_keys.insert(id.clone(), value);
+            }
+        }
+        let settings = config
+            .settings
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or(Value::Null)))
+            .collect();
+        let mut seed = [0u8; 8];
+        let _ = getrandom::fill(&mut seed);
+        Ok(Self {
+            max_body_bytes: config
+                .max_body_bytes
+                .unwrap_or(catalog.rules.limits.max_body_bytes),
+            catalog,
+            keys,
+            upstream: Upstream::new()?,
+            base_urls,
+            server_keys,
+            settings,
+            trace_seed: u64::from_le_bytes(seed),
+            trace_counter: AtomicU64::new(0),
+        })
+    }
+
+    /// A new trace id that carries the request id.
+    pub fn trace_id(&self, request_id: &str) -> String {
+        let n = self.trace_counter.fetch_add(1, Ordering::Relaxed);
+        let mixed = self.trace_seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        format!("{mixed:016x}-{request_id}")
+    }
+
+    /// The base URL in effect for a service.
+    pub fn base_url(&self, service: &str) -> Option<&str> {
+        self.base_urls.get(service).map(String::as_str)
+    }
+
+    /// The upstream key for a service: the caller's BYOK header, else a server-side key.
+    pub fn upstream_key<'a>(
+        &'a self,
+        service: &str,
+        headers: &'a hyper::HeaderMap,
+    ) -> Option<&'a str> {
+        let cred = self.catalog.services.get(service)?.credential.as_ref()?;
+        headers
+            .get(cred.header.as_str())
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .or_else(|| {
+                cred.server_side
+                    .then(|| self.server_keys.get(service).map(String::as_str))
+                    .flatten()
+            })
+    }
+
+    /// Whether a service's key would come from the server (for configuration checks).
+    pub fn has_server_key(&self, service: &str) -> bool {
+        self.server_keys.contains_key(service)
+    }
+
+    /// Secrets of this request, searched for in upstream answers.
+    fn secrets<'a>(&'a self, headers: &'a hyper::HeaderMap) -> Vec<&'a str> {
+        let mut out: Vec<&str> = Vec::new();
+        for service in self.catalog.services.values() {
+            if let Some(k) = self.upstream_key(&service.id, headers) {
+                out.push(k);
+            }
+        }
+        if let Some(token) = headers
+            .get(hyper::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split_once(' ').map(|(_, t)| t.trim()))
+        {
+            out.push(token);
+        }
+        out
+    }
+
+    /// Runs one `tools/call` and returns the response to send.
+    pub async fn call(&self, input: CallInput<'_>) -> Response {
+        let started = Instant::now();
+        let trace_id = self.trace_id(&input.request_id);
+        let mut meta = Meta {
+            request_id: input.request_id.clone(),
+            trace_id: trace_id.clone(),
+            ..Meta::default()
+        };
+        let portal_name = input.name.starts_with("portal.");
+        let Some(tool) = self.catalog.resolve(input.name) else {
+            let err = unknown_tool(&self.catalog, input.name);
+            meta.duration_ms = elapsed_ms(started);
+            return if portal_name {
+                self.portal_response(input.name, &trace_id, Err(err))
+            } else {
+                envelope::standard_err(&err, &meta, &self.catalog.rules)
+            };
+        };
+        let ctx = RequestCtx {
+            principal: input.principal,
+            headers: input.headers,
+            request_id: input.request_id.clone(),
+            trace_id: trace_id.clone(),
+        };
+        let result = match input.principal.check(tool) {
+            Ok(()) => self.execute(tool, input.arguments, &ctx).await,
+            Err(e) => Err(e),
+        };
+        let duration_ms = elapsed_ms(started);
+        tracing::info!(
+            tool = %tool.full_name,
+            caller = %input.principal.name,
+            outcome = match &result { Ok(_) => "ok", Err(e) => e.classification.as_str() },
+            duration_ms,
+            "tool call"
+        );
+        if self.catalog.services.get(&tool.service).map(|s| s.envelope)
+            == Some(EnvelopeKind::Portal)
+        {
+            return self.portal_response(&tool.full_name, &trace_id, result);
+        }
+        let service = self.catalog.services.get(&tool.service);
+        meta.service = Some(tool.service.clone());
+        meta.tool = Some(tool.full_name.clone());
+        meta.catalog_version = service.map(|s| s.catalog_version.clone());
+        meta.descriptor_hash = Some(tool.descriptor_hash.clone());
+        meta.snapshot_id = Some(self.catalog.snapshot_id.clone());
+        meta.duration_ms = duration_ms;
+        match result {
+            Ok(exec) => {
+                meta.dry_run = exec.dry_run;
+                meta.upstream_status = exec.upstream_status;
+                meta.pagination = exec.pagination;
+                meta.truncation = exec.truncation;
+                meta.redacted = exec.redacted;
+                envelope::standard_ok(exec.data, &meta)
+            }
+            Err(err) => {
+                meta.upstream_status = err.upstream_status;
+                envelope::standard_err(&err, &meta, &self.catalog.rules)
+            }
+        }
+    }
+
+    fn portal_response(
+        &self,
+        name: &str,
+        trace_id: &str,
+        result: Result<Exec, CallError>,
+    ) -> Response {
+        let (service_id, tool_name) = name.split_once('.').unwrap_or(("portal", name));
+        let rules = &self.catalog.rules;
+        match result {
+            Ok(exec) => envelope::portal(
+                Portal {
+                    service_id: service_id.to_string(),
+                    tool_name: tool_name.to_string(),
+                    trace_id: trace_id.to_string(),
+                    summary: exec.summary.unwrap_or_default(),
+                    data: exec.data,
+                    resource: exec.resource.unwrap_or(Value::Null),
+                    pagination: exec.pagination.unwrap_or(Value::Null),
+                    next_action: exec.next_action,
+                },
+                None,
+                rules,
+            ),
+            Err(err) => envelope::portal(
+                Portal {
+                    service_id: service_id.to_string(),
+                    tool_name: tool_name.to_string(),
+                    trace_id: trace_id.to_string(),
+                    summary: format!("{name} failed: {}", err.classification.as_str()),
+                    ..Portal::default()
+                },
+                Some(&err),
+                rules,
+            ),
+        }
+    }
+
+    /// Runs a resolved tool the caller may use: everything after the permission check.
+    pub async fn execute(
+        &self,
+        tool: &Tool,
+        arguments: Option<Value>,
+        ctx: &RequestCtx<'_>,
+    ) -> Result<Exec, CallError> {
+        let args = args::prepare(tool, arguments)?;
+        let template_ctx = Templates::context(&self.template_context(tool, &args, ctx.headers));
+        let templates = &self.catalog.templates;
+        for rule in &tool.require {
+            let ok = templates.truthy(&rule.check, &template_ctx).map_err(|e| {
+                tracing::error!(template = %e.name, kind = %e.kind, "precondition failed to evaluate");
+                CallError::internal()
+            })?;
+            if !ok {
+                return Err(CallError::new(rule.classification, rule.message.clone()));
+            }
+        }
+        let decision = decide(tool, &args, &self.catalog.rules.confirmation)?;
+        match &tool.action {
+            Action::Hook(hook) => self.run_hook(*hook, tool, args, ctx).await,
+            Action::Http(plan) => {
+                let request = render(plan, templates, &template_ctx)?;
+                if decision == Decision::Preview {
+                    return Ok(self.preview(tool, request.preview()));
+                }
+                let Some(base_url) = self.base_url(&tool.service) else {
+                    return Err(CallError::new(
+                        Classification::NotConfigured,
+                        format!(
+                            "the `{0}` upstream has no base URL; set TOOL_BROKER_UPSTREAM_{1} or [upstreams] {0} in the config file",
+                            tool.service,
+                            tool.service.to_ascii_uppercase()
+                        ),
+                    ));
+                };
+                let service = self
+                    .catalog
+                    .services
+                    .get(&tool.service)
+                    .ok_or_else(CallError::internal)?;
+                let key = self.upstream_key(&tool.service, ctx.headers);
+                if let Some(cred) = &service.credential
+                    && key.is_none()
+                {
+                    return Err(CallError::new(
+                        Classification::MissingRequiredCredentials,
+                        format!(
+                            "`{}` needs your `{}` key in the `{}` request header; nothing was sent upstream",
+                            tool.full_name, tool.service, cred.header
+                        ),
+                    ));
+                }
+                let target = Target {
+                    service,
+                    base_url,
+                    key,
+                    timeout: tool.timeout,
+                    max_body_bytes: self.catalog.rules.limits.max_upstream_body_bytes,
+                };
+                let secrets = self.secrets(ctx.headers);
+                match self.upstream.send(&request, &target).await? {
+                    Outcome::Refusal(refusal) => {
+                        Err(refusal_error(tool, refusal, &self.catalog.rules, &secrets))
+                    }
+                    Outcome::Answer(answer) => {
+                        let mut body = answer.body;
+                        let mut paths: Vec<&JsonPath> = tool.response.redact.iter().collect();
+                        for (unless, extra) in &tool.response.redact_unless {
+                            let keep = templates.truthy(unless, &template_ctx).map_err(|e| {
+                                tracing::error!(template = %e.name, kind = %e.kind, "redaction condition failed");
+                                CallError::internal()
+                            })?;
+                            if !keep {
+                                paths.extend(extra.iter());
+                            }
+                        }
+                        let redacted =
+                            redact(&mut body, &self.catalog.rules.redaction, &paths, &secrets);
+                        let pagination = extract_pagination(tool, &body);
+                        let mut data = extract_data(tool, &body);
+                        let truncation = truncate(&mut data, tool.item_budget);
+                        let summary = self.summary(tool, &data);
+                        Ok(Exec {
+                            data,
+                            upstream_status: Some(answer.status),
+                            pagination,
+                            truncation,
+                            redacted: Some(redacted),
+                            summary,
+                            ..Exec::default()
+                        })
+                    }
+                }
+            }
+        }
+    }
+
+    async fn run_hook(
+        &self,
+        hook: Hook,
+        tool: &Tool,
+        args: Map<String, Value>,
+        ctx: &RequestCtx<'_>,
+    ) -> Result<Exec, CallError> {
+        match hook {
+            Hook::PortalCallReadTool => Box::pin(hooks::call_read_tool(self, args, ctx)).await,
+            Hook::PortalCheckConnection => hooks::check_connection(self, args, ctx),
+            Hook::CheckConfiguration => hooks::check_configuration(self, tool, ctx),
+        }
+    }
+
+    fn template_context(
+        &self,
+        tool: &Tool,
+        args: &Map<String, Value>,
+        headers: &hyper::HeaderMap,
+    ) -> Value {
+        let mut context = Map::new();
+        if let Some(service) = self.catalog.services.get(&tool.service) {
+            for (name, header) in &service.context_headers {
+                if let Some(v) = headers.get(header.as_str()).and_then(|v| v.to_str().ok()) {
+                    context.insert(name.clone(), json!(v));
+                }
+            }
+        }
+        json!({
+            "args": args,
+            "ctx": context,
+            "settings": self.settings.get(&tool.service).cloned().unwrap_or_else(|| json!({})),
+            "tool": { "service": tool.service, "name": tool.name, "title": tool.title },
+        })
+    }
+
+    fn preview(&self, tool: &Tool, request: Value) -> Exec {
+        let next = self.render_shared(
+            "dry_run_next_action.j2",
+            &json!({
+                "tool": { "name": tool.full_name, "title": tool.title },
+                "confirm_arg": self.catalog.rules.confirmation.confirm_arg,
+            }),
+        );
+        Exec {
+            data: json!({ "dryRun": true, "request": request, "nextAction": next }),
+            dry_run: true,
+            next_action: Some(next),
+            summary: Some(format!("dry run of {}: nothing was sent", tool.full_name)),
+            ..Exec::default()
+        }
+    }
+
+    /// Renders a shared template from `templates/`; a failure is logged and yields "".
+    pub fn render_shared(&self, name: &str, ctx: &Value) -> String {
+        self.catalog
+            .templates
+            .render(name, &Templates::context(ctx))
+            .unwrap_or_else(|e| {
+                tracing::error!(template = %e.name, kind = %e.kind, "shared template failed");
+                String::new()
+            })
+    }
+
+    fn summary(&self, tool: &Tool, data: &Value) -> Option<String> {
+        let ctx = json!({ "data": data, "tool": { "name": tool.full_name, "title": tool.title } });
+        let name = tool
+            .response
+            .summary
+            .as_deref()
+            .unwrap_or("summary_default.j2");
+        Some(self.render_shared(name, &ctx).trim().to_string())
+    }
+}
+
+fn elapsed_ms(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// `unknown_tool` with a "did you mean" where a name is close.
+pub fn unknown_tool(catalog: &Catalog, name: &str) -> CallError {
+    let hint = did_you_mean(name, catalog.names())
+        .map(|h| format!("; {h}"))
+        .unwrap_or_default();
+    CallError::new(
+        Classification::UnknownTool,
+        format!("no tool named `{name}`{hint}"),
+    )
+}

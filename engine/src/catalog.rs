@@ -1,0 +1,347 @@
+//! The compiled catalog: what the request path looks things up in.
+//!
+//! Built once by [`crate::compile`]; immutable afterwards and shared behind an `Arc`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::descriptor::{
+    BodyEncoding, Class, ConfirmationMode, CredentialSpec, EnvelopeKind, Risk, Tier, VersionFormat,
+};
+use crate::error::Classification;
+use crate::hooks::Hook;
+use crate::identity::{Lock, LockedService, snapshot_id};
+use crate::rules::Rules;
+use crate::template::{Expr, Templates};
+
+/// A compiled catalog with its rules and templates.
+#[derive(Debug)]
+pub struct Catalog {
+    /// Services by id.
+    pub services: BTreeMap<String, Service>,
+    /// Tools sorted by full name.
+    pub tools: Vec<Tool>,
+    /// Compiled cross-cutting rules.
+    pub rules: Rules,
+    /// Every template and expression, parsed.
+    pub templates: Templates,
+    /// Snapshot id over all versions and hashes.
+    pub snapshot_id: String,
+    /// Where the sources came from (`embedded` or a folder).
+    pub origin: String,
+    index: HashMap<(String, String), usize>,
+}
+
+/// One service.
+#[derive(Debug, Clone)]
+pub struct Service {
+    /// Service id.
+    pub id: String,
+    /// Title.
+    pub title: String,
+    /// Description.
+    pub description: String,
+    /// Catalog version.
+    pub catalog_version: String,
+    /// Format of the version.
+    pub version_format: VersionFormat,
+    /// Envelope of its tools.
+    pub envelope: EnvelopeKind,
+    /// Default upstream base URL (no trailing slash).
+    pub base_url: Option<String>,
+    /// Caller key source and upstream placement.
+    pub credential: Option<CredentialSpec>,
+    /// Non-secret headers sent upstream on every call.
+    pub static_headers: BTreeMap<String, String>,
+    /// Non-secret request headers exposed to templates as `ctx.<name>`.
+    pub context_headers: BTreeMap<String, String>,
+}
+
+/// One compiled tool.
+#[derive(Debug)]
+pub struct Tool {
+    /// Service id.
+    pub service: String,
+    /// Native name without the service prefix.
+    pub name: String,
+    /// `<service>.<name>`.
+    pub full_name: String,
+    /// Title.
+    pub title: String,
+    /// Description.
+    pub description: String,
+    /// Tier.
+    pub tier: Tier,
+    /// Risk.
+    pub risk: Risk,
+    /// Class words.
+    pub classes: Vec<Class>,
+    /// Capability area.
+    pub category: Option<String>,
+    /// Aliases as written.
+    pub aliases: Vec<String>,
+    /// Resolved confirmation mode (never `auto`).
+    pub confirmation: ConfirmationMode,
+    /// Argument that requests a preview (hosting `dry_run`).
+    pub preview_arg: Option<String>,
+    /// Upstream timeout.
+    pub timeout: Duration,
+    /// List budget.
+    pub item_budget: usize,
+    /// Hook or HTTP call.
+    pub action: Action,
+    /// Preconditions.
+    pub require: Vec<Require>,
+    /// Response mapping.
+    pub response: ResponsePlan,
+    /// Argument JSON Schema.
+    pub arguments: Value,
+    /// Compiled argument validator.
+    pub validator: jsonschema::Validator,
+    /// Output JSON Schema.
+    pub output: Option<Value>,
+    /// Top-level argument defaults from the schema, applied before rendering.
+    pub defaults: Vec<(String, Value)>,
+    /// The normalized definition the hash covers.
+    pub normalized: Value,
+    /// sha256 of the canonical normalized definition.
+    pub descriptor_hash: String,
+    /// Source file and line of the tool.
+    pub source: (String, usize),
+}
+
+/// What a tool does.
+#[derive(Debug)]
+pub enum Action {
+    /// A local native hook.
+    Hook(Hook),
+    /// An upstream HTTP call.
+    Http(Box<HttpPlan>),
+}
+
+/// A compiled upstream request.
+#[derive(Debug)]
+pub struct HttpPlan {
+    /// Method.
+    pub method: reqwest::Method,
+    /// Path template as written.
+    pub path: String,
+    /// Path split into literals and placeholders.
+    pub segments: Vec<PathPart>,
+    /// Expression per placeholder.
+    pub path_params: BTreeMap<String, Expr>,
+    /// Query parameters.
+    pub query: Vec<(String, Expr)>,
+    /// Object spread into the query.
+    pub query_object: Option<Expr>,
+    /// Headers.
+    pub headers: Vec<(String, Expr)>,
+    /// Body.
+    pub body: Option<BodyPlan>,
+    /// Body encoding.
+    pub body_encoding: BodyEncoding,
+}
+
+/// Part of a path template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathPart {
+    /// Literal text.
+    Literal(String),
+    /// `{name}`.
+    Param(String),
+}
+
+/// Where the body comes from.
+#[derive(Debug)]
+pub enum BodyPlan {
+    /// An expression.
+    Expr(Expr),
+    /// A template rendering JSON text.
+    Template(String),
+}
+
+/// A compiled precondition.
+#[derive(Debug)]
+pub struct Require {
+    /// Must be truthy.
+    pub check: Expr,
+    /// Classification when it is not.
+    pub classification: Classification,
+    /// Message.
+    pub message: String,
+}
+
+/// A compiled JSONPath with its source.
+#[derive(Debug, Clone)]
+pub struct JsonPath {
+    /// As written.
+    pub source: String,
+    /// Parsed.
+    pub query: jsonpath_rust::parser::model::JpQuery,
+}
+
+/// Response mapping.
+#[derive(Debug, Default)]
+pub struct ResponsePlan {
+    /// Where `data` is in the upstream body.
+    pub data: Option<JsonPath>,
+    /// Pagination figures.
+    pub pagination: Vec<(String, JsonPath)>,
+    /// Extra redaction paths.
+    pub redact: Vec<JsonPath>,
+    /// Paths redacted unless an expression is truthy.
+    pub redact_unless: Vec<(Expr, Vec<JsonPath>)>,
+    /// Summary template name.
+    pub summary: Option<String>,
+    /// Upstream status -> classification.
+    pub upstream_errors: BTreeMap<u16, Classification>,
+}
+
+/// Lowercase, with every run of characters other than letters and digits turned into
+/// one `_`: how names, canonical names and aliases are matched.
+pub fn lookup_key(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut gap = false;
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            if gap && !out.is_empty() {
+                out.push('_');
+            }
+            gap = false;
+            out.push(c.to_ascii_lowercase());
+        } else {
+            gap = true;
+        }
+    }
+    out
+}
+
+impl Catalog {
+    /// Assembles a catalog and its lookup index. Index collisions are reported by compile.
+    pub(crate) fn assemble(
+        services: BTreeMap<String, Service>,
+        mut tools: Vec<Tool>,
+        rules: Rules,
+        templates: Templates,
+        origin: String,
+    ) -> Result<Self, Vec<(String, usize, String)>> {
+        tools.sort_by(|a, b| a.full_name.cmp(&b.full_name));
+        let mut index = HashMap::new();
+        let mut collisions = Vec::new();
+        for (i, tool) in tools.iter().enumerate() {
+            for key in tool.lookup_keys() {
+                if let Some(&other) = index.get(&(tool.service.clone(), key.clone())) {
+                    if other != i {
+                        let first: &Tool = &tools[other];
+                        collisions.push((
+                            tool.source.0.clone(),
+                            tool.source.1,
+                            format!(
+                                "tool `{}` answers to `{key}`, as does `{}` ({}:{}); names and aliases must be unique within a service",
+                                tool.full_name, first.full_name, first.source.0, first.source.1
+                            ),
+                        ));
+                    }
+                } else {
+                    index.insert((tool.service.clone(), key), i);
+                }
+            }
+        }
+        if !collisions.is_empty() {
+            return Err(collisions);
+        }
+        let mut catalog = Self {
+            services,
+            tools,
+            rules,
+            templates,
+            snapshot_id: String::new(),
+            origin,
+            index,
+        };
+        catalog.snapshot_id = snapshot_id(&catalog.lock());
+        Ok(catalog)
+    }
+
+    /// Resolves `<service>.<tool>` by native name, canonical name or alias.
+    pub fn resolve(&self, full_name: &str) -> Option<&Tool> {
+        let (service, tool) = full_name.split_once('.')?;
+        self.resolve_in(service, tool)
+    }
+
+    /// Resolves a tool name, canonical name or alias within one service.
+    pub fn resolve_in(&self, service: &str, tool: &str) -> Option<&Tool> {
+        let key = lookup_key(tool);
+        self.index
+            .get(&(service.to_string(), key))
+            .and_then(|&i| self.tools.get(i))
+    }
+
+    /// All full tool names, for "did you mean".
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.tools.iter().map(|t| t.full_name.as_str())
+    }
+
+    /// The lock of this catalog: versions and hashes.
+    pub fn lock(&self) -> Lock {
+        let mut lock = Lock::default();
+        for (id, service) in &self.services {
+            lock.services.insert(
+                id.clone(),
+                LockedService {
+                    catalog_version: service.catalog_version.clone(),
+                    tools: BTreeMap::new(),
+                },
+            );
+        }
+        for tool in &self.tools {
+            if let Some(s) = lock.services.get_mut(&tool.service) {
+                s.tools
+                    .insert(tool.full_name.clone(), tool.descriptor_hash.clone());
+            }
+        }
+        lock.snapshot_id = snapshot_id(&lock);
+        lock
+    }
+}
+
+impl Tool {
+    /// Keys this tool answers to: native name, canonical (hyphenated) name, aliases.
+    pub fn lookup_keys(&self) -> Vec<String> {
+        let mut keys = vec![lookup_key(&self.name)];
+        keys.extend(self.aliases.iter().map(|a| lookup_key(a)));
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+
+    /// The canonical name: the projection form, `_` replaced by `-`.
+    pub fn canonical_name(&self) -> String {
+        self.name.replace('_', "-")
+    }
+
+    /// Upstream method and path, or the hook name, for listings.
+    pub fn upstream_label(&self) -> (Option<String>, Option<String>, Option<&'static str>) {
+        match &self.action {
+            Action::Http(plan) => (Some(plan.method.to_string()), Some(plan.path.clone()), None),
+            Action::Hook(hook) => (None, None, Some(hook.name())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_keys_fold_spelling() {
+        assert_eq!(
+            lookup_key("Hosting DNS Get Dnsrecords V1"),
+            "hosting_dns_get_dnsrecords_v1"
+        );
+        assert_eq!(lookup_key("dns-get-dnsrecords-v1"), "dns_get_dnsrecords_v1");
+        assert_eq!(lookup_key("DNS_getDNSRecordsV1"), "dns_getdnsrecordsv1");
+    }
+}

@@ -1,0 +1,322 @@
+//! The `tool-broker` command line: `serve` and the `catalog` commands authors and
+//! auditors use (`check`, `lock`, `verify`, `diff`, `list`, `schema`).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use serde_json::json;
+
+use crate::call::Broker;
+use crate::catalog::Catalog;
+use crate::compile::compile;
+use crate::config::ConfigFile;
+use crate::identity::{LOCK_PATH, Lock, diff, verify};
+use crate::source::Sources;
+
+/// A tool broker: one JSON-RPC endpoint in front of a versioned catalog of upstream tools.
+#[derive(Debug, Parser)]
+#[command(name = "tool-broker", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Top-level commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the broker.
+    Serve {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: String,
+        /// Deployment config file (TOML): caller keys, upstreams, settings.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Load catalog/, rules/ and templates/ from this folder instead of the embedded copy.
+        #[arg(long)]
+        catalog_dir: Option<PathBuf>,
+    },
+    /// Catalog authoring and audit commands.
+    Catalog {
+        /// Which one.
+        #[command(subcommand)]
+        command: CatalogCommand,
+        /// The catalog root (the folder holding catalog/, rules/, templates/).
+        #[arg(long, global = true, default_value = ".")]
+        catalog_dir: PathBuf,
+    },
+}
+
+/// `tool-broker catalog ...`.
+#[derive(Debug, Subcommand)]
+pub enum CatalogCommand {
+    /// Validate everything; print every problem with its file and line.
+    Check,
+    /// Rewrite catalog/catalog.lock from the current catalog.
+    Lock,
+    /// Fail when the lock is stale or a hash changed without a version bump.
+    Verify,
+    /// List tools added, removed and changed against another catalog root.
+    Diff {
+        /// The older catalog root.
+        old_dir: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// List every tool.
+    List {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Print (or with --write, refresh) the JSON Schemas of the catalog formats.
+    Schema {
+        /// Write them into schemas/ under the catalog root.
+        #[arg(long)]
+        write: bool,
+    },
+}
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Aligned text.
+    Text,
+    /// One JSON array.
+    Json,
+}
+
+fn load(dir: &Path) -> Result<Catalog, String> {
+    let sources = Sources::from_dir(dir).map_err(|e| e.to_string())?;
+    compile(&sources).map_err(|d| d.to_string())
+}
+
+/// Runs the CLI; returns the process exit code.
+pub fn run(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::Serve {
+            listen,
+            config,
+            catalog_dir,
+        } => serve(&listen, config.as_deref(), catalog_dir.as_deref()),
+        Command::Catalog {
+            command,
+            catalog_dir,
+        } => match catalog(command, &catalog_dir) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(message) => {
+                eprintln!("{message}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}
+
+fn catalog(command: CatalogCommand, dir: &Path) -> Result<(), String> {
+    match command {
+        CatalogCommand::Check => {
+            let catalog = load(dir)?;
+            println!(
+                "ok: {} services, {} tools, snapshot {}",
+                catalog.services.len(),
+                catalog.tools.len(),
+                catalog.snapshot_id
+            );
+            Ok(())
+        }
+        CatalogCommand::Lock => {
+            let catalog = load(dir)?;
+            let path = dir.join(LOCK_PATH);
+            std::fs::write(&path, catalog.lock().to_text())
+                .map_err(|e| format!("cannot write `{}`: {e}", path.display()))?;
+            println!("wrote {} ({})", path.display(), catalog.snapshot_id);
+            Ok(())
+        }
+        CatalogCommand::Verify => {
+            let catalog = load(dir)?;
+            let path = dir.join(LOCK_PATH);
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                format!(
+                    "cannot read `{}`: {e}; run `tool-broker catalog lock`",
+                    path.display()
+                )
+            })?;
+            let committed = Lock::parse(&text)
+                .map_err(|e| format!("`{}` does not parse: {}", path.display(), e.message()))?;
+            let problems = verify(&committed, &catalog.lock());
+            if problems.is_empty() {
+                println!(
+                    "ok: lock matches ({} tools, {})",
+                    catalog.tools.len(),
+                    catalog.snapshot_id
+                );
+                Ok(())
+            } else {
+                Err(problems
+                    .iter()
+                    .map(|p| format!("error: {p}"))
+                    .collect::<Vec<_>>()
+                    .join("\n"))
+            }
+        }
+        CatalogCommand::Diff { old_dir, format } => {
+            let old = load(&old_dir).map_err(|e| format!("old catalog: {e}"))?;
+            let new = load(dir)?;
+            let entries = diff(&old.lock(), &new.lock());
+            match format {
+                Format::Json => println!(
+                    "{}",
+                    serde_json::to_string_pretty(&entries).unwrap_or_default()
+                ),
+                Format::Text => {
+                    for e in &entries {
+                        println!(
+                            "{:<8} {}  {} -> {}",
+                            e.change,
+                            e.tool,
+                            e.old_hash.as_deref().unwrap_or("-"),
+                            e.new_hash.as_deref().unwrap_or("-")
+                        );
+                    }
+                    println!(
+                        "{} change{}",
+                        entries.len(),
+                        if entries.len() == 1 { "" } else { "s" }
+                    );
+                }
+            }
+            Ok(())
+        }
+        CatalogCommand::List { format } => {
+            let catalog = load(dir)?;
+            let rows: Vec<_> = catalog
+                .tools
+                .iter()
+                .map(|t| list_row(&catalog, t))
+                .collect();
+            match format {
+                Format::Json => println!(
+                    "{}",
+                    serde_json::to_string_pretty(&rows).unwrap_or_default()
+                ),
+                Format::Text => {
+                    for t in &catalog.tools {
+                        let (method, path, hook) = t.upstream_label();
+                        let target = match (method, path, hook) {
+                            (Some(m), Some(p), _) => format!("{m} {p}"),
+                            (_, _, Some(h)) => format!("hook {h}"),
+                            _ => String::new(),
+                        };
+                        println!(
+                            "{:<55} {:<11} {:<5} {}",
+                            t.full_name,
+                            format!("{:?}", t.tier).to_lowercase(),
+                            format!("{:?}", t.risk).to_lowercase(),
+                            target
+                        );
+                    }
+                }
+            }
+            Ok(())
+        }
+        CatalogCommand::Schema { write } => {
+            for (name, text) in crate::schema::format_schemas() {
+                if write {
+                    let path = dir.join("schemas").join(name);
+                    std::fs::write(&path, text)
+                        .map_err(|e| format!("cannot write `{}`: {e}", path.display()))?;
+                    println!("wrote {}", path.display());
+                } else {
+                    println!("// {name}\n{text}");
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// One row of `catalog list --format json`.
+pub fn list_row(catalog: &Catalog, t: &crate::catalog::Tool) -> serde_json::Value {
+    let (method, path, hook) = t.upstream_label();
+    json!({
+        "name": t.full_name,
+        "service": t.service,
+        "tier": t.tier,
+        "risk": t.risk,
+        "classes": t.classes,
+        "method": method,
+        "path": path,
+        "hook": hook,
+        "catalogVersion": catalog.services.get(&t.service).map(|s| s.catalog_version.clone()),
+        "descriptorHash": t.descriptor_hash,
+    })
+}
+
+fn serve(listen: &str, config: Option<&Path>, catalog_dir: Option<&Path>) -> ExitCode {
+    match serve_inner(listen, config, catalog_dir) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("tool-broker: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn serve_inner(
+    listen: &str,
+    config: Option<&Path>,
+    catalog_dir: Option<&Path>,
+) -> Result<(), String> {
+    let config = match config {
+        Some(path) => ConfigFile::load(path)?,
+        None => ConfigFile::default(),
+    };
+    let sources = match catalog_dir {
+        Some(dir) => Sources::from_dir(dir).map_err(|e| e.to_string())?,
+        None => Sources::embedded(),
+    };
+    let catalog = compile(&sources).map_err(|d| format!("the catalog does not compile:\n{d}"))?;
+    let env = |name: &str| std::env::var(name).ok();
+    let mut broker = Broker::new(Arc::new(catalog), &config, &env)?;
+    if broker.keys.is_empty() {
+        let key = crate::auth::generate_key()?;
+        broker.keys.add_plain("generated", &key);
+        eprintln!(
+            "tool-broker: no API key is configured, so this run accepts a generated one:\n\n    Authorization: Bearer {key}\n\n\
+             It is printed only here and changes at every start. To fix a key, set TOOL_BROKER_API_KEY,\n\
+             or add [[keys]] entries (sha256 of each token) to a --config file."
+        );
+    }
+    let listen = config
+        .listen
+        .as_deref()
+        .filter(|_| listen == "127.0.0.1:8080")
+        .unwrap_or(listen)
+        .to_string();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(&listen)
+            .await
+            .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+        tracing::info!(
+            listen = %listen,
+            snapshot = %broker.catalog.snapshot_id,
+            tools = broker.catalog.tools.len(),
+            catalog = %broker.catalog.origin,
+            "tool-broker listening"
+        );
+        let shutdown = async {
+            let _ = tokio::signal::ctrl_c().await;
+        };
+        crate::server::serve(Arc::new(broker), listener, shutdown)
+            .await
+            .map_err(|e| format!("server failed: {e}"))
+    })
+}

@@ -1,0 +1,1133 @@
+//! The compile stage: raw TOML structs -> [`Catalog`].
+//!
+//! Reads every file of a catalog root, parses each strictly, checks everything that can
+//! be checked before a request arrives (names, hooks, templates, expressions, JSONPaths,
+//! schemas, confirmation arguments), computes descriptor hashes, and reports every
+//! problem together, each with its file and line. Nothing here runs on the request path.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use toml::Spanned;
+
+use crate::catalog::{
+    Action, BodyPlan, Catalog, HttpPlan, JsonPath, PathPart, Require, ResponsePlan, Service, Tool,
+};
+use crate::descriptor::{
+    ConfirmationMode, EnvelopeKind, RawHttp, RawResponse, RawTool, ServiceFile, SpannedStr,
+    ToolFile, VersionFormat,
+};
+use crate::diag::{Diagnostics, did_you_mean, line_of};
+use crate::error::Classification;
+use crate::hooks::Hook;
+use crate::identity::{LOCK_PATH, descriptor_hash};
+use crate::rules::{
+    Confirmation, Limits, RawConfirmation, RawErrors, RawRedaction, Redaction, Rules,
+};
+use crate::source::Sources;
+use crate::template::{Expr, Templates, describe, referenced_templates};
+
+/// Shared templates the engine itself renders.
+pub const REQUIRED_TEMPLATES: [&str; 2] = ["dry_run_next_action.j2", "summary_default.j2"];
+
+/// Compiles a catalog root; on failure returns every problem found.
+pub fn compile(sources: &Sources) -> Result<Catalog, Diagnostics> {
+    let mut c = Compiler {
+        sources,
+        diags: Diagnostics::default(),
+    };
+    let rules = c.rules();
+    let fuel = rules.as_ref().map_or(50_000, |r| r.limits.template_fuel);
+    let mut templates = Templates::new(fuel);
+    c.templates(&mut templates);
+    let services = c.services();
+    let mut tools = Vec::new();
+    if let Some(rules) = &rules {
+        let mut seen: BTreeMap<String, (String, usize)> = BTreeMap::new();
+        for (file, text) in c.tool_files() {
+            let Some(service) = service_of(&file).and_then(|id| services.get(id)) else {
+                c.diags.push(
+                    &file,
+                    0,
+                    "tool file is not in a service folder with a `service.toml`",
+                );
+                continue;
+            };
+            let Some(parsed) = c.parse::<ToolFile>(&file, &text) else {
+                continue;
+            };
+            for raw in parsed.tool {
+                let line = line_of(&text, raw.name.span().start);
+                let full = format!("{}.{}", service.0.id, raw.name.get_ref());
+                if let Some((f, l)) = seen.get(&full) {
+                    c.diags.push(
+                        &file,
+                        line,
+                        format!("tool `{full}` is defined twice (first at {f}:{l})"),
+                    );
+                    continue;
+                }
+                seen.insert(full, (file.clone(), line));
+                let mut tc = ToolCompiler {
+                    c: &mut c,
+                    file: &file,
+                    text: &text,
+                    service: &service.0,
+                    service_file: &service.1,
+                    rules,
+                    templates: &mut templates,
+                };
+                if let Some(tool) = tc.compile(raw, line) {
+                    tools.push(tool);
+                }
+            }
+        }
+    }
+    let Some(rules) = rules else {
+        c.diags.sort();
+        return Err(c.diags);
+    };
+    if !c.diags.is_empty() {
+        c.diags.sort();
+        return Err(c.diags);
+    }
+    let services = services.into_iter().map(|(k, (s, _))| (k, s)).collect();
+    match Catalog::assemble(services, tools, rules, templates, sources.origin.clone()) {
+        Ok(catalog) => Ok(catalog),
+        Err(collisions) => {
+            let mut diags = Diagnostics::default();
+            for (file, line, message) in collisions {
+                diags.push(&file, line, message);
+            }
+            diags.sort();
+            Err(diags)
+        }
+    }
+}
+
+/// Service id from a path `catalog/<id>/...`.
+fn service_of(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix("catalog/")?;
+    rest.split_once('/').map(|(id, _)| id)
+}
+
+struct Compiler<'a> {
+    sources: &'a Sources,
+    diags: Diagnostics,
+}
+
+impl Compiler<'_> {
+    /// Parses a TOML file strictly, reporting the error with its line.
+    fn parse<T: DeserializeOwned>(&mut self, file: &str, text: &str) -> Option<T> {
+        match toml::from_str::<T>(text) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                let line = e.span().map_or(0, |s| line_of(text, s.start));
+                let message = e.message().trim().to_string();
+                let help = unknown_field_help(&message);
+                self.diags.push_help(file, line, message, help);
+                None
+            }
+        }
+    }
+
+    fn rules(&mut self) -> Option<Rules> {
+        let load = |c: &mut Self, name: &str| -> Option<(String, String)> {
+            let path = format!("rules/{name}");
+            match c.sources.get(&path) {
+                Some(text) => Some((path, text.to_string())),
+                None => {
+                    c.diags.push(&path, 0, "rules file is missing");
+                    None
+                }
+            }
+        };
+        let errors = load(self, "errors.toml")
+            .and_then(|(p, t)| self.parse::<RawErrors>(&p, &t).map(|e| (p, t, e)));
+        let redaction =
+            load(self, "redaction.toml").and_then(|(p, t)| self.parse::<RawRedaction>(&p, &t));
+        let confirmation = load(self, "confirmation.toml")
+            .and_then(|(p, t)| self.parse::<RawConfirmation>(&p, &t).map(|c| (p, c)));
+        let limits = load(self, "limits.toml").and_then(|(p, t)| self.parse::<Limits>(&p, &t));
+
+        let mut error_rules = BTreeMap::new();
+        if let Some((path, text, raw)) = &errors {
+            for (name, rule) in raw {
+                let line = text
+                    .find(&format!("[{name}]"))
+                    .map_or(0, |o| line_of(text, o));
+                match Classification::parse(name) {
+                    Some(c) => {
+                        if !(100..=599).contains(&rule.status) {
+                            self.diags.push(
+                                path,
+                                line,
+                                format!("status {} of `{name}` is not an HTTP status", rule.status),
+                            );
+                        }
+                        error_rules.insert(c, *rule);
+                    }
+                    None => self.diags.push_help(
+                        path,
+                        line,
+                        format!("unknown classification `{name}`"),
+                        did_you_mean(name, Classification::ALL.iter().map(|c| c.as_str())),
+                    ),
+                }
+            }
+            for c in Classification::ALL {
+                if !error_rules.contains_key(&c) {
+                    self.diags.push(
+                        path,
+                        0,
+                        format!("classification `{}` has no status", c.as_str()),
+                    );
+                }
+            }
+        }
+        if let Some((path, raw)) = &confirmation {
+            for p in &raw.policy {
+                if p.mode == ConfirmationMode::Auto {
+                    self.diags
+                        .push(path, 0, "a policy's mode cannot be `auto`; name a mode");
+                }
+            }
+        }
+        Some(Rules {
+            errors: error_rules,
+            redaction: Redaction::compile(redaction?),
+            confirmation: confirmation.map(|(_, raw)| Confirmation {
+                confirm_arg: raw.confirm_arg,
+                apply_arg: raw.apply_arg,
+                apply_phrase: raw.apply_phrase,
+                policies: raw.policy,
+            })?,
+            limits: limits?,
+        })
+        .filter(|_| errors.is_some())
+    }
+
+    fn templates(&mut self, templates: &mut Templates) {
+        for (path, text) in &self.sources.files {
+            let Some(name) = path.strip_prefix("templates/") else {
+                continue;
+            };
+            if let Err(e) = templates.add_template(name, text) {
+                self.diags.push(
+                    path,
+                    e.line().unwrap_or(0),
+                    format!("template does not parse: {}", describe(&e)),
+                );
+            }
+        }
+        for name in REQUIRED_TEMPLATES {
+            if !templates.has(name) {
+                self.diags.push(
+                    &format!("templates/{name}"),
+                    0,
+                    "the engine needs this shared template and it is missing",
+                );
+            }
+        }
+        // Includes must exist: a missing one would only fail at run time.
+        for (path, text) in &self.sources.files {
+            if path.starts_with("templates/") {
+                for name in referenced_templates(text) {
+                    if !templates.has(&name) {
+                        self.diags.push(
+                            path,
+                            0,
+                            format!("template includes `{name}`, which does not exist"),
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    fn services(&mut self) -> BTreeMap<String, (Service, ServiceFile)> {
+        let mut out = BTreeMap::new();
+        let files: Vec<(String, String)> = self
+            .sources
+            .files
+            .iter()
+            .filter(|(p, _)| p.starts_with("catalog/"))
+            .map(|(p, t)| (p.clone(), t.clone()))
+            .collect();
+        for (path, text) in files {
+            if path == LOCK_PATH {
+                continue;
+            }
+            let rest = path.trim_start_matches("catalog/");
+            if !rest.contains('/') {
+                self.diags.push(
+                    &path,
+                    0,
+                    "unexpected file: `catalog/` holds one folder per service and `catalog.lock`",
+                );
+                continue;
+            }
+            if !path.ends_with("/service.toml") {
+                continue;
+            }
+            let Some(raw) = self.parse::<ServiceFile>(&path, &text) else {
+                continue;
+            };
+            let folder = service_of(&path).unwrap_or_default().to_string();
+            let line = |s: &SpannedStr| line_of(&text, s.span().start);
+            if raw.id.get_ref() != &folder {
+                self.diags.push(
+                    &path,
+                    line(&raw.id),
+                    format!(
+                        "service id `{}` does not match its folder `{folder}`",
+                        raw.id.get_ref()
+                    ),
+                );
+            }
+            if !version_matches(
+                raw.version_format,
+                raw.id.get_ref(),
+                raw.catalog_version.get_ref(),
+            ) {
+                self.diags.push_help(
+                    &path,
+                    line(&raw.catalog_version),
+                    format!(
+                        "catalog_version `{}` does not have the form {}",
+                        raw.catalog_version.get_ref(),
+                        version_form(raw.version_format, raw.id.get_ref())
+                    ),
+                    None,
+                );
+            }
+            if let Some(url) = &raw.base_url
+                && !(url.starts_with("https://") || url.starts_with("http://"))
+            {
+                self.diags.push(
+                    &path,
+                    0,
+                    format!("base_url `{url}` must be an http or https URL"),
+                );
+            }
+            if let Some(cred) = &raw.credential
+                && (cred.header != cred.header.to_ascii_lowercase()
+                    || reqwest::header::HeaderName::from_bytes(cred.header.as_bytes()).is_err())
+            {
+                self.diags.push(
+                    &path,
+                    0,
+                    format!(
+                        "credential header `{}` must be a lowercase header name",
+                        cred.header
+                    ),
+                );
+            }
+            for name in raw
+                .static_headers
+                .keys()
+                .chain(raw.context_headers.values())
+            {
+                if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                    self.diags
+                        .push(&path, 0, format!("`{name}` is not a valid header name"));
+                }
+            }
+            let service = Service {
+                id: raw.id.get_ref().clone(),
+                title: raw.title.clone(),
+                description: raw.description.clone(),
+                catalog_version: raw.catalog_version.get_ref().clone(),
+                version_format: raw.version_format,
+                envelope: raw.envelope,
+                base_url: raw
+                    .base_url
+                    .as_ref()
+                    .map(|u| u.trim_end_matches('/').to_string()),
+                credential: raw.credential.clone(),
+                static_headers: raw.static_headers.clone(),
+                context_headers: raw.context_headers.clone(),
+            };
+            out.insert(folder, (service, raw));
+        }
+        out
+    }
+
+    fn tool_files(&self) -> Vec<(String, String)> {
+        self.sources
+            .files
+            .iter()
+            .filter(|(p, _)| {
+                p.starts_with("catalog/")
+                    && p.ends_with(".toml")
+                    && !p.ends_with("/service.toml")
+                    && p.trim_start_matches("catalog/").contains('/')
+            })
+            .map(|(p, t)| (p.clone(), t.clone()))
+            .collect()
+    }
+}
+
+/// "did you mean" for toml's "unknown field `x`, expected one of `a`, `b`" messages.
+fn unknown_field_help(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (field, rest) = rest.split_once('`')?;
+    let expected: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
+    did_you_mean(field, expected)
+}
+
+fn version_form(format: VersionFormat, id: &str) -> String {
+    match format {
+        VersionFormat::ServiceDottedDate => format!("`{id}-YYYY.MM.DD.n`"),
+        VersionFormat::DashedDate => "`YYYY-MM-DD.n`".into(),
+        VersionFormat::Semver => "`MAJOR.MINOR.PATCH`".into(),
+    }
+}
+
+fn all_digits(s: &str, len: Option<usize>) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && len.is_none_or(|l| s.len() == l)
+}
+
+/// Whether a catalog version has its service's form.
+pub fn version_matches(format: VersionFormat, id: &str, version: &str) -> bool {
+    let date = |y: &str, m: &str, d: &str, n: &str| {
+        all_digits(y, Some(4))
+            && all_digits(m, Some(2))
+            && all_digits(d, Some(2))
+            && all_digits(n, None)
+    };
+    match format {
+        VersionFormat::ServiceDottedDate => version
+            .strip_prefix(&format!("{id}-"))
+            .map(|rest| rest.split('.').collect::<Vec<_>>())
+            .is_some_and(|p| p.len() == 4 && date(p[0], p[1], p[2], p[3])),
+        VersionFormat::DashedDate => version
+            .split_once('.')
+            .map(|(d, n)| (d.split('-').collect::<Vec<_>>(), n))
+            .is_some_and(|(p, n)| p.len() == 3 && date(p[0], p[1], p[2], n)),
+        VersionFormat::Semver => {
+            let p: Vec<&str> = version.split('.').collect();
+            p.len() == 3 && p.iter().all(|x| all_digits(x, None))
+        }
+    }
+}
+
+struct ToolCompiler<'a, 'b> {
+    c: &'a mut Compiler<'b>,
+    file: &'a str,
+    text: &'a str,
+    service: &'a Service,
+    service_file: &'a ServiceFile,
+    rules: &'a Rules,
+    templates: &'a mut Templates,
+}
+
+impl ToolCompiler<'_, '_> {
+    fn line(&self, s: &SpannedStr) -> usize {
+        line_of(self.text, s.span().start)
+    }
+
+    fn err(&mut self, line: usize, message: impl Into<String>) {
+        self.c.diags.push(self.file, line, message);
+    }
+
+    fn expr(&mut self, full: &str, slot: &str, source: &SpannedStr) -> Option<Expr> {
+        match self
+            .templates
+            .add_expr(format!("tool:{full}:{slot}"), source.get_ref())
+        {
+            Ok(e) => Some(e),
+            Err(e) => {
+                let line = self.line(source);
+                self.err(
+                    line,
+                    format!(
+                        "tool `{full}`: expression `{slot}` does not parse: {}",
+                        describe(&e)
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    fn jsonpath(&mut self, full: &str, what: &str, source: &SpannedStr) -> Option<JsonPath> {
+        match jsonpath_rust::parser::parse_json_path(source.get_ref()) {
+            Ok(query) => Some(JsonPath {
+                source: source.get_ref().clone(),
+                query,
+            }),
+            Err(e) => {
+                let line = self.line(source);
+                self.err(
+                    line,
+                    format!(
+                        "tool `{full}`: {what} `{}` is not a JSONPath: {e}",
+                        source.get_ref()
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    fn compile(&mut self, raw: RawTool, line: usize) -> Option<Tool> {
+        let name = raw.name.get_ref().clone();
+        let full = format!("{}.{name}", self.service.id);
+        let before = self.c.diags.0.len();
+        if !is_snake_name(&name) {
+            self.err(
+                line,
+                format!("tool name `{name}` must be snake_case: lowercase letters, digits and `_`, starting with a letter"),
+            );
+        }
+
+        // Argument schema, with the service's argument sets merged in.
+        let args_line = line_of(self.text, raw.arguments.span().start);
+        let mut arguments = raw.arguments.get_ref().clone();
+        for set in &raw.argument_sets {
+            let Some(props) = self.service_file.argument_sets.get(set) else {
+                self.c.diags.push_help(
+                    self.file,
+                    line,
+                    format!(
+                        "tool `{full}`: service `{}` has no argument set `{set}`",
+                        self.service.id
+                    ),
+                    did_you_mean(
+                        set,
+                        self.service_file.argument_sets.keys().map(String::as_str),
+                    ),
+                );
+                continue;
+            };
+            if let Some(target) = arguments
+                .as_object_mut()
+                .map(|o| o.entry("properties").or_insert_with(|| json!({})))
+                .and_then(Value::as_object_mut)
+            {
+                for (k, v) in props {
+                    if target.contains_key(k) {
+                        self.c.diags.push(self.file, args_line, format!("tool `{full}`: argument `{k}` is both in its schema and in argument set `{set}`"));
+                    } else {
+                        target.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        if arguments.get("type") != Some(&json!("object")) {
+            self.err(args_line, format!("tool `{full}`: the argument schema must be an object schema (`type = \"object\"`)"));
+        }
+        let validator = match jsonschema::options()
+            .should_validate_formats(true)
+            .build(&arguments)
+        {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.err(
+                    args_line,
+                    format!(
+                        "tool `{full}`: the argument schema is not a valid JSON Schema: {}",
+                        e.masked()
+                    ),
+                );
+                None
+            }
+        };
+        if let Some(output) = &raw.output
+            && let Err(e) = jsonschema::validator_for(output)
+        {
+            self.err(
+                line,
+                format!(
+                    "tool `{full}`: the output schema is not a valid JSON Schema: {}",
+                    e.masked()
+                ),
+            );
+        }
+        let properties: BTreeSet<String> = arguments
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default();
+        let defaults: Vec<(String, Value)> = arguments
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|p| {
+                p.iter()
+                    .filter_map(|(k, v)| v.get("default").map(|d| (k.clone(), d.clone())))
+                    .collect()
+            })
+            .unwrap_or_default();
+
+        // Confirmation.
+        let confirmation = match raw.confirmation {
+            ConfirmationMode::Auto => self
+                .rules
+                .confirmation
+                .mode_for(&self.service.id, raw.risk, &raw.classes)
+                .unwrap_or_else(|| {
+                    self.c.diags.push(self.file, line, format!("tool `{full}`: no policy in rules/confirmation.toml matches it; set `confirmation`"));
+                    ConfirmationMode::None
+                }),
+            mode => mode,
+        };
+        let needed = match confirmation {
+            ConfirmationMode::ConfirmFlag | ConfirmationMode::DryRunDefault => {
+                Some(self.rules.confirmation.confirm_arg.clone())
+            }
+            ConfirmationMode::ConfirmApply => Some(self.rules.confirmation.apply_arg.clone()),
+            _ => None,
+        };
+        if let Some(arg) = needed
+            && !properties.contains(&arg)
+        {
+            self.err(args_line, format!("tool `{full}`: its confirmation needs the argument `{arg}`, which its argument schema does not declare"));
+        }
+
+        // Action.
+        let preview_arg = if raw.http.is_some() {
+            self.service_file.defaults.preview_arg.clone()
+        } else {
+            None
+        };
+        if let Some(arg) = &preview_arg
+            && !properties.contains(arg)
+        {
+            self.err(args_line, format!("tool `{full}`: service `{}` previews with `{arg}`, which the argument schema does not declare", self.service.id));
+        }
+        let action = match (&raw.hook, &raw.http) {
+            (Some(_), Some(_)) => {
+                self.err(line, format!("tool `{full}` has both `hook` and `[tool.http]`; a tool is local or upstream, not both"));
+                None
+            }
+            (None, None) => {
+                self.err(
+                    line,
+                    format!("tool `{full}` has neither `hook` nor `[tool.http]`"),
+                );
+                None
+            }
+            (Some(hook), None) => match Hook::parse(hook.get_ref()) {
+                Some(h) => Some(Action::Hook(h)),
+                None => {
+                    let l = self.line(hook);
+                    self.c.diags.push_help(
+                        self.file,
+                        l,
+                        format!("tool `{full}`: unknown hook `{}`", hook.get_ref()),
+                        did_you_mean(hook.get_ref(), Hook::ALL.iter().map(|h| h.name())),
+                    );
+                    None
+                }
+            },
+            (None, Some(http)) => self.http(&full, http).map(|p| Action::Http(Box::new(p))),
+        };
+        if matches!(action, Some(Action::Http(_))) && self.service.envelope == EnvelopeKind::Portal
+        {
+            self.err(line, format!("tool `{full}`: portal tools are local hooks"));
+        }
+
+        // Preconditions.
+        let mut require = Vec::new();
+        for (i, r) in raw.require.iter().enumerate() {
+            let check = self.expr(&full, &format!("require.{i}"), &r.check);
+            let classification = Classification::parse(&r.classification);
+            if classification.is_none() {
+                let l = self.line(&r.check);
+                self.c.diags.push_help(
+                    self.file,
+                    l,
+                    format!(
+                        "tool `{full}`: unknown classification `{}`",
+                        r.classification
+                    ),
+                    did_you_mean(
+                        &r.classification,
+                        Classification::ALL.iter().map(|c| c.as_str()),
+                    ),
+                );
+            }
+            if let (Some(check), Some(classification)) = (check, classification) {
+                require.push(Require {
+                    check,
+                    classification,
+                    message: r.message.clone(),
+                });
+            }
+        }
+
+        let response = self.response(&full, &raw.response, line);
+        let item_budget = raw
+            .item_budget
+            .or(self.service_file.defaults.item_budget)
+            .unwrap_or(self.rules.limits.default_item_budget);
+        let timeout_ms = raw
+            .timeout_ms
+            .or(self.service_file.defaults.timeout_ms)
+            .unwrap_or(self.rules.limits.default_timeout_ms);
+        if !(1..=300_000).contains(&timeout_ms) {
+            self.err(
+                line,
+                format!("tool `{full}`: timeout_ms {timeout_ms} must be between 1 and 300000"),
+            );
+        }
+        if item_budget == 0 {
+            self.err(
+                line,
+                format!("tool `{full}`: item_budget must be at least 1"),
+            );
+        }
+
+        if self.c.diags.0.len() > before {
+            return None;
+        }
+        let action = action?;
+        let validator = validator?;
+        let resolved = Resolved {
+            arguments: &arguments,
+            confirmation,
+            preview_arg: &preview_arg,
+            timeout_ms,
+            item_budget,
+        };
+        let normalized = self.normalized(&raw, &full, &resolved);
+        let descriptor_hash = descriptor_hash(&normalized);
+        Some(Tool {
+            service: self.service.id.clone(),
+            name,
+            full_name: full,
+            title: raw.title,
+            description: raw.description,
+            tier: raw.tier,
+            risk: raw.risk,
+            classes: raw.classes,
+            category: raw.category,
+            aliases: raw.aliases,
+            confirmation,
+            preview_arg,
+            timeout: Duration::from_millis(timeout_ms),
+            item_budget,
+            action,
+            require,
+            response,
+            arguments,
+            validator,
+            output: raw.output,
+            defaults,
+            normalized,
+            descriptor_hash,
+            source: (self.file.to_string(), line),
+        })
+    }
+
+    fn http(&mut self, full: &str, http: &RawHttp) -> Option<HttpPlan> {
+        let method_line = self.line(&http.method);
+        let method = match http.method.get_ref().as_str() {
+            m @ ("GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "HEAD") => {
+                reqwest::Method::from_bytes(m.as_bytes()).ok()
+            }
+            other => {
+                self.c.diags.push_help(
+                    self.file,
+                    method_line,
+                    format!("tool `{full}`: method `{other}` is not one of GET, POST, PUT, PATCH, DELETE, HEAD"),
+                    did_you_mean(&other.to_ascii_uppercase(), ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]),
+                );
+                None
+            }
+        };
+        let path_line = self.line(&http.path);
+        let path = http.path.get_ref().clone();
+        let segments = match parse_path(&path) {
+            Ok(s) => s,
+            Err(msg) => {
+                self.err(path_line, format!("tool `{full}`: path `{path}` {msg}"));
+                Vec::new()
+            }
+        };
+        let mut path_params = BTreeMap::new();
+        let placeholders: BTreeSet<String> = segments
+            .iter()
+            .filter_map(|s| match s {
+                PathPart::Param(p) => Some(p.clone()),
+                PathPart::Literal(_) => None,
+            })
+            .collect();
+        for p in &placeholders {
+            let source = http
+                .path_params
+                .get(p)
+                .cloned()
+                .unwrap_or_else(|| Spanned::new(http.path.span(), format!("args.{p}")));
+            if let Some(e) = self.expr(full, &format!("path.{p}"), &source) {
+                path_params.insert(p.clone(), e);
+            }
+        }
+        for (k, v) in &http.path_params {
+            if !placeholders.contains(k) {
+                let l = self.line(v);
+                self.err(l, format!("tool `{full}`: path_params has `{k}`, which is not a placeholder of `{path}`"));
+            }
+        }
+        let mut query = Vec::new();
+        for (k, v) in &http.query {
+            if let Some(e) = self.expr(full, &format!("query.{k}"), v) {
+                query.push((k.clone(), e));
+            }
+        }
+        let query_object = http
+            .query_object
+            .as_ref()
+            .and_then(|q| self.expr(full, "query_object", q));
+        let mut headers = Vec::new();
+        let reserved = [
+            "authorization",
+            "host",
+            "content-length",
+            "content-type",
+            "cookie",
+        ];
+        let cred_name = self
+            .service
+            .credential
+            .as_ref()
+            .map(|c| c.name.to_ascii_lowercase());
+        for (k, v) in &http.headers {
+            let lower = k.to_ascii_lowercase();
+            if reserved.contains(&lower.as_str()) || cred_name.as_deref() == Some(lower.as_str()) {
+                let l = self.line(v);
+                self.err(
+                    l,
+                    format!(
+                        "tool `{full}`: header `{k}` is set by the broker and cannot be mapped"
+                    ),
+                );
+            } else if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err() {
+                let l = self.line(v);
+                self.err(
+                    l,
+                    format!("tool `{full}`: `{k}` is not a valid header name"),
+                );
+            } else if let Some(e) = self.expr(full, &format!("header.{k}"), v) {
+                headers.push((k.clone(), e));
+            }
+        }
+        let body = match (&http.body, &http.body_template) {
+            (Some(a), Some(_)) => {
+                let l = self.line(a);
+                self.err(
+                    l,
+                    format!("tool `{full}`: give `body` or `body_template`, not both"),
+                );
+                None
+            }
+            (Some(b), None) => self.expr(full, "body", b).map(BodyPlan::Expr),
+            (None, Some(t)) => {
+                if self.templates.has(t.get_ref()) {
+                    Some(BodyPlan::Template(t.get_ref().clone()))
+                } else {
+                    let l = self.line(t);
+                    self.err(
+                        l,
+                        format!(
+                            "tool `{full}`: body_template `{}` is not in templates/",
+                            t.get_ref()
+                        ),
+                    );
+                    None
+                }
+            }
+            (None, None) => None,
+        };
+        if body.is_some()
+            && matches!(method, Some(ref m) if m == reqwest::Method::GET || m == reqwest::Method::HEAD)
+        {
+            self.err(
+                method_line,
+                format!(
+                    "tool `{full}`: a {} request cannot carry a body",
+                    http.method.get_ref()
+                ),
+            );
+        }
+        Some(HttpPlan {
+            method: method?,
+            path,
+            segments,
+            path_params,
+            query,
+            query_object,
+            headers,
+            body,
+            body_encoding: http.body_encoding,
+        })
+    }
+
+    fn response(&mut self, full: &str, raw: &RawResponse, line: usize) -> ResponsePlan {
+        let mut plan = ResponsePlan {
+            data: raw
+                .data
+                .as_ref()
+                .and_then(|p| self.jsonpath(full, "response.data", p)),
+            ..ResponsePlan::default()
+        };
+        for (k, v) in &raw.pagination {
+            if let Some(p) = self.jsonpath(full, "response.pagination", v) {
+                plan.pagination.push((k.clone(), p));
+            }
+        }
+        for r in &raw.redact {
+            if let Some(p) = self.jsonpath(full, "response.redact", r) {
+                plan.redact.push(p);
+            }
+        }
+        for (i, rule) in raw.redact_unless.iter().enumerate() {
+            let expr = self.expr(full, &format!("redact_unless.{i}"), &rule.unless);
+            let paths: Vec<JsonPath> = rule
+                .paths
+                .iter()
+                .filter_map(|p| self.jsonpath(full, "response.redact_unless", p))
+                .collect();
+            if let Some(expr) = expr {
+                plan.redact_unless.push((expr, paths));
+            }
+        }
+        if let Some(summary) = &raw.summary {
+            let name = format!("tool:{full}:summary");
+            match self.templates.add_template(&name, summary.get_ref()) {
+                Ok(()) => plan.summary = Some(name),
+                Err(e) => {
+                    let l = self.line(summary);
+                    self.err(
+                        l,
+                        format!(
+                            "tool `{full}`: summary template does not parse: {}",
+                            describe(&e)
+                        ),
+                    );
+                }
+            }
+        }
+        for (status, classification) in &raw.upstream_errors {
+            let parsed_status = status
+                .parse::<u16>()
+                .ok()
+                .filter(|s| (400..=599).contains(s));
+            let parsed_class = Classification::parse(classification);
+            match (parsed_status, parsed_class) {
+                (Some(s), Some(c)) => {
+                    plan.upstream_errors.insert(s, c);
+                }
+                (None, _) => self.err(
+                    line,
+                    format!(
+                        "tool `{full}`: upstream_errors key `{status}` is not an HTTP error status"
+                    ),
+                ),
+                (_, None) => self.c.diags.push_help(
+                    self.file,
+                    line,
+                    format!("tool `{full}`: unknown classification `{classification}`"),
+                    did_you_mean(
+                        classification,
+                        Classification::ALL.iter().map(|c| c.as_str()),
+                    ),
+                ),
+            }
+        }
+        plan
+    }
+
+    /// The normalized definition that the descriptor hash covers: every descriptor field
+    /// and every execution rule, with the text of any template used.
+    fn normalized(&self, raw: &RawTool, full: &str, resolved: &Resolved<'_>) -> Value {
+        let Resolved {
+            arguments,
+            confirmation,
+            preview_arg,
+            timeout_ms,
+            item_budget,
+        } = *resolved;
+        let spanned_map = |m: &BTreeMap<String, SpannedStr>| -> Value {
+            m.iter()
+                .map(|(k, v)| (k.clone(), json!(v.get_ref())))
+                .collect::<serde_json::Map<_, _>>()
+                .into()
+        };
+        let opt = |s: &Option<SpannedStr>| s.as_ref().map(|v| v.get_ref().clone());
+        let http = raw.http.as_ref().map(|h| {
+            json!({
+                "method": h.method.get_ref(),
+                "path": h.path.get_ref(),
+                "path_params": spanned_map(&h.path_params),
+                "query": spanned_map(&h.query),
+                "query_object": opt(&h.query_object),
+                "headers": spanned_map(&h.headers),
+                "body": opt(&h.body),
+                "body_template": h.body_template.as_ref().map(|t| self.template_text(t.get_ref())),
+                "body_encoding": h.body_encoding,
+                "base_url": self.service.base_url,
+                "credential": self.service.credential,
+                "static_headers": self.service.static_headers,
+                "context_headers": self.service.context_headers,
+            })
+        });
+        json!({
+            "name": full,
+            "title": raw.title,
+            "description": raw.description,
+            "tier": raw.tier,
+            "risk": raw.risk,
+            "classes": raw.classes,
+            "category": raw.category,
+            "aliases": raw.aliases,
+            "envelope": self.service.envelope,
+            "confirmation": {
+                "mode": confirmation,
+                "confirm_arg": self.rules.confirmation.confirm_arg,
+                "apply_arg": self.rules.confirmation.apply_arg,
+                "apply_phrase": self.rules.confirmation.apply_phrase,
+                "preview_arg": preview_arg,
+            },
+            "timeout_ms": timeout_ms,
+            "item_budget": item_budget,
+            "hook": opt(&raw.hook),
+            "http": http,
+            "require": raw.require.iter().map(|r| json!({
+                "check": r.check.get_ref(),
+                "classification": r.classification,
+                "message": r.message,
+            })).collect::<Vec<_>>(),
+            "response": {
+                "data": opt(&raw.response.data),
+                "pagination": spanned_map(&raw.response.pagination),
+                "redact": raw.response.redact.iter().map(|r| r.get_ref().clone()).collect::<Vec<_>>(),
+                "redact_unless": raw.response.redact_unless.iter().map(|r| json!({
+                    "unless": r.unless.get_ref(),
+                    "paths": r.paths.iter().map(|p| p.get_ref().clone()).collect::<Vec<_>>(),
+                })).collect::<Vec<_>>(),
+                "summary": opt(&raw.response.summary),
+                "upstream_errors": raw.response.upstream_errors,
+            },
+            "arguments": arguments,
+            "output": raw.output,
+        })
+    }
+
+    /// A template's text and the text of everything it includes, for hashing.
+    fn template_text(&self, name: &str) -> Value {
+        let mut seen = BTreeMap::new();
+        let mut todo = vec![name.to_string()];
+        while let Some(n) = todo.pop() {
+            if seen.contains_key(&n) {
+                continue;
+            }
+            let text = self
+                .c
+                .sources
+                .get(&format!("templates/{n}"))
+                .unwrap_or_default()
+                .to_string();
+            todo.extend(referenced_templates(&text));
+            seen.insert(n, Value::String(text));
+        }
+        json!({ "name": name, "texts": seen })
+    }
+}
+
+/// Tool settings resolved from the tool, its service and the rules, for the hash.
+#[derive(Clone, Copy)]
+struct Resolved<'a> {
+    arguments: &'a Value,
+    confirmation: ConfirmationMode,
+    preview_arg: &'a Option<String>,
+    timeout_ms: u64,
+    item_budget: usize,
+}
+
+fn is_snake_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// Splits `/a/{b}/c` into literals and placeholders.
+pub fn parse_path(path: &str) -> Result<Vec<PathPart>, &'static str> {
+    if !path.starts_with('/') {
+        return Err("must start with `/`");
+    }
+    if path.contains("..") || path.contains('?') || path.contains('#') {
+        return Err("must not contain `..`, `?` or `#`");
+    }
+    let mut out = Vec::new();
+    let mut rest = path;
+    while let Some(start) = rest.find('{') {
+        let Some(len) = rest[start..].find('}') else {
+            return Err("has an unclosed `{`");
+        };
+        if start > 0 {
+            out.push(PathPart::Literal(rest[..start].to_string()));
+        }
+        let name = &rest[start + 1..start + len];
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err("has a placeholder that is not a plain name");
+        }
+        out.push(PathPart::Param(name.to_string()));
+        rest = &rest[start + len + 1..];
+    }
+    if rest.contains('}') {
+        return Err("has an unmatched `}`");
+    }
+    if !rest.is_empty() {
+        out.push(PathPart::Literal(rest.to_string()));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_forms() {
+        use VersionFormat::*;
+        assert!(version_matches(
+            ServiceDottedDate,
+            "hosting",
+            "hosting-2026.11.21.1"
+        ));
+        assert!(!version_matches(
+            ServiceDottedDate,
+            "hosting",
+            "crm-2026.11.21.1"
+        ));
+        assert!(!version_matches(
+            ServiceDottedDate,
+            "hosting",
+            "hosting-2026.11.21"
+        ));
+        assert!(version_matches(DashedDate, "crm", "2026-11-21.3"));
+        assert!(!version_matches(DashedDate, "crm", "2026-11-21"));
+        assert!(version_matches(Semver, "leads", "1.0.2"));
+        assert!(!version_matches(Semver, "leads", "1.0"));
+    }
+
+    #[test]
+    fn paths_split_into_parts() {
+        assert_eq!(
+            parse_path("/a/{b}/c{d}"),
+            Ok(vec![
+                PathPart::Literal("/a/".into()),
+                PathPart::Param("b".into()),
+                PathPart::Literal("/c".into()),
+                PathPart::Param("d".into()),
+            ])
+        );
+        assert!(parse_path("a").is_err());
+        assert!(parse_path("/a/{b").is_err());
+        assert!(parse_path("/a/../b").is_err());
+    }
+}

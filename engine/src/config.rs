@@ -1,0 +1,96 @@
+//! The deployment config file (`--config FILE`, TOML, strict): caller keys, upstream
+//! overrides, server-side upstream keys and non-secret per-service settings.
+//!
+//! ```toml
+//! listen = "127.0.0.1:8080"
+//! max_body_bytes = 1048576
+//!
+//! [[keys]]
+//! name = "support-agent"
+//! sha256 = "<hex sha256 of the bearer token>"
+//! services = ["hosting", "crm"]   # default: all
+//! tiers = ["agent_ready"]         # default: all
+//! risks = ["read"]                # default: all
+//!
+//! [upstreams]
+//! payments = "http://127.0.0.1:4010"
+//!
+//! [server_keys.payments]
+//! env = "PAYMENTS_SECRET_KEY"     # the key is read from this variable at start
+//!
+//! [settings.media]
+//! drive_folder_id = "folder-123"
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::descriptor::{Risk, Tier};
+
+/// The config file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct ConfigFile {
+    /// Listen address (the CLI flag wins).
+    #[serde(default)]
+    pub listen: Option<String>,
+    /// Largest accepted request body; default from `rules/limits.toml`.
+    #[serde(default)]
+    pub max_body_bytes: Option<usize>,
+    /// Caller keys.
+    #[serde(default)]
+    pub keys: Vec<KeyEntry>,
+    /// Upstream base URL per service id.
+    #[serde(default)]
+    pub upstreams: BTreeMap<String, String>,
+    /// Server-side upstream keys per service id (only for services that allow them).
+    #[serde(default)]
+    pub server_keys: BTreeMap<String, ServerKey>,
+    /// Non-secret settings per service id, visible to templates as `settings`.
+    #[serde(default)]
+    pub settings: BTreeMap<String, toml::Table>,
+}
+
+/// One caller key.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct KeyEntry {
+    /// A name for logs (never the key).
+    pub name: String,
+    /// Hex sha256 of the bearer token.
+    pub sha256: String,
+    /// Allowed services; absent means all.
+    #[serde(default)]
+    pub services: Option<Vec<String>>,
+    /// Allowed tiers; absent means all.
+    #[serde(default)]
+    pub tiers: Option<Vec<Tier>>,
+    /// Allowed risks; absent means all.
+    #[serde(default)]
+    pub risks: Option<Vec<Risk>>,
+    /// Profiles this key may route to.
+    #[serde(default)]
+    pub profiles: Vec<String>,
+}
+
+/// Where a server-side upstream key comes from.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct ServerKey {
+    /// Environment variable holding the key.
+    pub env: String,
+}
+
+impl ConfigFile {
+    /// Reads and parses a config file; the error names the file and line.
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read config file `{}`: {e}", path.display()))?;
+        toml::from_str(&text).map_err(|e| {
+            let line = e.span().map_or(0, |s| crate::diag::line_of(&text, s.start));
+            format!("{}:{line}: {}", path.display(), e.message().trim())
+        })
+    }
+}

@@ -1,0 +1,350 @@
+//! Raw catalog structs: exactly what a catalog author writes in TOML.
+//!
+//! Every struct here denies unknown keys and uses `snake_case`, so a typo in a
+//! catalog file is an error with a file and line, never a silent default. These
+//! structs are only read by [`crate::compile`]; the request path never sees them.
+//! The JSON Schema of this format (`schemas/catalog-format.schema.json`) is
+//! generated from these structs by `tool-broker catalog schema`.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+/// A string value with its byte span in the source file, for diagnostics.
+pub type SpannedStr = Spanned<String>;
+
+/// `catalog/<service_id>/service.toml`: one upstream service.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct ServiceFile {
+    /// The service id: one of the neutral ids of the spec (`crm`, `hosting`, ...).
+    #[schemars(with = "String")]
+    pub id: SpannedStr,
+    /// Human title of the service.
+    pub title: String,
+    /// One sentence on what the service does.
+    pub description: String,
+    /// The service's catalog version; must change whenever a descriptor hash changes.
+    #[schemars(with = "String")]
+    pub catalog_version: SpannedStr,
+    /// The form `catalog_version` must take.
+    pub version_format: VersionFormat,
+    /// Which envelope the service's tools answer with.
+    #[serde(default)]
+    pub envelope: EnvelopeKind,
+    /// Default upstream base URL; overridable by config and `TOOL_BROKER_UPSTREAM_<SERVICE>`.
+    /// Absent for services whose upstream is always deployment-specific.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// How the caller's upstream key arrives and where it goes upstream.
+    #[serde(default)]
+    pub credential: Option<CredentialSpec>,
+    /// Non-secret headers sent upstream on every call (for example an API `Version`).
+    #[serde(default)]
+    pub static_headers: BTreeMap<String, String>,
+    /// Non-secret request headers exposed to templates as `ctx.<name>`.
+    #[serde(default)]
+    pub context_headers: BTreeMap<String, String>,
+    /// Defaults applied to every tool of the service.
+    #[serde(default)]
+    pub defaults: ServiceDefaults,
+    /// Named groups of argument properties (JSON Schema) that tools merge in with
+    /// `argument_sets = ["name"]`, for arguments every tool of a service shares.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, BTreeMap<String, serde_json::Value>>")]
+    pub argument_sets: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
+}
+
+/// Formats of a service's catalog version, as the spec gives them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum VersionFormat {
+    /// `<service>-<YYYY.MM.DD.n>`, e.g. `hosting-2026.11.21.1`.
+    ServiceDottedDate,
+    /// `YYYY-MM-DD.n`, e.g. `2026-11-21.1`.
+    DashedDate,
+    /// `MAJOR.MINOR.PATCH`, e.g. `1.0.2`.
+    Semver,
+}
+
+/// The two envelopes of the spec.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EnvelopeKind {
+    /// `ok`, `data`, `meta`, `error`.
+    #[default]
+    Standard,
+    /// The portal envelope (`serviceId`, `toolName`, `traceId`, `summary`, ...).
+    Portal,
+}
+
+/// Where the caller's upstream key comes from and how it is placed upstream.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct CredentialSpec {
+    /// The BYOK request header the caller sends (e.g. `x-hosting-api-key`).
+    pub header: String,
+    /// Whether a deployment may supply the key server-side instead (config `server_keys`).
+    #[serde(default)]
+    pub server_side: bool,
+    /// Where the key goes in the upstream request.
+    pub placement: Placement,
+    /// Header or query parameter name upstream.
+    pub name: String,
+    /// Text put before the key, e.g. `Bearer `.
+    #[serde(default)]
+    pub prefix: String,
+}
+
+/// Where an upstream key is placed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Placement {
+    /// An HTTP header.
+    Header,
+    /// A query-string parameter.
+    Query,
+}
+
+/// Defaults for every tool of a service.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct ServiceDefaults {
+    /// Upstream timeout in milliseconds.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// Most list items returned before truncation.
+    #[serde(default)]
+    pub item_budget: Option<usize>,
+    /// Argument that asks for a preview instead of a call (hosting: `dry_run`).
+    #[serde(default)]
+    pub preview_arg: Option<String>,
+}
+
+/// A tool file: `catalog/<service_id>/<anything>.toml` other than `service.toml`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct ToolFile {
+    /// The tools of this file.
+    #[serde(default)]
+    pub tool: Vec<RawTool>,
+}
+
+/// One tool as written in the catalog.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct RawTool {
+    /// Native name without the service prefix, `snake_case`.
+    #[schemars(with = "String")]
+    pub name: SpannedStr,
+    /// Human title.
+    pub title: String,
+    /// What the tool does and its confirmation rules.
+    pub description: String,
+    /// `agent_ready` or `legacy`.
+    pub tier: Tier,
+    /// `read` or `write`.
+    pub risk: Risk,
+    /// Class words: `spend`, `destructive`, `billing`, `token`.
+    #[serde(default)]
+    pub classes: Vec<Class>,
+    /// Capability area used by discovery.
+    #[serde(default)]
+    pub category: Option<String>,
+    /// Other names that resolve to this tool (titles, upstream operation ids).
+    #[serde(default)]
+    pub aliases: Vec<String>,
+    /// Confirmation rule; `auto` takes it from `rules/confirmation.toml`.
+    #[serde(default)]
+    pub confirmation: ConfirmationMode,
+    /// Upstream timeout in milliseconds.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// Most list items returned before truncation.
+    #[serde(default)]
+    pub item_budget: Option<usize>,
+    /// A native hook for local tools, instead of `[tool.http]`.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub hook: Option<SpannedStr>,
+    /// The upstream request, for provider tools.
+    #[serde(default)]
+    pub http: Option<RawHttp>,
+    /// Preconditions checked before anything is sent.
+    #[serde(default)]
+    pub require: Vec<RawRequire>,
+    /// How the upstream answer becomes the envelope.
+    #[serde(default)]
+    pub response: RawResponse,
+    /// Service argument sets whose properties are merged into `arguments.properties`.
+    #[serde(default)]
+    pub argument_sets: Vec<String>,
+    /// JSON Schema of the arguments (an object schema).
+    #[schemars(with = "serde_json::Value")]
+    pub arguments: Spanned<serde_json::Value>,
+    /// JSON Schema of `data` on success.
+    #[serde(default)]
+    pub output: Option<serde_json::Value>,
+}
+
+/// Contract tier.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Tier {
+    /// Listed by default.
+    AgentReady,
+    /// Listed only on opt-in.
+    Legacy,
+}
+
+/// Risk of a tool.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Risk {
+    /// Reads only.
+    Read,
+    /// Changes upstream state.
+    Write,
+}
+
+/// Class words of write tools.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Class {
+    /// Consumes credits or money.
+    Spend,
+    /// Deletes or irreversibly changes.
+    Destructive,
+    /// Touches billing.
+    Billing,
+    /// Generates or rotates tokens.
+    Token,
+}
+
+/// How a tool is confirmed (DECISIONS section 5).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfirmationMode {
+    /// Take the mode from the first matching policy in `rules/confirmation.toml`.
+    #[default]
+    Auto,
+    /// Runs without confirmation.
+    None,
+    /// Needs `confirm=true`, else `confirmation_required` (428).
+    ConfirmFlag,
+    /// Without `confirm=true`, answers a dry-run preview and sends nothing.
+    DryRunDefault,
+    /// Needs `confirmApply` exactly `CONFIRM APPLY`, else `confirmation_required`.
+    ConfirmApply,
+}
+
+/// The upstream request of a provider tool.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct RawHttp {
+    /// HTTP method.
+    #[schemars(with = "String")]
+    pub method: SpannedStr,
+    /// Path template with `{placeholder}` segments, relative to the base URL.
+    #[schemars(with = "String")]
+    pub path: SpannedStr,
+    /// Expressions for placeholders; a placeholder without one takes `args.<placeholder>`.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, String>")]
+    pub path_params: BTreeMap<String, SpannedStr>,
+    /// Query parameters: name -> expression. Undefined or `none` omits the parameter.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, String>")]
+    pub query: BTreeMap<String, SpannedStr>,
+    /// An expression giving an object whose entries are added to the query.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub query_object: Option<SpannedStr>,
+    /// Request headers: name -> expression.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, String>")]
+    pub headers: BTreeMap<String, SpannedStr>,
+    /// An expression giving the request body.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub body: Option<SpannedStr>,
+    /// A template in `templates/` that renders the body as JSON text.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub body_template: Option<SpannedStr>,
+    /// How the body is encoded.
+    #[serde(default)]
+    pub body_encoding: BodyEncoding,
+}
+
+/// Encodings of an upstream request body.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BodyEncoding {
+    /// `application/json`.
+    #[default]
+    Json,
+    /// `application/x-www-form-urlencoded`, nested keys as `a[b][0]`.
+    Form,
+}
+
+/// A precondition: when `check` is falsy, the call fails with `classification`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct RawRequire {
+    /// Expression that must be truthy.
+    #[schemars(with = "String")]
+    pub check: SpannedStr,
+    /// `validation_error` or `not_configured`.
+    pub classification: String,
+    /// Message shown to the caller.
+    pub message: String,
+}
+
+/// How the upstream answer is mapped into the envelope.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct RawResponse {
+    /// JSONPath selecting `data` in the upstream body; default the whole body.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub data: Option<SpannedStr>,
+    /// JSONPaths of pagination figures in the upstream body, copied into `meta.pagination`.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, String>")]
+    pub pagination: BTreeMap<String, SpannedStr>,
+    /// JSONPaths (into the upstream body) whose values are redacted, besides the default keys.
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    pub redact: Vec<SpannedStr>,
+    /// Paths redacted unless an expression is truthy (e.g. an `include_emails` argument).
+    #[serde(default)]
+    pub redact_unless: Vec<RawRedactUnless>,
+    /// Template text for the summary (portal envelope), with `data` and `tool` in scope.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub summary: Option<SpannedStr>,
+    /// Upstream statuses mapped to a classification other than `upstream_http_error`.
+    #[serde(default)]
+    pub upstream_errors: BTreeMap<String, String>,
+}
+
+/// Paths redacted unless `unless` is truthy.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct RawRedactUnless {
+    /// Expression, e.g. `args.includeBusinessDetails`.
+    #[schemars(with = "String")]
+    pub unless: SpannedStr,
+    /// JSONPaths into the upstream body.
+    #[schemars(with = "Vec<String>")]
+    pub paths: Vec<SpannedStr>,
+}

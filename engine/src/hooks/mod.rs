@@ -1,0 +1,48 @@
+//! Native hooks: the few local tools that cannot be said as an upstream call.
+//!
+//! A tool names its hook in the catalog (`hook = "portal.call_read_tool"`); compile
+//! resolves the name against [`Hook::ALL`] once, so the request path never looks a
+//! hook up by string. Each hook is shared by every service that needs it and is
+//! parameterised by catalog data, never written per tool. Hooks never contact an
+//! upstream themselves; `portal.call_read_tool` runs another catalog tool through the
+//! same pipeline as any call.
+
+mod check;
+mod portal;
+
+pub use check::check_configuration;
+pub use portal::{call_read_tool, check_connection};
+
+/// The hook registry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hook {
+    /// Runs one catalog read tool of any service (portal envelope).
+    PortalCallReadTool,
+    /// Checks authentication and catalog readiness (portal envelope).
+    PortalCheckConnection,
+    /// A service's configuration readiness: booleans and safe mode names only.
+    CheckConfiguration,
+}
+
+impl Hook {
+    /// Every hook, for resolution and "did you mean".
+    pub const ALL: [Hook; 3] = [
+        Hook::PortalCallReadTool,
+        Hook::PortalCheckConnection,
+        Hook::CheckConfiguration,
+    ];
+
+    /// The name catalog files use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Hook::PortalCallReadTool => "portal.call_read_tool",
+            Hook::PortalCheckConnection => "portal.check_connection",
+            Hook::CheckConfiguration => "check_configuration",
+        }
+    }
+
+    /// Resolves a hook name.
+    pub fn parse(name: &str) -> Option<Hook> {
+        Self::ALL.into_iter().find(|h| h.name() == name)
+    }
+}

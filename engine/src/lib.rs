@@ -1,0 +1,42 @@
+//! # tool-broker
+//!
+//! A broker that lets software agents call the tools of several upstream services
+//! through one JSON-RPC endpoint. Every tool is data: a TOML catalog compiled once into
+//! one generic engine. The pipeline can be read off the module names:
+//!
+//! | stage | module |
+//! |---|---|
+//! | where the files come from | [`source`] |
+//! | what authors write | [`descriptor`], [`rules`] |
+//! | compile once, report every problem | [`compile`], [`diag`], [`template`] |
+//! | what the request path looks up | [`catalog`], [`identity`] |
+//! | who calls | [`auth`], [`config`] |
+//! | one call, end to end | [`call`]: [`args`] -> [`confirm`] -> [`render`] -> [`upstream`] -> [`redact`] -> [`envelope`] |
+//! | local tools | [`hooks`] |
+//! | the HTTP front door | [`server`] |
+//!
+//! See `engine/DESIGN.md` for the reasoning behind the shape.
+
+pub mod args;
+pub mod auth;
+pub mod call;
+pub mod catalog;
+pub mod cli;
+pub mod compile;
+pub mod config;
+pub mod confirm;
+pub mod descriptor;
+pub mod diag;
+pub mod envelope;
+pub mod error;
+pub mod hooks;
+pub mod identity;
+pub mod redact;
+pub mod render;
+pub mod response;
+pub mod rules;
+pub mod schema;
+pub mod server;
+pub mod source;
+pub mod template;
+pub mod upstream;

@@ -1,0 +1,220 @@
+//! Cross-cutting rules from `rules/*.toml`: error statuses, default redaction keys,
+//! confirmation policies and limits. Parsed strictly, compiled once.
+
+use std::collections::{BTreeMap, HashSet};
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::descriptor::{Class, ConfirmationMode, Risk};
+use crate::error::Classification;
+
+/// `rules/errors.toml`: one table per classification.
+pub type RawErrors = BTreeMap<String, RawErrorRule>;
+
+/// Status and retry hint of one classification.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct RawErrorRule {
+    /// HTTP status.
+    pub status: u16,
+    /// Whether the same call may succeed later unchanged.
+    pub retryable: bool,
+}
+
+/// `rules/redaction.toml`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct RawRedaction {
+    /// The value put in place of a redacted one.
+    pub replacement: String,
+    /// Credential-like key names.
+    pub keys: Vec<String>,
+    /// Key name endings that are credential-like.
+    #[serde(default)]
+    pub suffixes: Vec<String>,
+    /// Names never redacted by the suffix rule (pagination cursors).
+    #[serde(default)]
+    pub keep: Vec<String>,
+}
+
+/// `rules/confirmation.toml`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct RawConfirmation {
+    /// The argument that confirms a write (`confirm`).
+    pub confirm_arg: String,
+    /// The argument that carries the crm apply phrase (`confirmApply`).
+    pub apply_arg: String,
+    /// The exact apply phrase (`CONFIRM APPLY`).
+    pub apply_phrase: String,
+    /// Policies, first match wins.
+    pub policy: Vec<RawPolicy>,
+}
+
+/// One confirmation policy.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct RawPolicy {
+    /// Only tools of this service.
+    #[serde(default)]
+    pub service: Option<String>,
+    /// Only tools of this risk.
+    #[serde(default)]
+    pub risk: Option<Risk>,
+    /// Only tools with at least one of these class words.
+    #[serde(default)]
+    pub classes: Vec<Class>,
+    /// The mode for matching tools (never `auto`).
+    pub mode: ConfirmationMode,
+}
+
+/// `rules/limits.toml`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct Limits {
+    /// Largest accepted request body in bytes.
+    pub max_body_bytes: usize,
+    /// Upstream timeout when neither tool nor service sets one.
+    pub default_timeout_ms: u64,
+    /// List budget when neither tool nor service sets one.
+    pub default_item_budget: usize,
+    /// Largest upstream answer read.
+    pub max_upstream_body_bytes: usize,
+    /// Largest redacted upstream error body kept in `error.details`.
+    pub error_details_bytes: usize,
+    /// Longest JSON-RPC id accepted.
+    pub max_request_id_chars: usize,
+    /// minijinja fuel per evaluation.
+    pub template_fuel: u64,
+}
+
+/// Compiled rules.
+#[derive(Debug, Clone)]
+pub struct Rules {
+    /// Status and retry hint per classification.
+    pub errors: BTreeMap<Classification, RawErrorRule>,
+    /// Default redaction.
+    pub redaction: Redaction,
+    /// Confirmation policies.
+    pub confirmation: Confirmation,
+    /// Limits.
+    pub limits: Limits,
+}
+
+impl Rules {
+    /// HTTP status of a classification (500 if the rules lack it, which compile forbids).
+    pub fn status(&self, classification: Classification) -> u16 {
+        self.errors.get(&classification).map_or(500, |r| r.status)
+    }
+
+    /// Whether a classification is retryable.
+    pub fn retryable(&self, classification: Classification) -> bool {
+        self.errors
+            .get(&classification)
+            .is_some_and(|r| r.retryable)
+    }
+}
+
+/// Compiled default redaction: normalized key sets.
+#[derive(Debug, Clone)]
+pub struct Redaction {
+    /// Replacement value.
+    pub replacement: String,
+    keys: HashSet<String>,
+    suffixes: Vec<String>,
+    keep: HashSet<String>,
+}
+
+/// Lowercase with `_`, `-` and spaces removed.
+pub fn normalize_key(key: &str) -> String {
+    key.chars()
+        .filter(|c| !matches!(c, '_' | '-' | ' '))
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+impl Redaction {
+    /// Compiles the raw redaction rule.
+    pub fn compile(raw: RawRedaction) -> Self {
+        Self {
+            replacement: raw.replacement,
+            keys: raw.keys.iter().map(|k| normalize_key(k)).collect(),
+            suffixes: raw.suffixes.iter().map(|k| normalize_key(k)).collect(),
+            keep: raw.keep.iter().map(|k| normalize_key(k)).collect(),
+        }
+    }
+
+    /// Whether a key names a credential-like value.
+    pub fn is_secret_key(&self, key: &str) -> bool {
+        let k = normalize_key(key);
+        if self.keep.contains(&k) {
+            return false;
+        }
+        self.keys.contains(&k) || self.suffixes.iter().any(|s| k.ends_with(s.as_str()))
+    }
+}
+
+/// Compiled confirmation rules.
+#[derive(Debug, Clone)]
+pub struct Confirmation {
+    /// `confirm`.
+    pub confirm_arg: String,
+    /// `confirmApply`.
+    pub apply_arg: String,
+    /// `CONFIRM APPLY`.
+    pub apply_phrase: String,
+    /// Policies in order.
+    pub policies: Vec<RawPolicy>,
+}
+
+impl Confirmation {
+    /// The mode of the first policy matching a tool; `None` when no policy matches.
+    pub fn mode_for(
+        &self,
+        service: &str,
+        risk: Risk,
+        classes: &[Class],
+    ) -> Option<ConfirmationMode> {
+        self.policies
+            .iter()
+            .find(|p| {
+                p.service.as_deref().is_none_or(|s| s == service)
+                    && p.risk.is_none_or(|r| r == risk)
+                    && (p.classes.is_empty() || p.classes.iter().any(|c| classes.contains(c)))
+            })
+            .map(|p| p.mode)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn redaction() -> Redaction {
+        Redaction::compile(RawRedaction {
+            replacement: "[REDACTED]".into(),
+            keys: vec!["apiKey".into(), "authorization".into()],
+            suffixes: vec!["token".into()],
+            keep: vec!["next_page_token".into()],
+        })
+    }
+
+    #[test]
+    fn keys_match_in_any_spelling() {
+        let r = redaction();
+        for k in [
+            "api_key",
+            "API-KEY",
+            "apiKey",
+            "Authorization",
+            "refresh_token",
+            "csrfToken",
+        ] {
+            assert!(r.is_secret_key(k), "{k}");
+        }
+        for k in ["next_page_token", "nextPageToken", "name", "tokens_used"] {
+            assert!(!r.is_secret_key(k), "{k}");
+        }
+    }
+}

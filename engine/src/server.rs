@@ -1,0 +1,276 @@
+//! The HTTP front door: hyper 1.x on tokio.
+//!
+//! - `POST /`: one JSON-RPC 2.0 `tools/call`; the body of the answer is the envelope and
+//!   its status is the classification's (DECISIONS sections 1 and 3).
+//! - `GET /healthz`: the process is up. `GET /readyz`: the catalog is compiled and
+//!   callers can authenticate. Neither needs a bearer token.
+//!
+//! Each call runs in its own task, so a bug that panics becomes an `internal_error`
+//! envelope (500), never a dropped connection.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::{Method, Request, StatusCode};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+
+use crate::call::{Broker, CallInput};
+use crate::envelope::{self, Meta, Response};
+use crate::error::{CallError, Classification};
+
+type HttpResponse = hyper::Response<Full<Bytes>>;
+
+/// Serves until `shutdown` completes.
+pub async fn serve(
+    broker: Arc<Broker>,
+    listener: TcpListener,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> std::io::Result<()> {
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    continue;
+                }
+            },
+            () = &mut shutdown => return Ok(()),
+        };
+        let broker = broker.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req| {
+                let broker = broker.clone();
+                async move { Ok::<_, Infallible>(handle(broker, req).await) }
+            });
+            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            if let Err(e) = builder
+                .serve_connection(TokioIo::new(stream), service)
+                .await
+            {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+        });
+    }
+}
+
+fn json_response(status: u16, body: &Value, extra: &[(&'static str, String)]) -> HttpResponse {
+    let mut response = hyper::Response::new(Full::new(Bytes::from(body.to_string())));
+    *response.status_mut() =
+        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let headers = response.headers_mut();
+    headers.insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    headers.insert(
+        hyper::header::CACHE_CONTROL,
+        hyper::header::HeaderValue::from_static("no-store"),
+    );
+    for (name, value) in extra {
+        if let Ok(v) = hyper::header::HeaderValue::from_str(value) {
+            headers.insert(*name, v);
+        }
+    }
+    response
+}
+
+fn send(r: Response) -> HttpResponse {
+    json_response(r.status, &r.body, &r.headers)
+}
+
+/// Routes one HTTP request.
+pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
+    match (req.method(), req.uri().path()) {
+        (&Method::GET, "/healthz") => json_response(200, &json!({ "status": "ok" }), &[]),
+        (&Method::GET, "/readyz") => json_response(
+            200,
+            &json!({
+                "status": "ready",
+                "snapshotId": broker.catalog.snapshot_id,
+                "tools": broker.catalog.tools.len(),
+            }),
+            &[],
+        ),
+        (&Method::POST, "/") => rpc(broker, req).await,
+        (_, "/" | "/healthz" | "/readyz") => json_response(
+            405,
+            &json!({ "error": "method not allowed: use POST / for tools/call, GET /healthz or GET /readyz" }),
+            &[],
+        ),
+        _ => json_response(
+            404,
+            &json!({ "error": "not found: POST / takes JSON-RPC tools/call" }),
+            &[],
+        ),
+    }
+}
+
+fn failure(broker: &Broker, request_id: &str, err: CallError) -> HttpResponse {
+    let meta = Meta {
+        request_id: request_id.to_string(),
+        trace_id: broker.trace_id(request_id),
+        ..Meta::default()
+    };
+    send(envelope::standard_err(&err, &meta, &broker.catalog.rules))
+}
+
+/// The JSON-RPC id as a string, when present and well-typed.
+fn request_id(body: &Value) -> Option<String> {
+    match body.get("id") {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+async fn rpc(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
+    let limit = broker.max_body_bytes;
+    let too_large = || {
+        CallError::new(
+            Classification::PayloadTooLarge,
+            format!("the request body is over the broker's limit of {limit} bytes"),
+        )
+    };
+    let declared = req
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return failure(&broker, "", too_large());
+    }
+    let (parts, body) = req.into_parts();
+    let bytes = match Limited::new(body, limit).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => {
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                return failure(&broker, "", too_large());
+            }
+            return failure(
+                &broker,
+                "",
+                CallError::invalid_request("the request body could not be read"),
+            );
+        }
+    };
+    let parsed: Result<Value, _> = serde_json::from_slice(&bytes);
+    let id = parsed.as_ref().ok().and_then(request_id);
+    let id_text = id.clone().unwrap_or_default();
+    let max_id = broker.catalog.rules.limits.max_request_id_chars;
+    let shown_id = if id_text.chars().count() > max_id {
+        String::new()
+    } else {
+        id_text
+    };
+
+    let principal = match broker.keys.authenticate(
+        parts
+            .headers
+            .get(hyper::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok()),
+    ) {
+        Ok(p) => p.clone(),
+        Err(e) => return failure(&broker, &shown_id, e),
+    };
+    let body = match parsed {
+        Ok(v) => v,
+        Err(_) => {
+            return failure(
+                &broker,
+                &shown_id,
+                CallError::invalid_request("the body is not JSON"),
+            );
+        }
+    };
+    let (name, arguments) = match check_request(&body, id.as_deref(), max_id) {
+        Ok(pair) => pair,
+        Err(e) => return failure(&broker, &shown_id, e),
+    };
+    let headers = parts.headers;
+    let task_broker = broker.clone();
+    let task_id = shown_id.clone();
+    let joined = tokio::spawn(async move {
+        task_broker
+            .call(CallInput {
+                request_id: task_id,
+                name: &name,
+                arguments,
+                headers: &headers,
+                principal: &principal,
+            })
+            .await
+    })
+    .await;
+    match joined {
+        Ok(response) => send(response),
+        Err(e) => {
+            tracing::error!(panicked = e.is_panic(), "tool call task failed");
+            failure(&broker, &shown_id, CallError::internal())
+        }
+    }
+}
+
+/// Checks the JSON-RPC shape; returns `params.name` and `params.arguments`.
+fn check_request(
+    body: &Value,
+    id: Option<&str>,
+    max_id: usize,
+) -> Result<(String, Option<Value>), CallError> {
+    let invalid = |m: &str| Err(CallError::invalid_request(m));
+    let Some(obj) = body.as_object() else {
+        return if body.is_array() {
+            invalid("batches are not supported: send one JSON-RPC request object")
+        } else {
+            invalid("the body must be a JSON-RPC 2.0 request object")
+        };
+    };
+    if obj.get("jsonrpc") != Some(&json!("2.0")) {
+        return invalid("`jsonrpc` must be the string \"2.0\"");
+    }
+    match (obj.get("id"), id) {
+        (None, _) => return invalid("`id` is required (a string or a number)"),
+        (Some(_), None) => return invalid("`id` must be a string or a number"),
+        (Some(_), Some(text)) if text.chars().count() > max_id => {
+            return Err(CallError::invalid_request(format!(
+                "`id` is longer than {max_id} characters"
+            )));
+        }
+        _ => {}
+    }
+    match obj.get("method") {
+        Some(Value::String(m)) if m == "tools/call" => {}
+        Some(Value::String(_)) => {
+            return invalid("`method` must be \"tools/call\"; no other method is served at POST /");
+        }
+        _ => return invalid("`method` is required and must be the string \"tools/call\""),
+    }
+    let Some(params) = obj.get("params") else {
+        return invalid(
+            "`params` is required: { \"name\": \"<service>.<tool>\", \"arguments\": { ... } }",
+        );
+    };
+    let Some(params) = params.as_object() else {
+        return invalid("`params` must be an object");
+    };
+    let name = match params.get("name") {
+        Some(Value::String(n)) => n,
+        Some(_) => return invalid("`params.name` must be a string"),
+        None => return invalid("`params.name` is required: `<service>.<tool>`"),
+    };
+    let well_formed = name
+        .split_once('.')
+        .is_some_and(|(s, t)| !s.is_empty() && !t.is_empty() && name.len() <= 200);
+    if !well_formed {
+        return invalid("`params.name` must have the form `<service>.<tool>`");
+    }
+    Ok((name.clone(), params.get("arguments").cloned()))
+}

@@ -1,0 +1,1 @@
+//! Helpers shared by the black-box tests live in `tests/tests/`.

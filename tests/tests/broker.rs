@@ -1,0 +1,7 @@
+//! Black-box tests of the tool broker: one integration test binary, modules by area.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a test fails by panicking"
+)]
