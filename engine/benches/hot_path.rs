@@ -51,7 +51,12 @@ fn hot_path(c: &mut Criterion) {
             let request = render(plan, &catalog.templates, &ctx);
             let mut body = black_box(answer.clone());
             let paths: Vec<&JsonPath> = tool.response.redact.iter().collect();
-            redact(&mut body, &catalog.rules.redaction, &paths, &["secret-key-value"]);
+            redact(
+                &mut body,
+                &catalog.rules.redaction,
+                &paths,
+                &["secret-key-value"],
+            );
             let pagination = extract_pagination(tool, &body);
             let mut data = extract_data(tool, &body);
             let truncation = truncate(&mut data, tool.item_budget);

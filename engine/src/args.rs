@@ -26,8 +26,15 @@ pub fn prepare(tool: &Tool, arguments: Option<Value>) -> Result<Map<String, Valu
         .validator
         .iter_errors(&args)
         .map(|e| {
+            let mut pointer = e.instance_path().to_string();
+            if let jsonschema::error::ValidationErrorKind::Required { property } = e.kind()
+                && let Some(name) = property.as_str()
+            {
+                pointer.push('/');
+                pointer.push_str(&name.replace('~', "~0").replace('/', "~1"));
+            }
             json!({
-                "pointer": e.instance_path().to_string(),
+                "pointer": pointer,
                 "keyword": e.kind().keyword(),
                 "message": e.masked_with("value").to_string(),
             })

@@ -54,10 +54,10 @@ impl Principal {
             return deny(format!("the `{}` service", tool.service));
         }
         if self.tiers.as_ref().is_some_and(|t| !t.contains(&tool.tier)) {
-            return deny(format!("`{:?}` tools", tool.tier).to_lowercase());
+            return deny(format!("`{}` tools", tool.tier.as_str()));
         }
         if self.risks.as_ref().is_some_and(|r| !r.contains(&tool.risk)) {
-            return deny(format!("`{:?}` tools", tool.risk).to_lowercase());
+            return deny(format!("`{}` tools", tool.risk.as_str()));
         }
         Ok(())
     }

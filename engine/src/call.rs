@@ -19,8 +19,8 @@ use crate::args;
 use crate::auth::{Keys, Principal};
 use crate::catalog::{Action, Catalog, JsonPath, Tool};
 use crate::config::ConfigFile;
-use crate::confirm::{Decision, decide};
-use crate::descriptor::EnvelopeKind;
+use crate::confirm::{Decision, PreviewReason, decide};
+use crate::descriptor::{ConfirmationMode, EnvelopeKind};
 use crate::diag::did_you_mean;
 use crate::envelope::{self, Meta, Portal, Response, Truncation};
 use crate::error::{CallError, Classification};
@@ -363,8 +363,8 @@ impl Broker {
             Action::Hook(hook) => self.run_hook(*hook, tool, args, ctx).await,
             Action::Http(plan) => {
                 let request = render(plan, templates, &template_ctx)?;
-                if decision == Decision::Preview {
-                    return Ok(self.preview(tool, request.preview()));
+                if let Decision::Preview(reason) = decision {
+                    return Ok(self.preview(tool, request.preview(), reason));
                 }
                 let Some(base_url) = self.base_url(&tool.service) else {
                     return Err(CallError::new(
@@ -474,12 +474,18 @@ impl Broker {
         })
     }
 
-    fn preview(&self, tool: &Tool, request: Value) -> Exec {
+    fn preview(&self, tool: &Tool, request: Value, reason: PreviewReason) -> Exec {
+        let needs_confirm = matches!(
+            tool.confirmation,
+            ConfirmationMode::ConfirmFlag | ConfirmationMode::DryRunDefault
+        );
         let next = self.render_shared(
             "dry_run_next_action.j2",
             &json!({
                 "tool": { "name": tool.full_name, "title": tool.title },
                 "confirm_arg": self.catalog.rules.confirmation.confirm_arg,
+                "preview_arg": (reason == PreviewReason::Requested).then_some(tool.preview_arg.clone()).flatten(),
+                "needs_confirm": needs_confirm,
             }),
         );
         Exec {

@@ -107,7 +107,10 @@ pub fn run(cli: Cli) -> ExitCode {
             command,
             catalog_dir,
         } => match catalog(command, &catalog_dir) {
-            Ok(()) => ExitCode::SUCCESS,
+            Ok(out) => {
+                print!("{out}");
+                ExitCode::SUCCESS
+            }
             Err(message) => {
                 eprintln!("{message}");
                 ExitCode::FAILURE
@@ -116,25 +119,29 @@ pub fn run(cli: Cli) -> ExitCode {
     }
 }
 
-fn catalog(command: CatalogCommand, dir: &Path) -> Result<(), String> {
+/// Runs a `catalog` command; returns what it prints on success, the diagnostics on failure.
+pub fn catalog(command: CatalogCommand, dir: &Path) -> Result<String, String> {
+    use std::fmt::Write as _;
+    let mut out = String::new();
     match command {
         CatalogCommand::Check => {
             let catalog = load(dir)?;
-            println!(
+            let _ = writeln!(
+                out,
                 "ok: {} services, {} tools, snapshot {}",
                 catalog.services.len(),
                 catalog.tools.len(),
                 catalog.snapshot_id
             );
-            Ok(())
+            Ok(out)
         }
         CatalogCommand::Lock => {
             let catalog = load(dir)?;
             let path = dir.join(LOCK_PATH);
             std::fs::write(&path, catalog.lock().to_text())
                 .map_err(|e| format!("cannot write `{}`: {e}", path.display()))?;
-            println!("wrote {} ({})", path.display(), catalog.snapshot_id);
-            Ok(())
+            let _ = writeln!(out, "wrote {} ({})", path.display(), catalog.snapshot_id);
+            Ok(out)
         }
         CatalogCommand::Verify => {
             let catalog = load(dir)?;
@@ -149,12 +156,13 @@ fn catalog(command: CatalogCommand, dir: &Path) -> Result<(), String> {
                 .map_err(|e| format!("`{}` does not parse: {}", path.display(), e.message()))?;
             let problems = verify(&committed, &catalog.lock());
             if problems.is_empty() {
-                println!(
+                let _ = writeln!(
+                    out,
                     "ok: lock matches ({} tools, {})",
                     catalog.tools.len(),
                     catalog.snapshot_id
                 );
-                Ok(())
+                Ok(out)
             } else {
                 Err(problems
                     .iter()
@@ -168,13 +176,17 @@ fn catalog(command: CatalogCommand, dir: &Path) -> Result<(), String> {
             let new = load(dir)?;
             let entries = diff(&old.lock(), &new.lock());
             match format {
-                Format::Json => println!(
-                    "{}",
-                    serde_json::to_string_pretty(&entries).unwrap_or_default()
-                ),
+                Format::Json => {
+                    let _ = writeln!(
+                        out,
+                        "{}",
+                        serde_json::to_string_pretty(&entries).unwrap_or_default()
+                    );
+                }
                 Format::Text => {
                     for e in &entries {
-                        println!(
+                        let _ = writeln!(
+                            out,
                             "{:<8} {}  {} -> {}",
                             e.change,
                             e.tool,
@@ -182,14 +194,15 @@ fn catalog(command: CatalogCommand, dir: &Path) -> Result<(), String> {
                             e.new_hash.as_deref().unwrap_or("-")
                         );
                     }
-                    println!(
+                    let _ = writeln!(
+                        out,
                         "{} change{}",
                         entries.len(),
                         if entries.len() == 1 { "" } else { "s" }
                     );
                 }
             }
-            Ok(())
+            Ok(out)
         }
         CatalogCommand::List { format } => {
             let catalog = load(dir)?;
@@ -199,10 +212,13 @@ fn catalog(command: CatalogCommand, dir: &Path) -> Result<(), String> {
                 .map(|t| list_row(&catalog, t))
                 .collect();
             match format {
-                Format::Json => println!(
-                    "{}",
-                    serde_json::to_string_pretty(&rows).unwrap_or_default()
-                ),
+                Format::Json => {
+                    let _ = writeln!(
+                        out,
+                        "{}",
+                        serde_json::to_string_pretty(&rows).unwrap_or_default()
+                    );
+                }
                 Format::Text => {
                     for t in &catalog.tools {
                         let (method, path, hook) = t.upstream_label();
@@ -211,17 +227,18 @@ fn catalog(command: CatalogCommand, dir: &Path) -> Result<(), String> {
                             (_, _, Some(h)) => format!("hook {h}"),
                             _ => String::new(),
                         };
-                        println!(
+                        let _ = writeln!(
+                            out,
                             "{:<55} {:<11} {:<5} {}",
                             t.full_name,
-                            format!("{:?}", t.tier).to_lowercase(),
-                            format!("{:?}", t.risk).to_lowercase(),
+                            t.tier.as_str(),
+                            t.risk.as_str(),
                             target
                         );
                     }
                 }
             }
-            Ok(())
+            Ok(out)
         }
         CatalogCommand::Schema { write } => {
             for (name, text) in crate::schema::format_schemas() {
@@ -229,12 +246,12 @@ fn catalog(command: CatalogCommand, dir: &Path) -> Result<(), String> {
                     let path = dir.join("schemas").join(name);
                     std::fs::write(&path, text)
                         .map_err(|e| format!("cannot write `{}`: {e}", path.display()))?;
-                    println!("wrote {}", path.display());
+                    let _ = writeln!(out, "wrote {}", path.display());
                 } else {
-                    println!("// {name}\n{text}");
+                    let _ = writeln!(out, "// {name}\n{text}");
                 }
             }
-            Ok(())
+            Ok(out)
         }
     }
 }

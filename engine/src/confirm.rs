@@ -14,7 +14,16 @@ pub enum Decision {
     /// Send it.
     Run,
     /// Answer a dry-run preview; send nothing.
-    Preview,
+    Preview(PreviewReason),
+}
+
+/// Why a call is previewed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PreviewReason {
+    /// The caller asked (`dry_run=true`).
+    Requested,
+    /// The tool is dry-run by default and `confirm=true` was not given.
+    NotConfirmed,
 }
 
 /// Decides from the tool's resolved mode and the arguments.
@@ -26,13 +35,13 @@ pub fn decide(
     if let Some(arg) = &tool.preview_arg
         && args.get(arg) == Some(&Value::Bool(true))
     {
-        return Ok(Decision::Preview);
+        return Ok(Decision::Preview(PreviewReason::Requested));
     }
     let confirmed = args.get(&rules.confirm_arg) == Some(&Value::Bool(true));
     match tool.confirmation {
         ConfirmationMode::None | ConfirmationMode::Auto => Ok(Decision::Run),
         ConfirmationMode::DryRunDefault if confirmed => Ok(Decision::Run),
-        ConfirmationMode::DryRunDefault => Ok(Decision::Preview),
+        ConfirmationMode::DryRunDefault => Ok(Decision::Preview(PreviewReason::NotConfirmed)),
         ConfirmationMode::ConfirmFlag if confirmed => Ok(Decision::Run),
         ConfirmationMode::ConfirmFlag => Err(CallError::new(
             Classification::ConfirmationRequired,

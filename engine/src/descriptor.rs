@@ -201,6 +201,16 @@ pub enum Tier {
     Legacy,
 }
 
+impl Tier {
+    /// The catalog spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::AgentReady => "agent_ready",
+            Tier::Legacy => "legacy",
+        }
+    }
+}
+
 /// Risk of a tool.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize, JsonSchema,
@@ -211,6 +221,16 @@ pub enum Risk {
     Read,
     /// Changes upstream state.
     Write,
+}
+
+impl Risk {
+    /// The catalog spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Risk::Read => "read",
+            Risk::Write => "write",
+        }
+    }
 }
 
 /// Class words of write tools.

@@ -5,3 +5,6 @@
     clippy::panic,
     reason = "a test fails by panicking"
 )]
+
+mod cases;
+mod support;

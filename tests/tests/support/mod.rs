@@ -1,0 +1,213 @@
+//! Shared test harness: a broker on an ephemeral loopback port, a client that checks
+//! every envelope against the committed JSON Schemas, and captured logs.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde_json::{Value, json};
+use tool_broker::call::Broker;
+use tool_broker::catalog::Catalog;
+use tool_broker::compile::compile;
+use tool_broker::config::ConfigFile;
+use tool_broker::source::Sources;
+
+/// The bearer token every test broker accepts.
+pub const API_KEY: &str = "tb_test_bearer_0123456789";
+
+/// The project root (the folder holding `catalog/`).
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Everything the tracing subscriber wrote during this test binary's run.
+pub fn logs() -> String {
+    let buffer = log_buffer();
+    let guard = buffer.lock().unwrap();
+    String::from_utf8_lossy(&guard).into_owned()
+}
+
+fn log_buffer() -> Arc<Mutex<Vec<u8>>> {
+    static BUFFER: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+    BUFFER
+        .get_or_init(|| {
+            let buffer = Arc::new(Mutex::new(Vec::new()));
+            let writer = LogWriter(buffer.clone());
+            let subscriber = tracing_subscriber::fmt()
+                .with_writer(move || writer.clone())
+                .with_max_level(tracing::Level::TRACE)
+                .with_ansi(false)
+                .finish();
+            let _ = tracing::subscriber::set_global_default(subscriber);
+            buffer
+        })
+        .clone()
+}
+
+#[derive(Clone)]
+struct LogWriter(Arc<Mutex<Vec<u8>>>);
+
+impl Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The embedded catalog root with some files replaced or added.
+pub fn sources_with(overlay: &[(&str, &str)]) -> Sources {
+    let mut sources = Sources::embedded();
+    for (path, text) in overlay {
+        sources
+            .files
+            .insert((*path).to_string(), (*text).to_string());
+    }
+    sources
+}
+
+/// Compiles sources or fails the test with the diagnostics.
+pub fn compiled(sources: &Sources) -> Catalog {
+    compile(sources).unwrap_or_else(|d| panic!("catalog does not compile:\n{d}"))
+}
+
+/// A broker serving on 127.0.0.1 for one test.
+pub struct TestBroker {
+    /// `http://127.0.0.1:port`.
+    pub url: String,
+    /// The broker itself, for direct inspection.
+    pub broker: Arc<Broker>,
+    client: reqwest::Client,
+    _shutdown: tokio::sync::oneshot::Sender<()>,
+}
+
+/// How to build a test broker.
+#[derive(Default)]
+pub struct Setup {
+    /// Upstream base URL per service id.
+    pub upstreams: BTreeMap<String, String>,
+    /// Extra config file text (TOML), merged before upstreams.
+    pub config: Option<String>,
+    /// Extra environment variables.
+    pub env: BTreeMap<String, String>,
+    /// Catalog sources; embedded when `None`.
+    pub sources: Option<Sources>,
+}
+
+impl Setup {
+    /// Every catalog service pointed at one upstream.
+    pub fn all_upstreams(url: &str) -> Self {
+        let mut setup = Self::default();
+        for id in ["agent", "crm", "hosting", "media", "portal"] {
+            setup.upstreams.insert(id.to_string(), url.to_string());
+        }
+        setup
+    }
+}
+
+impl TestBroker {
+    /// Starts a broker.
+    pub async fn start(setup: Setup) -> Self {
+        let _ = log_buffer();
+        let catalog = compiled(&setup.sources.unwrap_or_else(Sources::embedded));
+        let mut config: ConfigFile = match &setup.config {
+            Some(text) => toml::from_str(text).unwrap(),
+            None => ConfigFile::default(),
+        };
+        for (id, url) in setup.upstreams {
+            if catalog.services.contains_key(&id) {
+                config.upstreams.insert(id, url);
+            }
+        }
+        let mut env = setup.env;
+        env.insert("TOOL_BROKER_API_KEY".into(), API_KEY.into());
+        let lookup = move |name: &str| env.get(name).cloned();
+        let broker = Arc::new(Broker::new(Arc::new(catalog), &config, &lookup).unwrap());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let serving = broker.clone();
+        tokio::spawn(async move {
+            let _ = tool_broker::server::serve(serving, listener, async {
+                let _ = rx.await;
+            })
+            .await;
+        });
+        Self {
+            url,
+            broker,
+            client: reqwest::Client::new(),
+            _shutdown: tx,
+        }
+    }
+
+    /// Posts raw bytes to `/` with the test bearer and extra headers.
+    pub async fn post_raw(&self, body: Vec<u8>, headers: &[(&str, &str)]) -> (u16, Value) {
+        let mut req = self
+            .client
+            .post(format!("{}/", self.url))
+            .header("authorization", format!("Bearer {API_KEY}"))
+            .header("content-type", "application/json")
+            .body(body);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let response = req.send().await.unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        let body: Value =
+            serde_json::from_str(&text).unwrap_or_else(|_| panic!("response is not JSON: {text}"));
+        check_envelope(&body);
+        (status, body)
+    }
+
+    /// Calls a tool; returns status and envelope (already schema-checked).
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Value,
+        headers: &[(&str, &str)],
+    ) -> (u16, Value) {
+        let body = json!({
+            "jsonrpc": "2.0",
+            "id": "t-1",
+            "method": "tools/call",
+            "params": { "name": name, "arguments": arguments },
+        });
+        self.post_raw(body.to_string().into_bytes(), headers).await
+    }
+}
+
+fn schema(name: &str) -> jsonschema::Validator {
+    let text = std::fs::read_to_string(root().join("schemas").join(name)).unwrap();
+    let schema: Value = serde_json::from_str(&text).unwrap();
+    jsonschema::validator_for(&schema).unwrap()
+}
+
+/// Validates a body against the standard or portal envelope schema.
+pub fn check_envelope(body: &Value) {
+    static STANDARD: OnceLock<jsonschema::Validator> = OnceLock::new();
+    static PORTAL: OnceLock<jsonschema::Validator> = OnceLock::new();
+    let (name, validator) = if body.get("serviceId").is_some() {
+        (
+            "portal",
+            PORTAL.get_or_init(|| schema("envelope-portal.schema.json")),
+        )
+    } else {
+        (
+            "standard",
+            STANDARD.get_or_init(|| schema("envelope-standard.schema.json")),
+        )
+    };
+    let errors: Vec<String> = validator
+        .iter_errors(body)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{name} envelope does not match its schema: {errors:#?}\n{body:#}"
+    );
+}
