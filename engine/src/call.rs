@@ -234,6 +234,14 @@ impl Broker {
         {
             out.push(token);
         }
+        let redaction = &self.catalog.rules.redaction;
+        for (name, value) in headers {
+            if redaction.is_secret_key(name.as_str())
+                && let Ok(v) = value.to_str()
+            {
+                out.push(v);
+            }
+        }
         out
     }
 

@@ -6,5 +6,8 @@
     reason = "a test fails by panicking"
 )]
 
+mod bad_input;
 mod cases;
+mod failures;
+mod leak;
 mod support;

@@ -146,10 +146,20 @@ impl TestBroker {
 
     /// Posts raw bytes to `/` with the test bearer and extra headers.
     pub async fn post_raw(&self, body: Vec<u8>, headers: &[(&str, &str)]) -> (u16, Value) {
+        self.post_as(API_KEY, body, headers).await
+    }
+
+    /// Posts raw bytes to `/` with a given bearer token.
+    pub async fn post_as(
+        &self,
+        bearer: &str,
+        body: Vec<u8>,
+        headers: &[(&str, &str)],
+    ) -> (u16, Value) {
         let mut req = self
             .client
             .post(format!("{}/", self.url))
-            .header("authorization", format!("Bearer {API_KEY}"))
+            .header("authorization", format!("Bearer {bearer}"))
             .header("content-type", "application/json")
             .body(body);
         for (k, v) in headers {
@@ -171,13 +181,25 @@ impl TestBroker {
         arguments: Value,
         headers: &[(&str, &str)],
     ) -> (u16, Value) {
+        self.call_as(API_KEY, name, arguments, headers).await
+    }
+
+    /// Calls a tool with a given bearer token.
+    pub async fn call_as(
+        &self,
+        bearer: &str,
+        name: &str,
+        arguments: Value,
+        headers: &[(&str, &str)],
+    ) -> (u16, Value) {
         let body = json!({
             "jsonrpc": "2.0",
             "id": "t-1",
             "method": "tools/call",
             "params": { "name": name, "arguments": arguments },
         });
-        self.post_raw(body.to_string().into_bytes(), headers).await
+        self.post_as(bearer, body.to_string().into_bytes(), headers)
+            .await
     }
 }
 

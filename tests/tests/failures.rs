@@ -1,0 +1,208 @@
+//! Upstream failures and caller permissions.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use wiremock::matchers::any;
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::support::{Setup, TestBroker, sources_with};
+
+fn classification(body: &Value) -> &str {
+    body["error"]["classification"].as_str().unwrap_or_default()
+}
+
+const SLOW_TOOL: &str = r#"
+[[tool]]
+name = "slow_job"
+title = "Slow Job"
+description = "A test tool with a short timeout."
+tier = "agent_ready"
+risk = "read"
+timeout_ms = 200
+[tool.http]
+method = "GET"
+path = "/v1/slow"
+[tool.arguments]
+type = "object"
+"#;
+
+#[tokio::test]
+async fn a_slow_upstream_is_upstream_timeout() {
+    let server = MockServer::start().await;
+    Mock::given(any())
+        .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(3)))
+        .mount(&server)
+        .await;
+    let mut setup = Setup::all_upstreams(&server.uri());
+    setup.sources = Some(sources_with(&[("catalog/media/slow.toml", SLOW_TOOL)]));
+    let b = TestBroker::start(setup).await;
+    let (status, envelope) = b
+        .call(
+            "media.slow_job",
+            json!({}),
+            &[("x-media-api-key", "mk_1234567")],
+        )
+        .await;
+    assert_eq!(
+        (status, classification(&envelope)),
+        (504, "upstream_timeout"),
+        "{envelope}"
+    );
+    assert_eq!(envelope["error"]["retryable"], true);
+}
+
+#[tokio::test]
+async fn an_unreachable_upstream_is_upstream_unavailable() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let b = TestBroker::start(Setup::all_upstreams(&format!("http://127.0.0.1:{port}"))).await;
+    let (status, envelope) = b
+        .call(
+            "agent.list_agents",
+            json!({}),
+            &[("x-agent-api-key", "ak_1234567")],
+        )
+        .await;
+    assert_eq!(
+        (status, classification(&envelope)),
+        (502, "upstream_unavailable"),
+        "{envelope}"
+    );
+    assert!(
+        !envelope["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("127.0.0.1"),
+        "no URL in messages"
+    );
+}
+
+#[tokio::test]
+async fn a_service_without_base_url_is_not_configured() {
+    // media has no default base URL.
+    let b = TestBroker::start(Setup::default()).await;
+    let (status, envelope) = b
+        .call(
+            "media.media_transcode",
+            json!({"asset_id": "a", "preset": "p"}),
+            &[("x-media-api-key", "mk_1234567")],
+        )
+        .await;
+    assert_eq!(
+        (status, classification(&envelope)),
+        (503, "not_configured"),
+        "{envelope}"
+    );
+    assert!(
+        envelope["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("TOOL_BROKER_UPSTREAM_MEDIA")
+    );
+}
+
+#[tokio::test]
+async fn the_environment_overrides_the_upstream_url() {
+    let server = MockServer::start().await;
+    Mock::given(any())
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(json!({"job_id": "j", "cache_hit": true})),
+        )
+        .mount(&server)
+        .await;
+    let mut setup = Setup::default();
+    setup.config = Some("[upstreams]\nmedia = \"http://127.0.0.1:9\"\n".into());
+    setup
+        .env
+        .insert("TOOL_BROKER_UPSTREAM_MEDIA".into(), server.uri());
+    let b = TestBroker::start(setup).await;
+    let (status, envelope) = b
+        .call(
+            "media.media_transcode",
+            json!({"asset_id": "a", "preset": "p"}),
+            &[("x-media-api-key", "mk_1234567")],
+        )
+        .await;
+    assert_eq!(status, 200, "{envelope}");
+    assert_eq!(server.received_requests().await.unwrap().len(), 1);
+}
+
+fn sha256_hex(text: &str) -> String {
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[tokio::test]
+async fn keys_are_limited_to_their_services_tiers_and_risks() {
+    let server = MockServer::start().await;
+    Mock::given(any())
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!([])))
+        .mount(&server)
+        .await;
+    let mut setup = Setup::all_upstreams(&server.uri());
+    setup.config = Some(format!(
+        r#"
+[[keys]]
+name = "hosting-reader"
+sha256 = "{}"
+services = ["hosting", "agent", "portal"]
+tiers = ["agent_ready"]
+risks = ["read"]
+"#,
+        sha256_hex("tb_reader_key_1")
+    ));
+    let b = TestBroker::start(setup).await;
+    let hk = [
+        ("x-hosting-api-key", "hk_1234567"),
+        ("x-agent-api-key", "ak_1234567"),
+    ];
+    let (status, _) = b
+        .call_as(
+            "tb_reader_key_1",
+            "hosting.dns_get_dns_records_v1",
+            json!({"domain": "a.b"}),
+            &hk,
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, envelope) = b
+        .call_as(
+            "tb_reader_key_1",
+            "agent.create_task",
+            json!({"message": {"content": "x"}}),
+            &hk,
+        )
+        .await;
+    assert_eq!(
+        (status, classification(&envelope)),
+        (403, "forbidden"),
+        "{envelope}"
+    );
+    let (status, envelope) = b
+        .call_as(
+            "tb_reader_key_1",
+            "crm.get_opportunity",
+            json!({"opportunityId": "o"}),
+            &hk,
+        )
+        .await;
+    assert_eq!((status, classification(&envelope)), (403, "forbidden"));
+    // The portal cannot be used to reach a service the key may not use.
+    let (status, envelope) = b
+        .call_as(
+            "tb_reader_key_1",
+            "portal.call_read_tool",
+            json!({"serviceId": "crm", "toolName": "get_opportunity", "arguments": {"opportunityId": "o"}}),
+            &hk,
+        )
+        .await;
+    assert_eq!((status, classification(&envelope)), (403, "forbidden"));
+    // Only one request reached the upstream: the allowed read.
+    assert_eq!(server.received_requests().await.unwrap().len(), 1);
+}

@@ -1,0 +1,180 @@
+//! No key, token or header value ever reaches a response body or a log line.
+//!
+//! Distinctive values go in as the bearer, the upstream keys, other headers and
+//! arguments; a local upstream answers with credential-like fields at several depths
+//! and echoes the key and a credential-like header (a cookie) back. The broker never
+//! reflects a header itself; values of credential-like headers are also scrubbed from
+//! whatever an upstream answers. Every response body and everything logged during the test
+//! binary's run are searched for those values.
+
+use serde_json::{Value, json};
+use wiremock::matchers::{any, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::support::{Setup, TestBroker, logs, sources_with};
+
+const UPSTREAM_KEY: &str = "hk_LEAKCHECK_upstream_4f1c9";
+const AGENT_KEY: &str = "ak_LEAKCHECK_agent_7d2e1";
+const CRM_KEY: &str = "ck_LEAKCHECK_crm_93ab0";
+const QUERY_KEY: &str = "qk_LEAKCHECK_query_51e0";
+const HEADER_VALUE: &str = "LEAKCHECK_header_88ab";
+const COOKIE: &str = "session=LEAKCHECK_cookie_0d9";
+const WRONG_BEARER: &str = "tb_LEAKCHECK_wrongbearer_77";
+const ARG_SECRET: &str = "sk_live_LEAKCHECK_arg_6c1";
+const DEEP: [&str; 5] = [
+    "LEAKCHECK_deep_token_1",
+    "LEAKCHECK_deep_password_2",
+    "LEAKCHECK_deep_secret_3",
+    "LEAKCHECK_deep_apikey_4",
+    "LEAKCHECK_deep_refresh_5",
+];
+
+fn secret_answer() -> Value {
+    json!({
+        "access_token": DEEP[0],
+        "items": [
+            { "name": "ok", "password": DEEP[1] },
+            { "nested": { "deeper": { "client_secret": DEEP[2], "apiKey": DEEP[3] } } }
+        ],
+        "auth": { "refresh_token": DEEP[4], "Authorization": format!("Bearer {UPSTREAM_KEY}") },
+        "note": format!("you called with {UPSTREAM_KEY}"),
+        "echo": format!("cookie was {COOKIE}")
+    })
+}
+
+const QUERY_SERVICE: &str = r#"
+id = "leakq"
+title = "Leak probe"
+description = "A test service that places its key in the query string."
+catalog_version = "leakq-2026.11.21.1"
+version_format = "service_dotted_date"
+[credential]
+header = "x-leakq-api-key"
+placement = "query"
+name = "api_key"
+"#;
+
+const QUERY_TOOL: &str = r#"
+[[tool]]
+name = "probe"
+title = "Probe"
+description = "Reads the probe."
+tier = "agent_ready"
+risk = "read"
+[tool.http]
+method = "GET"
+path = "/probe"
+[tool.arguments]
+type = "object"
+"#;
+
+#[tokio::test]
+async fn secrets_never_reach_responses_or_logs() {
+    let server = MockServer::start().await;
+    Mock::given(path("/api/billing/v1/subscriptions"))
+        .respond_with(ResponseTemplate::new(500).set_body_json(secret_answer()))
+        .mount(&server)
+        .await;
+    Mock::given(any())
+        .respond_with(ResponseTemplate::new(200).set_body_json(secret_answer()))
+        .mount(&server)
+        .await;
+    let unreachable = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://127.0.0.1:{}", l.local_addr().unwrap().port())
+    };
+    let mut setup = Setup::all_upstreams(&server.uri());
+    setup.sources = Some(sources_with(&[
+        ("catalog/leakq/service.toml", QUERY_SERVICE),
+        ("catalog/leakq/tools.toml", QUERY_TOOL),
+    ]));
+    setup.upstreams.insert("leakq".into(), server.uri());
+    let b = TestBroker::start(setup).await;
+    let headers = [
+        ("x-hosting-api-key", UPSTREAM_KEY),
+        ("x-agent-api-key", AGENT_KEY),
+        ("x-crm-api-key", CRM_KEY),
+        ("x-leakq-api-key", QUERY_KEY),
+        ("x-trace-note", HEADER_VALUE),
+        ("cookie", COOKIE),
+    ];
+    let mut bodies = Vec::new();
+    let calls: Vec<(&str, Value)> = vec![
+        ("hosting.dns_get_dns_records_v1", json!({"domain": "a.b"})),
+        ("hosting.billing_get_subscription_list_v1", json!({})),
+        (
+            "hosting.dns_get_dns_records_v1",
+            json!({"domain": "a.b", "dry_run": true}),
+        ),
+        ("agent.create_task", json!({"message": {"content": "x"}})),
+        ("agent.list_agents", json!({})),
+        ("portal.check_connection", json!({})),
+        (
+            "portal.call_read_tool",
+            json!({"serviceId": "agent", "toolName": "list_agents", "arguments": {}}),
+        ),
+        ("hosting.check_configuration", json!({})),
+        ("leakq.probe", json!({})),
+        (
+            "crm.create_custom_provider_config",
+            json!({"locationId": "l", "live": {"apiKey": ARG_SECRET, "publishableKey": "pk_x", "extra": 1}, "test": {"apiKey": 5, "publishableKey": "pk"}}),
+        ),
+        (
+            "crm.create_custom_provider_config",
+            json!({"locationId": "l", "live": {"apiKey": ARG_SECRET, "publishableKey": "pk_x"}, "test": {"apiKey": ARG_SECRET, "publishableKey": "pk"}}),
+        ),
+    ];
+    for (name, args) in calls {
+        let (status, body) = b.call(name, args, &headers).await;
+        assert!(status != 500, "{name}: {body}");
+        bodies.push((name, body.to_string()));
+    }
+    let (status, body) = b
+        .call_as(WRONG_BEARER, "portal.check_connection", json!({}), &headers)
+        .await;
+    assert_eq!(status, 401);
+    bodies.push(("wrong bearer", body.to_string()));
+
+    // The query-placed key to an unreachable upstream: the error must not carry the URL.
+    let mut setup = Setup::all_upstreams(&unreachable);
+    setup.sources = Some(sources_with(&[
+        ("catalog/leakq/service.toml", QUERY_SERVICE),
+        ("catalog/leakq/tools.toml", QUERY_TOOL),
+    ]));
+    setup.upstreams.insert("leakq".into(), unreachable.clone());
+    let b2 = TestBroker::start(setup).await;
+    let (status, body) = b2.call("leakq.probe", json!({}), &headers).await;
+    assert_eq!(status, 502, "{body}");
+    bodies.push(("leakq unreachable", body.to_string()));
+
+    // The query key did reach the upstream, where it belongs.
+    let sent = server.received_requests().await.unwrap();
+    assert!(
+        sent.iter()
+            .any(|r| r.url.query().unwrap_or_default().contains(QUERY_KEY))
+    );
+
+    let log_text = logs();
+    let mut probes = vec![
+        UPSTREAM_KEY,
+        AGENT_KEY,
+        CRM_KEY,
+        QUERY_KEY,
+        HEADER_VALUE,
+        COOKIE,
+        WRONG_BEARER,
+        ARG_SECRET,
+        crate::support::API_KEY,
+    ];
+    probes.extend(DEEP);
+    for probe in probes {
+        for (name, body) in &bodies {
+            assert!(
+                !body.contains(probe),
+                "`{probe}` leaked into the response of {name}: {body}"
+            );
+        }
+        assert!(!log_text.contains(probe), "`{probe}` leaked into the logs");
+    }
+    assert!(log_text.contains("tool call"), "logs were captured");
+}
