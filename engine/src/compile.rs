@@ -335,8 +335,10 @@ impl Compiler<'_> {
                         .push(&path, 0, format!("`{name}` is not a valid header name"));
                 }
             }
+            // The folder decides the id, so a mismatch is reported once, not again for
+            // every tool.
             let service = Service {
-                id: raw.id.get_ref().clone(),
+                id: folder.clone(),
                 title: raw.title.clone(),
                 description: raw.description.clone(),
                 catalog_version: raw.catalog_version.get_ref().clone(),

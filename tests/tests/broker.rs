@@ -8,6 +8,9 @@
 
 mod bad_input;
 mod cases;
+mod cli;
+mod diagnostics;
 mod failures;
 mod leak;
+mod snapshots_compiled;
 mod support;

@@ -1,0 +1,245 @@
+//! The catalog commands auditors and authors use: lock, verify, diff, list, schema.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use tool_broker::cli::{CatalogCommand, Format, catalog};
+
+use crate::support::root;
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let target = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_tree(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).unwrap();
+        }
+    }
+}
+
+/// A scratch copy of the project's catalog root.
+fn scratch() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["catalog", "rules", "templates"] {
+        copy_tree(&root().join(name), &dir.path().join(name));
+    }
+    let path = dir.path().to_path_buf();
+    (dir, path)
+}
+
+fn edit(path: &Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains(from), "{from} not in {}", path.display());
+    std::fs::write(path, text.replacen(from, to, 1)).unwrap();
+}
+
+#[test]
+fn the_committed_lock_is_current() {
+    let out = catalog(CatalogCommand::Verify, &root()).unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.starts_with("ok: lock matches"), "{out}");
+}
+
+#[test]
+fn verify_demands_a_version_bump_then_a_fresh_lock() {
+    let (_keep, dir) = scratch();
+    let tools = dir.join("catalog/hosting/dns.toml");
+    edit(
+        &tools,
+        "Gets the DNS zone records of a domain.",
+        "Gets every DNS zone record of a domain.",
+    );
+    let err = catalog(CatalogCommand::Verify, &dir).unwrap_err();
+    assert!(
+        err.contains("service `hosting`: descriptors changed (`hosting.dns_get_dns_records_v1`)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("bump catalog_version in catalog/hosting/service.toml"),
+        "{err}"
+    );
+
+    edit(
+        &dir.join("catalog/hosting/service.toml"),
+        "hosting-2026.11.21.1",
+        "hosting-2026.11.21.2",
+    );
+    let err = catalog(CatalogCommand::Verify, &dir).unwrap_err();
+    assert!(err.contains("the lock file is stale"), "{err}");
+
+    catalog(CatalogCommand::Lock, &dir).unwrap();
+    let out = catalog(CatalogCommand::Verify, &dir).unwrap();
+    assert!(out.starts_with("ok"), "{out}");
+}
+
+#[test]
+fn changing_where_a_tool_sends_data_changes_its_hash() {
+    let (_keep, dir) = scratch();
+    let before = catalog(
+        CatalogCommand::List {
+            format: Format::Json,
+        },
+        &dir,
+    )
+    .unwrap();
+    edit(
+        &dir.join("catalog/crm/service.toml"),
+        "Version = \"2021-07-28\"",
+        "Version = \"2021-04-15\"",
+    );
+    edit(
+        &dir.join("templates/crm/email_template_body.json.j2"),
+        "omit(\"html\")",
+        "omit(\"html\", \"x\")",
+    );
+    let after = catalog(
+        CatalogCommand::List {
+            format: Format::Json,
+        },
+        &dir,
+    )
+    .unwrap();
+    let hashes = |text: &str| -> Vec<(String, String)> {
+        let rows: Vec<Value> = serde_json::from_str(text).unwrap();
+        rows.iter()
+            .map(|r| {
+                (
+                    r["name"].as_str().unwrap().to_string(),
+                    r["descriptorHash"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let (b, a) = (hashes(&before), hashes(&after));
+    for ((name, hb), (_, ha)) in b.iter().zip(&a) {
+        if name.starts_with("crm.") {
+            assert_ne!(
+                hb, ha,
+                "{name}: a static header change must change the hash"
+            );
+        } else {
+            assert_eq!(hb, ha, "{name} did not change");
+        }
+    }
+}
+
+#[test]
+fn diff_lists_added_removed_and_changed_tools() {
+    let (_keep, dir) = scratch();
+    edit(
+        &dir.join("catalog/agent/tasks.toml"),
+        "Lists the account's agents",
+        "Lists all agents",
+    );
+    let text = std::fs::read_to_string(dir.join("catalog/hosting/billing.toml")).unwrap();
+    let cut = text
+        .find("[[tool]]\nname = \"billing_get_subscription_list_v1\"")
+        .unwrap();
+    std::fs::write(dir.join("catalog/hosting/billing.toml"), &text[..cut]).unwrap();
+    std::fs::write(
+        dir.join("catalog/media/extra.toml"),
+        "[[tool]]\nname = \"get_job\"\ntitle = \"Get Job\"\ndescription = \"Reads a job.\"\ntier = \"agent_ready\"\nrisk = \"read\"\n[tool.http]\nmethod = \"GET\"\npath = \"/v1/jobs/{job_id}\"\n[tool.arguments]\ntype = \"object\"\nrequired = [\"job_id\"]\nproperties = { job_id = { type = \"string\" } }\n",
+    )
+    .unwrap();
+    let out = catalog(
+        CatalogCommand::Diff {
+            old_dir: root(),
+            format: Format::Json,
+        },
+        &dir,
+    )
+    .unwrap();
+    let rows: Vec<Value> = serde_json::from_str(&out).unwrap();
+    let summary: Vec<(String, String, bool, bool)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["change"].as_str().unwrap().to_string(),
+                r["tool"].as_str().unwrap().to_string(),
+                r["old_hash"].is_string(),
+                r["new_hash"].is_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            ("changed".into(), "agent.list_agents".into(), true, true),
+            (
+                "removed".into(),
+                "hosting.billing_get_subscription_list_v1".into(),
+                true,
+                false
+            ),
+            ("added".into(), "media.get_job".into(), false, true),
+        ]
+    );
+    let text = catalog(
+        CatalogCommand::Diff {
+            old_dir: root(),
+            format: Format::Text,
+        },
+        &dir,
+    )
+    .unwrap();
+    assert!(text.contains("3 changes"), "{text}");
+}
+
+#[test]
+fn list_prints_one_object_per_tool() {
+    let out = catalog(
+        CatalogCommand::List {
+            format: Format::Json,
+        },
+        &root(),
+    )
+    .unwrap();
+    let rows: Vec<Value> = serde_json::from_str(&out).unwrap();
+    assert!(rows.len() >= 35);
+    let row = rows
+        .iter()
+        .find(|r| r["name"] == "hosting.dns_get_dns_records_v1")
+        .unwrap();
+    assert_eq!(row["service"], "hosting");
+    assert_eq!(row["tier"], "agent_ready");
+    assert_eq!(row["risk"], "read");
+    assert_eq!(row["method"], "GET");
+    assert_eq!(row["path"], "/api/dns/v1/zones/{domain}");
+    assert_eq!(row["hook"], Value::Null);
+    assert_eq!(row["catalogVersion"], "hosting-2026.11.21.1");
+    assert_eq!(row["descriptorHash"].as_str().unwrap().len(), 64);
+    let hook = rows
+        .iter()
+        .find(|r| r["name"] == "portal.check_connection")
+        .unwrap();
+    assert_eq!(hook["hook"], "portal.check_connection");
+}
+
+#[test]
+fn check_reports_problems_and_fails() {
+    let (_keep, dir) = scratch();
+    edit(
+        &dir.join("catalog/agent/tasks.toml"),
+        "risk = \"read\"",
+        "risk = \"reed\"",
+    );
+    let err = catalog(CatalogCommand::Check, &dir).unwrap_err();
+    assert!(err.contains("catalog/agent/tasks.toml:"), "{err}");
+    assert!(err.contains("1 problem found"), "{err}");
+    let err = catalog(CatalogCommand::Check, Path::new("/nonexistent-root")).unwrap_err();
+    assert!(err.contains("is not a catalog root"), "{err}");
+}
+
+#[test]
+fn the_committed_format_schemas_are_current() {
+    for (name, text) in tool_broker::schema::format_schemas() {
+        let committed =
+            std::fs::read_to_string(root().join("schemas").join(name)).unwrap_or_default();
+        assert_eq!(
+            committed, text,
+            "schemas/{name} is stale: run `cargo run -p tool-broker -- catalog schema --write`"
+        );
+    }
+}
