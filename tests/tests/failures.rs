@@ -114,11 +114,11 @@ async fn the_environment_overrides_the_upstream_url() {
         )
         .mount(&server)
         .await;
-    let mut setup = Setup::default();
-    setup.config = Some("[upstreams]\nmedia = \"http://127.0.0.1:9\"\n".into());
-    setup
-        .env
-        .insert("TOOL_BROKER_UPSTREAM_MEDIA".into(), server.uri());
+    let setup = Setup {
+        config: Some("[upstreams]\nmedia = \"http://127.0.0.1:9\"\n".into()),
+        env: [("TOOL_BROKER_UPSTREAM_MEDIA".to_string(), server.uri())].into(),
+        ..Setup::default()
+    };
     let b = TestBroker::start(setup).await;
     let (status, envelope) = b
         .call(
