@@ -58,7 +58,7 @@ fn hot_path(c: &mut Criterion) {
                 &["secret-key-value"],
             );
             let pagination = extract_pagination(tool, &body);
-            let mut data = extract_data(tool, &body);
+            let mut data = extract_data(tool, body);
             let truncation = truncate(&mut data, tool.item_budget);
             let meta = Meta {
                 request_id: "1".into(),

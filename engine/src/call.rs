@@ -428,16 +428,14 @@ impl Broker {
                         let redacted =
                             redact(&mut body, &self.catalog.rules.redaction, &paths, &secrets);
                         let pagination = extract_pagination(tool, &body);
-                        let mut data = extract_data(tool, &body);
+                        let mut data = extract_data(tool, body);
                         let truncation = truncate(&mut data, tool.item_budget);
-                        let summary = self.summary(tool, &data);
                         Ok(Exec {
                             data,
                             upstream_status: Some(answer.status),
                             pagination,
                             truncation,
                             redacted: Some(redacted),
-                            summary,
                             ..Exec::default()
                         })
                     }
@@ -516,14 +514,16 @@ impl Broker {
             })
     }
 
-    fn summary(&self, tool: &Tool, data: &Value) -> Option<String> {
+    /// The one-line summary of a tool's result (portal envelopes only): the tool's
+    /// `response.summary` template, else `summary_default.j2`.
+    pub fn summary(&self, tool: &Tool, data: &Value) -> String {
         let ctx = json!({ "data": data, "tool": { "name": tool.full_name, "title": tool.title } });
         let name = tool
             .response
             .summary
             .as_deref()
             .unwrap_or("summary_default.j2");
-        Some(self.render_shared(name, &ctx).trim().to_string())
+        self.render_shared(name, &ctx).trim().to_string()
     }
 }
 

@@ -20,10 +20,10 @@ fn select(path: &JsonPath, value: &Value) -> Option<Value> {
 }
 
 /// `data` of the envelope: the tool's `response.data` selection, or the whole body.
-pub fn extract_data(tool: &Tool, body: &Value) -> Value {
+pub fn extract_data(tool: &Tool, body: Value) -> Value {
     match &tool.response.data {
-        Some(path) => select(path, body).unwrap_or(Value::Null),
-        None => body.clone(),
+        Some(path) => select(path, &body).unwrap_or(Value::Null),
+        None => body,
     }
 }
 

@@ -61,13 +61,16 @@ pub async fn call_read_tool(
         Some(m) if m.is_empty() => Value::Null,
         _ => pagination,
     };
+    let summary = inner
+        .summary
+        .clone()
+        .unwrap_or_else(|| broker.summary(tool, &inner.data));
     Ok(Exec {
-        summary: Some(
-            inner
-                .summary
-                .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| format!("{}: ok", tool.title)),
-        ),
+        summary: Some(if summary.is_empty() {
+            format!("{}: ok", tool.title)
+        } else {
+            summary
+        }),
         data: inner.data,
         resource: Some(json!({
             "serviceId": tool.service,

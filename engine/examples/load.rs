@@ -1,0 +1,216 @@
+//! Load test of `POST /` for one proxied read tool (`agent.list_agents`) against a local
+//! upstream stub, side by side with the same load sent to the stub directly.
+//!
+//! Run with `bench/load.sh` (builds in release mode first). Everything stays on
+//! 127.0.0.1; every run is bounded by `--seconds` and `--max-requests`.
+//!
+//! ```text
+//! cargo run --release -p tool-broker --example load -- \
+//!     --broker target/release/tool-broker --seconds 5 --concurrency 16
+//! ```
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a load tool stops on a broken setup"
+)]
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+
+const KEY: &str = "tb_load_test_key";
+
+fn arg(name: &str, default: &str) -> String {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+        .unwrap_or_else(|| default.to_string())
+}
+
+fn stub_body() -> Bytes {
+    let agents: Vec<serde_json::Value> = (0..20)
+        .map(|i| serde_json::json!({"id": format!("agent_{i}"), "name": format!("Agent {i}"), "created_at": 1_700_000_000 + i, "api_key": "secret"}))
+        .collect();
+    Bytes::from(serde_json::json!({"ok": true, "request_id": "r", "data": agents}).to_string())
+}
+
+async fn start_stub() -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let body = stub_body();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let body = body.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |_req| {
+                    let body = body.clone();
+                    async move {
+                        let mut r = hyper::Response::new(Full::new(body));
+                        r.headers_mut()
+                            .insert("content-type", "application/json".parse().unwrap());
+                        Ok::<_, Infallible>(r)
+                    }
+                });
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    addr
+}
+
+struct Figures {
+    requests: usize,
+    errors: usize,
+    rps: f64,
+    p50_us: u128,
+    p99_us: u128,
+}
+
+async fn drive(
+    make: Arc<dyn Fn(&reqwest::Client) -> reqwest::RequestBuilder + Send + Sync>,
+    seconds: u64,
+    concurrency: usize,
+    max_requests: usize,
+) -> Figures {
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    let per_task = max_requests / concurrency;
+    for _ in 0..concurrency {
+        let make = make.clone();
+        tasks.push(tokio::spawn(async move {
+            let client = reqwest::Client::builder()
+                .pool_max_idle_per_host(1)
+                .build()
+                .unwrap();
+            let mut latencies = Vec::new();
+            let mut errors = 0;
+            while Instant::now() < deadline && latencies.len() + errors < per_task {
+                let t = Instant::now();
+                match make(&client).send().await {
+                    Ok(r) if r.status().is_success() => {
+                        let _ = r.bytes().await;
+                        latencies.push(t.elapsed().as_micros());
+                    }
+                    _ => errors += 1,
+                }
+            }
+            (latencies, errors)
+        }));
+    }
+    let mut all = Vec::new();
+    let mut errors = 0;
+    for t in tasks {
+        let (l, e) = t.await.unwrap();
+        all.extend(l);
+        errors += e;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    all.sort_unstable();
+    let pct = |p: f64| {
+        all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or(0)
+    };
+    Figures {
+        requests: all.len(),
+        errors,
+        rps: all.len() as f64 / elapsed,
+        p50_us: pct(0.50),
+        p99_us: pct(0.99),
+    }
+}
+
+fn start_broker(binary: &str, port: u16, upstream: SocketAddr) -> Child {
+    Command::new(binary)
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .env("TOOL_BROKER_API_KEY", KEY)
+        .env("TOOL_BROKER_UPSTREAM_AGENT", format!("http://{upstream}"))
+        .env("TOOL_BROKER_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start the broker binary")
+}
+
+#[tokio::main]
+async fn main() {
+    let binary = arg("--broker", "target/release/tool-broker");
+    let seconds: u64 = arg("--seconds", "5").parse().unwrap();
+    let concurrency: usize = arg("--concurrency", "16").parse().unwrap();
+    let max_requests: usize = arg("--max-requests", "500000").parse().unwrap();
+    let stub = start_stub().await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut broker = start_broker(&binary, port, stub);
+    let probe = reqwest::Client::new();
+    for _ in 0..100 {
+        if probe
+            .get(format!("http://127.0.0.1:{port}/readyz"))
+            .send()
+            .await
+            .is_ok()
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "agent.list_agents", "arguments": {}}}).to_string();
+    let broker_url = format!("http://127.0.0.1:{port}/");
+    let via_broker: Arc<dyn Fn(&reqwest::Client) -> reqwest::RequestBuilder + Send + Sync> =
+        Arc::new(move |c: &reqwest::Client| {
+            c.post(&broker_url)
+                .header("authorization", format!("Bearer {KEY}"))
+                .header("x-agent-api-key", "ak_load_test")
+                .header("content-type", "application/json")
+                .body(body.clone())
+        });
+    let stub_url = format!("http://{stub}/v2/agent.list");
+    let direct: Arc<dyn Fn(&reqwest::Client) -> reqwest::RequestBuilder + Send + Sync> =
+        Arc::new(move |c: &reqwest::Client| {
+            c.get(&stub_url).header("x-manus-api-key", "ak_load_test")
+        });
+
+    // Warm up both paths, then measure.
+    drive(via_broker.clone(), 1, concurrency, 10_000).await;
+    drive(direct.clone(), 1, concurrency, 10_000).await;
+    let d = drive(direct, seconds, concurrency, max_requests).await;
+    let b = drive(via_broker, seconds, concurrency, max_requests).await;
+    let _ = broker.kill();
+    let _ = broker.wait();
+
+    println!(
+        "load: {seconds}s per target, {concurrency} connections, tool agent.list_agents (20 items, redaction on)"
+    );
+    println!(
+        "{:<8} {:>10} {:>8} {:>10} {:>10} {:>10}",
+        "target", "requests", "errors", "req/s", "p50 us", "p99 us"
+    );
+    for (name, f) in [("stub", &d), ("broker", &b)] {
+        println!(
+            "{:<8} {:>10} {:>8} {:>10.0} {:>10} {:>10}",
+            name, f.requests, f.errors, f.rps, f.p50_us, f.p99_us
+        );
+    }
+    println!(
+        "ratio broker/stub: throughput {:.2}, p50 latency {:.2}",
+        b.rps / d.rps,
+        b.p50_us as f64 / d.p50_us.max(1) as f64
+    );
+}
