@@ -78,6 +78,8 @@ pub struct Exec {
     pub summary: Option<String>,
     /// The resource acted on (portal envelope).
     pub resource: Option<Value>,
+    /// The raw tool a wrapper ran.
+    pub dispatched_to: Option<String>,
 }
 
 /// The request-scoped facts a tool may use.
@@ -301,6 +303,7 @@ impl Broker {
                 meta.pagination = exec.pagination;
                 meta.truncation = exec.truncation;
                 meta.redacted = exec.redacted;
+                meta.dispatched_to = exec.dispatched_to;
                 envelope::standard_ok(exec.data, &meta)
             }
             Err(err) => {
@@ -455,6 +458,9 @@ impl Broker {
             Hook::PortalCallReadTool => Box::pin(hooks::call_read_tool(self, args, ctx)).await,
             Hook::PortalCheckConnection => hooks::check_connection(self, args, ctx),
             Hook::CheckConfiguration => hooks::check_configuration(self, tool, ctx),
+            Hook::CategoryDispatch => {
+                Box::pin(hooks::category_dispatch(self, tool, args, ctx)).await
+            }
         }
     }
 

@@ -92,6 +92,8 @@ pub struct Tool {
     pub item_budget: usize,
     /// Hook or HTTP call.
     pub action: Action,
+    /// What a `category_dispatch` wrapper may run.
+    pub dispatch: Option<crate::descriptor::Dispatch>,
     /// Preconditions.
     pub require: Vec<Require>,
     /// Response mapping.

@@ -85,6 +85,29 @@ pub fn compile(sources: &Sources) -> Result<Catalog, Diagnostics> {
             }
         }
     }
+    for tool in &tools {
+        for category in tool.dispatch.iter().flat_map(|d| &d.categories) {
+            let known = tools.iter().any(|t| {
+                t.service == tool.service && t.category.as_deref() == Some(category.as_str())
+            });
+            if !known {
+                let candidates: Vec<&str> = tools
+                    .iter()
+                    .filter(|t| t.service == tool.service)
+                    .filter_map(|t| t.category.as_deref())
+                    .collect();
+                c.diags.push_help(
+                    &tool.source.0,
+                    tool.source.1,
+                    format!(
+                        "tool `{}`: no tool of service `{}` has the category `{category}`",
+                        tool.full_name, tool.service
+                    ),
+                    did_you_mean(category, candidates),
+                );
+            }
+        }
+    }
     let Some(rules) = rules else {
         c.diags.sort();
         return Err(c.diags);
@@ -713,6 +736,7 @@ impl ToolCompiler<'_, '_> {
             timeout: Duration::from_millis(timeout_ms),
             item_budget,
             action,
+            dispatch: raw.dispatch.clone(),
             require,
             response,
             arguments,
@@ -997,6 +1021,7 @@ impl ToolCompiler<'_, '_> {
             "timeout_ms": timeout_ms,
             "item_budget": item_budget,
             "hook": opt(&raw.hook),
+            "dispatch": raw.dispatch,
             "http": http,
             "require": raw.require.iter().map(|r| json!({
                 "check": r.check.get_ref(),

@@ -172,6 +172,9 @@ pub struct RawTool {
     /// The upstream request, for provider tools.
     #[serde(default)]
     pub http: Option<RawHttp>,
+    /// Which raw tools a `category_dispatch` wrapper may run.
+    #[serde(default)]
+    pub dispatch: Option<Dispatch>,
     /// Preconditions checked before anything is sent.
     #[serde(default)]
     pub require: Vec<RawRequire>,
@@ -367,4 +370,18 @@ pub struct RawRedactUnless {
     /// JSONPaths into the upstream body.
     #[schemars(with = "Vec<String>")]
     pub paths: Vec<SpannedStr>,
+}
+
+/// What a `category_dispatch` wrapper may run: raw tools of its own service in these
+/// categories, of this risk, without these class words.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct Dispatch {
+    /// Categories of the raw tools.
+    pub categories: Vec<String>,
+    /// Risk the raw tools must have.
+    pub risk: Risk,
+    /// Class words that exclude a raw tool (e.g. `destructive`).
+    #[serde(default)]
+    pub exclude_classes: Vec<Class>,
 }

@@ -48,6 +48,9 @@ pub struct Meta {
     /// How many values redaction replaced.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redacted: Option<usize>,
+    /// The raw tool a wrapper ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dispatched_to: Option<String>,
 }
 
 /// One truncated list.

@@ -8,9 +8,11 @@
 //! same pipeline as any call.
 
 mod check;
+mod dispatch;
 mod portal;
 
 pub use check::check_configuration;
+pub use dispatch::category_dispatch;
 pub use portal::{call_read_tool, check_connection};
 
 /// The hook registry.
@@ -22,14 +24,17 @@ pub enum Hook {
     PortalCheckConnection,
     /// A service's configuration readiness: booleans and safe mode names only.
     CheckConfiguration,
+    /// A wrapper that runs one raw tool of its service's categories (`[tool.dispatch]`).
+    CategoryDispatch,
 }
 
 impl Hook {
     /// Every hook, for resolution and "did you mean".
-    pub const ALL: [Hook; 3] = [
+    pub const ALL: [Hook; 4] = [
         Hook::PortalCallReadTool,
         Hook::PortalCheckConnection,
         Hook::CheckConfiguration,
+        Hook::CategoryDispatch,
     ];
 
     /// The name catalog files use.
@@ -38,6 +43,7 @@ impl Hook {
             Hook::PortalCallReadTool => "portal.call_read_tool",
             Hook::PortalCheckConnection => "portal.check_connection",
             Hook::CheckConfiguration => "check_configuration",
+            Hook::CategoryDispatch => "category_dispatch",
         }
     }
 
