@@ -73,5 +73,61 @@ fn hot_path(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, hot_path);
+criterion_group!(benches, hot_path, parts, serialize_only);
 criterion_main!(benches);
+
+fn parts(c: &mut Criterion) {
+    let catalog = compile(&Sources::embedded()).unwrap_or_else(|d| panic!("{d}"));
+    let tool = catalog
+        .resolve("agent.list_tasks")
+        .unwrap_or_else(|| panic!("agent.list_tasks missing"));
+    let Action::Http(plan) = &tool.action else {
+        panic!("agent.list_tasks is not an HTTP tool");
+    };
+    let arguments = json!({ "limit": 20, "cursor": "c1", "order": "desc", "project_id": "p_1" });
+    let answer = upstream_answer();
+    c.bench_function("part: validate", |b| {
+        b.iter(|| args::prepare(tool, Some(black_box(arguments.clone()))).is_ok())
+    });
+    let args = args::prepare(tool, Some(arguments.clone())).unwrap_or_default();
+    c.bench_function("part: context+render", |b| {
+        b.iter(|| {
+            let ctx = Templates::context(&json!({ "args": args, "ctx": {}, "settings": {} }));
+            render(plan, &catalog.templates, &ctx).is_ok()
+        })
+    });
+    c.bench_function("part: clone answer", |b| {
+        b.iter(|| black_box(answer.clone()))
+    });
+    c.bench_function("part: clone+redact", |b| {
+        b.iter(|| {
+            let mut body = black_box(answer.clone());
+            redact(
+                &mut body,
+                &catalog.rules.redaction,
+                &[],
+                &["secret-key-value"],
+            )
+        })
+    });
+    c.bench_function("part: clone+data+serialize", |b| {
+        b.iter(|| {
+            let body = black_box(answer.clone());
+            let data = extract_data(tool, body);
+            envelope::standard_ok(data, &Meta::default())
+                .body
+                .to_string()
+        })
+    });
+}
+
+fn serialize_only(c: &mut Criterion) {
+    let answer = upstream_answer();
+    c.bench_function("part: clone+to_string", |b| {
+        b.iter(|| black_box(answer.clone()).to_string())
+    });
+    c.bench_function("part: to_string", |b| {
+        b.iter(|| black_box(&answer).to_string())
+    });
+    println!("answer bytes: {}", answer.to_string().len());
+}

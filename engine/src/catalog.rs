@@ -182,6 +182,52 @@ pub struct JsonPath {
     pub source: String,
     /// Parsed.
     pub query: jsonpath_rust::parser::model::JpQuery,
+    /// The same path as a JSON pointer, when it names exactly one location
+    /// (`$.a.b[0]`, `$['a']`): then no query engine runs on the request path.
+    pub pointer: Option<String>,
+}
+
+/// A JSON pointer for a JSONPath made only of names and indexes; `None` otherwise.
+pub fn simple_pointer(path: &str) -> Option<String> {
+    let mut rest = path.strip_prefix('$')?;
+    let mut out = String::new();
+    let escape = |s: &str| s.replace('~', "~0").replace('/', "~1");
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('.') {
+            let end = r
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+                .unwrap_or(r.len());
+            if end == 0 {
+                return None;
+            }
+            out.push('/');
+            out.push_str(&escape(&r[..end]));
+            rest = &r[end..];
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let end = r.find(']')?;
+            let inner = &r[..end];
+            let quoted = inner
+                .strip_prefix('\'')
+                .and_then(|x| x.strip_suffix('\''))
+                .or_else(|| inner.strip_prefix('"').and_then(|x| x.strip_suffix('"')));
+            match quoted {
+                Some(name) if !name.contains(['\'', '"', '\\']) => {
+                    out.push('/');
+                    out.push_str(&escape(name));
+                }
+                Some(_) => return None,
+                None if !inner.is_empty() && inner.bytes().all(|b| b.is_ascii_digit()) => {
+                    out.push('/');
+                    out.push_str(inner);
+                }
+                None => return None,
+            }
+            rest = &r[end + 1..];
+        } else {
+            return None;
+        }
+    }
+    Some(out)
 }
 
 /// Response mapping.
@@ -336,6 +382,16 @@ impl Tool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn simple_paths_become_pointers() {
+        assert_eq!(simple_pointer("$.data"), Some("/data".into()));
+        assert_eq!(simple_pointer("$.a.b[0]['c d']"), Some("/a/b/0/c d".into()));
+        assert_eq!(simple_pointer("$"), Some(String::new()));
+        assert_eq!(simple_pointer("$..token"), None);
+        assert_eq!(simple_pointer("$.a[*]"), None);
+        assert_eq!(simple_pointer("$.a[?(@.x)]"), None);
+    }
 
     #[test]
     fn lookup_keys_fold_spelling() {

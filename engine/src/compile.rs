@@ -483,6 +483,7 @@ impl ToolCompiler<'_, '_> {
             Ok(query) => Some(JsonPath {
                 source: source.get_ref().clone(),
                 query,
+                pointer: crate::catalog::simple_pointer(source.get_ref()),
             }),
             Err(e) => {
                 let line = self.line(source);

@@ -21,6 +21,13 @@ pub fn redact(
 ) -> usize {
     let mut count = 0;
     for path in paths {
+        if let Some(pointer) = &path.pointer {
+            if let Some(slot) = value.pointer_mut(pointer) {
+                *slot = Value::String(rules.replacement.clone());
+                count += 1;
+            }
+            continue;
+        }
         let found: Vec<String> = js_path_process(&path.query, &*value)
             .map(|refs| refs.into_iter().map(|r| r.path).collect())
             .unwrap_or_default();

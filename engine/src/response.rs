@@ -14,15 +14,24 @@ use crate::upstream::UpstreamRefusal;
 
 /// The first value a JSONPath selects, cloned.
 fn select(path: &JsonPath, value: &Value) -> Option<Value> {
+    if let Some(pointer) = &path.pointer {
+        return value.pointer(pointer).cloned();
+    }
     js_path_process(&path.query, value)
         .ok()
         .and_then(|refs| refs.into_iter().next().map(|r| r.val.clone()))
 }
 
 /// `data` of the envelope: the tool's `response.data` selection, or the whole body.
-pub fn extract_data(tool: &Tool, body: Value) -> Value {
+pub fn extract_data(tool: &Tool, mut body: Value) -> Value {
     match &tool.response.data {
-        Some(path) => select(path, &body).unwrap_or(Value::Null),
+        Some(path) => match &path.pointer {
+            Some(pointer) => body
+                .pointer_mut(pointer)
+                .map(Value::take)
+                .unwrap_or(Value::Null),
+            None => select(path, &body).unwrap_or(Value::Null),
+        },
         None => body,
     }
 }

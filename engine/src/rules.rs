@@ -145,13 +145,31 @@ impl Redaction {
         }
     }
 
-    /// Whether a key names a credential-like value.
+    /// Whether a key names a credential-like value. Called for every key of every
+    /// upstream answer, so short ASCII keys are normalized on the stack.
     pub fn is_secret_key(&self, key: &str) -> bool {
-        let k = normalize_key(key);
-        if self.keep.contains(&k) {
+        let mut buf = [0u8; 64];
+        let mut len = 0;
+        if key.len() <= buf.len() && key.is_ascii() {
+            for b in key.bytes() {
+                if !matches!(b, b'_' | b'-' | b' ') {
+                    buf[len] = b.to_ascii_lowercase();
+                    len += 1;
+                }
+            }
+            // ASCII in, ASCII out: always valid UTF-8.
+            let k = std::str::from_utf8(&buf[..len]).unwrap_or_default();
+            self.matches(k)
+        } else {
+            self.matches(&normalize_key(key))
+        }
+    }
+
+    fn matches(&self, k: &str) -> bool {
+        if self.keep.contains(k) {
             return false;
         }
-        self.keys.contains(&k) || self.suffixes.iter().any(|s| k.ends_with(s.as_str()))
+        self.keys.contains(k) || self.suffixes.iter().any(|s| k.ends_with(s.as_str()))
     }
 }
 

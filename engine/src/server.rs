@@ -5,13 +5,14 @@
 //! - `GET /healthz`: the process is up. `GET /readyz`: the catalog is compiled and
 //!   callers can authenticate. Neither needs a bearer token.
 //!
-//! Each call runs in its own task, so a bug that panics becomes an `internal_error`
-//! envelope (500), never a dropped connection.
+//! Each call is wrapped in `catch_unwind`, so a bug that panics becomes an
+//! `internal_error` envelope (500), never a dropped connection.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use futures_util::FutureExt;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::{Method, Request, StatusCode};
@@ -196,24 +197,17 @@ async fn rpc(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
         Err(e) => return failure(&broker, &shown_id, e),
     };
     let headers = parts.headers;
-    let task_broker = broker.clone();
-    let task_id = shown_id.clone();
-    let joined = tokio::spawn(async move {
-        task_broker
-            .call(CallInput {
-                request_id: task_id,
-                name: &name,
-                arguments,
-                headers: &headers,
-                principal: &principal,
-            })
-            .await
-    })
-    .await;
-    match joined {
+    let call = broker.call(CallInput {
+        request_id: shown_id.clone(),
+        name: &name,
+        arguments,
+        headers: &headers,
+        principal: &principal,
+    });
+    match std::panic::AssertUnwindSafe(call).catch_unwind().await {
         Ok(response) => send(response),
-        Err(e) => {
-            tracing::error!(panicked = e.is_panic(), "tool call task failed");
+        Err(_) => {
+            tracing::error!("a tool call panicked; answered internal_error");
             failure(&broker, &shown_id, CallError::internal())
         }
     }
