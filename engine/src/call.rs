@@ -45,6 +45,7 @@ pub struct Broker {
     settings: BTreeMap<String, Value>,
     trace_seed: u64,
     trace_counter: AtomicU64,
+    clock: fn() -> jiff::Timestamp,
 }
 
 impl std::fmt::Debug for Broker {
@@ -182,7 +183,19 @@ impl Broker {
             settings,
             trace_seed: u64::from_le_bytes(seed),
             trace_counter: AtomicU64::new(0),
+            clock: jiff::Timestamp::now,
         })
+    }
+
+    /// Replaces the clock (tests pin "now").
+    pub fn with_clock(mut self, clock: fn() -> jiff::Timestamp) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The current time.
+    pub fn now(&self) -> jiff::Timestamp {
+        (self.clock)()
     }
 
     /// A new trace id that carries the request id.
@@ -461,10 +474,14 @@ impl Broker {
             Hook::CategoryDispatch => {
                 Box::pin(hooks::category_dispatch(self, tool, args, ctx)).await
             }
+            Hook::RescheduleOverdue => {
+                Box::pin(hooks::reschedule_overdue(self, tool, args, ctx)).await
+            }
         }
     }
 
-    fn template_context(
+    /// The template context of a call: `args`, `ctx`, `settings`, `tool`.
+    pub fn template_context(
         &self,
         tool: &Tool,
         args: &Map<String, Value>,

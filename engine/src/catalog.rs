@@ -94,6 +94,8 @@ pub struct Tool {
     pub action: Action,
     /// What a `category_dispatch` wrapper may run.
     pub dispatch: Option<crate::descriptor::Dispatch>,
+    /// The compiled steps of a `reschedule_overdue` tool.
+    pub reschedule: Option<Reschedule>,
     /// Preconditions.
     pub require: Vec<Require>,
     /// Response mapping.
@@ -162,6 +164,27 @@ pub enum BodyPlan {
     Expr(Expr),
     /// A template rendering JSON text.
     Template(String),
+}
+
+/// Compiled steps of a `reschedule_overdue` tool (see [`crate::descriptor::RawReschedule`]).
+#[derive(Debug)]
+pub struct Reschedule {
+    /// Search tool name (same service).
+    pub search_tool: String,
+    /// Search arguments.
+    pub search_arguments: Expr,
+    /// Item list in the search answer.
+    pub items: JsonPath,
+    /// Due-time field of an item.
+    pub due_field: String,
+    /// An item's id.
+    pub item_id: Expr,
+    /// Update tool name (same service).
+    pub update_tool: String,
+    /// Update arguments.
+    pub update_arguments: Expr,
+    /// Zone lookup: tool, arguments, path.
+    pub zone: Option<(String, Expr, JsonPath)>,
 }
 
 /// A compiled precondition.

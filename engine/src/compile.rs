@@ -86,6 +86,48 @@ pub fn compile(sources: &Sources) -> Result<Catalog, Diagnostics> {
         }
     }
     for tool in &tools {
+        if let Some(r) = &tool.reschedule {
+            let steps = [
+                (&r.search_tool, crate::descriptor::Risk::Read),
+                (&r.update_tool, crate::descriptor::Risk::Write),
+            ];
+            let zone = r
+                .zone
+                .iter()
+                .map(|(t, _, _)| (t, crate::descriptor::Risk::Read));
+            for (name, risk) in steps.into_iter().chain(zone) {
+                let found = tools
+                    .iter()
+                    .find(|t| t.service == tool.service && &t.name == name);
+                match found {
+                    Some(t) if t.risk == risk && matches!(t.action, Action::Http(_)) => {}
+                    Some(_) => c.diags.push(
+                        &tool.source.0,
+                        tool.source.1,
+                        format!(
+                            "tool `{}`: step tool `{name}` must be a {} HTTP tool",
+                            tool.full_name,
+                            risk.as_str()
+                        ),
+                    ),
+                    None => c.diags.push_help(
+                        &tool.source.0,
+                        tool.source.1,
+                        format!(
+                            "tool `{}`: step tool `{name}` is not a tool of service `{}`",
+                            tool.full_name, tool.service
+                        ),
+                        did_you_mean(
+                            name,
+                            tools
+                                .iter()
+                                .filter(|t| t.service == tool.service)
+                                .map(|t| t.name.as_str()),
+                        ),
+                    ),
+                }
+            }
+        }
         for category in tool.dispatch.iter().flat_map(|d| &d.categories) {
             let known = tools.iter().any(|t| {
                 t.service == tool.service && t.category.as_deref() == Some(category.as_str())
@@ -651,6 +693,33 @@ impl ToolCompiler<'_, '_> {
             },
             (None, Some(http)) => self.http(&full, http).map(|p| Action::Http(Box::new(p))),
         };
+        match (&action, &raw.dispatch) {
+            (Some(Action::Hook(Hook::CategoryDispatch)), None) => {
+                self.err(line, format!("tool `{full}`: the `category_dispatch` hook needs a `[tool.dispatch]` table"));
+            }
+            (Some(Action::Hook(Hook::CategoryDispatch)), Some(d)) if d.categories.is_empty() => {
+                self.err(
+                    line,
+                    format!("tool `{full}`: `[tool.dispatch]` names no category"),
+                );
+            }
+            (Some(Action::Hook(Hook::CategoryDispatch)), Some(_)) | (_, None) => {}
+            (_, Some(_)) => {
+                self.err(line, format!("tool `{full}`: `[tool.dispatch]` is only for `hook = \"category_dispatch\"`"));
+            }
+        }
+        let reschedule = match (&action, &raw.reschedule) {
+            (Some(Action::Hook(Hook::RescheduleOverdue)), Some(r)) => self.reschedule(&full, r),
+            (Some(Action::Hook(Hook::RescheduleOverdue)), None) => {
+                self.err(line, format!("tool `{full}`: the `reschedule_overdue` hook needs a `[tool.reschedule]` table"));
+                None
+            }
+            (_, Some(_)) => {
+                self.err(line, format!("tool `{full}`: `[tool.reschedule]` is only for `hook = \"reschedule_overdue\"`"));
+                None
+            }
+            (_, None) => None,
+        };
         if matches!(action, Some(Action::Http(_))) && self.service.envelope == EnvelopeKind::Portal
         {
             self.err(line, format!("tool `{full}`: portal tools are local hooks"));
@@ -738,6 +807,7 @@ impl ToolCompiler<'_, '_> {
             item_budget,
             action,
             dispatch: raw.dispatch.clone(),
+            reschedule,
             require,
             response,
             arguments,
@@ -893,6 +963,40 @@ impl ToolCompiler<'_, '_> {
         })
     }
 
+    fn reschedule(
+        &mut self,
+        full: &str,
+        r: &crate::descriptor::RawReschedule,
+    ) -> Option<crate::catalog::Reschedule> {
+        let search = self.expr(full, "reschedule.search_arguments", &r.search_arguments);
+        let items = self.jsonpath(full, "reschedule.items", &r.items);
+        let item_id = self.expr(full, "reschedule.item_id", &r.item_id);
+        let update = self.expr(full, "reschedule.update_arguments", &r.update_arguments);
+        let zone = match (&r.zone_tool, &r.zone_arguments, &r.zone_path) {
+            (None, None, None) => None,
+            (Some(tool), Some(args), Some(path)) => {
+                let a = self.expr(full, "reschedule.zone_arguments", args);
+                let p = self.jsonpath(full, "reschedule.zone_path", path);
+                Some((tool.clone(), a?, p?))
+            }
+            _ => {
+                let l = self.line(&r.search_arguments);
+                self.err(l, format!("tool `{full}`: give all of zone_tool, zone_arguments and zone_path, or none"));
+                return None;
+            }
+        };
+        Some(crate::catalog::Reschedule {
+            search_tool: r.search_tool.clone(),
+            search_arguments: search?,
+            items: items?,
+            due_field: r.due_field.clone(),
+            item_id: item_id?,
+            update_tool: r.update_tool.clone(),
+            update_arguments: update?,
+            zone,
+        })
+    }
+
     fn response(&mut self, full: &str, raw: &RawResponse, line: usize) -> ResponsePlan {
         let mut plan = ResponsePlan {
             data: raw
@@ -1023,6 +1127,18 @@ impl ToolCompiler<'_, '_> {
             "item_budget": item_budget,
             "hook": opt(&raw.hook),
             "dispatch": raw.dispatch,
+            "reschedule": raw.reschedule.as_ref().map(|r| json!({
+                "search_tool": r.search_tool,
+                "search_arguments": r.search_arguments.get_ref(),
+                "items": r.items.get_ref(),
+                "due_field": r.due_field,
+                "item_id": r.item_id.get_ref(),
+                "update_tool": r.update_tool,
+                "update_arguments": r.update_arguments.get_ref(),
+                "zone_tool": r.zone_tool,
+                "zone_arguments": opt(&r.zone_arguments),
+                "zone_path": opt(&r.zone_path),
+            })),
             "http": http,
             "require": raw.require.iter().map(|r| json!({
                 "check": r.check.get_ref(),

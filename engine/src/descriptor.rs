@@ -175,6 +175,9 @@ pub struct RawTool {
     /// Which raw tools a `category_dispatch` wrapper may run.
     #[serde(default)]
     pub dispatch: Option<Dispatch>,
+    /// The steps of a `reschedule_overdue` tool.
+    #[serde(default)]
+    pub reschedule: Option<RawReschedule>,
     /// Preconditions checked before anything is sent.
     #[serde(default)]
     pub require: Vec<RawRequire>,
@@ -384,4 +387,42 @@ pub struct Dispatch {
     /// Class words that exclude a raw tool (e.g. `destructive`).
     #[serde(default)]
     pub exclude_classes: Vec<Class>,
+}
+
+/// The steps of a `reschedule_overdue` tool: page through a search tool, keep the items
+/// whose due time has passed, and move each to the next business day through an update
+/// tool. Tools are raw catalog tools of the same service; the argument mappings are
+/// expressions with `args`, `ctx`, `settings`, `page` (`limit`, `skip`), `item` and `due`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct RawReschedule {
+    /// Read tool that lists candidate items, one page per call.
+    pub search_tool: String,
+    /// Expression: the search tool's arguments for `page`.
+    #[schemars(with = "String")]
+    pub search_arguments: SpannedStr,
+    /// JSONPath of the item list in the search tool's `data`.
+    #[schemars(with = "String")]
+    pub items: SpannedStr,
+    /// Item field holding its due time (RFC 3339).
+    pub due_field: String,
+    /// Expression: an item's id, for the report.
+    #[schemars(with = "String")]
+    pub item_id: SpannedStr,
+    /// Write tool that moves one item.
+    pub update_tool: String,
+    /// Expression: the update tool's arguments for `item` and the new `due`.
+    #[schemars(with = "String")]
+    pub update_arguments: SpannedStr,
+    /// Optional read tool whose answer names the default time zone.
+    #[serde(default)]
+    pub zone_tool: Option<String>,
+    /// Expression: the zone tool's arguments.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub zone_arguments: Option<SpannedStr>,
+    /// JSONPath of the zone name in the zone tool's `data`.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub zone_path: Option<SpannedStr>,
 }

@@ -12,5 +12,6 @@ mod cli;
 mod diagnostics;
 mod failures;
 mod leak;
+mod reschedule;
 mod snapshots_compiled;
 mod support;

@@ -10,10 +10,12 @@
 mod check;
 mod dispatch;
 mod portal;
+mod reschedule;
 
 pub use check::check_configuration;
 pub use dispatch::category_dispatch;
 pub use portal::{call_read_tool, check_connection};
+pub use reschedule::reschedule_overdue;
 
 /// The hook registry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,15 +28,18 @@ pub enum Hook {
     CheckConfiguration,
     /// A wrapper that runs one raw tool of its service's categories (`[tool.dispatch]`).
     CategoryDispatch,
+    /// Moves overdue items to the next business day (`[tool.reschedule]`).
+    RescheduleOverdue,
 }
 
 impl Hook {
     /// Every hook, for resolution and "did you mean".
-    pub const ALL: [Hook; 4] = [
+    pub const ALL: [Hook; 5] = [
         Hook::PortalCallReadTool,
         Hook::PortalCheckConnection,
         Hook::CheckConfiguration,
         Hook::CategoryDispatch,
+        Hook::RescheduleOverdue,
     ];
 
     /// The name catalog files use.
@@ -44,6 +49,7 @@ impl Hook {
             Hook::PortalCheckConnection => "portal.check_connection",
             Hook::CheckConfiguration => "check_configuration",
             Hook::CategoryDispatch => "category_dispatch",
+            Hook::RescheduleOverdue => "reschedule_overdue",
         }
     }
 

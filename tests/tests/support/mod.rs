@@ -95,6 +95,8 @@ pub struct Setup {
     pub env: BTreeMap<String, String>,
     /// Catalog sources; embedded when `None`.
     pub sources: Option<Sources>,
+    /// A pinned clock.
+    pub clock: Option<fn() -> jiff::Timestamp>,
 }
 
 impl Setup {
@@ -125,7 +127,11 @@ impl TestBroker {
         let mut env = setup.env;
         env.insert("TOOL_BROKER_API_KEY".into(), API_KEY.into());
         let lookup = move |name: &str| env.get(name).cloned();
-        let broker = Arc::new(Broker::new(Arc::new(catalog), &config, &lookup).unwrap());
+        let mut broker = Broker::new(Arc::new(catalog), &config, &lookup).unwrap();
+        if let Some(clock) = setup.clock {
+            broker = broker.with_clock(clock);
+        }
+        let broker = Arc::new(broker);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
