@@ -39,6 +39,8 @@ pub struct Broker {
     pub keys: Keys,
     /// Largest accepted request body.
     pub max_body_bytes: usize,
+    /// Counters for `GET /metrics`.
+    pub metrics: crate::metrics::Metrics,
     upstream: Upstream,
     base_urls: BTreeMap<String, String>,
     server_keys: BTreeMap<String, String>,
@@ -177,6 +179,7 @@ impl Broker {
                 .unwrap_or(catalog.rules.limits.max_body_bytes),
             catalog,
             keys,
+            metrics: crate::metrics::Metrics::default(),
             upstream: Upstream::new()?,
             base_urls,
             server_keys,
@@ -273,6 +276,8 @@ impl Broker {
         let Some(tool) = self.catalog.resolve(input.name) else {
             let err = unknown_tool(&self.catalog, input.name);
             meta.duration_ms = elapsed_ms(started);
+            self.metrics
+                .record_call("unknown", err.classification.as_str(), meta.duration_ms);
             return if portal_name {
                 self.portal_response(input.name, &trace_id, Err(err))
             } else {
@@ -290,10 +295,16 @@ impl Broker {
             Err(e) => Err(e),
         };
         let duration_ms = elapsed_ms(started);
+        let outcome = match &result {
+            Ok(_) => "ok",
+            Err(e) => e.classification.as_str(),
+        };
+        self.metrics
+            .record_call(&tool.full_name, outcome, duration_ms);
         tracing::info!(
             tool = %tool.full_name,
             caller = %input.principal.name,
-            outcome = match &result { Ok(_) => "ok", Err(e) => e.classification.as_str() },
+            outcome,
             duration_ms,
             "tool call"
         );

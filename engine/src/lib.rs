@@ -13,7 +13,7 @@
 //! | who calls | [`auth`], [`config`] |
 //! | one call, end to end | [`call`]: [`args`] -> [`confirm`] -> [`render`] -> [`upstream`] -> [`redact`] -> [`envelope`] |
 //! | local tools | [`hooks`] |
-//! | the HTTP front door | [`server`] |
+//! | the HTTP front door | [`server`], [`metrics`] |
 //!
 //! See `engine/DESIGN.md` for the reasoning behind the shape.
 
@@ -31,6 +31,7 @@ pub mod envelope;
 pub mod error;
 pub mod hooks;
 pub mod identity;
+pub mod metrics;
 pub mod redact;
 pub mod render;
 pub mod response;

@@ -3,7 +3,8 @@
 //! - `POST /`: one JSON-RPC 2.0 `tools/call`; the body of the answer is the envelope and
 //!   its status is the classification's (DECISIONS sections 1 and 3).
 //! - `GET /healthz`: the process is up. `GET /readyz`: the catalog is compiled and
-//!   callers can authenticate. Neither needs a bearer token.
+//!   callers can authenticate. `GET /metrics`: Prometheus counters. None needs a bearer
+//!   token, and none shows a caller's input.
 //!
 //! Each call is wrapped in `catch_unwind`, so a bug that panics becomes an
 //! `internal_error` envelope (500), never a dropped connection.
@@ -99,10 +100,25 @@ pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse
             }),
             &[],
         ),
-        (&Method::POST, "/") => rpc(broker, req).await,
-        (_, "/" | "/healthz" | "/readyz") => json_response(
+        (&Method::GET, "/metrics") => {
+            let text = broker
+                .metrics
+                .render(&broker.catalog.snapshot_id, broker.catalog.tools.len());
+            let mut response = hyper::Response::new(Full::new(Bytes::from(text)));
+            response.headers_mut().insert(
+                hyper::header::CONTENT_TYPE,
+                hyper::header::HeaderValue::from_static("text/plain; version=0.0.4"),
+            );
+            response
+        }
+        (&Method::POST, "/") => {
+            let response = rpc(broker.clone(), req).await;
+            broker.metrics.record_status(response.status().as_u16());
+            response
+        }
+        (_, "/" | "/healthz" | "/readyz" | "/metrics") => json_response(
             405,
-            &json!({ "error": "method not allowed: use POST / for tools/call, GET /healthz or GET /readyz" }),
+            &json!({ "error": "method not allowed: use POST / for tools/call; GET /healthz, /readyz, /metrics" }),
             &[],
         ),
         _ => json_response(

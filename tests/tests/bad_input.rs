@@ -231,6 +231,33 @@ async fn health_and_unknown_paths() {
         .unwrap();
     assert_eq!(ready["status"], "ready");
     assert_eq!(ready["snapshotId"], b.broker.catalog.snapshot_id);
+    // Metrics count calls by catalog tool name only; unknown names are not echoed.
+    let _ = b.call("hosting.check_configuration", json!({}), &[]).await;
+    let _ = b
+        .call("hosting.SECRET_LOOKING_NAME_1234", json!({}), &[])
+        .await;
+    let metrics = client
+        .get(format!("{}/metrics", b.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(metrics.status().as_u16(), 200);
+    let text = metrics.text().await.unwrap();
+    assert!(
+        text.contains(
+            r#"tool_broker_calls_total{tool="hosting.check_configuration",outcome="ok"} 1"#
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"tool_broker_calls_total{tool="unknown",outcome="unknown_tool"} 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"tool_broker_responses_total{status="404"} 1"#),
+        "{text}"
+    );
+    assert!(!text.contains("SECRET_LOOKING_NAME"), "{text}");
     let get_root = client.get(format!("{}/", b.url)).send().await.unwrap();
     assert_eq!(get_root.status().as_u16(), 405);
     let other = client.post(format!("{}/nope", b.url)).send().await.unwrap();

@@ -1,0 +1,94 @@
+//! Counters for `GET /metrics` (Prometheus text format, no bearer token needed).
+//!
+//! Labels are only catalog tool names, classification names and HTTP statuses, never
+//! anything a caller sent: a call to an unknown tool counts under `tool="unknown"`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+
+/// Process-wide call counters.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    calls: Mutex<BTreeMap<(String, &'static str), Counter>>,
+    responses: Mutex<BTreeMap<u16, u64>>,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Counter {
+    count: u64,
+    duration_ms: u64,
+}
+
+impl Metrics {
+    /// Records one tool call and how it ended (`ok` or a classification).
+    pub fn record_call(&self, tool: &str, outcome: &'static str, duration_ms: u64) {
+        if let Ok(mut calls) = self.calls.lock() {
+            let c = calls.entry((tool.to_string(), outcome)).or_default();
+            c.count += 1;
+            c.duration_ms += duration_ms;
+        }
+    }
+
+    /// Records one response status of `POST /`.
+    pub fn record_status(&self, status: u16) {
+        if let Ok(mut responses) = self.responses.lock() {
+            *responses.entry(status).or_default() += 1;
+        }
+    }
+
+    /// The Prometheus text exposition.
+    pub fn render(&self, snapshot_id: &str, tools: usize) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "# HELP tool_broker_catalog_info The catalog being served."
+        );
+        let _ = writeln!(out, "# TYPE tool_broker_catalog_info gauge");
+        let _ = writeln!(
+            out,
+            "tool_broker_catalog_info{{snapshot=\"{snapshot_id}\",tools=\"{tools}\"}} 1"
+        );
+        let calls = self.calls.lock().map(|c| c.clone()).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "# HELP tool_broker_calls_total Tool calls by tool and outcome."
+        );
+        let _ = writeln!(out, "# TYPE tool_broker_calls_total counter");
+        for ((tool, outcome), c) in &calls {
+            let _ = writeln!(
+                out,
+                "tool_broker_calls_total{{tool=\"{tool}\",outcome=\"{outcome}\"}} {}",
+                c.count
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP tool_broker_call_duration_milliseconds_total Time spent in tool calls."
+        );
+        let _ = writeln!(
+            out,
+            "# TYPE tool_broker_call_duration_milliseconds_total counter"
+        );
+        for ((tool, outcome), c) in &calls {
+            let _ = writeln!(
+                out,
+                "tool_broker_call_duration_milliseconds_total{{tool=\"{tool}\",outcome=\"{outcome}\"}} {}",
+                c.duration_ms
+            );
+        }
+        let responses = self.responses.lock().map(|r| r.clone()).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "# HELP tool_broker_responses_total Responses of POST / by HTTP status."
+        );
+        let _ = writeln!(out, "# TYPE tool_broker_responses_total counter");
+        for (status, n) in &responses {
+            let _ = writeln!(
+                out,
+                "tool_broker_responses_total{{status=\"{status}\"}} {n}"
+            );
+        }
+        out
+    }
+}
