@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use std::hint::black_box;
 
 use tool_broker::args;
-use tool_broker::catalog::{Action, JsonPath};
+use tool_broker::catalog::{Action, Catalog, HttpPlan, JsonPath, Tool};
 use tool_broker::compile::compile;
 use tool_broker::envelope::{self, Meta};
 use tool_broker::redact::redact;
@@ -34,14 +34,20 @@ fn upstream_answer() -> Value {
     json!({ "ok": true, "request_id": "r1", "data": tasks, "has_more": true, "next_cursor": "c2" })
 }
 
-fn hot_path(c: &mut Criterion) {
-    let catalog = compile(&Sources::embedded()).unwrap_or_else(|d| panic!("{d}"));
+/// The benchmarked tool and its HTTP plan.
+fn list_tasks(catalog: &Catalog) -> (&Tool, &HttpPlan) {
     let tool = catalog
         .resolve("agent.list_tasks")
         .unwrap_or_else(|| panic!("agent.list_tasks missing"));
     let Action::Http(plan) = &tool.action else {
         panic!("agent.list_tasks is not an HTTP tool");
     };
+    (tool, plan)
+}
+
+fn hot_path(c: &mut Criterion) {
+    let catalog = compile(&Sources::embedded()).unwrap_or_else(|d| panic!("{d}"));
+    let (tool, plan) = list_tasks(&catalog);
     let arguments = json!({ "limit": 20, "cursor": "c1", "order": "desc", "project_id": "p_1" });
     let answer = upstream_answer();
     c.bench_function("list_tasks: validate+render+redact+envelope", |b| {
@@ -78,12 +84,7 @@ criterion_main!(benches);
 
 fn parts(c: &mut Criterion) {
     let catalog = compile(&Sources::embedded()).unwrap_or_else(|d| panic!("{d}"));
-    let tool = catalog
-        .resolve("agent.list_tasks")
-        .unwrap_or_else(|| panic!("agent.list_tasks missing"));
-    let Action::Http(plan) = &tool.action else {
-        panic!("agent.list_tasks is not an HTTP tool");
-    };
+    let (tool, plan) = list_tasks(&catalog);
     let arguments = json!({ "limit": 20, "cursor": "c1", "order": "desc", "project_id": "p_1" });
     let answer = upstream_answer();
     c.bench_function("part: validate", |b| {

@@ -13,7 +13,7 @@ use crate::rules::Rules;
 use crate::upstream::UpstreamRefusal;
 
 /// The first value a JSONPath selects, cloned.
-fn select(path: &JsonPath, value: &Value) -> Option<Value> {
+pub fn select(path: &JsonPath, value: &Value) -> Option<Value> {
     if let Some(pointer) = &path.pointer {
         return value.pointer(pointer).cloned();
     }

@@ -3,14 +3,10 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{API_KEY, Setup, TestBroker};
+use crate::support::{API_KEY, Setup, TestBroker, classification};
 
 async fn broker() -> TestBroker {
     TestBroker::start(Setup::all_upstreams("http://127.0.0.1:9")).await
-}
-
-fn classification(body: &Value) -> &str {
-    body["error"]["classification"].as_str().unwrap_or_default()
 }
 
 #[tokio::test]

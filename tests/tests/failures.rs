@@ -2,16 +2,12 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::support::{Setup, TestBroker, sources_with};
-
-fn classification(body: &Value) -> &str {
-    body["error"]["classification"].as_str().unwrap_or_default()
-}
+use crate::support::{Setup, TestBroker, classification, closed_port_url, sources_with};
 
 const SLOW_TOOL: &str = r#"
 [[tool]]
@@ -55,11 +51,7 @@ async fn a_slow_upstream_is_upstream_timeout() {
 
 #[tokio::test]
 async fn an_unreachable_upstream_is_upstream_unavailable() {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let b = TestBroker::start(Setup::all_upstreams(&format!("http://127.0.0.1:{port}"))).await;
+    let b = TestBroker::start(Setup::all_upstreams(&closed_port_url())).await;
     let (status, envelope) = b
         .call(
             "agent.list_agents",

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{any, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::support::{Setup, TestBroker, logs, sources_with};
+use crate::support::{Setup, TestBroker, closed_port_url, logs, sources_with};
 
 const UPSTREAM_KEY: &str = "hk_LEAKCHECK_upstream_4f1c9";
 const AGENT_KEY: &str = "ak_LEAKCHECK_agent_7d2e1";
@@ -79,10 +79,7 @@ async fn secrets_never_reach_responses_or_logs() {
         .respond_with(ResponseTemplate::new(200).set_body_json(secret_answer()))
         .mount(&server)
         .await;
-    let unreachable = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://127.0.0.1:{}", l.local_addr().unwrap().port())
-    };
+    let unreachable = closed_port_url();
     let mut setup = Setup::all_upstreams(&server.uri());
     setup.sources = Some(sources_with(&[
         ("catalog/leakq/service.toml", QUERY_SERVICE),

@@ -17,8 +17,9 @@ use jiff::{Timestamp, Zoned};
 use serde_json::{Map, Value, json};
 
 use crate::call::{Broker, Exec, RequestCtx};
-use crate::catalog::{JsonPath, Reschedule, Tool};
+use crate::catalog::{Reschedule, Tool};
 use crate::error::{CallError, Classification};
+use crate::response::select;
 use crate::template::Templates;
 
 /// Most search pages one call may read, whatever `maxTasks` and `limit` say.
@@ -68,16 +69,6 @@ fn eval(broker: &Broker, expr: &crate::template::Expr, scope: &Value) -> Result<
             tracing::error!(template = %e.name, kind = %e.kind, "reschedule step expression failed");
             CallError::internal()
         })
-}
-
-fn select(path: &JsonPath, value: &Value) -> Value {
-    match &path.pointer {
-        Some(p) => value.pointer(p).cloned().unwrap_or(Value::Null),
-        None => jsonpath_rust::query::js_path_process(&path.query, value)
-            .ok()
-            .and_then(|r| r.into_iter().next().map(|x| x.val.clone()))
-            .unwrap_or(Value::Null),
-    }
 }
 
 /// Runs the hook.
@@ -153,7 +144,7 @@ pub async fn reschedule_overdue(
         scope["page"] = json!({ "limit": limit, "skip": skip });
         let search_args = eval(broker, &plan.search_arguments, &scope)?;
         let page = broker.execute(search, Some(search_args), ctx).await?;
-        let items = match select(&plan.items, &page.data) {
+        let items = match select(&plan.items, &page.data).unwrap_or_default() {
             Value::Array(items) => items,
             _ => Vec::new(),
         };
@@ -255,7 +246,10 @@ async fn zone_from_tool(
     let step = step_tool(broker, tool, zone_tool, ctx)?;
     let args = eval(broker, zone_args, base)?;
     match broker.execute(step, Some(args), ctx).await {
-        Ok(answer) => Ok(select(zone_path, &answer.data).as_str().map(String::from)),
+        Ok(answer) => Ok(select(zone_path, &answer.data)
+            .as_ref()
+            .and_then(Value::as_str)
+            .map(String::from)),
         // No location to ask about: fall back to UTC rather than fail the run.
         Err(e) if e.classification == Classification::ValidationError => Ok(None),
         Err(e) => Err(e),

@@ -239,3 +239,16 @@ pub fn check_envelope(body: &Value) {
         "{name} envelope does not match its schema: {errors:#?}\n{body:#}"
     );
 }
+
+/// The classification of a failure envelope ("" on success).
+pub fn classification(body: &Value) -> &str {
+    body["error"]["classification"].as_str().unwrap_or_default()
+}
+
+/// `http://127.0.0.1:<port>` where nothing listens.
+pub fn closed_port_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    format!("http://127.0.0.1:{port}")
+}
