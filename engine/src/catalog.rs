@@ -114,6 +114,8 @@ pub struct Tool {
     pub descriptor_hash: String,
     /// Source file and line of the tool.
     pub source: (String, usize),
+    /// Where an imported tool came from.
+    pub provenance: Option<crate::descriptor::ToolSource>,
 }
 
 /// What a tool does.

@@ -73,6 +73,18 @@ pub enum CatalogCommand {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+    /// Generate catalog/<service>/openapi.toml from OpenAPI documents and import/<service>.toml.
+    ImportOpenapi {
+        /// The service id (reads import/<service>.toml).
+        #[arg(long)]
+        service: String,
+        /// OpenAPI 3.0/3.1 documents, JSON or YAML (repeatable).
+        #[arg(long = "spec", required = true)]
+        specs: Vec<PathBuf>,
+        /// Do not write: fail when the generated file would differ from the committed one.
+        #[arg(long)]
+        check: bool,
+    },
     /// Print (or with --write, refresh) the JSON Schemas of the catalog formats.
     Schema {
         /// Write them into schemas/ under the catalog root.
@@ -238,6 +250,49 @@ pub fn catalog(command: CatalogCommand, dir: &Path) -> Result<String, String> {
                     }
                 }
             }
+            Ok(out)
+        }
+        CatalogCommand::ImportOpenapi {
+            service,
+            specs,
+            check,
+        } => {
+            let import_path = dir.join("import").join(format!("{service}.toml"));
+            let text = std::fs::read_to_string(&import_path)
+                .map_err(|e| format!("cannot read `{}`: {e}", import_path.display()))?;
+            let config: crate::import::config::ImportFile = toml::from_str(&text).map_err(|e| {
+                let line = e.span().map_or(0, |s| crate::diag::line_of(&text, s.start));
+                format!("{}:{line}: {}", import_path.display(), e.message().trim())
+            })?;
+            if config.service != service {
+                return Err(format!(
+                    "`{}` says service `{}`, not `{service}`",
+                    import_path.display(),
+                    config.service
+                ));
+            }
+            let report = crate::import::import(&config, &specs, dir)?;
+            let target = dir.join(&report.path);
+            let _ = write!(out, "{}", report.summary());
+            if check {
+                let committed = std::fs::read_to_string(&target).unwrap_or_default();
+                if committed != report.text {
+                    return Err(format!(
+                        "{out}`{}` is not what the import generates; run the import without --check",
+                        report.path
+                    ));
+                }
+            } else {
+                std::fs::write(&target, &report.text)
+                    .map_err(|e| format!("cannot write `{}`: {e}", target.display()))?;
+            }
+            if !report.is_clean() {
+                return Err(format!(
+                    "{out}the import is not clean: see DROPPED and UNUSED above"
+                ));
+            }
+            // The result must compile with the rest of the catalog.
+            load(dir).map_err(|e| format!("{out}the generated catalog does not compile:\n{e}"))?;
             Ok(out)
         }
         CatalogCommand::Schema { write } => {

@@ -622,6 +622,7 @@ impl ToolCompiler<'_, '_> {
             .unwrap_or_default();
         let defaults: Vec<(String, Value)> = arguments
             .get("properties")
+            .filter(|_| raw.fill_defaults)
             .and_then(Value::as_object)
             .map(|p| {
                 p.iter()
@@ -817,6 +818,7 @@ impl ToolCompiler<'_, '_> {
             normalized,
             descriptor_hash,
             source: (self.file.to_string(), line),
+            provenance: raw.source.clone(),
         })
     }
 
@@ -1158,6 +1160,8 @@ impl ToolCompiler<'_, '_> {
             },
             "arguments": arguments,
             "output": raw.output,
+            "fill_defaults": raw.fill_defaults,
+            "source": raw.source,
         })
     }
 

@@ -193,6 +193,31 @@ pub struct RawTool {
     /// JSON Schema of `data` on success.
     #[serde(default)]
     pub output: Option<serde_json::Value>,
+    /// Whether the argument schema's top-level defaults are filled in before rendering.
+    /// Imported tools say `false`: upstream defaults describe the upstream, and the
+    /// broker never sends a value the caller did not give.
+    #[serde(default = "yes")]
+    pub fill_defaults: bool,
+    /// Where an imported tool came from.
+    #[serde(default)]
+    pub source: Option<ToolSource>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Provenance of an imported tool.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct ToolSource {
+    /// The OpenAPI document, relative to the upstream descriptions folder.
+    pub spec: String,
+    /// `METHOD /path` in that document.
+    pub operation: String,
+    /// The operation's id, when it has one.
+    #[serde(default)]
+    pub operation_id: Option<String>,
 }
 
 /// Contract tier.

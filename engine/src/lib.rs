@@ -10,6 +10,7 @@
 //! | what authors write | [`descriptor`], [`rules`] |
 //! | compile once, report every problem | [`compile`], [`diag`], [`template`] |
 //! | what the request path looks up | [`catalog`], [`identity`] |
+//! | bringing in upstream operations | [`import`] (OpenAPI -> tool files) |
 //! | who calls | [`auth`], [`config`] |
 //! | one call, end to end | [`call`]: [`args`] -> [`confirm`] -> [`render`] -> [`upstream`] -> [`redact`] -> [`envelope`] |
 //! | local tools | [`hooks`] |
@@ -31,6 +32,7 @@ pub mod envelope;
 pub mod error;
 pub mod hooks;
 pub mod identity;
+pub mod import;
 pub mod metrics;
 pub mod redact;
 pub mod render;

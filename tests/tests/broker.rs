@@ -11,6 +11,7 @@ mod cases;
 mod cli;
 mod diagnostics;
 mod failures;
+mod import;
 mod leak;
 mod reschedule;
 mod snapshots_compiled;

@@ -131,9 +131,9 @@ fn changing_where_a_tool_sends_data_changes_its_hash() {
 fn diff_lists_added_removed_and_changed_tools() {
     let (_keep, dir) = scratch();
     edit(
-        &dir.join("catalog/agent/tasks.toml"),
-        "Lists the account's agents",
-        "Lists all agents",
+        &dir.join("catalog/hosting/dns.toml"),
+        "Gets the DNS zone records of a domain.",
+        "Gets every DNS zone record of a domain.",
     );
     let text = std::fs::read_to_string(dir.join("catalog/hosting/billing.toml")).unwrap();
     let cut = text
@@ -168,12 +168,17 @@ fn diff_lists_added_removed_and_changed_tools() {
     assert_eq!(
         summary,
         vec![
-            ("changed".into(), "agent.list_agents".into(), true, true),
             (
                 "removed".into(),
                 "hosting.billing_get_subscription_list_v1".into(),
                 true,
                 false
+            ),
+            (
+                "changed".into(),
+                "hosting.dns_get_dns_records_v1".into(),
+                true,
+                true
             ),
             ("added".into(), "media.get_job".into(), false, true),
         ]
@@ -223,12 +228,12 @@ fn list_prints_one_object_per_tool() {
 fn check_reports_problems_and_fails() {
     let (_keep, dir) = scratch();
     edit(
-        &dir.join("catalog/agent/tasks.toml"),
+        &dir.join("catalog/hosting/dns.toml"),
         "risk = \"read\"",
         "risk = \"reed\"",
     );
     let err = catalog(CatalogCommand::Check, &dir).unwrap_err();
-    assert!(err.contains("catalog/agent/tasks.toml:"), "{err}");
+    assert!(err.contains("catalog/hosting/dns.toml:"), "{err}");
     assert!(err.contains("1 problem found"), "{err}");
     let err = catalog(CatalogCommand::Check, Path::new("/nonexistent-root")).unwrap_err();
     assert!(err.contains("is not a catalog root"), "{err}");

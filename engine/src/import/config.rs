@@ -1,0 +1,110 @@
+//! `import/<service_id>.toml`: how one service's OpenAPI documents become catalog tools,
+//! and every hand-authored change to what the importer generates. The importer applies
+//! this file on every run; generated files are never edited by hand.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// The import file of one service.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct ImportFile {
+    /// Service id; must match the file name and `catalog/<id>/`.
+    pub service: String,
+    /// Generated file name inside `catalog/<id>/`.
+    #[serde(default = "default_output")]
+    pub output: String,
+    /// How tool names are formed.
+    #[serde(default)]
+    pub naming: Naming,
+    /// How arguments are formed.
+    #[serde(default)]
+    pub arguments: Arguments,
+    /// Tables deep-merged into generated tools, before `operations`.
+    #[serde(default)]
+    pub defaults: Defaults,
+    /// Operations deliberately left out: `"METHOD /path"` or operation id -> reason.
+    #[serde(default)]
+    pub skip: BTreeMap<String, String>,
+    /// Per-operation overrides, keyed by `"METHOD /path"` or operation id: a partial tool
+    /// table deep-merged over the generated one (tables merge, other values replace).
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, serde_json::Value>")]
+    pub operations: BTreeMap<String, toml::Table>,
+}
+
+fn default_output() -> String {
+    "openapi.toml".into()
+}
+
+/// Naming rules.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct Naming {
+    /// Prefixes removed from operation ids before snake-casing.
+    #[serde(default)]
+    pub strip_prefix: Vec<String>,
+    /// Put before every generated name (leads: `leads_`).
+    #[serde(default)]
+    pub prefix: String,
+    /// Name from `<method>_<path>` even when the operation has an id (leads).
+    #[serde(default)]
+    pub from_method_path: bool,
+}
+
+/// Argument rules.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct Arguments {
+    /// Header parameters that carry credentials and are never arguments.
+    #[serde(default)]
+    pub drop_headers: Vec<String>,
+    /// Nested `$ref`s expanded in argument and output schemas.
+    #[serde(default = "default_depth")]
+    pub schema_depth: usize,
+}
+
+impl Default for Arguments {
+    fn default() -> Self {
+        Self {
+            drop_headers: Vec::new(),
+            schema_depth: default_depth(),
+        }
+    }
+}
+
+fn default_depth() -> usize {
+    4
+}
+
+/// Tables merged into every tool, every read tool, every write tool.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct Defaults {
+    /// Every tool.
+    #[serde(default)]
+    #[schemars(with = "serde_json::Value")]
+    pub all: toml::Table,
+    /// Read tools.
+    #[serde(default)]
+    #[schemars(with = "serde_json::Value")]
+    pub read: toml::Table,
+    /// Write tools.
+    #[serde(default)]
+    #[schemars(with = "serde_json::Value")]
+    pub write: toml::Table,
+}
+
+/// Deep merge: tables merge key by key, anything else in `over` replaces.
+pub fn merge(base: &mut toml::Table, over: &toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            _ => {
+                base.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
