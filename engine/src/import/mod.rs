@@ -546,9 +546,8 @@ fn generate(
         .and_then(Value::as_str)
         .map(snake_case);
     let mut aliases: Vec<String> = Vec::new();
-    if !id_name.is_empty() && snake_case(&id_name) != base_name {
-        aliases.push(id_name.clone());
-    } else if !id_name.is_empty() && id_name != base_name {
+    // The upstream's own operation id resolves too (e.g. `DNS_getDNSRecordsV1`).
+    if !id_name.is_empty() && id_name != base_name {
         aliases.push(id_name.clone());
     }
 
