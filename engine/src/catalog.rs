@@ -325,6 +325,20 @@ impl Catalog {
         if !collisions.is_empty() {
             return Err(collisions);
         }
+        // Titles resolve too, where exactly one tool of the service has that title and
+        // it is nobody's name or alias.
+        let mut title_count: HashMap<(String, String), usize> = HashMap::new();
+        for tool in &tools {
+            *title_count
+                .entry((tool.service.clone(), lookup_key(&tool.title)))
+                .or_default() += 1;
+        }
+        for (i, tool) in tools.iter().enumerate() {
+            let key = (tool.service.clone(), lookup_key(&tool.title));
+            if title_count.get(&key) == Some(&1) {
+                index.entry(key).or_insert(i);
+            }
+        }
         let mut catalog = Self {
             services,
             tools,
@@ -338,7 +352,7 @@ impl Catalog {
         Ok(catalog)
     }
 
-    /// Resolves `<service>.<tool>` by native name, canonical name or alias.
+    /// Resolves `<service>.<tool>` by native name, canonical name, alias or unique title.
     pub fn resolve(&self, full_name: &str) -> Option<&Tool> {
         let (service, tool) = full_name.split_once('.')?;
         self.resolve_in(service, tool)

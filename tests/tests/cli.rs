@@ -45,26 +45,25 @@ fn the_committed_lock_is_current() {
 #[test]
 fn verify_demands_a_version_bump_then_a_fresh_lock() {
     let (_keep, dir) = scratch();
-    let tools = dir.join("catalog/hosting/dns.toml");
     edit(
-        &tools,
-        "Gets the DNS zone records of a domain.",
-        "Gets every DNS zone record of a domain.",
+        &dir.join("catalog/crm/operations.toml"),
+        "Gets one opportunity (GET /opportunities/{id}).",
+        "Gets an opportunity (GET /opportunities/{id}).",
     );
     let err = catalog(CatalogCommand::Verify, &dir).unwrap_err();
     assert!(
-        err.contains("service `hosting`: descriptors changed (`hosting.dns_get_dns_records_v1`)"),
+        err.contains("service `crm`: descriptors changed (`crm.get_opportunity`)"),
         "{err}"
     );
     assert!(
-        err.contains("bump catalog_version in catalog/hosting/service.toml"),
+        err.contains("bump catalog_version in catalog/crm/service.toml"),
         "{err}"
     );
 
     edit(
-        &dir.join("catalog/hosting/service.toml"),
-        "hosting-2026.11.21.1",
-        "hosting-2026.11.21.2",
+        &dir.join("catalog/crm/service.toml"),
+        "catalog_version = \"2026-11-21.1\"",
+        "catalog_version = \"2026-11-21.3\"",
     );
     let err = catalog(CatalogCommand::Verify, &dir).unwrap_err();
     assert!(err.contains("the lock file is stale"), "{err}");
@@ -131,15 +130,13 @@ fn changing_where_a_tool_sends_data_changes_its_hash() {
 fn diff_lists_added_removed_and_changed_tools() {
     let (_keep, dir) = scratch();
     edit(
-        &dir.join("catalog/hosting/dns.toml"),
-        "Gets the DNS zone records of a domain.",
-        "Gets every DNS zone record of a domain.",
+        &dir.join("catalog/crm/operations.toml"),
+        "Lists a location's tags",
+        "Lists every tag of a location",
     );
-    let text = std::fs::read_to_string(dir.join("catalog/hosting/billing.toml")).unwrap();
-    let cut = text
-        .find("[[tool]]\nname = \"billing_get_subscription_list_v1\"")
-        .unwrap();
-    std::fs::write(dir.join("catalog/hosting/billing.toml"), &text[..cut]).unwrap();
+    let text = std::fs::read_to_string(dir.join("catalog/crm/operations.toml")).unwrap();
+    let cut = text.find("[[tool]]\nname = \"get_opportunity\"").unwrap();
+    std::fs::write(dir.join("catalog/crm/operations.toml"), &text[..cut]).unwrap();
     std::fs::write(
         dir.join("catalog/media/extra.toml"),
         "[[tool]]\nname = \"get_job\"\ntitle = \"Get Job\"\ndescription = \"Reads a job.\"\ntier = \"agent_ready\"\nrisk = \"read\"\n[tool.http]\nmethod = \"GET\"\npath = \"/v1/jobs/{job_id}\"\n[tool.arguments]\ntype = \"object\"\nrequired = [\"job_id\"]\nproperties = { job_id = { type = \"string\" } }\n",
@@ -168,18 +165,8 @@ fn diff_lists_added_removed_and_changed_tools() {
     assert_eq!(
         summary,
         vec![
-            (
-                "removed".into(),
-                "hosting.billing_get_subscription_list_v1".into(),
-                true,
-                false
-            ),
-            (
-                "changed".into(),
-                "hosting.dns_get_dns_records_v1".into(),
-                true,
-                true
-            ),
+            ("removed".into(), "crm.get_opportunity".into(), true, false),
+            ("changed".into(), "crm.list_tags".into(), true, true),
             ("added".into(), "media.get_job".into(), false, true),
         ]
     );
@@ -228,12 +215,12 @@ fn list_prints_one_object_per_tool() {
 fn check_reports_problems_and_fails() {
     let (_keep, dir) = scratch();
     edit(
-        &dir.join("catalog/hosting/dns.toml"),
+        &dir.join("catalog/crm/operations.toml"),
         "risk = \"read\"",
         "risk = \"reed\"",
     );
     let err = catalog(CatalogCommand::Check, &dir).unwrap_err();
-    assert!(err.contains("catalog/hosting/dns.toml:"), "{err}");
+    assert!(err.contains("catalog/crm/operations.toml:"), "{err}");
     assert!(err.contains("1 problem found"), "{err}");
     let err = catalog(CatalogCommand::Check, Path::new("/nonexistent-root")).unwrap_err();
     assert!(err.contains("is not a catalog root"), "{err}");

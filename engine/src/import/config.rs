@@ -52,6 +52,13 @@ pub struct Naming {
     /// Name from `<method>_<path>` even when the operation has an id (leads).
     #[serde(default)]
     pub from_method_path: bool,
+    /// Titles from the operation id's words instead of its summary
+    /// (`DNS_getDNSRecordsV1` -> `DNS Get Dnsrecords V1`), after `title_prefix`.
+    #[serde(default)]
+    pub title_from_operation_id: bool,
+    /// Put before every generated title (hosting: `Hosting `).
+    #[serde(default)]
+    pub title_prefix: String,
 }
 
 /// Argument rules.

@@ -398,6 +398,11 @@ fn generate(
     let mut body_expr = None;
     let mut encoding = "json";
     if let Some(body) = op.op.get("requestBody") {
+        if matches!(method.as_str(), "GET" | "HEAD") {
+            return Err(format!(
+                "the document gives this {method} a request body, which the broker does not send on a {method}"
+            ));
+        }
         let (body_doc, body) = docs.deref(&op.spec, body);
         let content = body
             .get("content")
@@ -525,10 +530,20 @@ fn generate(
                 naming::title_case(&snake_case(&s))
             }
         });
-    let title = summary
-        .clone()
-        .unwrap_or_else(|| naming::title_case(&base_name));
-    let mut description = format!("{title}: {method} {}.", op.path);
+    let title = if config.naming.title_from_operation_id && !id_name.is_empty() {
+        format!(
+            "{}{}",
+            config.naming.title_prefix,
+            naming::operation_id_title(&id_name)
+        )
+    } else {
+        let plain = summary
+            .clone()
+            .unwrap_or_else(|| naming::title_case(&base_name));
+        format!("{}{plain}", config.naming.title_prefix)
+    };
+    let lead = summary.clone().unwrap_or_else(|| title.clone());
+    let mut description = format!("{lead}: {method} {}.", op.path);
     description.push_str(match (risk, method.as_str()) {
         ("read", _) => " Reads only.",
         (_, "DELETE") => " Deletes upstream data (destructive).",

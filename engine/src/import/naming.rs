@@ -46,6 +46,48 @@ pub fn title_case(snake: &str) -> String {
         .join(" ")
 }
 
+/// Words of an operation id, as the hosting catalog titles them:
+/// `DNS_getDNSRecordsV1` -> `DNS Get Dnsrecords V1`,
+/// `billing_getCatalogItemListV1` -> `Billing Get Catalog Item List V1`.
+pub fn operation_id_title(id: &str) -> String {
+    let (group, rest) = id.split_once('_').unwrap_or(("", id));
+    let capital = |w: &str| {
+        let mut c = w.chars();
+        c.next()
+            .map(|f| f.to_ascii_uppercase().to_string() + &c.as_str().to_ascii_lowercase())
+            .unwrap_or_default()
+    };
+    let mut words: Vec<String> = Vec::new();
+    if !group.is_empty() {
+        words.push(if group.chars().all(|c| !c.is_ascii_lowercase()) {
+            group.to_string()
+        } else {
+            let mut c = group.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        });
+    }
+    let mut current = String::new();
+    let mut prev: Option<char> = None;
+    for ch in rest.chars() {
+        let boundary = ch.is_ascii_uppercase()
+            && prev.is_some_and(|p| p.is_ascii_lowercase() || p.is_ascii_digit());
+        if (boundary || !ch.is_ascii_alphanumeric()) && !current.is_empty() {
+            words.push(capital(&current));
+            current.clear();
+        }
+        if ch.is_ascii_alphanumeric() {
+            current.push(ch);
+        }
+        prev = Some(ch);
+    }
+    if !current.is_empty() {
+        words.push(capital(&current));
+    }
+    words.join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,5 +117,21 @@ mod tests {
             assert_eq!(snake_case(id), name, "{id}");
         }
         assert_eq!(title_case("list_all_cards"), "List All Cards");
+        assert_eq!(
+            operation_id_title("DNS_getDNSRecordsV1"),
+            "DNS Get Dnsrecords V1"
+        );
+        assert_eq!(
+            operation_id_title("billing_getCatalogItemListV1"),
+            "Billing Get Catalog Item List V1"
+        );
+        assert_eq!(
+            operation_id_title("domains_checkDomainAvailabilityV1"),
+            "Domains Check Domain Availability V1"
+        );
+        assert_eq!(
+            operation_id_title("DNS_getDNSSnapshotListV1"),
+            "DNS Get Dnssnapshot List V1"
+        );
     }
 }

@@ -74,6 +74,14 @@ pub fn compiled(sources: &Sources) -> Catalog {
     compile(sources).unwrap_or_else(|d| panic!("catalog does not compile:\n{d}"))
 }
 
+/// The embedded catalog, compiled once for the whole test binary.
+pub fn embedded_catalog() -> Arc<Catalog> {
+    static CATALOG: OnceLock<Arc<Catalog>> = OnceLock::new();
+    CATALOG
+        .get_or_init(|| Arc::new(compiled(&Sources::embedded())))
+        .clone()
+}
+
 /// A broker serving on 127.0.0.1 for one test.
 pub struct TestBroker {
     /// `http://127.0.0.1:port`.
@@ -114,7 +122,10 @@ impl TestBroker {
     /// Starts a broker.
     pub async fn start(setup: Setup) -> Self {
         let _ = log_buffer();
-        let catalog = compiled(&setup.sources.unwrap_or_else(Sources::embedded));
+        let catalog = match &setup.sources {
+            Some(sources) => Arc::new(compiled(sources)),
+            None => embedded_catalog(),
+        };
         let mut config: ConfigFile = match &setup.config {
             Some(text) => toml::from_str(text).unwrap(),
             None => ConfigFile::default(),
@@ -127,7 +138,7 @@ impl TestBroker {
         let mut env = setup.env;
         env.insert("TOOL_BROKER_API_KEY".into(), API_KEY.into());
         let lookup = move |name: &str| env.get(name).cloned();
-        let mut broker = Broker::new(Arc::new(catalog), &config, &lookup).unwrap();
+        let mut broker = Broker::new(catalog, &config, &lookup).unwrap();
         if let Some(clock) = setup.clock {
             broker = broker.with_clock(clock);
         }
