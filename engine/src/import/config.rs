@@ -52,13 +52,25 @@ pub struct Naming {
     /// Name from `<method>_<path>` even when the operation has an id (leads).
     #[serde(default)]
     pub from_method_path: bool,
-    /// Titles from the operation id's words instead of its summary
-    /// (`DNS_getDNSRecordsV1` -> `DNS Get Dnsrecords V1`), after `title_prefix`.
+    /// Where titles come from (then `title_prefix` is put before them).
     #[serde(default)]
-    pub title_from_operation_id: bool,
+    pub title: TitleStyle,
     /// Put before every generated title (hosting: `Hosting `).
     #[serde(default)]
     pub title_prefix: String,
+}
+
+/// How generated titles are formed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TitleStyle {
+    /// The operation's summary.
+    #[default]
+    Summary,
+    /// Hosting's form: `DNS_getDNSRecordsV1` -> `DNS Get Dnsrecords V1`.
+    OperationIdGroups,
+    /// Words of a camelCase id, acronyms kept: `get3DModelsByUserId` -> `Get 3D Models By User Id`.
+    OperationIdWords,
 }
 
 /// Argument rules.
@@ -71,6 +83,21 @@ pub struct Arguments {
     /// Nested `$ref`s expanded in argument and output schemas.
     #[serde(default = "default_depth")]
     pub schema_depth: usize,
+    /// Path parameters as top-level arguments (`flat`) or inside one `path_params`
+    /// object (`object`, the imagegen and payments contract).
+    #[serde(default)]
+    pub path_params: PathParams,
+}
+
+/// Where path parameters go in the arguments.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PathParams {
+    /// `{"id": "..."}`.
+    #[default]
+    Flat,
+    /// `{"path_params": {"id": "..."}}`.
+    Object,
 }
 
 impl Default for Arguments {
@@ -78,6 +105,7 @@ impl Default for Arguments {
         Self {
             drop_headers: Vec::new(),
             schema_depth: default_depth(),
+            path_params: PathParams::Flat,
         }
     }
 }

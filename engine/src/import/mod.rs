@@ -286,6 +286,9 @@ fn generate(
     let method = op.method.to_uppercase();
     let mut properties = Map::new();
     let mut required: Vec<String> = Vec::new();
+    let nest_path = config.arguments.path_params == config::PathParams::Object;
+    let mut path_props = Map::new();
+    let mut path_required: Vec<String> = Vec::new();
     let mut query = toml::Table::new();
     let mut headers = toml::Table::new();
     let mut path_params = toml::Table::new();
@@ -345,17 +348,37 @@ fn generate(
             return Err(format!("two parameters are named `{name}`"));
         }
         let is_required = place == "path" || p.get("required") == Some(&Value::Bool(true));
-        if is_required {
-            required.push(name.clone());
+        if place == "path" && nest_path {
+            path_required.push(name.clone());
+            path_props.insert(name.clone(), schema);
+        } else {
+            if is_required {
+                required.push(name.clone());
+            }
+            properties.insert(name.clone(), schema);
         }
-        properties.insert(name.clone(), schema);
         match place.as_str() {
             "path" => {
                 let placeholder = format!("{{{name}}}");
                 if !path.contains(&placeholder) {
                     return Err(format!("path parameter `{name}` is not in the path"));
                 }
-                if !is_identifier(name) {
+                if nest_path {
+                    let safe: String = name
+                        .chars()
+                        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                        .collect();
+                    path = path.replace(&placeholder, &format!("{{{safe}}}"));
+                    let inner = if is_identifier(name) {
+                        format!("args.path_params.{name}")
+                    } else {
+                        format!(
+                            "args.path_params[{}]",
+                            serde_json::to_string(name).unwrap_or_default()
+                        )
+                    };
+                    path_params.insert(safe, toml::Value::String(inner));
+                } else if !is_identifier(name) {
                     let safe: String = name
                         .chars()
                         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
@@ -387,6 +410,7 @@ fn generate(
         if let crate::catalog::PathPart::Param(p) = segment
             && !properties.contains_key(&p)
             && !path_params.contains_key(&p)
+            && !path_props.contains_key(&p)
         {
             return Err(format!(
                 "path placeholder `{{{p}}}` has no parameter definition"
@@ -394,15 +418,57 @@ fn generate(
         }
     }
 
+    if !path_props.is_empty() {
+        required.push("path_params".into());
+        properties.insert(
+            "path_params".into(),
+            json!({
+                "type": "object",
+                "description": "Values for the path placeholders.",
+                "additionalProperties": false,
+                "required": path_required,
+                "properties": path_props,
+            }),
+        );
+    }
+
     // Body.
     let mut body_expr = None;
     let mut encoding = "json";
-    if let Some(body) = op.op.get("requestBody") {
-        if matches!(method.as_str(), "GET" | "HEAD") {
+    if let Some(body) = op.op.get("requestBody")
+        && matches!(method.as_str(), "GET" | "HEAD")
+    {
+        // Some documents let query parameters also travel in an optional GET body; the
+        // broker sends them as query parameters. A required GET body cannot be sent.
+        let (body_doc, body) = docs.deref(&op.spec, body);
+        if body.get("required") == Some(&Value::Bool(true)) {
             return Err(format!(
-                "the document gives this {method} a request body, which the broker does not send on a {method}"
+                "the document requires a request body on this {method}, which the broker does not send on a {method}"
             ));
         }
+        let schema = body
+            .get("content")
+            .and_then(|c| c.get("application/json"))
+            .and_then(|c| c.get("schema"))
+            .map(|s| docs.inline_schema(&body_doc, s, depth))
+            .unwrap_or_else(|| json!({}));
+        for (k, v) in schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            if !properties.contains_key(k) && !path_props.contains_key(k) {
+                properties.insert(k.clone(), v.clone());
+                query.insert(k.clone(), toml::Value::String(arg_expr(k)));
+            }
+        }
+    }
+    if let Some(body) = op
+        .op
+        .get("requestBody")
+        .filter(|_| !matches!(method.as_str(), "GET" | "HEAD"))
+    {
         let (body_doc, body) = docs.deref(&op.spec, body);
         let content = body
             .get("content")
@@ -443,7 +509,8 @@ fn generate(
         let flat = props.as_ref().is_some_and(|p| {
             !p.is_empty()
                 && p.keys().all(|k| {
-                    !properties.contains_key(k) && k != "body" && k != "confirm" && k != "dry_run"
+                    !properties.contains_key(k)
+                        && !matches!(k.as_str(), "body" | "confirm" | "dry_run" | "path_params")
                 })
         }) && schema.get("type").is_none_or(|t| t == "object");
         if flat {
@@ -530,12 +597,17 @@ fn generate(
                 naming::title_case(&snake_case(&s))
             }
         });
-    let title = if config.naming.title_from_operation_id && !id_name.is_empty() {
-        format!(
-            "{}{}",
-            config.naming.title_prefix,
-            naming::operation_id_title(&id_name)
-        )
+    let title = if id_name.is_empty() {
+        None
+    } else {
+        match config.naming.title {
+            config::TitleStyle::OperationIdGroups => Some(naming::operation_id_title(&id_name)),
+            config::TitleStyle::OperationIdWords => Some(naming::camel_words(&id_name)),
+            config::TitleStyle::Summary => None,
+        }
+    };
+    let title = if let Some(t) = title {
+        format!("{}{t}", config.naming.title_prefix)
     } else {
         let plain = summary
             .clone()

@@ -1,33 +1,65 @@
 //! Tool names from operation ids and paths.
 
+/// Words of one identifier part: a boundary before an uppercase letter that follows a
+/// lowercase one, at the end of an acronym (`DNSRecords` -> `DNS`, `Records`), and before
+/// a digit run that starts an acronym (`get3DModels` -> `get`, `3D`, `Models`).
+fn tokens(part: &str) -> Vec<String> {
+    let chars: Vec<char> = part.chars().collect();
+    let mut words = Vec::new();
+    let mut current = String::new();
+    for (i, &c) in chars.iter().enumerate() {
+        let prev = i.checked_sub(1).map(|j| chars[j]);
+        let next = chars.get(i + 1).copied();
+        let boundary = match prev {
+            None => false,
+            Some(p) => {
+                (p.is_ascii_lowercase() && c.is_ascii_uppercase())
+                    || (p.is_ascii_uppercase()
+                        && c.is_ascii_uppercase()
+                        && next.is_some_and(|n| n.is_ascii_lowercase()))
+                    || (p.is_ascii_digit()
+                        && c.is_ascii_uppercase()
+                        && next.is_some_and(|n| n.is_ascii_lowercase()))
+                    || (p.is_ascii_lowercase()
+                        && c.is_ascii_digit()
+                        && chars[i..]
+                            .iter()
+                            .find(|x| !x.is_ascii_digit())
+                            .is_some_and(|x| x.is_ascii_uppercase()))
+            }
+        };
+        if boundary && !current.is_empty() {
+            words.push(std::mem::take(&mut current));
+        }
+        current.push(c);
+    }
+    if !current.is_empty() {
+        words.push(current);
+    }
+    words
+}
+
+/// Words of an identifier, splitting on punctuation and on camelCase.
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|p| !p.is_empty())
+        .flat_map(tokens)
+        .collect()
+}
+
 /// snake_case: `DNS_getDNSRecordsV1` -> `dns_get_dns_records_v1`,
 /// `get-location-access-token` -> `get_location_access_token`,
 /// `post /v1/issuing/cards/{card}` -> `post_v1_issuing_cards_card`.
 pub fn snake_case(text: &str) -> String {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = String::with_capacity(text.len() + 8);
-    for (i, &c) in chars.iter().enumerate() {
-        if c.is_ascii_alphanumeric() {
-            if c.is_ascii_uppercase() && i > 0 {
-                let prev = chars[i - 1];
-                let next_lower = chars.get(i + 1).is_some_and(|n| n.is_ascii_lowercase());
-                if prev.is_ascii_lowercase()
-                    || prev.is_ascii_digit()
-                    || (prev.is_ascii_uppercase() && next_lower)
-                {
-                    out.push('_');
-                }
-            }
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('_') && !out.is_empty() {
-            out.push('_');
-        }
-    }
-    let trimmed = out.trim_matches('_').to_string();
-    if trimmed.starts_with(|c: char| c.is_ascii_digit()) {
-        format!("op_{trimmed}")
+    let joined = words(text)
+        .iter()
+        .map(|w| w.to_ascii_lowercase())
+        .collect::<Vec<_>>()
+        .join("_");
+    if joined.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("op_{joined}")
     } else {
-        trimmed
+        joined
     }
 }
 
@@ -88,6 +120,22 @@ pub fn operation_id_title(id: &str) -> String {
     words.join(" ")
 }
 
+/// Words of a camelCase id, first letters capitalised, acronyms and digit runs kept:
+/// `get3DModelsByUserId` -> `Get 3D Models By User Id`,
+/// `createSVDMotionGeneration` -> `Create SVD Motion Generation`.
+pub fn camel_words(id: &str) -> String {
+    words(id)
+        .into_iter()
+        .map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,10 +161,26 @@ mod tests {
             ),
             ("GetV1Models3dUserUserId", "get_v1_models3d_user_user_id"),
             ("3dModels", "op_3d_models"),
+            ("get3DModelById", "get_3d_model_by_id"),
+            ("createSVDMotionGeneration", "create_svd_motion_generation"),
+            ("GetV2Tiktok", "get_v2_tiktok"),
         ] {
             assert_eq!(snake_case(id), name, "{id}");
         }
         assert_eq!(title_case("list_all_cards"), "List All Cards");
+        assert_eq!(
+            camel_words("get3DModelsByUserId"),
+            "Get 3D Models By User Id"
+        );
+        assert_eq!(camel_words("getGenerationById"), "Get Generation By Id");
+        assert_eq!(
+            camel_words("createSVDMotionGeneration"),
+            "Create SVD Motion Generation"
+        );
+        assert_eq!(
+            camel_words("getUploadedMediaById"),
+            "Get Uploaded Media By Id"
+        );
         assert_eq!(
             operation_id_title("DNS_getDNSRecordsV1"),
             "DNS Get Dnsrecords V1"

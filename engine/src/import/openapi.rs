@@ -190,6 +190,21 @@ impl Documents {
                     };
                     out.insert(k.clone(), inner);
                 }
+                // A pattern the validator cannot compile would make the whole schema
+                // invalid: drop it and say so where authors and agents will see it.
+                if let Some(Value::String(pattern)) = out.get("pattern").cloned()
+                    && jsonschema::validator_for(&json!({ "pattern": pattern })).is_err()
+                {
+                    out.remove("pattern");
+                    let note = format!(
+                        "upstream pattern `{pattern}` is not a valid regular expression and is not enforced"
+                    );
+                    let description = match out.get("description").and_then(Value::as_str) {
+                        Some(d) => format!("{d} ({note})"),
+                        None => note,
+                    };
+                    out.insert("description".into(), Value::String(description));
+                }
                 if map.get("nullable") == Some(&Value::Bool(true))
                     && let Some(t) = out.get("type").cloned()
                 {
