@@ -79,8 +79,11 @@ pub enum CatalogCommand {
         #[arg(long)]
         service: String,
         /// OpenAPI 3.0/3.1 documents, JSON or YAML (repeatable).
-        #[arg(long = "spec", required = true)]
+        #[arg(long = "spec")]
         specs: Vec<PathBuf>,
+        /// Take the documents named by `specs` in import/<service>.toml from this folder.
+        #[arg(long)]
+        specs_dir: Option<PathBuf>,
         /// Do not write: fail when the generated file would differ from the committed one.
         #[arg(long)]
         check: bool,
@@ -254,7 +257,8 @@ pub fn catalog(command: CatalogCommand, dir: &Path) -> Result<String, String> {
         }
         CatalogCommand::ImportOpenapi {
             service,
-            specs,
+            mut specs,
+            specs_dir,
             check,
         } => {
             let import_path = dir.join("import").join(format!("{service}.toml"));
@@ -269,6 +273,15 @@ pub fn catalog(command: CatalogCommand, dir: &Path) -> Result<String, String> {
                     "`{}` says service `{}`, not `{service}`",
                     import_path.display(),
                     config.service
+                ));
+            }
+            if let Some(folder) = specs_dir {
+                specs.extend(config.specs.iter().map(|s| folder.join(s)));
+            }
+            if specs.is_empty() {
+                return Err(format!(
+                    "no OpenAPI document: pass --spec FILE, or --specs-dir DIR with `specs` in `{}`",
+                    import_path.display()
                 ));
             }
             let report = crate::import::import(&config, &specs, dir)?;

@@ -66,6 +66,7 @@ fn run(dir: &Path, check: bool) -> Result<String, String> {
         CatalogCommand::ImportOpenapi {
             service: "pets".into(),
             specs: vec![root().join("tests/fixtures/openapi/pets.yaml")],
+            specs_dir: None,
             check,
         },
         dir,

@@ -13,6 +13,10 @@ use serde::Deserialize;
 pub struct ImportFile {
     /// Service id; must match the file name and `catalog/<id>/`.
     pub service: String,
+    /// The OpenAPI documents, relative to the upstream descriptions folder
+    /// (`--specs-dir`, e.g. `../shared/specs`).
+    #[serde(default)]
+    pub specs: Vec<String>,
     /// Generated file name inside `catalog/<id>/`.
     #[serde(default = "default_output")]
     pub output: String,
