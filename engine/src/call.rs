@@ -455,8 +455,24 @@ impl Broker {
                         let redacted =
                             redact(&mut body, &self.catalog.rules.redaction, &paths, &secrets);
                         let pagination = extract_pagination(tool, &body);
+                        let plan = &tool.response;
+                        let flag = |name: &Option<String>| name.as_ref().and_then(|n| args.get(n));
+                        let raw =
+                            (flag(&plan.raw_arg) == Some(&Value::Bool(true))).then(|| body.clone());
                         let mut data = extract_data(tool, body);
-                        let truncation = truncate(&mut data, tool.item_budget);
+                        let budget = flag(&plan.budget_arg)
+                            .and_then(Value::as_u64)
+                            .and_then(|n| usize::try_from(n).ok())
+                            .filter(|n| *n > 0)
+                            .unwrap_or(tool.item_budget);
+                        let truncation = if flag(&plan.compact_arg) == Some(&Value::Bool(false)) {
+                            Vec::new()
+                        } else {
+                            truncate(&mut data, budget)
+                        };
+                        if let Some(raw) = raw {
+                            data = json!({ "data": data, "raw": raw });
+                        }
                         Ok(Exec {
                             data,
                             upstream_status: Some(answer.status),

@@ -266,6 +266,12 @@ pub struct ResponsePlan {
     pub redact: Vec<JsonPath>,
     /// Paths redacted unless an expression is truthy.
     pub redact_unless: Vec<(Expr, Vec<JsonPath>)>,
+    /// Argument turning truncation off when false.
+    pub compact_arg: Option<String>,
+    /// Argument setting the item budget.
+    pub budget_arg: Option<String>,
+    /// Argument adding the raw upstream answer.
+    pub raw_arg: Option<String>,
     /// Summary template name.
     pub summary: Option<String>,
     /// Upstream status -> classification.

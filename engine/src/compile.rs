@@ -756,6 +756,18 @@ impl ToolCompiler<'_, '_> {
         }
 
         let response = self.response(&full, &raw.response, line);
+        for arg in [
+            &response.compact_arg,
+            &response.budget_arg,
+            &response.raw_arg,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if !properties.contains(arg) {
+                self.err(args_line, format!("tool `{full}`: its response names the argument `{arg}`, which its argument schema does not declare"));
+            }
+        }
         let item_budget = raw
             .item_budget
             .or(self.service_file.defaults.item_budget)
@@ -1007,6 +1019,9 @@ impl ToolCompiler<'_, '_> {
                 .and_then(|p| self.jsonpath(full, "response.data", p)),
             ..ResponsePlan::default()
         };
+        plan.compact_arg = raw.compact_arg.clone();
+        plan.budget_arg = raw.budget_arg.clone();
+        plan.raw_arg = raw.raw_arg.clone();
         for (k, v) in &raw.pagination {
             if let Some(p) = self.jsonpath(full, "response.pagination", v) {
                 plan.pagination.push((k.clone(), p));
@@ -1151,6 +1166,9 @@ impl ToolCompiler<'_, '_> {
                 "data": opt(&raw.response.data),
                 "pagination": spanned_map(&raw.response.pagination),
                 "redact": raw.response.redact.iter().map(|r| r.get_ref().clone()).collect::<Vec<_>>(),
+                "compact_arg": raw.response.compact_arg,
+                "budget_arg": raw.response.budget_arg,
+                "raw_arg": raw.response.raw_arg,
                 "redact_unless": raw.response.redact_unless.iter().map(|r| json!({
                     "unless": r.unless.get_ref(),
                     "paths": r.paths.iter().map(|p| p.get_ref().clone()).collect::<Vec<_>>(),

@@ -376,6 +376,16 @@ pub struct RawResponse {
     #[serde(default)]
     #[schemars(with = "Vec<String>")]
     pub redact: Vec<SpannedStr>,
+    /// Boolean argument that turns list truncation off when `false` (leads `compact`).
+    #[serde(default)]
+    pub compact_arg: Option<String>,
+    /// Integer argument that sets the item budget for this call (leads `max_items`).
+    #[serde(default)]
+    pub budget_arg: Option<String>,
+    /// Boolean argument that, when `true`, answers `{ "data": ..., "raw": <whole redacted
+    /// upstream answer> }` (leads `include_raw`).
+    #[serde(default)]
+    pub raw_arg: Option<String>,
     /// Paths redacted unless an expression is truthy (e.g. an `include_emails` argument).
     #[serde(default)]
     pub redact_unless: Vec<RawRedactUnless>,

@@ -34,6 +34,7 @@ pub struct ImportFile {
     pub skip: BTreeMap<String, String>,
     /// Per-operation overrides, keyed by `"METHOD /path"` or operation id: a partial tool
     /// table deep-merged over the generated one (tables merge, other values replace).
+    /// `notes = "..."` is appended to the generated description instead.
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, serde_json::Value>")]
     pub operations: BTreeMap<String, toml::Table>,
@@ -91,6 +92,22 @@ pub struct Arguments {
     /// object (`object`, the imagegen and payments contract).
     #[serde(default)]
     pub path_params: PathParams,
+    /// `flat` (the default) or `contract`: the leads shared input contract, where every
+    /// tool takes exactly `body`, `params`, `path_params`, `compact`, `max_items`,
+    /// `include_raw` and `confirm`.
+    #[serde(default)]
+    pub style: ArgumentStyle,
+}
+
+/// The shape of generated arguments.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ArgumentStyle {
+    /// Parameters and body properties by name.
+    #[default]
+    Flat,
+    /// `body`, `params`, `path_params`, `compact`, `max_items`, `include_raw`, `confirm`.
+    Contract,
 }
 
 /// Where path parameters go in the arguments.
@@ -110,6 +127,7 @@ impl Default for Arguments {
             drop_headers: Vec::new(),
             schema_depth: default_depth(),
             path_params: PathParams::Flat,
+            style: ArgumentStyle::Flat,
         }
     }
 }

@@ -176,7 +176,15 @@ pub fn import(
         for key in &keys {
             if let Some(over) = config.operations.get(key) {
                 used.insert(key.clone());
-                merge(&mut tool, over);
+                // `notes` is not a tool field: it is added to the generated description.
+                let mut over = over.clone();
+                if let Some(toml::Value::String(notes)) = over.remove("notes")
+                    && let Some(toml::Value::String(d)) = tool.get_mut("description")
+                {
+                    d.push(' ');
+                    d.push_str(&notes);
+                }
+                merge(&mut tool, &over);
             }
         }
         let name = tool
@@ -286,7 +294,8 @@ fn generate(
     let method = op.method.to_uppercase();
     let mut properties = Map::new();
     let mut required: Vec<String> = Vec::new();
-    let nest_path = config.arguments.path_params == config::PathParams::Object;
+    let contract = config.arguments.style == config::ArgumentStyle::Contract;
+    let nest_path = contract || config.arguments.path_params == config::PathParams::Object;
     let mut path_props = Map::new();
     let mut path_required: Vec<String> = Vec::new();
     let mut query = toml::Table::new();
@@ -512,7 +521,8 @@ fn generate(
                     !properties.contains_key(k)
                         && !matches!(k.as_str(), "body" | "confirm" | "dry_run" | "path_params")
                 })
-        }) && schema.get("type").is_none_or(|t| t == "object");
+        }) && schema.get("type").is_none_or(|t| t == "object")
+            && !contract;
         if flat {
             let props = props.unwrap_or_default();
             let names: Vec<String> = props.keys().cloned().collect();
@@ -692,6 +702,9 @@ fn generate(
         }
     }
     tool.insert("http".into(), toml::Value::Table(http));
+    if contract {
+        contract_arguments(&method, &mut tool, &mut properties, &mut required)?;
+    }
     let mut arguments = Map::new();
     arguments.insert("type".into(), json!("object"));
     arguments.insert("additionalProperties".into(), json!(false));
@@ -706,4 +719,103 @@ fn generate(
         tool.insert("output".into(), json_to_toml(&o)?);
     }
     Ok(tool)
+}
+
+/// Rewrites flat arguments into the leads shared input contract: query parameters move
+/// into `params`, the body stays `body`, path placeholders are in `path_params`, and
+/// `compact`, `max_items`, `include_raw` and `confirm` shape the call and its answer.
+fn contract_arguments(
+    method: &str,
+    tool: &mut toml::Table,
+    properties: &mut Map<String, Value>,
+    required: &mut Vec<String>,
+) -> Result<(), String> {
+    let Some(toml::Value::Table(http)) = tool.get_mut("http") else {
+        return Err("no http table".into());
+    };
+    let query_names: Vec<String> = match http.remove("query") {
+        Some(toml::Value::Table(q)) => q.keys().cloned().collect(),
+        _ => Vec::new(),
+    };
+    http.insert(
+        "query_object".into(),
+        toml::Value::String("args.params".into()),
+    );
+    let mut params = Map::new();
+    let mut params_required = Vec::new();
+    for name in &query_names {
+        if let Some(schema) = properties.remove(name) {
+            params.insert(name.clone(), schema);
+        }
+        if let Some(i) = required.iter().position(|r| r == name) {
+            required.remove(i);
+            params_required.push(name.clone());
+        }
+    }
+    let mut params_schema = json!({
+        "type": ["object", "null"],
+        "description": "Query-string parameters.",
+        "properties": params,
+    });
+    if !params_required.is_empty() {
+        params_schema["required"] = json!(params_required);
+    }
+    properties.insert("params".into(), params_schema);
+    match properties.get_mut("path_params") {
+        Some(p) => {
+            p["type"] = json!(["object", "null"]);
+            p["description"] =
+                json!("A value for every `{placeholder}` in the path, keys matching exactly.");
+        }
+        None => {
+            properties.insert(
+                "path_params".into(),
+                json!({ "type": ["object", "null"], "description": "This endpoint has no path placeholders.", "maxProperties": 0 }),
+            );
+        }
+    }
+    required.retain(|r| r != "path_params");
+    match properties.get_mut("body") {
+        Some(b) => {
+            // Prefer a nullable type over anyOf, so validation errors keep their pointers.
+            let mut inner = b.take();
+            match inner.get("type").cloned() {
+                Some(Value::String(t)) => {
+                    inner["type"] = json!([t, "null"]);
+                    *b = inner;
+                }
+                _ => {
+                    *b = json!({ "description": "JSON request body.", "anyOf": [inner, { "type": "null" }] });
+                }
+            }
+        }
+        None if matches!(method, "GET" | "HEAD") => {
+            properties.insert(
+                "body".into(),
+                json!({ "type": "null", "description": "This endpoint takes no body." }),
+            );
+        }
+        None => {
+            properties.insert(
+                "body".into(),
+                json!({ "type": ["object", "array", "null"], "description": "JSON request body (this endpoint documents none)." }),
+            );
+            http.insert("body".into(), toml::Value::String("args.body".into()));
+        }
+    }
+    properties.insert("compact".into(), json!({ "type": ["boolean", "null"], "description": "Overrides the default list truncation: false returns whole lists." }));
+    properties.insert("max_items".into(), json!({ "type": ["integer", "null"], "minimum": 1, "description": "Most list items returned when compact mode is on." }));
+    properties.insert("include_raw".into(), json!({ "type": "boolean", "default": false, "description": "Also return the unnormalized (still redacted) upstream answer." }));
+    properties.insert("confirm".into(), json!({ "type": "boolean", "default": false, "description": "Must be true for write-intent endpoints." }));
+    let mut response = toml::Table::new();
+    response.insert("compact_arg".into(), toml::Value::String("compact".into()));
+    response.insert("budget_arg".into(), toml::Value::String("max_items".into()));
+    response.insert("raw_arg".into(), toml::Value::String("include_raw".into()));
+    let mut merged = match tool.remove("response") {
+        Some(toml::Value::Table(t)) => t,
+        _ => toml::Table::new(),
+    };
+    config::merge(&mut merged, &response);
+    tool.insert("response".into(), toml::Value::Table(merged));
+    Ok(())
 }

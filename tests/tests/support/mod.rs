@@ -111,7 +111,9 @@ impl Setup {
     /// Every catalog service pointed at one upstream.
     pub fn all_upstreams(url: &str) -> Self {
         let mut setup = Self::default();
-        for id in ["agent", "crm", "hosting", "imagegen", "media", "portal"] {
+        for id in [
+            "agent", "crm", "hosting", "imagegen", "leads", "media", "portal",
+        ] {
             setup.upstreams.insert(id.to_string(), url.to_string());
         }
         setup
