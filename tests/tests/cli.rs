@@ -1,34 +1,11 @@
 //! The catalog commands auditors and authors use: lock, verify, diff, list, schema.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 use tool_broker::cli::{CatalogCommand, Format, catalog};
 
-use crate::support::root;
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        let target = to.join(path.file_name().unwrap());
-        if path.is_dir() {
-            copy_tree(&path, &target);
-        } else {
-            std::fs::copy(&path, &target).unwrap();
-        }
-    }
-}
-
-/// A scratch copy of the project's catalog root.
-fn scratch() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    for name in ["catalog", "rules", "templates"] {
-        copy_tree(&root().join(name), &dir.path().join(name));
-    }
-    let path = dir.path().to_path_buf();
-    (dir, path)
-}
+use crate::support::{root, scratch_root};
 
 fn edit(path: &Path, from: &str, to: &str) {
     let text = std::fs::read_to_string(path).unwrap();
@@ -44,7 +21,7 @@ fn the_committed_lock_is_current() {
 
 #[test]
 fn verify_demands_a_version_bump_then_a_fresh_lock() {
-    let (_keep, dir) = scratch();
+    let (_keep, dir) = scratch_root();
     edit(
         &dir.join("catalog/crm/operations.toml"),
         "Gets one opportunity (GET /opportunities/{id}).",
@@ -75,7 +52,7 @@ fn verify_demands_a_version_bump_then_a_fresh_lock() {
 
 #[test]
 fn changing_where_a_tool_sends_data_changes_its_hash() {
-    let (_keep, dir) = scratch();
+    let (_keep, dir) = scratch_root();
     let before = catalog(
         CatalogCommand::List {
             format: Format::Json,
@@ -128,7 +105,7 @@ fn changing_where_a_tool_sends_data_changes_its_hash() {
 
 #[test]
 fn diff_lists_added_removed_and_changed_tools() {
-    let (_keep, dir) = scratch();
+    let (_keep, dir) = scratch_root();
     edit(
         &dir.join("catalog/crm/operations.toml"),
         "Lists a location's tags",
@@ -213,7 +190,7 @@ fn list_prints_one_object_per_tool() {
 
 #[test]
 fn check_reports_problems_and_fails() {
-    let (_keep, dir) = scratch();
+    let (_keep, dir) = scratch_root();
     edit(
         &dir.join("catalog/crm/operations.toml"),
         "risk = \"read\"",

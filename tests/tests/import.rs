@@ -10,7 +10,7 @@ use tool_broker::cli::{CatalogCommand, catalog};
 use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::support::{Setup, TestBroker, root};
+use crate::support::{Setup, TestBroker, root, scratch_root};
 
 const SERVICE: &str = r#"
 id = "pets"
@@ -35,29 +35,12 @@ classes = ["spend"]
 response = { data = "$.id" }
 "#;
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let path = entry.unwrap().path();
-        let target = to.join(path.file_name().unwrap());
-        if path.is_dir() {
-            copy_tree(&path, &target);
-        } else {
-            std::fs::copy(&path, &target).unwrap();
-        }
-    }
-}
-
 fn scratch(import: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    for name in ["catalog", "rules", "templates"] {
-        copy_tree(&root().join(name), &dir.path().join(name));
-    }
-    std::fs::create_dir_all(dir.path().join("catalog/pets")).unwrap();
-    std::fs::create_dir_all(dir.path().join("import")).unwrap();
-    std::fs::write(dir.path().join("catalog/pets/service.toml"), SERVICE).unwrap();
-    std::fs::write(dir.path().join("import/pets.toml"), import).unwrap();
-    let path = dir.path().to_path_buf();
+    let (dir, path) = scratch_root();
+    std::fs::create_dir_all(path.join("catalog/pets")).unwrap();
+    std::fs::create_dir_all(path.join("import")).unwrap();
+    std::fs::write(path.join("catalog/pets/service.toml"), SERVICE).unwrap();
+    std::fs::write(path.join("import/pets.toml"), import).unwrap();
     (dir, path)
 }
 

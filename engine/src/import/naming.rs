@@ -63,17 +63,20 @@ pub fn snake_case(text: &str) -> String {
     }
 }
 
+/// The word with its first letter in upper case, the rest as it is.
+fn capitalize(word: &str) -> String {
+    let mut c = word.chars();
+    c.next()
+        .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+        .unwrap_or_default()
+}
+
 /// `list_all_cards` -> `List All Cards`.
 pub fn title_case(snake: &str) -> String {
     snake
         .split('_')
         .filter(|w| !w.is_empty())
-        .map(|w| {
-            let mut c = w.chars();
-            c.next()
-                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
-                .unwrap_or_default()
-        })
+        .map(capitalize)
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -125,13 +128,8 @@ pub fn operation_id_title(id: &str) -> String {
 /// `createSVDMotionGeneration` -> `Create SVD Motion Generation`.
 pub fn camel_words(id: &str) -> String {
     words(id)
-        .into_iter()
-        .map(|w| {
-            let mut c = w.chars();
-            c.next()
-                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
-                .unwrap_or_default()
-        })
+        .iter()
+        .map(|w| capitalize(w))
         .collect::<Vec<_>>()
         .join(" ")
 }

@@ -265,3 +265,26 @@ pub fn closed_port_url() -> String {
     drop(listener);
     format!("http://127.0.0.1:{port}")
 }
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let target = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_tree(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).unwrap();
+        }
+    }
+}
+
+/// A scratch copy of the project's catalog root (`catalog/`, `rules/`, `templates/`).
+pub fn scratch_root() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["catalog", "rules", "templates"] {
+        copy_tree(&root().join(name), &dir.path().join(name));
+    }
+    let path = dir.path().to_path_buf();
+    (dir, path)
+}
