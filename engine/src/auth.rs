@@ -38,8 +38,17 @@ impl Principal {
         }
     }
 
-    /// Refuses a tool this principal may not use, with `forbidden`.
+    /// Refuses a tool this principal may not use, or one not exposed, with `forbidden`.
     pub fn check(&self, tool: &Tool) -> Result<(), CallError> {
+        if !tool.exposed {
+            return Err(CallError::new(
+                Classification::Forbidden,
+                format!(
+                    "`{}` is recorded for endpoint coverage but not exposed by this broker",
+                    tool.full_name
+                ),
+            ));
+        }
         let deny = |what: String| {
             Err(CallError::new(
                 Classification::Forbidden,

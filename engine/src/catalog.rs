@@ -116,6 +116,8 @@ pub struct Tool {
     pub source: (String, usize),
     /// Where an imported tool came from.
     pub provenance: Option<crate::descriptor::ToolSource>,
+    /// Whether callers may run it (else recorded for coverage only).
+    pub exposed: bool,
 }
 
 /// What a tool does.

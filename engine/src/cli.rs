@@ -336,6 +336,7 @@ pub fn list_row(catalog: &Catalog, t: &crate::catalog::Tool) -> serde_json::Valu
         "method": method,
         "path": path,
         "hook": hook,
+        "exposed": t.exposed,
         "catalogVersion": catalog.services.get(&t.service).map(|s| s.catalog_version.clone()),
         "descriptorHash": t.descriptor_hash,
     })

@@ -831,6 +831,7 @@ impl ToolCompiler<'_, '_> {
             descriptor_hash,
             source: (self.file.to_string(), line),
             provenance: raw.source.clone(),
+            exposed: raw.exposed,
         })
     }
 
@@ -1179,6 +1180,7 @@ impl ToolCompiler<'_, '_> {
             "arguments": arguments,
             "output": raw.output,
             "fill_defaults": raw.fill_defaults,
+            "exposed": raw.exposed,
             "source": raw.source,
         })
     }

@@ -201,6 +201,11 @@ pub struct RawTool {
     /// Where an imported tool came from.
     #[serde(default)]
     pub source: Option<ToolSource>,
+    /// Whether callers may run the tool. `false` records an upstream operation for
+    /// endpoint coverage without exposing it (the scraper's raw tools): a call is refused
+    /// with `forbidden` and discovery does not list it.
+    #[serde(default = "yes")]
+    pub exposed: bool,
 }
 
 fn yes() -> bool {

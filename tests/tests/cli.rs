@@ -116,7 +116,7 @@ fn diff_lists_added_removed_and_changed_tools() {
     std::fs::write(dir.join("catalog/crm/operations.toml"), &text[..cut]).unwrap();
     std::fs::write(
         dir.join("catalog/media/extra.toml"),
-        "[[tool]]\nname = \"get_job\"\ntitle = \"Get Job\"\ndescription = \"Reads a job.\"\ntier = \"agent_ready\"\nrisk = \"read\"\n[tool.http]\nmethod = \"GET\"\npath = \"/v1/jobs/{job_id}\"\n[tool.arguments]\ntype = \"object\"\nrequired = [\"job_id\"]\nproperties = { job_id = { type = \"string\" } }\n",
+        "[[tool]]\nname = \"get_thumbnail\"\ntitle = \"Get Thumbnail\"\ndescription = \"Reads a job.\"\ntier = \"agent_ready\"\nrisk = \"read\"\n[tool.http]\nmethod = \"GET\"\npath = \"/v1/jobs/{job_id}\"\n[tool.arguments]\ntype = \"object\"\nrequired = [\"job_id\"]\nproperties = { job_id = { type = \"string\" } }\n",
     )
     .unwrap();
     let out = catalog(
@@ -144,7 +144,7 @@ fn diff_lists_added_removed_and_changed_tools() {
         vec![
             ("removed".into(), "crm.get_opportunity".into(), true, false),
             ("changed".into(), "crm.list_tags".into(), true, true),
-            ("added".into(), "media.get_job".into(), false, true),
+            ("added".into(), "media.get_thumbnail".into(), false, true),
         ]
     );
     let text = catalog(

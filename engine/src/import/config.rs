@@ -57,6 +57,12 @@ pub struct Naming {
     /// Name from `<method>_<path>` even when the operation has an id (leads).
     #[serde(default)]
     pub from_method_path: bool,
+    /// Leave the method out of names made from paths (scraper: all reads).
+    #[serde(default)]
+    pub path_only: bool,
+    /// Path prefixes removed before a path becomes a name (`/v1`).
+    #[serde(default)]
+    pub strip_path_prefix: Vec<String>,
     /// Where titles come from (then `title_prefix` is put before them).
     #[serde(default)]
     pub title: TitleStyle,

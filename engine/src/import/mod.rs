@@ -583,7 +583,17 @@ fn generate(
         }
     }
     let base_name = if id_name.is_empty() || config.naming.from_method_path {
-        snake_case(&format!("{} {}", op.method, op.path))
+        let mut path = op.path.as_str();
+        for prefix in &config.naming.strip_path_prefix {
+            if let Some(rest) = path.strip_prefix(prefix.as_str()) {
+                path = rest;
+            }
+        }
+        if config.naming.path_only {
+            snake_case(path)
+        } else {
+            snake_case(&format!("{} {path}", op.method))
+        }
     } else {
         snake_case(&id_name)
     };

@@ -108,13 +108,11 @@ pub struct Setup {
 }
 
 impl Setup {
-    /// Every catalog service pointed at one upstream.
+    /// Every service of the embedded catalog pointed at one upstream.
     pub fn all_upstreams(url: &str) -> Self {
         let mut setup = Self::default();
-        for id in [
-            "agent", "crm", "hosting", "imagegen", "leads", "media", "portal",
-        ] {
-            setup.upstreams.insert(id.to_string(), url.to_string());
+        for id in embedded_catalog().services.keys() {
+            setup.upstreams.insert(id.clone(), url.to_string());
         }
         setup
     }
