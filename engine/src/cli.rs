@@ -276,7 +276,9 @@ pub fn catalog(command: CatalogCommand, dir: &Path) -> Result<String, String> {
                 ));
             }
             if let Some(folder) = specs_dir {
-                specs.extend(config.specs.iter().map(|s| folder.join(s)));
+                for spec in &config.specs {
+                    specs.extend(crate::import::expand_spec(&folder, spec)?);
+                }
             }
             if specs.is_empty() {
                 return Err(format!(

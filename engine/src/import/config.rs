@@ -54,6 +54,10 @@ pub struct Naming {
     /// Put before every generated name (leads: `leads_`).
     #[serde(default)]
     pub prefix: String,
+    /// Put the document's file name before every generated name (crm: `businesses_`),
+    /// for services whose documents reuse operation ids.
+    #[serde(default)]
+    pub prefix_with_file: bool,
     /// Name from `<method>_<path>` even when the operation has an id (leads).
     #[serde(default)]
     pub from_method_path: bool,
@@ -103,6 +107,9 @@ pub struct Arguments {
     /// `include_raw` and `confirm`.
     #[serde(default)]
     pub style: ArgumentStyle,
+    /// With `query_body`: the parameter name that carries the location.
+    #[serde(default)]
+    pub location_arg: Option<String>,
 }
 
 /// The shape of generated arguments.
@@ -114,6 +121,10 @@ pub enum ArgumentStyle {
     Flat,
     /// `body`, `params`, `path_params`, `compact`, `max_items`, `include_raw`, `confirm`.
     Contract,
+    /// The crm rules: path parameters by name, query parameters in one `query` object,
+    /// the body as `body`; a `location_arg` path or query parameter is filled from that
+    /// argument or the runtime location (`ctx.location_id`).
+    QueryBody,
 }
 
 /// Where path parameters go in the arguments.
@@ -134,6 +145,7 @@ impl Default for Arguments {
             schema_depth: default_depth(),
             path_params: PathParams::Flat,
             style: ArgumentStyle::Flat,
+            location_arg: None,
         }
     }
 }

@@ -212,6 +212,33 @@ pub fn import(
             report.unused_overrides.push(key.clone());
         }
     }
+    // An upstream operation id reused across documents is no alias at all.
+    let mut alias_count: BTreeMap<String, usize> = BTreeMap::new();
+    for tool in &tools {
+        for a in tool
+            .get("aliases")
+            .and_then(toml::Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(a) = a.as_str() {
+                *alias_count
+                    .entry(crate::catalog::lookup_key(a))
+                    .or_default() += 1;
+            }
+        }
+    }
+    for tool in &mut tools {
+        if let Some(toml::Value::Array(aliases)) = tool.get_mut("aliases") {
+            aliases.retain(|a| {
+                a.as_str()
+                    .is_some_and(|a| alias_count.get(&crate::catalog::lookup_key(a)) == Some(&1))
+            });
+            if aliases.is_empty() {
+                tool.remove("aliases");
+            }
+        }
+    }
     tools.sort_by(|a, b| {
         let n = |t: &toml::Table| {
             t.get("name")
@@ -295,6 +322,14 @@ fn generate(
     let mut properties = Map::new();
     let mut required: Vec<String> = Vec::new();
     let contract = config.arguments.style == config::ArgumentStyle::Contract;
+    let query_body = config.arguments.style == config::ArgumentStyle::QueryBody;
+    let location = config
+        .arguments
+        .location_arg
+        .as_deref()
+        .filter(|_| query_body);
+    let mut query_props = Map::new();
+    let mut query_required: Vec<String> = Vec::new();
     let nest_path = contract || config.arguments.path_params == config::PathParams::Object;
     let mut path_props = Map::new();
     let mut path_required: Vec<String> = Vec::new();
@@ -328,6 +363,30 @@ fn generate(
         }
         params.insert((place, name), p);
     }
+    // Some documents leave a path placeholder undeclared: it is still a required string.
+    for part in crate::compile::parse_path(&op.path).unwrap_or_default() {
+        if let crate::catalog::PathPart::Param(name) = part
+            && !params.contains_key(&("path".to_string(), name.clone()))
+        {
+            params.insert(
+                ("path".to_string(), name.clone()),
+                json!({
+                    "name": name,
+                    "in": "path",
+                    "required": true,
+                    "schema": { "type": "string", "description": "Path parameter (not declared in the upstream document)." },
+                }),
+            );
+        }
+    }
+    // A query parameter named like a path parameter is left to the path (documents that
+    // repeat the path parameter in the query mean the same value).
+    let path_names: BTreeSet<String> = params
+        .keys()
+        .filter(|(place, _)| place == "path")
+        .map(|(_, n)| n.clone())
+        .collect();
+    params.retain(|(place, name), _| place == "path" || !path_names.contains(name));
     for ((place, name), p) in &params {
         if place == "header"
             && (config
@@ -360,6 +419,13 @@ fn generate(
         if place == "path" && nest_path {
             path_required.push(name.clone());
             path_props.insert(name.clone(), schema);
+        } else if query_body && Some(name.as_str()) == location {
+            // Filled from the routing argument or the runtime location.
+        } else if query_body && place == "query" {
+            if is_required {
+                query_required.push(name.clone());
+            }
+            query_props.insert(name.clone(), schema);
         } else {
             if is_required {
                 required.push(name.clone());
@@ -387,6 +453,11 @@ fn generate(
                         )
                     };
                     path_params.insert(safe, toml::Value::String(inner));
+                } else if Some(name.as_str()) == location {
+                    path_params.insert(
+                        name.clone(),
+                        toml::Value::String(format!("args.{name} or ctx.location_id")),
+                    );
                 } else if !is_identifier(name) {
                     let safe: String = name
                         .chars()
@@ -394,6 +465,16 @@ fn generate(
                         .collect();
                     path = path.replace(&placeholder, &format!("{{{safe}}}"));
                     path_params.insert(safe, toml::Value::String(arg_expr(name)));
+                }
+            }
+            "query" if query_body => {
+                if Some(name.as_str()) == location {
+                    query.insert(
+                        name.clone(),
+                        toml::Value::String(format!(
+                            "args.query.{name} or args.{name} or ctx.location_id"
+                        )),
+                    );
                 }
             }
             "query" => {
@@ -522,7 +603,8 @@ fn generate(
                         && !matches!(k.as_str(), "body" | "confirm" | "dry_run" | "path_params")
                 })
         }) && schema.get("type").is_none_or(|t| t == "object")
-            && !contract;
+            && !contract
+            && !query_body;
         if flat {
             let props = props.unwrap_or_default();
             let names: Vec<String> = props.keys().cloned().collect();
@@ -597,7 +679,15 @@ fn generate(
     } else {
         snake_case(&id_name)
     };
-    let name = format!("{}{}", config.naming.prefix, base_name);
+    let file_prefix = if config.naming.prefix_with_file {
+        op.spec
+            .file_stem()
+            .map(|s| format!("{}_", snake_case(&s.to_string_lossy())))
+            .unwrap_or_default()
+    } else {
+        String::new()
+    };
+    let name = format!("{}{file_prefix}{}", config.naming.prefix, base_name);
     let risk = if matches!(method.as_str(), "GET" | "HEAD") {
         "read"
     } else {
@@ -715,6 +805,24 @@ fn generate(
     if contract {
         contract_arguments(&method, &mut tool, &mut properties, &mut required)?;
     }
+    if query_body && (!query_props.is_empty() || location.is_some()) {
+        let mut q = json!({
+            "type": "object",
+            "description": "Upstream query parameters.",
+            "properties": query_props,
+        });
+        if !query_required.is_empty() {
+            q["required"] = json!(query_required);
+            required.push("query".into());
+        }
+        properties.insert("query".into(), q);
+        if let Some(toml::Value::Table(http)) = tool.get_mut("http") {
+            http.insert(
+                "query_object".into(),
+                toml::Value::String("args.query".into()),
+            );
+        }
+    }
     let mut arguments = Map::new();
     arguments.insert("type".into(), json!("object"));
     arguments.insert("additionalProperties".into(), json!(false));
@@ -828,4 +936,34 @@ fn contract_arguments(
     config::merge(&mut merged, &response);
     tool.insert("response".into(), toml::Value::Table(merged));
     Ok(())
+}
+
+/// A `specs` entry of an import file, relative to `folder`; a `*` in its file name
+/// matches every file of that directory (sorted), e.g. `crm/apps/*.json`.
+pub fn expand_spec(folder: &Path, spec: &str) -> Result<Vec<PathBuf>, String> {
+    let path = folder.join(spec);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let Some((head, tail)) = name.split_once('*') else {
+        return Ok(vec![path]);
+    };
+    let dir = path.parent().unwrap_or(folder);
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("cannot read `{}`: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .is_some_and(|n| {
+                    n.starts_with(head) && n.ends_with(tail) && n.len() >= head.len() + tail.len()
+                })
+        })
+        .collect();
+    out.sort();
+    if out.is_empty() {
+        return Err(format!("`{spec}` matches no file in `{}`", dir.display()));
+    }
+    Ok(out)
 }

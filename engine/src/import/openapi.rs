@@ -205,6 +205,31 @@ impl Documents {
                     };
                     out.insert("description".into(), Value::String(description));
                 }
+                // Type names JSON Schema does not know (`any`) are dropped: any value passes.
+                const TYPES: [&str; 7] = [
+                    "string", "number", "integer", "boolean", "object", "array", "null",
+                ];
+                match out.get("type").cloned() {
+                    Some(Value::String(t)) if !TYPES.contains(&t.as_str()) => {
+                        out.remove("type");
+                    }
+                    Some(Value::Array(list)) => {
+                        let kept: Vec<Value> = list
+                            .into_iter()
+                            .filter(|t| t.as_str().is_some_and(|t| TYPES.contains(&t)))
+                            .collect();
+                        if kept.is_empty() {
+                            out.remove("type");
+                        } else {
+                            out.insert("type".into(), Value::Array(kept));
+                        }
+                    }
+                    _ => {}
+                }
+                // OpenAPI 2 style `required: true` inside a property is not JSON Schema.
+                if out.get("required").is_some_and(|r| !r.is_array()) {
+                    out.remove("required");
+                }
                 if map.get("nullable") == Some(&Value::Bool(true))
                     && let Some(t) = out.get("type").cloned()
                 {
