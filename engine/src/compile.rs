@@ -19,7 +19,7 @@ use crate::descriptor::{
     ConfirmationMode, EnvelopeKind, RawHttp, RawResponse, RawTool, ServiceFile, SpannedStr,
     ToolFile, VersionFormat,
 };
-use crate::diag::{Diagnostics, did_you_mean, line_of};
+use crate::diag::{Diagnostics, LineIndex, did_you_mean, line_of};
 use crate::error::Classification;
 use crate::hooks::Hook;
 use crate::identity::{LOCK_PATH, descriptor_hash};
@@ -58,8 +58,9 @@ pub fn compile(sources: &Sources) -> Result<Catalog, Diagnostics> {
             let Some(parsed) = c.parse::<ToolFile>(&file, &text) else {
                 continue;
             };
+            let lines = LineIndex::new(&text);
             for raw in parsed.tool {
-                let line = line_of(&text, raw.name.span().start);
+                let line = lines.line(raw.name.span().start);
                 let full = format!("{}.{}", service.0.id, raw.name.get_ref());
                 if let Some((f, l)) = seen.get(&full) {
                     c.diags.push(
@@ -73,7 +74,7 @@ pub fn compile(sources: &Sources) -> Result<Catalog, Diagnostics> {
                 let mut tc = ToolCompiler {
                     c: &mut c,
                     file: &file,
-                    text: &text,
+                    lines: &lines,
                     service: &service.0,
                     service_file: &service.1,
                     rules,
@@ -484,7 +485,7 @@ pub fn version_matches(format: VersionFormat, id: &str, version: &str) -> bool {
 struct ToolCompiler<'a, 'b> {
     c: &'a mut Compiler<'b>,
     file: &'a str,
-    text: &'a str,
+    lines: &'a LineIndex,
     service: &'a Service,
     service_file: &'a ServiceFile,
     rules: &'a Rules,
@@ -493,7 +494,7 @@ struct ToolCompiler<'a, 'b> {
 
 impl ToolCompiler<'_, '_> {
     fn line(&self, s: &SpannedStr) -> usize {
-        line_of(self.text, s.span().start)
+        self.lines.line(s.span().start)
     }
 
     fn err(&mut self, line: usize, message: impl Into<String>) {
@@ -553,7 +554,7 @@ impl ToolCompiler<'_, '_> {
         }
 
         // Argument schema, with the service's argument sets merged in.
-        let args_line = line_of(self.text, raw.arguments.span().start);
+        let args_line = self.lines.line(raw.arguments.span().start);
         let mut arguments = raw.arguments.get_ref().clone();
         for set in &raw.argument_sets {
             let Some(props) = self.service_file.argument_sets.get(set) else {

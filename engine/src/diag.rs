@@ -96,6 +96,35 @@ pub fn line_of(text: &str, offset: usize) -> usize {
         + 1
 }
 
+/// Line starts of a text, for turning many byte offsets into lines without rescanning
+/// the text each time (generated tool files are megabytes long).
+#[derive(Debug, Clone)]
+pub struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    /// Indexes a text.
+    pub fn new(text: &str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(
+            text.bytes()
+                .enumerate()
+                .filter(|(_, b)| *b == b'\n')
+                .map(|(i, _)| i + 1),
+        );
+        Self { starts }
+    }
+
+    /// 1-based line of a byte offset.
+    pub fn line(&self, offset: usize) -> usize {
+        match self.starts.binary_search(&offset) {
+            Ok(i) => i + 1,
+            Err(i) => i,
+        }
+    }
+}
+
 /// "did you mean `x`?" for the candidate closest to `name`, when one is close enough.
 pub fn did_you_mean<'a>(
     name: &str,
@@ -120,6 +149,15 @@ mod tests {
         assert_eq!(line_of("a\nb\nc", 0), 1);
         assert_eq!(line_of("a\nb\nc", 2), 2);
         assert_eq!(line_of("a\nb\nc", 99), 3);
+    }
+
+    #[test]
+    fn the_index_agrees_with_line_of() {
+        let text = "a\nbb\n\nccc\n";
+        let index = LineIndex::new(text);
+        for offset in 0..=text.len() + 2 {
+            assert_eq!(index.line(offset), line_of(text, offset), "{offset}");
+        }
     }
 
     #[test]

@@ -110,6 +110,14 @@ pub struct Arguments {
     /// With `query_body`: the parameter name that carries the location.
     #[serde(default)]
     pub location_arg: Option<String>,
+    /// Nested `$ref`s expanded in output schemas; 0 leaves outputs out (payments: the
+    /// answer objects are large and described upstream).
+    #[serde(default = "default_output_depth")]
+    pub output_depth: usize,
+}
+
+fn default_output_depth() -> usize {
+    3
 }
 
 /// The shape of generated arguments.
@@ -146,6 +154,7 @@ impl Default for Arguments {
             path_params: PathParams::Flat,
             style: ArgumentStyle::Flat,
             location_arg: None,
+            output_depth: default_output_depth(),
         }
     }
 }

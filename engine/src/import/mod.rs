@@ -644,6 +644,7 @@ fn generate(
     let output = op
         .op
         .get("responses")
+        .filter(|_| config.arguments.output_depth > 0)
         .and_then(Value::as_object)
         .and_then(|responses| {
             let (_, ok) = responses.iter().find(|(code, _)| code.starts_with('2'))?;
@@ -653,7 +654,7 @@ fn generate(
                 .get("application/json")?
                 .get("schema")?
                 .clone();
-            let inlined = docs.inline_schema(&doc, &schema, depth.min(3));
+            let inlined = docs.inline_schema(&doc, &schema, config.arguments.output_depth);
             (inlined.as_object().is_some_and(|o| !o.is_empty())).then_some(inlined)
         });
 
