@@ -150,6 +150,8 @@ pub struct HttpPlan {
     pub body: Option<BodyPlan>,
     /// Body encoding.
     pub body_encoding: BodyEncoding,
+    /// Whether query lists are indexed (`a[0]=`) rather than repeated.
+    pub indexed_query: bool,
 }
 
 /// Part of a path template.

@@ -976,6 +976,8 @@ impl ToolCompiler<'_, '_> {
             headers,
             body,
             body_encoding: http.body_encoding,
+            indexed_query: self.service_file.defaults.query_arrays
+                == crate::descriptor::QueryArrays::Indexed,
         })
     }
 
@@ -1118,6 +1120,7 @@ impl ToolCompiler<'_, '_> {
                 "headers": spanned_map(&h.headers),
                 "body": opt(&h.body),
                 "body_template": h.body_template.as_ref().map(|t| self.template_text(t.get_ref())),
+                "query_arrays": self.service_file.defaults.query_arrays,
                 "body_encoding": h.body_encoding,
                 "base_url": self.service.base_url,
                 "credential": self.service.credential,

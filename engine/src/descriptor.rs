@@ -121,6 +121,21 @@ pub struct ServiceDefaults {
     /// Argument that asks for a preview instead of a call (hosting: `dry_run`).
     #[serde(default)]
     pub preview_arg: Option<String>,
+    /// How list values go into query strings: `a=1&a=2` (repeat, the default) or
+    /// `a[0]=1&a[1]=2` (indexed, for upstreams that read nested keys such as payments).
+    #[serde(default)]
+    pub query_arrays: QueryArrays,
+}
+
+/// Query-string encoding of lists.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum QueryArrays {
+    /// `a=1&a=2`.
+    #[default]
+    Repeat,
+    /// `a[0]=1&a[1]=2`.
+    Indexed,
 }
 
 /// A tool file: `catalog/<service_id>/<anything>.toml` other than `service.toml`.

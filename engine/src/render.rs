@@ -105,7 +105,7 @@ pub fn render(
     let mut query = Vec::new();
     for (key, expr) in &plan.query {
         if let Some(v) = templates.eval(expr, ctx).map_err(render_failure)? {
-            flatten(key, &v, false, &mut query);
+            flatten(key, &v, plan.indexed_query, &mut query);
         }
     }
     if let Some(expr) = &plan.query_object {
@@ -119,7 +119,7 @@ pub fn render(
                         .iter()
                         .any(|n| n == k || n.starts_with(&format!("{k}[")))
                     {
-                        flatten(k, v, false, &mut query);
+                        flatten(k, v, plan.indexed_query, &mut query);
                     }
                 }
             }

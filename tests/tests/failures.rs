@@ -198,3 +198,48 @@ risks = ["read"]
     // Only one request reached the upstream: the allowed read.
     assert_eq!(server.received_requests().await.unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn a_server_side_key_is_used_when_the_caller_sends_none() {
+    let server = MockServer::start().await;
+    Mock::given(any())
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"data": []})))
+        .mount(&server)
+        .await;
+    let mut setup = Setup::all_upstreams(&server.uri());
+    setup.config = Some("[server_keys.payments]\nenv = \"PAYMENTS_SECRET_KEY\"\n".into());
+    setup
+        .env
+        .insert("PAYMENTS_SECRET_KEY".into(), "sk_server_side_123".into());
+    let b = TestBroker::start(setup).await;
+    let (status, envelope) = b.call("payments.get_issuing_cards", json!({}), &[]).await;
+    assert_eq!(status, 200, "{envelope}");
+    // The caller's own key wins when it sends one.
+    let (status, _) = b
+        .call(
+            "payments.get_issuing_cards",
+            json!({}),
+            &[("x-payments-api-key", "sk_caller_456")],
+        )
+        .await;
+    assert_eq!(status, 200);
+    let auth: Vec<String> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r.headers
+                .get("authorization")
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        auth,
+        vec!["Bearer sk_server_side_123", "Bearer sk_caller_456"]
+    );
+    assert!(!envelope.to_string().contains("sk_server_side_123"));
+}
