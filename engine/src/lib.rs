@@ -38,6 +38,7 @@ pub mod redact;
 pub mod render;
 pub mod response;
 pub mod rules;
+pub mod sample;
 pub mod schema;
 pub mod server;
 pub mod source;

@@ -14,5 +14,6 @@ mod failures;
 mod import;
 mod leak;
 mod reschedule;
+mod samples;
 mod snapshots_compiled;
 mod support;

@@ -445,10 +445,10 @@ fn generate(
                         .collect();
                     path = path.replace(&placeholder, &format!("{{{safe}}}"));
                     let inner = if is_identifier(name) {
-                        format!("args.path_params.{name}")
+                        format!("(args.path_params or {{}}).{name}")
                     } else {
                         format!(
-                            "args.path_params[{}]",
+                            "(args.path_params or {{}})[{}]",
                             serde_json::to_string(name).unwrap_or_default()
                         )
                     };
@@ -472,7 +472,7 @@ fn generate(
                     query.insert(
                         name.clone(),
                         toml::Value::String(format!(
-                            "args.query.{name} or args.{name} or ctx.location_id"
+                            "(args.query or {{}}).{name} or args.{name} or ctx.location_id"
                         )),
                     );
                 }
@@ -882,7 +882,7 @@ fn contract_arguments(
     properties.insert("params".into(), params_schema);
     match properties.get_mut("path_params") {
         Some(p) => {
-            p["type"] = json!(["object", "null"]);
+            // Required when the path has placeholders: it cannot be built without them.
             p["description"] =
                 json!("A value for every `{placeholder}` in the path, keys matching exactly.");
         }
@@ -893,7 +893,6 @@ fn contract_arguments(
             );
         }
     }
-    required.retain(|r| r != "path_params");
     match properties.get_mut("body") {
         Some(b) => {
             // Prefer a nullable type over anyOf, so validation errors keep their pointers.

@@ -226,6 +226,22 @@ impl Documents {
                     }
                     _ => {}
                 }
+                // An enum whose values contradict the declared type (strings under
+                // `type: number`) keeps the enum and drops the type.
+                if let (Some(Value::Array(values)), Some(Value::String(t))) =
+                    (out.get("enum"), out.get("type"))
+                {
+                    let fits = |v: &Value| match t.as_str() {
+                        "string" => v.is_string(),
+                        "number" => v.is_number(),
+                        "integer" => v.is_i64() || v.is_u64(),
+                        "boolean" => v.is_boolean(),
+                        _ => true,
+                    };
+                    if !values.iter().all(fits) {
+                        out.remove("type");
+                    }
+                }
                 // OpenAPI 2 style `required: true` inside a property is not JSON Schema.
                 if out.get("required").is_some_and(|r| !r.is_array()) {
                     out.remove("required");
