@@ -122,7 +122,17 @@ fn sample_depth(schema: &Value, depth: usize) -> Value {
             Value::Object(out)
         }
         "array" => {
-            let count = map.get("minItems").and_then(Value::as_u64).unwrap_or(0);
+            // One item at least: an empty list says nothing in a query string.
+            let max = map
+                .get("maxItems")
+                .and_then(Value::as_u64)
+                .unwrap_or(u64::MAX);
+            let count = map
+                .get("minItems")
+                .and_then(Value::as_u64)
+                .unwrap_or(1)
+                .max(1)
+                .min(max);
             let item = map.get("items").cloned().unwrap_or(json!({}));
             Value::Array((0..count).map(|_| sample_depth(&item, depth + 1)).collect())
         }
@@ -206,6 +216,10 @@ mod tests {
         assert_eq!(
             sample(&schema),
             json!({ "id": "1", "n": 3, "when": "2026-01-01T00:00:00Z", "kind": "b", "tags": ["sample"], "nested": { "x": false } })
+        );
+        assert_eq!(
+            sample(&json!({ "type": "array", "items": { "type": "integer" } })),
+            json!([1])
         );
     }
 }

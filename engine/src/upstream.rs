@@ -102,7 +102,10 @@ impl Upstream {
             .timeout(target.timeout)
             .header("accept", "application/json");
         for (k, v) in &target.service.static_headers {
-            builder = builder.header(k.as_str(), v.as_str());
+            // A tool's own header of the same name wins (crm `Version` per product).
+            if !req.headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(k)) {
+                builder = builder.header(k.as_str(), v.as_str());
+            }
         }
         for (k, v) in &req.headers {
             builder = builder.header(k.as_str(), v.as_str());

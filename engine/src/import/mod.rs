@@ -388,6 +388,23 @@ fn generate(
         .collect();
     params.retain(|(place, name), _| place == "path" || !path_names.contains(name));
     for ((place, name), p) in &params {
+        // A header the document fixes to one value (crm's `Version` differs per product)
+        // is sent as that constant, never asked of the caller.
+        if place == "header" && !name.eq_ignore_ascii_case("authorization") {
+            let fixed = p
+                .get("schema")
+                .and_then(|s| s.get("enum"))
+                .and_then(Value::as_array)
+                .filter(|e| e.len() == 1)
+                .and_then(|e| e[0].as_str());
+            if let Some(value) = fixed {
+                headers.insert(
+                    name.clone(),
+                    toml::Value::String(serde_json::to_string(value).unwrap_or_default()),
+                );
+                continue;
+            }
+        }
         if place == "header"
             && (config
                 .arguments
@@ -608,7 +625,10 @@ fn generate(
         if flat {
             let props = props.unwrap_or_default();
             let names: Vec<String> = props.keys().cloned().collect();
-            if body_required {
+            // The body's own required properties are required arguments even when the
+            // document forgets to mark the body itself required: the flat body is
+            // always sent.
+            if body_required || schema.get("required").is_some() {
                 for r in schema
                     .get("required")
                     .and_then(Value::as_array)
@@ -878,6 +898,9 @@ fn contract_arguments(
     });
     if !params_required.is_empty() {
         params_schema["required"] = json!(params_required);
+        // Required query parameters make `params` itself required (and not null).
+        params_schema["type"] = json!("object");
+        required.push("params".into());
     }
     properties.insert("params".into(), params_schema);
     match properties.get_mut("path_params") {

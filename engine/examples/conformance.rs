@@ -1,0 +1,312 @@
+//! Conformance of imported tools against mocks of their upstreams.
+//!
+//! For every OpenAPI document an import file names, this starts Stoplight Prism
+//! (`prism mock --errors`, which answers 422 to any request that breaks the document),
+//! points the broker at it, and calls every exposed tool generated from that document
+//! with a minimal sample of the tool's own argument schema (plus its confirmation flag).
+//! A call the mock answers with success is accepted; one it answers 422 (or cannot route)
+//! is rejected, with Prism's first violation. Everything stays on 127.0.0.1.
+//!
+//! Run with `conformance/run.sh` (installs Prism from npm, builds this in release mode).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "a check tool stops on a broken setup"
+)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tool_broker::auth::Principal;
+use tool_broker::call::{Broker, CallInput};
+use tool_broker::catalog::{Action, Catalog};
+use tool_broker::compile::compile;
+use tool_broker::config::ConfigFile;
+use tool_broker::import::config::ImportFile;
+use tool_broker::import::expand_spec;
+use tool_broker::sample::sample;
+use tool_broker::source::Sources;
+
+fn arg(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+struct Prism(Child, PathBuf, u64);
+
+impl Prism {
+    /// Violations Prism logged since the last call (its log says why it refused).
+    fn new_violations(&mut self) -> Vec<String> {
+        let text = std::fs::read(&self.1).unwrap_or_default();
+        let start = (self.2 as usize).min(text.len());
+        self.2 = text.len() as u64;
+        String::from_utf8_lossy(&text[start..])
+            .lines()
+            .filter_map(|l| l.split("Violation: ").nth(1))
+            .map(|v| v.trim().to_string())
+            .collect()
+    }
+}
+
+impl Drop for Prism {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_prism(prism: &str, doc: &Path, port: u16) -> Option<Prism> {
+    let log = std::env::temp_dir().join(format!("prism-{port}.log"));
+    let file = std::fs::File::create(&log).ok()?;
+    let child = Command::new(prism)
+        .args([
+            "mock",
+            "--errors",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+        ])
+        .arg(doc)
+        .stdout(Stdio::from(file))
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let guard = Prism(child, log, 0);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Some(guard);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    None
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[derive(Default)]
+struct Tally {
+    accepted: usize,
+    /// Passed Prism's request validation, but Prism could not build an answer (5xx).
+    mock_failed: usize,
+    rejected: Vec<(String, String)>,
+    other: Vec<(String, String)>,
+    documents: usize,
+    unchecked: Vec<(String, String)>,
+}
+
+/// Prism's first violation, from the redacted upstream body in `details`.
+fn violation(envelope: &Value) -> String {
+    let body = &envelope["error"]["details"]["upstreamBody"];
+    let first = body["validation"][0].clone();
+    if first.is_object() {
+        format!(
+            "{} {}",
+            first["location"]
+                .as_array()
+                .map(|l| l
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join("."))
+                .unwrap_or_default(),
+            first["message"].as_str().unwrap_or("")
+        )
+    } else if let Some(preview) = envelope["error"]["details"]["upstreamBodyPreview"].as_str() {
+        // A long answer is cut to a text preview: take its first message.
+        preview
+            .split("\"message\":\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or("rejected")
+            .to_string()
+    } else {
+        body["title"]
+            .as_str()
+            .or(body["detail"].as_str())
+            .unwrap_or("rejected")
+            .to_string()
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let root = PathBuf::from(arg("--catalog-dir").unwrap_or_else(|| ".".into()));
+    let specs_dir = PathBuf::from(arg("--specs-dir").unwrap_or_else(|| "../shared/specs".into()));
+    let prism = arg("--prism").unwrap_or_else(|| "prism".into());
+    let out = arg("--out");
+    let only: Option<Vec<String>> =
+        arg("--services").map(|s| s.split(',').map(String::from).collect());
+    let skip: Vec<String> = arg("--skip-services")
+        .map(|s| s.split(',').map(String::from).collect())
+        .unwrap_or_default();
+    let catalog: Arc<Catalog> =
+        Arc::new(compile(&Sources::from_dir(&root).unwrap()).unwrap_or_else(|d| panic!("{d}")));
+
+    let mut imports: Vec<PathBuf> = std::fs::read_dir(root.join("import"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    imports.sort();
+    let mut report: BTreeMap<String, Tally> = BTreeMap::new();
+    for import in imports {
+        let config: ImportFile =
+            toml::from_str(&std::fs::read_to_string(&import).unwrap()).unwrap();
+        let service = config.service.clone();
+        if only.as_ref().is_some_and(|o| !o.contains(&service)) {
+            continue;
+        }
+        let tally = report.entry(service.clone()).or_default();
+        if skip.contains(&service) {
+            tally
+                .unchecked
+                .push(("all".into(), "skipped by --skip-services".into()));
+            continue;
+        }
+        let service_def = catalog.services.get(&service).unwrap();
+        let key_header = service_def.credential.as_ref().map(|c| c.header.clone());
+        for spec in &config.specs {
+            for doc in expand_spec(&specs_dir, spec).unwrap() {
+                let label = doc.strip_prefix(&specs_dir).unwrap().display().to_string();
+                let tools: Vec<_> = catalog
+                    .tools
+                    .iter()
+                    .filter(|t| {
+                        t.service == service && t.exposed && matches!(t.action, Action::Http(_))
+                    })
+                    .filter(|t| t.provenance.as_ref().is_some_and(|p| p.spec == label))
+                    .collect();
+                if tools.is_empty() {
+                    continue;
+                }
+                let port = free_port();
+                let Some(mut mock) = start_prism(&prism, &doc, port) else {
+                    tally
+                        .unchecked
+                        .push((label.clone(), "the mock did not start within 60 s".into()));
+                    continue;
+                };
+                tally.documents += 1;
+                let mut cfg = ConfigFile::default();
+                cfg.upstreams
+                    .insert(service.clone(), format!("http://127.0.0.1:{port}"));
+                let env = |name: &str| {
+                    (name == "TOOL_BROKER_API_KEY").then(|| "tb_conformance".to_string())
+                };
+                let broker = Broker::new(catalog.clone(), &cfg, &env).unwrap();
+                let principal = Principal::unrestricted("conformance");
+                let mut headers = hyper::HeaderMap::new();
+                if let Some(h) = &key_header {
+                    headers.insert(
+                        hyper::header::HeaderName::from_bytes(h.as_bytes()).unwrap(),
+                        "conformance-key".parse().unwrap(),
+                    );
+                }
+                headers.insert("x-crm-location-id", "loc_conformance".parse().unwrap());
+                for tool in tools {
+                    let mut args = sample(&tool.arguments);
+                    let props = tool
+                        .arguments
+                        .get("properties")
+                        .and_then(Value::as_object)
+                        .cloned()
+                        .unwrap_or_default();
+                    if let Some(obj) = args.as_object_mut() {
+                        if props.contains_key("confirm") {
+                            obj.insert("confirm".into(), json!(true));
+                        }
+                        if props.contains_key("confirmApply") {
+                            obj.insert("confirmApply".into(), json!("CONFIRM APPLY"));
+                        }
+                    }
+                    let response = broker
+                        .call(CallInput {
+                            request_id: "conformance".into(),
+                            name: &tool.full_name,
+                            arguments: Some(args),
+                            headers: &headers,
+                            principal: &principal,
+                        })
+                        .await;
+                    let body = response.body;
+                    let violations = mock.new_violations();
+                    let status = body["meta"]["upstreamStatus"]
+                        .as_u64()
+                        .or(body["error"]["upstreamStatus"].as_u64());
+                    if body["ok"] == json!(true) {
+                        tally.accepted += 1;
+                    } else if status.is_some_and(|s| s >= 500) {
+                        tally.mock_failed += 1;
+                    } else if matches!(status, Some(422 | 404 | 400 | 405)) {
+                        if std::env::var("CONFORMANCE_DEBUG").is_ok() {
+                            eprintln!("{}: {body}", tool.full_name);
+                        }
+                        let why = violations
+                            .first()
+                            .cloned()
+                            .unwrap_or_else(|| violation(&body));
+                        tally.rejected.push((tool.full_name.clone(), why));
+                    } else {
+                        tally.other.push((
+                            tool.full_name.clone(),
+                            format!(
+                                "{}: {}",
+                                body["error"]["classification"].as_str().unwrap_or("?"),
+                                body["error"]["message"].as_str().unwrap_or("")
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    let mut text = String::from(
+        "| service | documents | tools called | accepted | accepted, mock could not answer | rejected | other |\n|---|---|---|---|---|---|---|\n",
+    );
+    let (mut acc, mut rej) = (0, 0);
+    for (service, t) in &report {
+        let called = t.accepted + t.mock_failed + t.rejected.len() + t.other.len();
+        acc += t.accepted + t.mock_failed;
+        rej += t.rejected.len();
+        text.push_str(&format!(
+            "| {service} | {} | {called} | {} | {} | {} | {} |\n",
+            t.documents,
+            t.accepted,
+            t.mock_failed,
+            t.rejected.len(),
+            t.other.len()
+        ));
+    }
+    for (service, t) in &report {
+        for (what, why) in &t.unchecked {
+            text.push_str(&format!("\n- {service}: not checked ({what}): {why}"));
+        }
+        for (tool, why) in t.rejected.iter().take(40) {
+            text.push_str(&format!("\n- rejected `{tool}`: {why}"));
+        }
+        for (tool, why) in t.other.iter().take(20) {
+            text.push_str(&format!("\n- other `{tool}`: {why}"));
+        }
+    }
+    text.push('\n');
+    print!("{text}");
+    println!("conformance: {acc} accepted, {rej} rejected");
+    if let Some(path) = out {
+        std::fs::write(path, &text).unwrap();
+    }
+}
