@@ -79,11 +79,15 @@ fn start_prism(prism: &str, doc: &Path, port: u16) -> Option<Prism> {
         .stderr(Stdio::null())
         .spawn()
         .ok()?;
-    let guard = Prism(child, log, 0);
+    let mut guard = Prism(child, log, 0);
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
             return Some(guard);
+        }
+        // A document Prism refuses makes it exit at once: no need to wait out the minute.
+        if guard.0.try_wait().ok().flatten().is_some() {
+            return None;
         }
         std::thread::sleep(Duration::from_millis(200));
     }
