@@ -199,9 +199,10 @@ async fn main() {
                 }
                 let port = free_port();
                 let Some(mut mock) = start_prism(&prism, &doc, port) else {
-                    tally
-                        .unchecked
-                        .push((label.clone(), "the mock did not start within 60 s".into()));
+                    tally.unchecked.push((
+                        label.clone(),
+                        "Prism refused the document or did not start within 60 s".into(),
+                    ));
                     continue;
                 };
                 tally.documents += 1;

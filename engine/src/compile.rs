@@ -47,33 +47,33 @@ pub fn compile(sources: &Sources) -> Result<Catalog, Diagnostics> {
     if let Some(rules) = &rules {
         let mut seen: BTreeMap<String, (String, usize)> = BTreeMap::new();
         for (file, text) in c.tool_files() {
-            let Some(service) = service_of(&file).and_then(|id| services.get(id)) else {
+            let Some(service) = service_of(file).and_then(|id| services.get(id)) else {
                 c.diags.push(
-                    &file,
+                    file,
                     0,
                     "tool file is not in a service folder with a `service.toml`",
                 );
                 continue;
             };
-            let Some(parsed) = c.parse::<ToolFile>(&file, &text) else {
+            let Some(parsed) = c.parse::<ToolFile>(file, text) else {
                 continue;
             };
-            let lines = LineIndex::new(&text);
+            let lines = LineIndex::new(text);
             for raw in parsed.tool {
                 let line = lines.line(raw.name.span().start);
                 let full = format!("{}.{}", service.0.id, raw.name.get_ref());
                 if let Some((f, l)) = seen.get(&full) {
                     c.diags.push(
-                        &file,
+                        file,
                         line,
                         format!("tool `{full}` is defined twice (first at {f}:{l})"),
                     );
                     continue;
                 }
-                seen.insert(full, (file.clone(), line));
+                seen.insert(full, (file.to_string(), line));
                 let mut tc = ToolCompiler {
                     c: &mut c,
-                    file: &file,
+                    file,
                     lines: &lines,
                     service: &service.0,
                     service_file: &service.1,
@@ -184,7 +184,7 @@ struct Compiler<'a> {
     diags: Diagnostics,
 }
 
-impl Compiler<'_> {
+impl<'a> Compiler<'a> {
     /// Parses a TOML file strictly, reporting the error with its line.
     fn parse<T: DeserializeOwned>(&mut self, file: &str, text: &str) -> Option<T> {
         match toml::from_str::<T>(text) {
@@ -315,21 +315,20 @@ impl Compiler<'_> {
 
     fn services(&mut self) -> BTreeMap<String, (Service, ServiceFile)> {
         let mut out = BTreeMap::new();
-        let files: Vec<(String, String)> = self
-            .sources
+        // `sources` outlives `self`'s borrow: iterate it without copying the texts.
+        let sources = self.sources;
+        for (path, text) in sources
             .files
             .iter()
             .filter(|(p, _)| p.starts_with("catalog/"))
-            .map(|(p, t)| (p.clone(), t.clone()))
-            .collect();
-        for (path, text) in files {
+        {
             if path == LOCK_PATH {
                 continue;
             }
             let rest = path.trim_start_matches("catalog/");
             if !rest.contains('/') {
                 self.diags.push(
-                    &path,
+                    path,
                     0,
                     "unexpected file: `catalog/` holds one folder per service and `catalog.lock`",
                 );
@@ -338,14 +337,14 @@ impl Compiler<'_> {
             if !path.ends_with("/service.toml") {
                 continue;
             }
-            let Some(raw) = self.parse::<ServiceFile>(&path, &text) else {
+            let Some(raw) = self.parse::<ServiceFile>(path, text) else {
                 continue;
             };
-            let folder = service_of(&path).unwrap_or_default().to_string();
-            let line = |s: &SpannedStr| line_of(&text, s.span().start);
+            let folder = service_of(path).unwrap_or_default().to_string();
+            let line = |s: &SpannedStr| line_of(text, s.span().start);
             if raw.id.get_ref() != &folder {
                 self.diags.push(
-                    &path,
+                    path,
                     line(&raw.id),
                     format!(
                         "service id `{}` does not match its folder `{folder}`",
@@ -359,7 +358,7 @@ impl Compiler<'_> {
                 raw.catalog_version.get_ref(),
             ) {
                 self.diags.push_help(
-                    &path,
+                    path,
                     line(&raw.catalog_version),
                     format!(
                         "catalog_version `{}` does not have the form {}",
@@ -373,7 +372,7 @@ impl Compiler<'_> {
                 && !(url.starts_with("https://") || url.starts_with("http://"))
             {
                 self.diags.push(
-                    &path,
+                    path,
                     0,
                     format!("base_url `{url}` must be an http or https URL"),
                 );
@@ -383,7 +382,7 @@ impl Compiler<'_> {
                     || reqwest::header::HeaderName::from_bytes(cred.header.as_bytes()).is_err())
             {
                 self.diags.push(
-                    &path,
+                    path,
                     0,
                     format!(
                         "credential header `{}` must be a lowercase header name",
@@ -398,7 +397,7 @@ impl Compiler<'_> {
             {
                 if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
                     self.diags
-                        .push(&path, 0, format!("`{name}` is not a valid header name"));
+                        .push(path, 0, format!("`{name}` is not a valid header name"));
                 }
             }
             // The folder decides the id, so a mismatch is reported once, not again for
@@ -423,8 +422,9 @@ impl Compiler<'_> {
         out
     }
 
-    fn tool_files(&self) -> Vec<(String, String)> {
-        self.sources
+    fn tool_files(&self) -> Vec<(&'a str, &'a str)> {
+        let sources: &'a Sources = self.sources;
+        sources
             .files
             .iter()
             .filter(|(p, _)| {
@@ -433,7 +433,7 @@ impl Compiler<'_> {
                     && !p.ends_with("/service.toml")
                     && p.trim_start_matches("catalog/").contains('/')
             })
-            .map(|(p, t)| (p.clone(), t.clone()))
+            .map(|(p, t)| (p.as_str(), t.as_str()))
             .collect()
     }
 }

@@ -216,7 +216,8 @@ impl RenderedRequest {
     }
 }
 
-fn encode_pairs(pairs: &[(String, String)]) -> String {
+/// `k=v&...`, each side percent-encoded as a query component.
+pub fn encode_pairs(pairs: &[(String, String)]) -> String {
     pairs
         .iter()
         .map(|(k, v)| {

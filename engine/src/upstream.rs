@@ -80,11 +80,10 @@ impl Upstream {
         if let (Some(cred), Some(key)) = (&target.service.credential, target.key)
             && cred.placement == Placement::Query
         {
-            let pair = crate::render::RenderedRequest {
-                query: vec![(cred.name.clone(), format!("{}{key}", cred.prefix))],
-                ..req.clone()
-            }
-            .query_string();
+            let pair = crate::render::encode_pairs(&[(
+                cred.name.clone(),
+                format!("{}{key}", cred.prefix),
+            )]);
             query = if query.is_empty() {
                 pair
             } else {
