@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Conformance of imported tools against Prism mocks of their upstream documents.
-#   conformance/run.sh [--services a,b] [--skip-services payments]
+#   conformance/run.sh [--services a,b] [--skip-services a,b]
 # Needs ../shared/specs (the upstream descriptions) and Node.js with npm. Installs Prism
 # into target/conformance-tools; loopback only; one call per imported tool.
 # Writes target/conformance-report.md. See docs/conformance.md.

@@ -29,6 +29,8 @@ use tool_broker::compile::compile;
 use tool_broker::config::ConfigFile;
 use tool_broker::import::config::ImportFile;
 use tool_broker::import::expand_spec;
+use tool_broker::import::openapi::Documents;
+use tool_broker::import::prune::prune_document;
 use tool_broker::sample::sample;
 use tool_broker::source::Sources;
 
@@ -49,8 +51,13 @@ impl Prism {
         self.2 = text.len() as u64;
         String::from_utf8_lossy(&text[start..])
             .lines()
-            .filter_map(|l| l.split("Violation: ").nth(1))
-            .map(|v| v.trim().to_string())
+            .filter_map(|l| l.split("[VALIDATOR] ✖  error").nth(1))
+            .map(|v| {
+                v.trim()
+                    .trim_start_matches("Violation: ")
+                    .trim()
+                    .to_string()
+            })
             .collect()
     }
 }
@@ -102,15 +109,83 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// `conformance/documents.toml`: documents validated through a pruned copy.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DocumentRules {
+    #[serde(default)]
+    pruned: Vec<PrunedRule>,
+    #[serde(default)]
+    validator_errors: Vec<ValidatorError>,
+}
+
+/// A known mistake of the validator itself: a rejection whose every violation matches
+/// one of these is reported as the validator's error, not as a broker defect.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ValidatorError {
+    name: String,
+    message_contains: String,
+    /// Only when the violation is about a top-level argument the call did not send.
+    #[serde(default)]
+    only_unsent: bool,
+}
+
+impl ValidatorError {
+    fn matches(&self, violation: &str, sent: &Value) -> bool {
+        if !violation.contains(&self.message_contains) {
+            return false;
+        }
+        if !self.only_unsent {
+            return true;
+        }
+        // `Request body property bank_transfer.eu_bank_transfer must have ...`: the object
+        // Prism complains about is the dotted path after `property` / `parameter`.
+        let words: Vec<&str> = violation.split_whitespace().collect();
+        let Some(path) = words
+            .windows(2)
+            .find(|w| matches!(w[0], "property" | "parameter"))
+            .map(|w| w[1])
+            .filter(|p| *p != "must")
+        else {
+            return false;
+        };
+        // Flat arguments, or the `body` / `params` / `query` objects of the contract and
+        // query_body styles: the path must be absent from all of them.
+        ["", "/body", "/params", "/query"].iter().all(|at| {
+            let mut node = sent.pointer(at);
+            for part in path.split('.') {
+                node = node.and_then(|n| match n {
+                    Value::Array(items) => part.parse::<usize>().ok().and_then(|i| items.get(i)),
+                    other => other.get(part),
+                });
+            }
+            node.is_none()
+        })
+    }
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PrunedRule {
+    spec: String,
+    max_depth: usize,
+    reason: String,
+}
+
 #[derive(Default)]
 struct Tally {
     accepted: usize,
     /// Passed Prism's request validation, but Prism could not build an answer (5xx).
     mock_failed: usize,
     rejected: Vec<(String, String)>,
+    /// Rejections that are the validator's own error: `(tool, rule name)`.
+    validator: Vec<(String, String)>,
     other: Vec<(String, String)>,
     documents: usize,
     unchecked: Vec<(String, String)>,
+    /// Documents checked through a pruned copy: `(document, what was cut and why)`.
+    pruned: Vec<(String, String)>,
 }
 
 /// Prism's first violation, from the redacted upstream body in `details`.
@@ -161,6 +236,11 @@ async fn main() {
     let catalog: Arc<Catalog> =
         Arc::new(compile(&Sources::from_dir(&root).unwrap()).unwrap_or_else(|d| panic!("{d}")));
 
+    let rules: DocumentRules = toml::from_str(
+        &std::fs::read_to_string(root.join("conformance/documents.toml")).unwrap_or_default(),
+    )
+    .unwrap();
+    let scratch = root.join("target/conformance-pruned");
     let mut imports: Vec<PathBuf> = std::fs::read_dir(root.join("import"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -197,8 +277,34 @@ async fn main() {
                 if tools.is_empty() {
                     continue;
                 }
+                let mut mock_doc = doc.clone();
+                if let Some(rule) = rules.pruned.iter().find(|r| r.spec == label) {
+                    let started = Instant::now();
+                    let (copy, cuts) =
+                        prune_document(&mut Documents::default(), &doc, rule.max_depth).unwrap();
+                    std::fs::create_dir_all(&scratch).unwrap();
+                    mock_doc = scratch.join(format!("{}.json", label.replace('/', "_")));
+                    std::fs::write(&mock_doc, serde_json::to_vec(&copy).unwrap()).unwrap();
+                    tally.pruned.push((
+                        label.clone(),
+                        format!(
+                            "{} (copy of {} operations, {:.1} s: {} recursive and {} deeper-than-{} references cut, dangling: {})",
+                            rule.reason,
+                            cuts.operations,
+                            started.elapsed().as_secs_f64(),
+                            cuts.recursive,
+                            cuts.too_deep,
+                            rule.max_depth,
+                            if cuts.dangling.is_empty() {
+                                "none".to_string()
+                            } else {
+                                cuts.dangling.join(", ")
+                            }
+                        ),
+                    ));
+                }
                 let port = free_port();
-                let Some(mut mock) = start_prism(&prism, &doc, port) else {
+                let Some(mut mock) = start_prism(&prism, &mock_doc, port) else {
                     tally.unchecked.push((
                         label.clone(),
                         "Prism refused the document or did not start within 60 s".into(),
@@ -242,7 +348,7 @@ async fn main() {
                         .call(CallInput {
                             request_id: "conformance".into(),
                             name: &tool.full_name,
-                            arguments: Some(args),
+                            arguments: Some(args.clone()),
                             headers: &headers,
                             principal: &principal,
                         })
@@ -256,15 +362,28 @@ async fn main() {
                         tally.accepted += 1;
                     } else if status.is_some_and(|s| s >= 500) {
                         tally.mock_failed += 1;
-                    } else if matches!(status, Some(422 | 404 | 400 | 405)) {
+                    } else if matches!(status, Some(422 | 404 | 400 | 405 | 415)) {
                         if std::env::var("CONFORMANCE_DEBUG").is_ok() {
                             eprintln!("{}: {body}", tool.full_name);
                         }
-                        let why = violations
-                            .first()
-                            .cloned()
-                            .unwrap_or_else(|| violation(&body));
-                        tally.rejected.push((tool.full_name.clone(), why));
+                        let violations = if violations.is_empty() {
+                            vec![violation(&body)]
+                        } else {
+                            violations
+                        };
+                        let known: Option<&ValidatorError> = violations
+                            .iter()
+                            .map(|v| rules.validator_errors.iter().find(|r| r.matches(v, &args)))
+                            .collect::<Option<Vec<_>>>()
+                            .and_then(|found| found.first().copied());
+                        match known {
+                            Some(rule) => tally
+                                .validator
+                                .push((tool.full_name.clone(), rule.name.clone())),
+                            None => tally
+                                .rejected
+                                .push((tool.full_name.clone(), violations[0].clone())),
+                        }
                     } else {
                         tally.other.push((
                             tool.full_name.clone(),
@@ -281,25 +400,45 @@ async fn main() {
     }
 
     let mut text = String::from(
-        "| service | documents | tools called | accepted | accepted, mock could not answer | rejected | other |\n|---|---|---|---|---|---|---|\n",
+        "| service | documents | tools called | accepted | accepted, mock could not answer | rejected by the validator's own error | rejected | other |\n|---|---|---|---|---|---|---|---|\n",
     );
-    let (mut acc, mut rej) = (0, 0);
+    let (mut acc, mut rej, mut val, mut oth) = (0, 0, 0, 0);
     for (service, t) in &report {
-        let called = t.accepted + t.mock_failed + t.rejected.len() + t.other.len();
+        let called =
+            t.accepted + t.mock_failed + t.validator.len() + t.rejected.len() + t.other.len();
         acc += t.accepted + t.mock_failed;
         rej += t.rejected.len();
+        val += t.validator.len();
+        oth += t.other.len();
         text.push_str(&format!(
-            "| {service} | {} | {called} | {} | {} | {} | {} |\n",
+            "| {service} | {} | {called} | {} | {} | {} | {} | {} |\n",
             t.documents,
             t.accepted,
             t.mock_failed,
+            t.validator.len(),
             t.rejected.len(),
             t.other.len()
         ));
     }
     for (service, t) in &report {
+        for (what, why) in &t.pruned {
+            text.push_str(&format!(
+                "\n- {service}: `{what}` checked through a pruned copy: {why}"
+            ));
+        }
         for (what, why) in &t.unchecked {
             text.push_str(&format!("\n- {service}: not checked ({what}): {why}"));
+        }
+        let mut by_rule: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for (tool, rule) in &t.validator {
+            by_rule.entry(rule).or_default().push(tool);
+        }
+        for (rule, tools) in by_rule {
+            text.push_str(&format!(
+                "\n- {service}: validator's own error ({rule}): {} tools: `{}`",
+                tools.len(),
+                tools.join("`, `")
+            ));
         }
         for (tool, why) in t.rejected.iter().take(40) {
             text.push_str(&format!("\n- rejected `{tool}`: {why}"));
@@ -310,8 +449,15 @@ async fn main() {
     }
     text.push('\n');
     print!("{text}");
-    println!("conformance: {acc} accepted, {rej} rejected");
+    println!(
+        "conformance: {acc} accepted, {val} rejected by the validator's own error, {rej} rejected, {oth} other"
+    );
+    // A gate: a rejection or an unexplained outcome fails the run.
+    let failed = rej + oth > 0;
     if let Some(path) = out {
         std::fs::write(path, &text).unwrap();
+    }
+    if failed {
+        std::process::exit(1);
     }
 }

@@ -504,6 +504,10 @@ impl Broker {
             Hook::RescheduleOverdue => {
                 Box::pin(hooks::reschedule_overdue(self, tool, args, ctx)).await
             }
+            Hook::FindTools => hooks::find_tools(self, tool, &args),
+            Hook::ToolReference => hooks::tool_reference(self, tool, &args),
+            Hook::Capabilities => hooks::capabilities(self, tool, &args),
+            Hook::EndpointCoverage => hooks::endpoint_coverage(self, tool, &args),
         }
     }
 

@@ -31,6 +31,8 @@ pub struct Catalog {
     pub snapshot_id: String,
     /// Where the sources came from (`embedded` or a folder).
     pub origin: String,
+    /// Ranked search over each service's tools (`find_tools`).
+    pub search: crate::search::SearchIndex,
     index: HashMap<(String, String), usize>,
 }
 
@@ -349,6 +351,7 @@ impl Catalog {
                 index.entry(key).or_insert(i);
             }
         }
+        let search = crate::search::SearchIndex::build(&rules.search, &tools);
         let mut catalog = Self {
             services,
             tools,
@@ -356,6 +359,7 @@ impl Catalog {
             templates,
             snapshot_id: String::new(),
             origin,
+            search,
             index,
         };
         catalog.snapshot_id = snapshot_id(&catalog.lock());

@@ -23,9 +23,11 @@ use crate::diag::{Diagnostics, LineIndex, did_you_mean, line_of};
 use crate::error::Classification;
 use crate::hooks::Hook;
 use crate::identity::{LOCK_PATH, descriptor_hash};
+use crate::rules::RawArgumentSets;
 use crate::rules::{
     Confirmation, Limits, RawConfirmation, RawErrors, RawRedaction, Redaction, Rules,
 };
+use crate::search::RawSearch;
 use crate::source::Sources;
 use crate::template::{Expr, Templates, describe, referenced_templates};
 
@@ -217,6 +219,9 @@ impl<'a> Compiler<'a> {
         let confirmation = load(self, "confirmation.toml")
             .and_then(|(p, t)| self.parse::<RawConfirmation>(&p, &t).map(|c| (p, c)));
         let limits = load(self, "limits.toml").and_then(|(p, t)| self.parse::<Limits>(&p, &t));
+        let search = load(self, "search.toml").and_then(|(p, t)| self.parse::<RawSearch>(&p, &t));
+        let argument_sets = load(self, "argument_sets.toml")
+            .and_then(|(p, t)| self.parse::<RawArgumentSets>(&p, &t));
 
         let mut error_rules = BTreeMap::new();
         if let Some((path, text, raw)) = &errors {
@@ -271,6 +276,8 @@ impl<'a> Compiler<'a> {
                 policies: raw.policy,
             })?,
             limits: limits?,
+            search: search?,
+            argument_sets: argument_sets?,
         })
         .filter(|_| errors.is_some())
     }
@@ -557,17 +564,27 @@ impl ToolCompiler<'_, '_> {
         let args_line = self.lines.line(raw.arguments.span().start);
         let mut arguments = raw.arguments.get_ref().clone();
         for set in &raw.argument_sets {
-            let Some(props) = self.service_file.argument_sets.get(set) else {
+            // The service's own sets first, then the shared ones of rules/argument_sets.toml.
+            let Some(props) = self
+                .service_file
+                .argument_sets
+                .get(set)
+                .or_else(|| self.rules.argument_sets.get(set))
+            else {
                 self.c.diags.push_help(
                     self.file,
                     line,
                     format!(
-                        "tool `{full}`: service `{}` has no argument set `{set}`",
+                        "tool `{full}`: neither service `{}` nor rules/argument_sets.toml has an argument set `{set}`",
                         self.service.id
                     ),
                     did_you_mean(
                         set,
-                        self.service_file.argument_sets.keys().map(String::as_str),
+                        self.service_file
+                            .argument_sets
+                            .keys()
+                            .chain(self.rules.argument_sets.keys())
+                            .map(String::as_str),
                     ),
                 );
                 continue;

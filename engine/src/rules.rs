@@ -69,6 +69,11 @@ pub struct RawPolicy {
     pub mode: ConfirmationMode,
 }
 
+/// `rules/argument_sets.toml`: named groups of argument properties (JSON Schema) that
+/// tools of any service merge in with `argument_sets = ["name"]`; a service's own
+/// `[argument_sets]` of the same name win.
+pub type RawArgumentSets = BTreeMap<String, serde_json::Map<String, serde_json::Value>>;
+
 /// `rules/limits.toml`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
@@ -100,6 +105,10 @@ pub struct Rules {
     pub confirmation: Confirmation,
     /// Limits.
     pub limits: Limits,
+    /// Find-tools ranking (`rules/search.toml`).
+    pub search: crate::search::RawSearch,
+    /// Argument sets any tool may name (`rules/argument_sets.toml`).
+    pub argument_sets: RawArgumentSets,
 }
 
 impl Rules {

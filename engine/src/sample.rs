@@ -35,7 +35,7 @@ fn sample_depth(schema: &Value, depth: usize) -> Value {
     let Some(map) = schema.as_object() else {
         return Value::Null;
     };
-    if depth > 12 {
+    if depth > 24 {
         return Value::Null;
     }
     if let Some(c) = map.get("const") {
@@ -118,6 +118,35 @@ fn sample_depth(schema: &Value, depth: usize) -> Value {
                         .unwrap_or(json!({}));
                     out.insert(name.to_string(), sample_depth(&prop, depth + 1));
                 }
+            }
+            // A nested object that requires nothing would be `{}`, which a form or query
+            // encoding cannot carry at all: give it its first property, so a required
+            // object still reaches the upstream. The root (the arguments) stays minimal.
+            // A scalar property is preferred, so the sample stays shallow.
+            if out.is_empty()
+                && depth > 0
+                && let Some(props) = props
+            {
+                // Never into a schema the importer cut ("... (not expanded)"): what it
+                // requires is unknown, so a sample there would be a guess.
+                let samples = props
+                    .iter()
+                    .filter(|(_, prop)| !prop.to_string().contains("not expanded)"))
+                    .map(|(name, prop)| (name, sample_depth(prop, depth + 1)));
+                let mut first_object = None;
+                for (name, value) in samples {
+                    match &value {
+                        Value::Object(inner) if !inner.is_empty() => {
+                            first_object.get_or_insert((name.clone(), value));
+                        }
+                        Value::String(_) | Value::Number(_) | Value::Bool(_) => {
+                            first_object = Some((name.clone(), value));
+                            break;
+                        }
+                        _ => {}
+                    }
+                }
+                out.extend(first_object);
             }
             Value::Object(out)
         }

@@ -3,7 +3,8 @@
 //! files are stale; `tool-broker catalog schema --write` refreshes them.
 
 use crate::descriptor::{ServiceFile, ToolFile};
-use crate::rules::{Limits, RawConfirmation, RawErrors, RawRedaction};
+use crate::rules::{Limits, RawArgumentSets, RawConfirmation, RawErrors, RawRedaction};
+use crate::search::RawSearch;
 
 /// `(file name under schemas/, pretty JSON)` for every format.
 pub fn format_schemas() -> Vec<(&'static str, String)> {
@@ -36,6 +37,14 @@ pub fn format_schemas() -> Vec<(&'static str, String)> {
         (
             "rules-limits.schema.json",
             pretty(schemars::schema_for!(Limits)),
+        ),
+        (
+            "rules-argument-sets.schema.json",
+            pretty(schemars::schema_for!(RawArgumentSets)),
+        ),
+        (
+            "rules-search.schema.json",
+            pretty(schemars::schema_for!(RawSearch)),
         ),
     ]
 }

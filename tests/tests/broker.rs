@@ -13,6 +13,7 @@ mod diagnostics;
 mod failures;
 mod import;
 mod leak;
+mod navigation;
 mod reschedule;
 mod samples;
 mod snapshots_compiled;

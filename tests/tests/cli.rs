@@ -37,10 +37,18 @@ fn verify_demands_a_version_bump_then_a_fresh_lock() {
         "{err}"
     );
 
+    let service = dir.join("catalog/crm/service.toml");
+    let text = std::fs::read_to_string(&service).unwrap();
+    let version = text
+        .lines()
+        .find_map(|l| l.strip_prefix("catalog_version = "))
+        .unwrap()
+        .trim_matches('"')
+        .to_string();
     edit(
-        &dir.join("catalog/crm/service.toml"),
-        "catalog_version = \"2026-11-21.1\"",
-        "catalog_version = \"2026-11-21.3\"",
+        &service,
+        &format!("catalog_version = \"{version}\""),
+        "catalog_version = \"2099-12-31.9\"",
     );
     let err = catalog(CatalogCommand::Verify, &dir).unwrap_err();
     assert!(err.contains("the lock file is stale"), "{err}");
@@ -179,7 +187,13 @@ fn list_prints_one_object_per_tool() {
     assert_eq!(row["method"], "GET");
     assert_eq!(row["path"], "/api/dns/v1/zones/{domain}");
     assert_eq!(row["hook"], Value::Null);
-    assert_eq!(row["catalogVersion"], "hosting-2026.11.21.1");
+    let version =
+        tool_broker::compile::compile(&tool_broker::source::Sources::from_dir(&root()).unwrap())
+            .unwrap()
+            .services["hosting"]
+            .catalog_version
+            .clone();
+    assert_eq!(row["catalogVersion"], version.as_str());
     assert_eq!(row["descriptorHash"].as_str().unwrap().len(), 64);
     let hook = rows
         .iter()

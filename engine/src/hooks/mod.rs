@@ -9,11 +9,13 @@
 
 mod check;
 mod dispatch;
+mod navigation;
 mod portal;
 mod reschedule;
 
 pub use check::check_configuration;
 pub use dispatch::category_dispatch;
+pub use navigation::{capabilities, endpoint_coverage, find_tools, tool_reference};
 pub use portal::{call_read_tool, check_connection};
 pub use reschedule::reschedule_overdue;
 
@@ -30,16 +32,28 @@ pub enum Hook {
     CategoryDispatch,
     /// Moves overdue items to the next business day (`[tool.reschedule]`).
     RescheduleOverdue,
+    /// Ranked search over the service's tools.
+    FindTools,
+    /// One complete descriptor by name, canonical name, alias or title.
+    ToolReference,
+    /// Identity and counts, or every descriptor (paginated).
+    Capabilities,
+    /// Upstream endpoints mapped to tools, with coverage figures.
+    EndpointCoverage,
 }
 
 impl Hook {
     /// Every hook, for resolution and "did you mean".
-    pub const ALL: [Hook; 5] = [
+    pub const ALL: [Hook; 9] = [
         Hook::PortalCallReadTool,
         Hook::PortalCheckConnection,
         Hook::CheckConfiguration,
         Hook::CategoryDispatch,
         Hook::RescheduleOverdue,
+        Hook::FindTools,
+        Hook::ToolReference,
+        Hook::Capabilities,
+        Hook::EndpointCoverage,
     ];
 
     /// The name catalog files use.
@@ -50,6 +64,10 @@ impl Hook {
             Hook::CheckConfiguration => "check_configuration",
             Hook::CategoryDispatch => "category_dispatch",
             Hook::RescheduleOverdue => "reschedule_overdue",
+            Hook::FindTools => "find_tools",
+            Hook::ToolReference => "tool_reference",
+            Hook::Capabilities => "capabilities",
+            Hook::EndpointCoverage => "endpoint_coverage",
         }
     }
 

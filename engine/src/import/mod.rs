@@ -17,6 +17,7 @@
 pub mod config;
 pub mod naming;
 pub mod openapi;
+pub mod prune;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
