@@ -508,7 +508,13 @@ impl Broker {
             Hook::ToolReference => hooks::tool_reference(self, tool, &args),
             Hook::Capabilities => hooks::capabilities(self, tool, &args),
             Hook::EndpointCoverage => hooks::endpoint_coverage(self, tool, &args),
+            Hook::SubmitAndPoll => Box::pin(hooks::submit_and_poll(self, tool, args, ctx)).await,
         }
+    }
+
+    /// One non-secret deployment setting of a service (`[settings.<service>]`).
+    pub fn setting(&self, service: &str, key: &str) -> Option<&Value> {
+        self.settings.get(service).and_then(|s| s.get(key))
     }
 
     /// The template context of a call: `args`, `ctx`, `settings`, `tool`.

@@ -98,6 +98,8 @@ pub struct Tool {
     pub dispatch: Option<crate::descriptor::Dispatch>,
     /// The compiled steps of a `reschedule_overdue` tool.
     pub reschedule: Option<Reschedule>,
+    /// The compiled steps of a `submit_and_poll` tool.
+    pub poll: Option<Poll>,
     /// Preconditions.
     pub require: Vec<Require>,
     /// Response mapping.
@@ -193,6 +195,39 @@ pub struct Reschedule {
     pub update_arguments: Expr,
     /// Zone lookup: tool, arguments, path.
     pub zone: Option<(String, Expr, JsonPath)>,
+}
+
+/// Compiled steps of a `submit_and_poll` tool (see [`crate::descriptor::RawPoll`]).
+#[derive(Debug)]
+pub struct Poll {
+    /// `(when, tool, arguments)`, first match wins.
+    pub submit: Vec<(Option<Expr>, String, Expr)>,
+    /// Job id.
+    pub id: Expr,
+    /// Status read tool.
+    pub status_tool: String,
+    /// Its arguments.
+    pub status_arguments: Expr,
+    /// Status word of an answer.
+    pub status: Expr,
+    /// Finished words.
+    pub done: Vec<String>,
+    /// Failed words.
+    pub failed: Vec<String>,
+    /// Waiting-for-input words.
+    pub waiting: Vec<String>,
+    /// The tool's data.
+    pub result: Expr,
+    /// Pause between reads.
+    pub interval: Duration,
+    /// Wait argument name.
+    pub wait_arg: String,
+    /// Default and longest wait.
+    pub default_wait: Duration,
+    /// Longest wait.
+    pub max_wait: Duration,
+    /// Tool named in the next action for a job still running.
+    pub check_tool: Option<String>,
 }
 
 /// A compiled precondition.

@@ -89,28 +89,38 @@ pub fn compile(sources: &Sources) -> Result<Catalog, Diagnostics> {
         }
     }
     for tool in &tools {
+        // Step tools of multi-step hooks: raw HTTP tools of the same service, of the
+        // risk their step needs.
+        use crate::descriptor::Risk;
+        // `(name, risk, must be an HTTP tool)`.
+        let mut steps: Vec<(&String, Risk, bool)> = Vec::new();
         if let Some(r) = &tool.reschedule {
-            let steps = [
-                (&r.search_tool, crate::descriptor::Risk::Read),
-                (&r.update_tool, crate::descriptor::Risk::Write),
-            ];
-            let zone = r
-                .zone
-                .iter()
-                .map(|(t, _, _)| (t, crate::descriptor::Risk::Read));
-            for (name, risk) in steps.into_iter().chain(zone) {
+            steps.push((&r.search_tool, Risk::Read, true));
+            steps.push((&r.update_tool, Risk::Write, true));
+            steps.extend(r.zone.iter().map(|(t, _, _)| (t, Risk::Read, true)));
+        }
+        if let Some(p) = &tool.poll {
+            steps.extend(p.submit.iter().map(|(_, t, _)| (t, Risk::Write, true)));
+            steps.push((&p.status_tool, Risk::Read, true));
+            // The tool named to check later may be local (a hook).
+            steps.extend(p.check_tool.iter().map(|t| (t, Risk::Read, false)));
+        }
+        {
+            for (name, risk, http) in steps {
                 let found = tools
                     .iter()
                     .find(|t| t.service == tool.service && &t.name == name);
                 match found {
-                    Some(t) if t.risk == risk && matches!(t.action, Action::Http(_)) => {}
+                    Some(t) if t.risk == risk && (!http || matches!(t.action, Action::Http(_))) => {
+                    }
                     Some(_) => c.diags.push(
                         &tool.source.0,
                         tool.source.1,
                         format!(
-                            "tool `{}`: step tool `{name}` must be a {} HTTP tool",
+                            "tool `{}`: step tool `{name}` must be a {} {}tool",
                             tool.full_name,
-                            risk.as_str()
+                            risk.as_str(),
+                            if http { "HTTP " } else { "" }
                         ),
                     ),
                     None => c.diags.push_help(
@@ -727,6 +737,28 @@ impl ToolCompiler<'_, '_> {
                 self.err(line, format!("tool `{full}`: `[tool.dispatch]` is only for `hook = \"category_dispatch\"`"));
             }
         }
+        let poll = match (&action, &raw.poll) {
+            (Some(Action::Hook(Hook::SubmitAndPoll)), Some(p)) => self.poll(&full, p, line),
+            (Some(Action::Hook(Hook::SubmitAndPoll)), None) => {
+                self.err(
+                    line,
+                    format!(
+                        "tool `{full}`: the `submit_and_poll` hook needs a `[tool.poll]` table"
+                    ),
+                );
+                None
+            }
+            (_, Some(_)) => {
+                self.err(
+                    line,
+                    format!(
+                        "tool `{full}`: `[tool.poll]` is only for `hook = \"submit_and_poll\"`"
+                    ),
+                );
+                None
+            }
+            (_, None) => None,
+        };
         let reschedule = match (&action, &raw.reschedule) {
             (Some(Action::Hook(Hook::RescheduleOverdue)), Some(r)) => self.reschedule(&full, r),
             (Some(Action::Hook(Hook::RescheduleOverdue)), None) => {
@@ -839,6 +871,7 @@ impl ToolCompiler<'_, '_> {
             action,
             dispatch: raw.dispatch.clone(),
             reschedule,
+            poll,
             require,
             response,
             arguments,
@@ -998,6 +1031,69 @@ impl ToolCompiler<'_, '_> {
         })
     }
 
+    fn poll(
+        &mut self,
+        full: &str,
+        p: &crate::descriptor::RawPoll,
+        line: usize,
+    ) -> Option<crate::catalog::Poll> {
+        let mut submit = Vec::new();
+        let mut ok = true;
+        for (i, s) in p.submit.iter().enumerate() {
+            let when = match &s.when {
+                Some(w) => match self.expr(full, &format!("poll.submit.{i}.when"), w) {
+                    Some(e) => Some(e),
+                    None => {
+                        ok = false;
+                        None
+                    }
+                },
+                None => None,
+            };
+            match self.expr(full, &format!("poll.submit.{i}.arguments"), &s.arguments) {
+                Some(a) => submit.push((when, s.tool.clone(), a)),
+                None => ok = false,
+            }
+        }
+        let id = self.expr(full, "poll.id", &p.id);
+        let status_arguments = self.expr(full, "poll.status_arguments", &p.status_arguments);
+        let status = self.expr(full, "poll.status", &p.status);
+        let result = self.expr(full, "poll.result", &p.result);
+        if p.done.is_empty() {
+            self.err(
+                line,
+                format!("tool `{full}`: `[tool.poll]` names no `done` status"),
+            );
+            ok = false;
+        }
+        if p.interval_ms == 0
+            || p.max_wait_seconds > 300
+            || p.default_wait_seconds > p.max_wait_seconds
+        {
+            self.err(line, format!("tool `{full}`: poll timing must have interval_ms > 0 and default_wait_seconds <= max_wait_seconds <= 300"));
+            ok = false;
+        }
+        if !ok {
+            return None;
+        }
+        Some(crate::catalog::Poll {
+            submit,
+            id: id?,
+            status_tool: p.status_tool.clone(),
+            status_arguments: status_arguments?,
+            status: status?,
+            done: p.done.clone(),
+            failed: p.failed.clone(),
+            waiting: p.waiting.clone(),
+            result: result?,
+            interval: std::time::Duration::from_millis(p.interval_ms),
+            wait_arg: p.wait_arg.clone(),
+            default_wait: std::time::Duration::from_secs(p.default_wait_seconds),
+            max_wait: std::time::Duration::from_secs(p.max_wait_seconds),
+            check_tool: p.check_tool.clone(),
+        })
+    }
+
     fn reschedule(
         &mut self,
         full: &str,
@@ -1145,7 +1241,7 @@ impl ToolCompiler<'_, '_> {
                 "context_headers": self.service.context_headers,
             })
         });
-        json!({
+        let mut normalized = json!({
             "name": full,
             "title": raw.title,
             "description": raw.description,
@@ -1203,7 +1299,34 @@ impl ToolCompiler<'_, '_> {
             "fill_defaults": raw.fill_defaults,
             "exposed": raw.exposed,
             "source": raw.source,
-        })
+        });
+        // Added only where present, so tools without one keep their hashes.
+        if let (Some(p), Some(map)) = (&raw.poll, normalized.as_object_mut()) {
+            map.insert(
+                "poll".into(),
+                json!({
+                    "submit": p.submit.iter().map(|s| json!({
+                        "when": opt(&s.when),
+                        "tool": s.tool,
+                        "arguments": s.arguments.get_ref(),
+                    })).collect::<Vec<_>>(),
+                    "id": p.id.get_ref(),
+                    "status_tool": p.status_tool,
+                    "status_arguments": p.status_arguments.get_ref(),
+                    "status": p.status.get_ref(),
+                    "done": p.done,
+                    "failed": p.failed,
+                    "waiting": p.waiting,
+                    "result": p.result.get_ref(),
+                    "interval_ms": p.interval_ms,
+                    "wait_arg": p.wait_arg,
+                    "default_wait_seconds": p.default_wait_seconds,
+                    "max_wait_seconds": p.max_wait_seconds,
+                    "check_tool": p.check_tool,
+                }),
+            );
+        }
+        normalized
     }
 
     /// A template's text and the text of everything it includes, for hashing.

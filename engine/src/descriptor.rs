@@ -193,6 +193,9 @@ pub struct RawTool {
     /// The steps of a `reschedule_overdue` tool.
     #[serde(default)]
     pub reschedule: Option<RawReschedule>,
+    /// The steps of a `submit_and_poll` tool.
+    #[serde(default)]
+    pub poll: Option<RawPoll>,
     /// Preconditions checked before anything is sent.
     #[serde(default)]
     pub require: Vec<RawRequire>,
@@ -442,6 +445,75 @@ pub struct Dispatch {
     /// Class words that exclude a raw tool (e.g. `destructive`).
     #[serde(default)]
     pub exclude_classes: Vec<Class>,
+}
+
+/// The steps of a `submit_and_poll` tool: optionally submit a job through a write tool,
+/// then read its status through a read tool until it is done, failed or waiting for
+/// input, or the wait runs out. Tools are raw catalog tools of the same service. The
+/// expressions see `args`, `ctx`, `settings`, and where they apply `submitted` (the
+/// submit tool's `data`), `id` (the job id), `data` (the last status answer) and
+/// `status` (its status word).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct RawPoll {
+    /// Submit choices, first whose `when` holds wins; none: the job id comes from `args`.
+    #[serde(default)]
+    pub submit: Vec<RawPollSubmit>,
+    /// Expression: the job id (from `submitted`, or from `args` when nothing is
+    /// submitted). A null id after a submit ends the call with the submit's answer.
+    #[schemars(with = "String")]
+    pub id: SpannedStr,
+    /// Read tool that reports the job.
+    pub status_tool: String,
+    /// Expression: the status tool's arguments for `id`.
+    #[schemars(with = "String")]
+    pub status_arguments: SpannedStr,
+    /// Expression: the status word of a status answer (`data`).
+    #[schemars(with = "String")]
+    pub status: SpannedStr,
+    /// Status words that mean finished.
+    pub done: Vec<String>,
+    /// Status words that mean failed.
+    #[serde(default)]
+    pub failed: Vec<String>,
+    /// Status words that mean the job waits for the caller (stop polling).
+    #[serde(default)]
+    pub waiting: Vec<String>,
+    /// Expression: the tool's `data` (sees `id`, `status`, `data`, `submitted`, `args`).
+    #[schemars(with = "String")]
+    pub result: SpannedStr,
+    /// Pause between status reads; a deployment may lower it with the service setting
+    /// `poll_interval_ms`.
+    pub interval_ms: u64,
+    /// Argument naming how long to wait, in seconds.
+    #[serde(default = "wait_arg")]
+    pub wait_arg: String,
+    /// Wait when the argument is absent.
+    pub default_wait_seconds: u64,
+    /// Longest wait accepted.
+    pub max_wait_seconds: u64,
+    /// Tool a caller uses to look at the job later (named in the next action).
+    #[serde(default)]
+    pub check_tool: Option<String>,
+}
+
+fn wait_arg() -> String {
+    "wait_seconds".into()
+}
+
+/// One way to submit the job.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct RawPollSubmit {
+    /// Expression: whether this choice applies (absent: always).
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub when: Option<SpannedStr>,
+    /// Write tool that submits the job.
+    pub tool: String,
+    /// Expression: its arguments.
+    #[schemars(with = "String")]
+    pub arguments: SpannedStr,
 }
 
 /// The steps of a `reschedule_overdue` tool: page through a search tool, keep the items

@@ -14,6 +14,7 @@ mod failures;
 mod import;
 mod leak;
 mod navigation;
+mod poll;
 mod reschedule;
 mod samples;
 mod snapshots_compiled;

@@ -10,12 +10,15 @@
 mod check;
 mod dispatch;
 mod navigation;
+mod poll;
 mod portal;
 mod reschedule;
+mod steps;
 
 pub use check::check_configuration;
 pub use dispatch::category_dispatch;
 pub use navigation::{capabilities, endpoint_coverage, find_tools, tool_reference};
+pub use poll::submit_and_poll;
 pub use portal::{call_read_tool, check_connection};
 pub use reschedule::reschedule_overdue;
 
@@ -40,11 +43,13 @@ pub enum Hook {
     Capabilities,
     /// Upstream endpoints mapped to tools, with coverage figures.
     EndpointCoverage,
+    /// Submits a job once and watches it for a bounded time (`[tool.poll]`).
+    SubmitAndPoll,
 }
 
 impl Hook {
     /// Every hook, for resolution and "did you mean".
-    pub const ALL: [Hook; 9] = [
+    pub const ALL: [Hook; 10] = [
         Hook::PortalCallReadTool,
         Hook::PortalCheckConnection,
         Hook::CheckConfiguration,
@@ -54,6 +59,7 @@ impl Hook {
         Hook::ToolReference,
         Hook::Capabilities,
         Hook::EndpointCoverage,
+        Hook::SubmitAndPoll,
     ];
 
     /// The name catalog files use.
@@ -68,6 +74,7 @@ impl Hook {
             Hook::ToolReference => "tool_reference",
             Hook::Capabilities => "capabilities",
             Hook::EndpointCoverage => "endpoint_coverage",
+            Hook::SubmitAndPoll => "submit_and_poll",
         }
     }
 

@@ -16,11 +16,11 @@ use jiff::tz::TimeZone;
 use jiff::{Timestamp, Zoned};
 use serde_json::{Map, Value, json};
 
+use super::steps::{eval, step_tool};
 use crate::call::{Broker, Exec, RequestCtx};
 use crate::catalog::{Reschedule, Tool};
 use crate::error::{CallError, Classification};
 use crate::response::select;
-use crate::template::Templates;
 
 /// Most search pages one call may read, whatever `maxTasks` and `limit` say.
 const MAX_PAGES: usize = 50;
@@ -43,32 +43,6 @@ pub fn next_business_day(today: Date) -> Date {
         day = day.tomorrow().unwrap_or(day);
     }
     day
-}
-
-fn step_tool<'a>(
-    broker: &'a Broker,
-    wrapper: &Tool,
-    name: &str,
-    ctx: &RequestCtx<'_>,
-) -> Result<&'a Tool, CallError> {
-    let tool = broker
-        .catalog
-        .resolve_in(&wrapper.service, name)
-        .ok_or_else(CallError::internal)?;
-    ctx.principal.check(tool)?;
-    Ok(tool)
-}
-
-fn eval(broker: &Broker, expr: &crate::template::Expr, scope: &Value) -> Result<Value, CallError> {
-    broker
-        .catalog
-        .templates
-        .eval(expr, &Templates::context(scope))
-        .map(Option::unwrap_or_default)
-        .map_err(|e| {
-            tracing::error!(template = %e.name, kind = %e.kind, "reschedule step expression failed");
-            CallError::internal()
-        })
 }
 
 /// Runs the hook.

@@ -1,0 +1,188 @@
+//! `submit_and_poll`: submit a job once, then watch it for a bounded time.
+//!
+//! The upstream requests are not written here: the tool's `[tool.poll]` names raw
+//! catalog tools of the same service (a submit tool, chosen by `when` expressions, and a
+//! status tool) and expressions for their arguments, the job id, the status word and the
+//! result. Every step runs through the ordinary pipeline, with the caller's permission
+//! checked for each step tool and the submit tool's own confirmation rule in force: a
+//! call without `confirm=true` answers the submit tool's dry-run preview and sends
+//! nothing.
+//!
+//! The submit is never repeated. Once it succeeded, the job id is in every answer: a
+//! status read that fails, or a wait that runs out, ends the call with `ok: true`, the
+//! id, `outcome: "pending"` and a next action naming the tool to check on it later.
+//! With no submit choices the id comes from the arguments (watch an existing job).
+//!
+//! Outcomes: `done`, `failed`, `waiting` (the job needs the caller), `pending`.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+use super::steps::{eval, step_tool};
+use crate::call::{Broker, Exec, RequestCtx};
+use crate::catalog::{Poll, Tool};
+use crate::error::CallError;
+use crate::template::Templates;
+
+fn word(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn wait_for(plan: &Poll, args: &Map<String, Value>) -> Duration {
+    match args.get(&plan.wait_arg).and_then(Value::as_f64) {
+        Some(seconds) if seconds.is_finite() && seconds > 0.0 => {
+            Duration::from_secs_f64(seconds).min(plan.max_wait)
+        }
+        Some(_) => Duration::ZERO,
+        None => plan.default_wait,
+    }
+}
+
+/// Runs the hook.
+pub async fn submit_and_poll(
+    broker: &Broker,
+    tool: &Tool,
+    args: Map<String, Value>,
+    ctx: &RequestCtx<'_>,
+) -> Result<Exec, CallError> {
+    let Some(plan) = &tool.poll else {
+        return Err(CallError::internal());
+    };
+    let wait = wait_for(plan, &args);
+    let interval = broker
+        .setting(&tool.service, "poll_interval_ms")
+        .and_then(Value::as_u64)
+        .map_or(plan.interval, |ms| {
+            Duration::from_millis(ms.max(1)).min(plan.interval)
+        });
+    let mut scope = broker.template_context(tool, &args, ctx.headers);
+
+    // Submit once, through the first choice whose `when` holds.
+    let mut submitted = Value::Null;
+    if !plan.submit.is_empty() {
+        let mut chosen = None;
+        for (when, name, arguments) in &plan.submit {
+            let applies = match when {
+                None => true,
+                Some(expr) => broker
+                    .catalog
+                    .templates
+                    .truthy(expr, &Templates::context(&scope))
+                    .map_err(|e| {
+                        tracing::error!(template = %e.name, kind = %e.kind, "poll `when` failed");
+                        CallError::internal()
+                    })?,
+            };
+            if applies {
+                chosen = Some((name, arguments));
+                break;
+            }
+        }
+        let Some((name, arguments)) = chosen else {
+            return Err(CallError::internal());
+        };
+        let submit = step_tool(broker, tool, name, ctx)?;
+        let submit_args = eval(broker, arguments, &scope)?;
+        let exec = broker.execute(submit, Some(submit_args), ctx).await?;
+        if exec.dry_run {
+            // Not confirmed: the submit tool's preview, nothing sent, nothing to watch.
+            return Ok(exec);
+        }
+        submitted = exec.data;
+        scope["submitted"] = submitted.clone();
+    }
+
+    let id = eval(broker, &plan.id, &scope)?;
+    if id.is_null() || id == json!("") {
+        return Ok(Exec {
+            summary: Some(format!(
+                "{}: submitted; the answer names no job id, so there is nothing to watch",
+                tool.full_name
+            )),
+            data: json!({ "outcome": "submitted", "id": Value::Null, "submitted": submitted }),
+            ..Exec::default()
+        });
+    }
+    scope["id"] = id.clone();
+    let status_tool = step_tool(broker, tool, &plan.status_tool, ctx)?;
+    let check = plan.check_tool.as_ref().map_or_else(
+        || status_tool.full_name.clone(),
+        |t| format!("{}.{t}", tool.service),
+    );
+    let started = Instant::now();
+    let mut reads = 0usize;
+    loop {
+        let status_args = eval(broker, &plan.status_arguments, &scope)?;
+        reads += 1;
+        let (outcome, status, data, poll_error) =
+            match broker.execute(status_tool, Some(status_args), ctx).await {
+                Ok(read) => {
+                    let mut with_data = scope.clone();
+                    with_data["data"] = read.data.clone();
+                    let status = word(&eval(broker, &plan.status, &with_data)?);
+                    let outcome = if plan.done.contains(&status) {
+                        "done"
+                    } else if plan.failed.contains(&status) {
+                        "failed"
+                    } else if plan.waiting.contains(&status) {
+                        "waiting"
+                    } else {
+                        "pending"
+                    };
+                    (outcome, status, read.data, None)
+                }
+                // Nothing submitted: the caller asked to watch a job and the read
+                // failed, which is the answer.
+                Err(e) if submitted.is_null() => return Err(e),
+                // Submitted: never lose the id over a failed read.
+                Err(e) => ("pending", String::new(), Value::Null, Some(e)),
+            };
+        let out_of_time = started.elapsed() + interval > wait;
+        if outcome != "pending" || out_of_time || poll_error.is_some() {
+            scope["status"] = json!(status);
+            scope["data"] = data;
+            let mut result = eval(broker, &plan.result, &scope)?;
+            if let Value::Object(map) = &mut result {
+                map.insert("outcome".into(), json!(outcome));
+                map.insert("id".into(), id.clone());
+                map.insert("status".into(), json!(status));
+                map.insert("statusReads".into(), json!(reads));
+                if let Some(e) = &poll_error {
+                    map.insert(
+                        "pollError".into(),
+                        json!({ "classification": e.classification.as_str(), "message": e.message }),
+                    );
+                }
+            }
+            let id_text = word(&id);
+            let next_action = match outcome {
+                "pending" => Some(format!(
+                    "The job `{id_text}` is still running after {} s. Call `{check}` with its id later; do not submit again.",
+                    started.elapsed().as_secs()
+                )),
+                "waiting" => Some(format!(
+                    "The job `{id_text}` waits for input (status {status}); read it with `{check}` and act on what it asks."
+                )),
+                "failed" => Some(format!(
+                    "The job `{id_text}` failed upstream (status {status}); it was not retried. Ask the user before submitting again."
+                )),
+                _ => None,
+            };
+            if let (Some(next), Value::Object(map)) = (&next_action, &mut result) {
+                map.insert("nextAction".into(), json!(next));
+            }
+            return Ok(Exec {
+                summary: Some(format!("job {id_text}: {outcome} ({status})")),
+                data: result,
+                next_action,
+                ..Exec::default()
+            });
+        }
+        tokio::time::sleep(interval).await;
+    }
+}

@@ -1,0 +1,39 @@
+//! What multi-step hooks share: finding a step tool (with the caller's permission
+//! checked for it) and evaluating a step expression.
+
+use serde_json::Value;
+
+use crate::call::{Broker, RequestCtx};
+use crate::catalog::Tool;
+use crate::error::CallError;
+use crate::template::{Expr, Templates};
+
+/// A step tool of the hook tool's own service, which the caller must be allowed to run.
+/// Compile has checked that it exists and has the right risk.
+pub fn step_tool<'a>(
+    broker: &'a Broker,
+    hook_tool: &Tool,
+    name: &str,
+    ctx: &RequestCtx<'_>,
+) -> Result<&'a Tool, CallError> {
+    let tool = broker
+        .catalog
+        .resolve_in(&hook_tool.service, name)
+        .ok_or_else(CallError::internal)?;
+    ctx.principal.check(tool)?;
+    Ok(tool)
+}
+
+/// Evaluates a step expression over `scope`; a failure is logged by template name and
+/// answers `internal_error` (the catalog, not the caller, is wrong).
+pub fn eval(broker: &Broker, expr: &Expr, scope: &Value) -> Result<Value, CallError> {
+    broker
+        .catalog
+        .templates
+        .eval(expr, &Templates::context(scope))
+        .map(Option::unwrap_or_default)
+        .map_err(|e| {
+            tracing::error!(template = %e.name, kind = %e.kind, "step expression failed");
+            CallError::internal()
+        })
+}
