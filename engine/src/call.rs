@@ -509,6 +509,7 @@ impl Broker {
             Hook::Capabilities => hooks::capabilities(self, tool, &args),
             Hook::EndpointCoverage => hooks::endpoint_coverage(self, tool, &args),
             Hook::SubmitAndPoll => Box::pin(hooks::submit_and_poll(self, tool, args, ctx)).await,
+            Hook::TableLookup => hooks::table_lookup(self, tool, &args, ctx),
         }
     }
 

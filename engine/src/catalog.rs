@@ -59,6 +59,8 @@ pub struct Service {
     pub static_headers: BTreeMap<String, String>,
     /// Non-secret request headers exposed to templates as `ctx.<name>`.
     pub context_headers: BTreeMap<String, String>,
+    /// Reference tables for local tools.
+    pub tables: BTreeMap<String, Value>,
 }
 
 /// One compiled tool.
@@ -100,6 +102,8 @@ pub struct Tool {
     pub reschedule: Option<Reschedule>,
     /// The compiled steps of a `submit_and_poll` tool.
     pub poll: Option<Poll>,
+    /// The compiled answer of a `table_lookup` tool.
+    pub lookup: Option<Lookup>,
     /// Preconditions.
     pub require: Vec<Require>,
     /// Response mapping.
@@ -228,6 +232,21 @@ pub struct Poll {
     pub max_wait: Duration,
     /// Tool named in the next action for a job still running.
     pub check_tool: Option<String>,
+}
+
+/// Compiled `table_lookup` (see [`crate::descriptor::RawLookup`]).
+#[derive(Debug)]
+pub struct Lookup {
+    /// Table name (checked to exist in the service).
+    pub table: Option<String>,
+    /// Ranking text.
+    pub query: Option<Expr>,
+    /// Row filter.
+    pub filter: Option<Expr>,
+    /// Fields matched.
+    pub fields: Vec<String>,
+    /// The answer.
+    pub result: Expr,
 }
 
 /// A compiled precondition.

@@ -433,6 +433,7 @@ impl<'a> Compiler<'a> {
                 credential: raw.credential.clone(),
                 static_headers: raw.static_headers.clone(),
                 context_headers: raw.context_headers.clone(),
+                tables: raw.tables.clone(),
             };
             out.insert(folder, (service, raw));
         }
@@ -759,6 +760,24 @@ impl ToolCompiler<'_, '_> {
             }
             (_, None) => None,
         };
+        let lookup = match (&action, &raw.lookup) {
+            (Some(Action::Hook(Hook::TableLookup)), Some(l)) => self.lookup(&full, l, line),
+            (Some(Action::Hook(Hook::TableLookup)), None) => {
+                self.err(
+                    line,
+                    format!("tool `{full}`: the `table_lookup` hook needs a `[tool.lookup]` table"),
+                );
+                None
+            }
+            (_, Some(_)) => {
+                self.err(
+                    line,
+                    format!("tool `{full}`: `[tool.lookup]` is only for `hook = \"table_lookup\"`"),
+                );
+                None
+            }
+            (_, None) => None,
+        };
         let reschedule = match (&action, &raw.reschedule) {
             (Some(Action::Hook(Hook::RescheduleOverdue)), Some(r)) => self.reschedule(&full, r),
             (Some(Action::Hook(Hook::RescheduleOverdue)), None) => {
@@ -872,6 +891,7 @@ impl ToolCompiler<'_, '_> {
             dispatch: raw.dispatch.clone(),
             reschedule,
             poll,
+            lookup,
             require,
             response,
             arguments,
@@ -1028,6 +1048,44 @@ impl ToolCompiler<'_, '_> {
             body_encoding: http.body_encoding,
             indexed_query: self.service_file.defaults.query_arrays
                 == crate::descriptor::QueryArrays::Indexed,
+        })
+    }
+
+    fn lookup(
+        &mut self,
+        full: &str,
+        l: &crate::descriptor::RawLookup,
+        line: usize,
+    ) -> Option<crate::catalog::Lookup> {
+        if let Some(table) = &l.table
+            && !self.service.tables.contains_key(table)
+        {
+            self.c.diags.push_help(
+                self.file,
+                line,
+                format!(
+                    "tool `{full}`: service `{}` has no table `{table}`",
+                    self.service.id
+                ),
+                did_you_mean(table, self.service.tables.keys().map(String::as_str)),
+            );
+            return None;
+        }
+        let query = match &l.query {
+            Some(q) => Some(self.expr(full, "lookup.query", q)?),
+            None => None,
+        };
+        let filter = match &l.filter {
+            Some(f) => Some(self.expr(full, "lookup.filter", f)?),
+            None => None,
+        };
+        let result = self.expr(full, "lookup.result", &l.result)?;
+        Some(crate::catalog::Lookup {
+            table: l.table.clone(),
+            query,
+            filter,
+            fields: l.fields.clone(),
+            result,
         })
     }
 
@@ -1300,7 +1358,21 @@ impl ToolCompiler<'_, '_> {
             "exposed": raw.exposed,
             "source": raw.source,
         });
-        // Added only where present, so tools without one keep their hashes.
+        // Added only where present, so tools without one keep their hashes. A lookup's
+        // hash covers the table it reads.
+        if let (Some(l), Some(map)) = (&raw.lookup, normalized.as_object_mut()) {
+            map.insert(
+                "lookup".into(),
+                json!({
+                    "table": l.table,
+                    "table_data": l.table.as_ref().and_then(|t| self.service.tables.get(t)),
+                    "query": opt(&l.query),
+                    "filter": opt(&l.filter),
+                    "fields": l.fields,
+                    "result": l.result.get_ref(),
+                }),
+            );
+        }
         if let (Some(p), Some(map)) = (&raw.poll, normalized.as_object_mut()) {
             map.insert(
                 "poll".into(),

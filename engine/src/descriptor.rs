@@ -55,6 +55,11 @@ pub struct ServiceFile {
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, BTreeMap<String, serde_json::Value>>")]
     pub argument_sets: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
+    /// Non-secret reference tables the service's local tools read (`[tool.lookup]`):
+    /// model lists, guides, planning data. Part of the hash of every tool that reads one.
+    #[serde(default)]
+    #[schemars(with = "BTreeMap<String, serde_json::Value>")]
+    pub tables: BTreeMap<String, serde_json::Value>,
 }
 
 /// Formats of a service's catalog version, as the spec gives them.
@@ -196,6 +201,9 @@ pub struct RawTool {
     /// The steps of a `submit_and_poll` tool.
     #[serde(default)]
     pub poll: Option<RawPoll>,
+    /// The table and answer of a `table_lookup` tool.
+    #[serde(default)]
+    pub lookup: Option<RawLookup>,
     /// Preconditions checked before anything is sent.
     #[serde(default)]
     pub require: Vec<RawRequire>,
@@ -499,6 +507,33 @@ pub struct RawPoll {
 
 fn wait_arg() -> String {
     "wait_seconds".into()
+}
+
+/// A local answer from a service table (`table_lookup`): rows filtered by `filter`,
+/// ranked by how many words of `query` they contain in `fields`, then `result` shapes
+/// the answer. Expressions see `args`, `ctx`, `settings`, `tool`; `filter` also `row`;
+/// `result` also `table` (the whole table), `ranked` (kept rows, best first, each with
+/// a `score`) and `best` (the first, or none).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct RawLookup {
+    /// A table of the service's `[tables]`.
+    #[serde(default)]
+    pub table: Option<String>,
+    /// Expression: the text to rank rows by (absent: keep the table's order).
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub query: Option<SpannedStr>,
+    /// Expression: whether a row is kept.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub filter: Option<SpannedStr>,
+    /// Row fields whose words are matched against the query.
+    #[serde(default)]
+    pub fields: Vec<String>,
+    /// Expression: the tool's data.
+    #[schemars(with = "String")]
+    pub result: SpannedStr,
 }
 
 /// One way to submit the job.

@@ -75,6 +75,7 @@ impl Templates {
         env.set_undefined_behavior(UndefinedBehavior::SemiStrict);
         env.add_filter("pick", pick);
         env.add_filter("omit", omit);
+        env.add_filter("merge", merge);
         env.set_fuel(Some(fuel));
         env.set_recursion_limit(64);
         Self { env }
@@ -173,6 +174,27 @@ fn omit(value: Value, keys: minijinja::value::Rest<String>) -> Result<Value, min
         let v = value.get_item(&key)?;
         if !keys.contains(&name) && !v.is_undefined() && !v.is_none() {
             out.insert(name, v);
+        }
+    }
+    Ok(Value::from(out))
+}
+
+/// An object with the keys of `other` laid over `value` (`a | merge(b)`); keys whose
+/// value in `other` is `none` are dropped.
+fn merge(value: Value, other: Value) -> Result<Value, minijinja::Error> {
+    let mut out = std::collections::BTreeMap::new();
+    for source in [&value, &other] {
+        if source.is_none() || source.is_undefined() {
+            continue;
+        }
+        for key in source.try_iter()? {
+            let name = key.to_string();
+            let v = source.get_item(&key)?;
+            if v.is_none() || v.is_undefined() {
+                out.remove(&name);
+            } else {
+                out.insert(name, v);
+            }
         }
     }
     Ok(Value::from(out))

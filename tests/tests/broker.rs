@@ -13,6 +13,7 @@ mod diagnostics;
 mod failures;
 mod import;
 mod leak;
+mod local_tools;
 mod navigation;
 mod poll;
 mod reschedule;

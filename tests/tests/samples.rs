@@ -56,3 +56,64 @@ fn every_tool_accepts_a_sample_of_its_schema_and_renders_a_request() {
         failures.join("\n")
     );
 }
+
+/// Every local tool, called with a sample of its own schema (confirmation flags set)
+/// against an upstream that answers `{}` to anything, answers without `internal_error`:
+/// no hook expression fails on valid input.
+#[tokio::test]
+async fn every_local_tool_answers_a_sample_without_an_internal_error() {
+    use wiremock::matchers::any;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    use crate::support::{Setup, TestBroker};
+
+    let server = MockServer::start().await;
+    Mock::given(any())
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({})))
+        .mount(&server)
+        .await;
+    let mut setup = Setup::all_upstreams(&server.uri());
+    setup.config = Some(
+        "[settings.imagegen]\npoll_interval_ms = 1\n[settings.agent]\npoll_interval_ms = 1\n"
+            .into(),
+    );
+    let broker = TestBroker::start(setup).await;
+    let catalog = embedded_catalog();
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for tool in &catalog.tools {
+        if !matches!(tool.action, Action::Hook(_)) || !tool.exposed {
+            continue;
+        }
+        let mut arguments = sample(&tool.arguments);
+        if let Some(obj) = arguments.as_object_mut() {
+            let props = tool.arguments["properties"].as_object();
+            for (flag, value) in [("confirm", json!(true)), ("wait_seconds", json!(0))] {
+                if props.is_some_and(|p| p.contains_key(flag)) {
+                    obj.insert(flag.into(), value);
+                }
+            }
+        }
+        let headers = [
+            ("x-agent-api-key", "k"),
+            ("x-imagegen-api-key", "k"),
+            ("x-hosting-api-key", "k"),
+            ("x-payments-api-key", "k"),
+            ("x-leads-api-key", "k"),
+            ("x-scraper-api-key", "k"),
+            ("x-crm-location-id", "loc_sample"),
+        ];
+        let (status, body) = broker
+            .call(&tool.full_name, arguments.clone(), &headers)
+            .await;
+        if status >= 500 {
+            failures.push(format!(
+                "{} with {arguments}: {status} {body}",
+                tool.full_name
+            ));
+        }
+        checked += 1;
+    }
+    assert!(checked > 40, "only {checked} local tools checked");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -9,6 +9,7 @@
 
 mod check;
 mod dispatch;
+mod lookup;
 mod navigation;
 mod poll;
 mod portal;
@@ -17,6 +18,7 @@ mod steps;
 
 pub use check::check_configuration;
 pub use dispatch::category_dispatch;
+pub use lookup::table_lookup;
 pub use navigation::{capabilities, endpoint_coverage, find_tools, tool_reference};
 pub use poll::submit_and_poll;
 pub use portal::{call_read_tool, check_connection};
@@ -45,11 +47,13 @@ pub enum Hook {
     EndpointCoverage,
     /// Submits a job once and watches it for a bounded time (`[tool.poll]`).
     SubmitAndPoll,
+    /// A local answer from a service table (`[tool.lookup]`).
+    TableLookup,
 }
 
 impl Hook {
     /// Every hook, for resolution and "did you mean".
-    pub const ALL: [Hook; 10] = [
+    pub const ALL: [Hook; 11] = [
         Hook::PortalCallReadTool,
         Hook::PortalCheckConnection,
         Hook::CheckConfiguration,
@@ -60,6 +64,7 @@ impl Hook {
         Hook::Capabilities,
         Hook::EndpointCoverage,
         Hook::SubmitAndPoll,
+        Hook::TableLookup,
     ];
 
     /// The name catalog files use.
@@ -75,6 +80,7 @@ impl Hook {
             Hook::Capabilities => "capabilities",
             Hook::EndpointCoverage => "endpoint_coverage",
             Hook::SubmitAndPoll => "submit_and_poll",
+            Hook::TableLookup => "table_lookup",
         }
     }
 
