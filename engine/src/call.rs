@@ -460,6 +460,20 @@ impl Broker {
                         let raw =
                             (flag(&plan.raw_arg) == Some(&Value::Bool(true))).then(|| body.clone());
                         let mut data = extract_data(tool, body);
+                        let fields: Option<Vec<String>> =
+                            flag(&plan.fields_arg).and_then(Value::as_array).map(|f| {
+                                f.iter()
+                                    .filter_map(Value::as_str)
+                                    .map(String::from)
+                                    .collect()
+                            });
+                        if let Some(fields) = fields.filter(|f| !f.is_empty()) {
+                            data = crate::shape::project(data, &fields);
+                        } else if plan.mode_arg.is_some()
+                            && flag(&plan.mode_arg).and_then(Value::as_str) != Some("full")
+                        {
+                            data = crate::shape::compact(data, plan.compact_fields.as_ref());
+                        }
                         let budget = flag(&plan.budget_arg)
                             .and_then(Value::as_u64)
                             .and_then(|n| usize::try_from(n).ok())

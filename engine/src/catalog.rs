@@ -332,6 +332,12 @@ pub struct ResponsePlan {
     pub budget_arg: Option<String>,
     /// Argument adding the raw upstream answer.
     pub raw_arg: Option<String>,
+    /// Argument choosing compact or full answers.
+    pub mode_arg: Option<String>,
+    /// Argument projecting fields.
+    pub fields_arg: Option<String>,
+    /// The compact field table (copied from the service's tables at compile).
+    pub compact_fields: Option<Value>,
     /// Summary template name.
     pub summary: Option<String>,
     /// Upstream status -> classification.

@@ -1197,6 +1197,20 @@ impl ToolCompiler<'_, '_> {
         plan.compact_arg = raw.compact_arg.clone();
         plan.budget_arg = raw.budget_arg.clone();
         plan.raw_arg = raw.raw_arg.clone();
+        plan.mode_arg = raw.mode_arg.clone();
+        plan.fields_arg = raw.fields_arg.clone();
+        if let Some(table) = &raw.compact_table {
+            match self.service.tables.get(table) {
+                Some(t) => plan.compact_fields = Some(t.clone()),
+                None => self.err(
+                    line,
+                    format!(
+                        "tool `{full}`: response.compact_table `{table}` is not a table of service `{}`",
+                        self.service.id
+                    ),
+                ),
+            }
+        }
         for (k, v) in &raw.pagination {
             if let Some(p) = self.jsonpath(full, "response.pagination", v) {
                 plan.pagination.push((k.clone(), p));
@@ -1359,7 +1373,23 @@ impl ToolCompiler<'_, '_> {
             "source": raw.source,
         });
         // Added only where present, so tools without one keep their hashes. A lookup's
-        // hash covers the table it reads.
+        // hash covers the table it reads, a compact answer's the table it keeps by.
+        let r = &raw.response;
+        if (r.mode_arg.is_some() || r.fields_arg.is_some() || r.compact_table.is_some())
+            && let Some(response) = normalized
+                .get_mut("response")
+                .and_then(Value::as_object_mut)
+        {
+            response.insert("mode_arg".into(), json!(r.mode_arg));
+            response.insert("fields_arg".into(), json!(r.fields_arg));
+            response.insert(
+                "compact_table".into(),
+                json!(r.compact_table.as_ref().map(|t| json!({
+                    "name": t,
+                    "data": self.service.tables.get(t),
+                }))),
+            );
+        }
         if let (Some(l), Some(map)) = (&raw.lookup, normalized.as_object_mut()) {
             map.insert(
                 "lookup".into(),

@@ -417,6 +417,16 @@ pub struct RawResponse {
     /// upstream answer> }` (leads `include_raw`).
     #[serde(default)]
     pub raw_arg: Option<String>,
+    /// String argument choosing `compact` (the default) or `full` answers (payments
+    /// `response_mode`, see engine/src/shape.rs).
+    #[serde(default)]
+    pub mode_arg: Option<String>,
+    /// Array argument of dot paths keeping only those fields of each object (`fields`).
+    #[serde(default)]
+    pub fields_arg: Option<String>,
+    /// Service table mapping an object type to the fields compact answers keep.
+    #[serde(default)]
+    pub compact_table: Option<String>,
     /// Paths redacted unless an expression is truthy (e.g. an `include_emails` argument).
     #[serde(default)]
     pub redact_unless: Vec<RawRedactUnless>,

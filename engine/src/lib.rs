@@ -43,6 +43,7 @@ pub mod sample;
 pub mod schema;
 pub mod search;
 pub mod server;
+pub mod shape;
 pub mod source;
 pub mod template;
 pub mod upstream;

@@ -18,5 +18,6 @@ mod navigation;
 mod poll;
 mod reschedule;
 mod samples;
+mod shaping;
 mod snapshots_compiled;
 mod support;
