@@ -27,7 +27,7 @@ use crate::error::{CallError, Classification};
 use crate::hooks::{self, Hook};
 use crate::redact::redact;
 use crate::render::render;
-use crate::response::{extract_data, extract_pagination, refusal_error, truncate};
+use crate::response::{extract_data, extract_pagination, refusal_error, select, truncate};
 use crate::template::Templates;
 use crate::upstream::{Outcome, Target, Upstream};
 
@@ -41,6 +41,8 @@ pub struct Broker {
     pub max_body_bytes: usize,
     /// Counters for `GET /metrics`.
     pub metrics: crate::metrics::Metrics,
+    /// Asynchronous upstream jobs submitted through this broker.
+    pub jobs: crate::jobs::JobRegistry,
     upstream: Upstream,
     base_urls: BTreeMap<String, String>,
     server_keys: BTreeMap<String, String>,
@@ -186,6 +188,7 @@ impl Broker {
             settings,
             trace_seed: u64::from_le_bytes(seed),
             trace_counter: AtomicU64::new(0),
+            jobs: crate::jobs::JobRegistry::default(),
             clock: jiff::Timestamp::now,
         })
     }
@@ -230,6 +233,11 @@ impl Broker {
                     .then(|| self.server_keys.get(service).map(String::as_str))
                     .flatten()
             })
+    }
+
+    /// Who owns jobs submitted in this request (see [`crate::jobs::owner`]).
+    pub fn job_owner(&self, service: &str, ctx: &RequestCtx<'_>) -> String {
+        crate::jobs::owner(&ctx.principal.name, self.upstream_key(service, ctx.headers))
     }
 
     /// Whether a service's key would come from the server (for configuration checks).
@@ -455,6 +463,17 @@ impl Broker {
                         let redacted =
                             redact(&mut body, &self.catalog.rules.redaction, &paths, &secrets);
                         let pagination = extract_pagination(tool, &body);
+                        if let Some(path) = &tool.response.job_id
+                            && let Some(Value::String(id)) = select(path, &body)
+                        {
+                            self.jobs.record(
+                                &tool.service,
+                                &self.job_owner(&tool.service, ctx),
+                                &id,
+                                &tool.name,
+                                &self.now().to_string(),
+                            );
+                        }
                         let plan = &tool.response;
                         let flag = |name: &Option<String>| name.as_ref().and_then(|n| args.get(n));
                         let raw =
@@ -524,6 +543,7 @@ impl Broker {
             Hook::EndpointCoverage => hooks::endpoint_coverage(self, tool, &args),
             Hook::SubmitAndPoll => Box::pin(hooks::submit_and_poll(self, tool, args, ctx)).await,
             Hook::TableLookup => hooks::table_lookup(self, tool, &args, ctx),
+            Hook::ListJobs => hooks::list_jobs(self, tool, &args, ctx),
         }
     }
 

@@ -332,6 +332,8 @@ pub struct ResponsePlan {
     pub budget_arg: Option<String>,
     /// Argument adding the raw upstream answer.
     pub raw_arg: Option<String>,
+    /// Where a successful answer carries a job id to record.
+    pub job_id: Option<JsonPath>,
     /// Argument choosing compact or full answers.
     pub mode_arg: Option<String>,
     /// Argument projecting fields.

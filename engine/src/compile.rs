@@ -1198,6 +1198,10 @@ impl ToolCompiler<'_, '_> {
         plan.budget_arg = raw.budget_arg.clone();
         plan.raw_arg = raw.raw_arg.clone();
         plan.mode_arg = raw.mode_arg.clone();
+        plan.job_id = raw
+            .job_id
+            .as_ref()
+            .and_then(|p| self.jsonpath(full, "response.job_id", p));
         plan.fields_arg = raw.fields_arg.clone();
         if let Some(table) = &raw.compact_table {
             match self.service.tables.get(table) {
@@ -1375,6 +1379,14 @@ impl ToolCompiler<'_, '_> {
         // Added only where present, so tools without one keep their hashes. A lookup's
         // hash covers the table it reads, a compact answer's the table it keeps by.
         let r = &raw.response;
+        if let (Some(job_id), Some(response)) = (
+            &r.job_id,
+            normalized
+                .get_mut("response")
+                .and_then(Value::as_object_mut),
+        ) {
+            response.insert("job_id".into(), json!(job_id.get_ref()));
+        }
         if (r.mode_arg.is_some() || r.fields_arg.is_some() || r.compact_table.is_some())
             && let Some(response) = normalized
                 .get_mut("response")

@@ -424,6 +424,11 @@ pub struct RawResponse {
     /// Array argument of dot paths keeping only those fields of each object (`fields`).
     #[serde(default)]
     pub fields_arg: Option<String>,
+    /// JSONPath of a job id in a successful answer: the job is recorded for the caller's
+    /// job listing (engine/src/jobs.rs).
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub job_id: Option<SpannedStr>,
     /// Service table mapping an object type to the fields compact answers keep.
     #[serde(default)]
     pub compact_table: Option<String>,

@@ -34,6 +34,7 @@ pub mod error;
 pub mod hooks;
 pub mod identity;
 pub mod import;
+pub mod jobs;
 pub mod metrics;
 pub mod redact;
 pub mod render;

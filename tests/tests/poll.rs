@@ -328,3 +328,53 @@ async fn agent_watchers_stop_when_the_task_needs_the_user() {
     assert_ne!(status, 200, "{body}");
     assert_eq!(body["ok"], false);
 }
+
+#[tokio::test]
+async fn submitted_jobs_are_listed_for_their_owner_only() {
+    let server = MockServer::start().await;
+    mount_submit(&server).await;
+    Mock::given(method("GET"))
+        .and(path("/generations/0b8a5c1e-1f2a-4b3c-8d4e-5f6a7b8c9d0e"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(generation("COMPLETE")))
+        .mount(&server)
+        .await;
+    let broker = broker(&server).await;
+    let (_, empty) = broker
+        .call("imagegen.list_generation_jobs", json!({}), &[IMAGEGEN_KEY])
+        .await;
+    assert_eq!(empty["data"]["total"], 0, "{empty}");
+    broker
+        .call(
+            "imagegen.generate_image_and_wait",
+            json!({ "prompt": "a lighthouse", "confirm": true }),
+            &[IMAGEGEN_KEY],
+        )
+        .await;
+    let (status, mine) = broker
+        .call("imagegen.list_generation_jobs", json!({}), &[IMAGEGEN_KEY])
+        .await;
+    assert_eq!(status, 200, "{mine}");
+    let job = &mine["data"]["jobs"][0];
+    assert_eq!(job["id"], "0b8a5c1e-1f2a-4b3c-8d4e-5f6a7b8c9d0e", "{mine}");
+    assert_eq!(job["tool"], "create_generation");
+    assert_eq!(job["status"], "COMPLETE");
+    assert!(!mine.to_string().contains("ik_poll_key"));
+    let (_, filtered) = broker
+        .call(
+            "imagegen.list_generation_jobs",
+            json!({ "status": "FAILED" }),
+            &[IMAGEGEN_KEY],
+        )
+        .await;
+    assert_eq!(filtered["data"]["total"], 0);
+    // Another upstream key behind the same broker key sees nothing.
+    let (_, other) = broker
+        .call(
+            "imagegen.list_generation_jobs",
+            json!({}),
+            &[("x-imagegen-api-key", "ik_someone_else")],
+        )
+        .await;
+    assert_eq!(other["data"]["total"], 0, "{other}");
+    assert_eq!(posts(&server).await, 1);
+}

@@ -9,6 +9,7 @@
 
 mod check;
 mod dispatch;
+mod jobs;
 mod lookup;
 mod navigation;
 mod poll;
@@ -18,6 +19,7 @@ mod steps;
 
 pub use check::check_configuration;
 pub use dispatch::category_dispatch;
+pub use jobs::list_jobs;
 pub use lookup::table_lookup;
 pub use navigation::{capabilities, endpoint_coverage, find_tools, tool_reference};
 pub use poll::submit_and_poll;
@@ -49,11 +51,13 @@ pub enum Hook {
     SubmitAndPoll,
     /// A local answer from a service table (`[tool.lookup]`).
     TableLookup,
+    /// The caller's recent jobs from the job registry.
+    ListJobs,
 }
 
 impl Hook {
     /// Every hook, for resolution and "did you mean".
-    pub const ALL: [Hook; 11] = [
+    pub const ALL: [Hook; 12] = [
         Hook::PortalCallReadTool,
         Hook::PortalCheckConnection,
         Hook::CheckConfiguration,
@@ -65,6 +69,7 @@ impl Hook {
         Hook::EndpointCoverage,
         Hook::SubmitAndPoll,
         Hook::TableLookup,
+        Hook::ListJobs,
     ];
 
     /// The name catalog files use.
@@ -81,6 +86,7 @@ impl Hook {
             Hook::EndpointCoverage => "endpoint_coverage",
             Hook::SubmitAndPoll => "submit_and_poll",
             Hook::TableLookup => "table_lookup",
+            Hook::ListJobs => "list_jobs",
         }
     }
 

@@ -125,6 +125,15 @@ pub async fn submit_and_poll(
                     let mut with_data = scope.clone();
                     with_data["data"] = read.data.clone();
                     let status = word(&eval(broker, &plan.status, &with_data)?);
+                    if !status.is_empty() {
+                        broker.jobs.update(
+                            &tool.service,
+                            &broker.job_owner(&tool.service, ctx),
+                            &word(&id),
+                            &status,
+                            &broker.now().to_string(),
+                        );
+                    }
                     let outcome = if plan.done.contains(&status) {
                         "done"
                     } else if plan.failed.contains(&status) {

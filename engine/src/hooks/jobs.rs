@@ -1,0 +1,44 @@
+//! `list_jobs`: the caller's recent jobs of the tool's service from the job registry
+//! ([`crate::jobs`]), newest first, optionally by status. Never contacts the upstream.
+
+use serde_json::{Map, Value, json};
+
+use crate::call::{Broker, Exec, RequestCtx};
+use crate::catalog::Tool;
+use crate::error::CallError;
+
+/// Runs the hook.
+pub fn list_jobs(
+    broker: &Broker,
+    tool: &Tool,
+    args: &Map<String, Value>,
+    ctx: &RequestCtx<'_>,
+) -> Result<Exec, CallError> {
+    let limit = args
+        .get("limit")
+        .and_then(Value::as_u64)
+        .map_or(20, |n| usize::try_from(n).unwrap_or(100).clamp(1, 100));
+    let status = args.get("status").and_then(Value::as_str);
+    let owner = broker.job_owner(&tool.service, ctx);
+    let jobs: Vec<_> = broker
+        .jobs
+        .list(&tool.service, &owner)
+        .into_iter()
+        .filter(|j| status.is_none_or(|s| j.status.as_deref() == Some(s)))
+        .collect();
+    let total = jobs.len();
+    let shown: Vec<_> = jobs.into_iter().take(limit).collect();
+    Ok(Exec {
+        summary: Some(format!(
+            "{} of {total} recent {} jobs",
+            shown.len(),
+            tool.service
+        )),
+        data: json!({
+            "total": total,
+            "jobs": shown,
+            "scope": "jobs submitted through this broker process with your key; the upstream stays the source of truth",
+        }),
+        ..Exec::default()
+    })
+}
