@@ -24,6 +24,8 @@ pub struct Principal {
     pub risks: Option<BTreeSet<Risk>>,
     /// Profiles this caller may route to.
     pub profiles: Vec<String>,
+    /// What MCP `tools/list` shows this caller.
+    pub toolset: crate::config::Toolset,
 }
 
 impl Principal {
@@ -35,6 +37,7 @@ impl Principal {
             tiers: None,
             risks: None,
             profiles: Vec::new(),
+            toolset: crate::config::Toolset::All,
         }
     }
 
@@ -113,6 +116,7 @@ impl Keys {
                     tiers: e.tiers.as_ref().map(|s| s.iter().copied().collect()),
                     risks: e.risks.as_ref().map(|s| s.iter().copied().collect()),
                     profiles: e.profiles.clone(),
+                    toolset: e.toolset.clone(),
                 },
             ));
         }
@@ -192,6 +196,7 @@ mod tests {
             tiers: None,
             risks: None,
             profiles: vec![],
+            toolset: crate::config::Toolset::All,
         };
         assert!(Keys::from_config(&[entry]).is_err());
     }

@@ -43,6 +43,10 @@ pub struct Broker {
     pub metrics: crate::metrics::Metrics,
     /// Asynchronous upstream jobs submitted through this broker.
     pub jobs: crate::jobs::JobRegistry,
+    /// MCP `tools/list` entries of every catalog tool, built on first use.
+    pub mcp_entries: std::sync::OnceLock<Vec<Value>>,
+    /// The OpenAPI projection (without and with legacy tools), built on first use.
+    pub projection: [std::sync::OnceLock<String>; 2],
     upstream: Upstream,
     base_urls: BTreeMap<String, String>,
     server_keys: BTreeMap<String, String>,
@@ -189,6 +193,8 @@ impl Broker {
             trace_seed: u64::from_le_bytes(seed),
             trace_counter: AtomicU64::new(0),
             jobs: crate::jobs::JobRegistry::default(),
+            mcp_entries: std::sync::OnceLock::new(),
+            projection: [std::sync::OnceLock::new(), std::sync::OnceLock::new()],
             clock: jiff::Timestamp::now,
         })
     }
@@ -233,6 +239,14 @@ impl Broker {
                     .then(|| self.server_keys.get(service).map(String::as_str))
                     .flatten()
             })
+    }
+
+    /// A request id for a call that brought none (the REST door without `X-Request-Id`).
+    pub fn next_request_id(&self) -> String {
+        let n = self
+            .trace_counter
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        format!("rest-{:x}-{n}", self.trace_seed & 0xffff_ffff)
     }
 
     /// Who owns jobs submitted in this request (see [`crate::jobs::owner`]).

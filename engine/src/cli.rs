@@ -94,6 +94,16 @@ pub enum CatalogCommand {
         #[arg(long)]
         write: bool,
     },
+    /// Print the OpenAPI 3.1 projection (what GET /openapi.json serves).
+    Openapi {
+        /// Also list legacy tools.
+        #[arg(long)]
+        include_legacy: bool,
+    },
+    /// Report argument schemas that model providers would refuse (`$ref`, `$defs`,
+    /// `$schema`, non-object roots) or that some providers refuse (property names
+    /// outside ^[a-zA-Z0-9_.-]{1,64}$). Fails on the first kind only.
+    Lint,
 }
 
 /// Output formats.
@@ -309,6 +319,46 @@ pub fn catalog(command: CatalogCommand, dir: &Path) -> Result<String, String> {
             // The result must compile with the rest of the catalog.
             load(dir).map_err(|e| format!("{out}the generated catalog does not compile:\n{e}"))?;
             Ok(out)
+        }
+        CatalogCommand::Openapi { include_legacy } => {
+            let catalog = load(dir)?;
+            let _ = writeln!(
+                out,
+                "{}",
+                crate::projection::document(&catalog, include_legacy)
+            );
+            Ok(out)
+        }
+        CatalogCommand::Lint => {
+            let catalog = load(dir)?;
+            let findings: Vec<_> = catalog
+                .tools
+                .iter()
+                .filter(|t| t.exposed)
+                .flat_map(crate::mcp::schemas::lint)
+                .collect();
+            let refused = findings.iter().filter(|f| f.refused).count();
+            for f in &findings {
+                let _ = writeln!(
+                    out,
+                    "{}: {} {}: {}",
+                    if f.refused { "error" } else { "warning" },
+                    f.tool,
+                    if f.pointer.is_empty() {
+                        "/"
+                    } else {
+                        &f.pointer
+                    },
+                    f.problem
+                );
+            }
+            let _ = writeln!(
+                out,
+                "lint: {} tools, {refused} schemas refused by model providers, {} warnings",
+                catalog.tools.iter().filter(|t| t.exposed).count(),
+                findings.len() - refused
+            );
+            if refused > 0 { Err(out) } else { Ok(out) }
         }
         CatalogCommand::Schema { write } => {
             for (name, text) in crate::schema::format_schemas() {

@@ -73,6 +73,35 @@ pub struct KeyEntry {
     /// Profiles this key may route to.
     #[serde(default)]
     pub profiles: Vec<String>,
+    /// What MCP `tools/list` shows this key: `"all"` (default), `"discovery"` (only the
+    /// find / reference / call tools), or a list of service ids.
+    #[serde(default)]
+    pub toolset: Toolset,
+}
+
+/// The tools an MCP client of one key sees in `tools/list` (calls are still governed
+/// by the key's services, tiers and risks).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum Toolset {
+    /// A named set: `all` or `discovery`.
+    Named(ToolsetName),
+    /// The agent-ready tools of these services.
+    Services(Vec<String>),
+    /// Every agent-ready tool the key may use.
+    #[default]
+    #[serde(skip)]
+    All,
+}
+
+/// Named toolsets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolsetName {
+    /// Every agent-ready tool the key may use.
+    All,
+    /// Only `find_tools`, `get_tool_reference` and `call_tool`.
+    Discovery,
 }
 
 /// Where a server-side upstream key comes from.

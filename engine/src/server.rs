@@ -2,6 +2,12 @@
 //!
 //! - `POST /`: one JSON-RPC 2.0 `tools/call`; the body of the answer is the envelope and
 //!   its status is the classification's (DECISIONS sections 1 and 3).
+//! - `POST /mcp`: the MCP Streamable HTTP door ([`crate::mcp`]).
+//! - `POST /mcp/<service>/<tool-name-with-hyphens>`: the projection's operations; the
+//!   body is the arguments object, the answer is what `POST /` answers. The request id
+//!   is the `X-Request-Id` header when given, else one the broker makes.
+//! - `GET /openapi.json` (`?include_legacy=true`): the OpenAPI 3.1 projection
+//!   ([`crate::projection`]); like the health endpoints it needs no bearer token.
 //! - `GET /healthz`: the process is up. `GET /readyz`: the catalog is compiled and
 //!   callers can authenticate. `GET /metrics`: Prometheus counters. None needs a bearer
 //!   token, and none shows a caller's input.
@@ -116,16 +122,228 @@ pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse
             broker.metrics.record_status(response.status().as_u16());
             response
         }
-        (_, "/" | "/healthz" | "/readyz" | "/metrics") => json_response(
+        (&Method::POST, "/mcp") => {
+            let response = mcp(broker.clone(), req).await;
+            broker.metrics.record_status(response.status().as_u16());
+            response
+        }
+        (&Method::GET, "/openapi.json") => {
+            let include_legacy = req
+                .uri()
+                .query()
+                .is_some_and(|q| q.split('&').any(|p| p == "include_legacy=true"));
+            let text = broker.projection[usize::from(include_legacy)].get_or_init(|| {
+                crate::projection::document(&broker.catalog, include_legacy).to_string()
+            });
+            let mut response = hyper::Response::new(Full::new(Bytes::from(text.clone())));
+            response.headers_mut().insert(
+                hyper::header::CONTENT_TYPE,
+                hyper::header::HeaderValue::from_static("application/json"),
+            );
+            response
+        }
+        (&Method::POST, path) if path.starts_with("/mcp/") => {
+            let response = rest(broker.clone(), req).await;
+            broker.metrics.record_status(response.status().as_u16());
+            response
+        }
+        (_, "/mcp") => json_response(
             405,
-            &json!({ "error": "method not allowed: use POST / for tools/call; GET /healthz, /readyz, /metrics" }),
+            &json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32600, "message": "this broker answers MCP over POST only (no SSE stream, no session to delete)" } }),
+            &[("allow", "POST".to_string())],
+        ),
+        (_, "/" | "/healthz" | "/readyz" | "/metrics" | "/openapi.json") => json_response(
+            405,
+            &json!({ "error": "method not allowed: use POST / for tools/call, POST /mcp for MCP; GET /healthz, /readyz, /metrics, /openapi.json" }),
             &[],
         ),
         _ => json_response(
             404,
-            &json!({ "error": "not found: POST / takes JSON-RPC tools/call" }),
+            &json!({ "error": "not found: POST / takes JSON-RPC tools/call, POST /mcp speaks MCP, POST /mcp/<service>/<tool> runs one tool; GET /openapi.json lists them" }),
             &[],
         ),
+    }
+}
+
+/// Reads a body up to the broker's limit.
+async fn read_body(
+    broker: &Broker,
+    req: Request<Incoming>,
+) -> Result<(hyper::http::request::Parts, Bytes), CallError> {
+    let limit = broker.max_body_bytes;
+    let too_large = || {
+        CallError::new(
+            Classification::PayloadTooLarge,
+            format!("the request body is over the broker's limit of {limit} bytes"),
+        )
+    };
+    let declared = req
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(too_large());
+    }
+    let (parts, body) = req.into_parts();
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok((parts, collected.to_bytes())),
+        Err(e) => {
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                Err(too_large())
+            } else {
+                Err(CallError::invalid_request(
+                    "the request body could not be read",
+                ))
+            }
+        }
+    }
+}
+
+fn authenticate<'a>(
+    broker: &'a Broker,
+    headers: &hyper::HeaderMap,
+) -> Result<&'a crate::auth::Principal, CallError> {
+    broker.keys.authenticate(
+        headers
+            .get(hyper::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok()),
+    )
+}
+
+fn mcp_reply(reply: crate::mcp::Reply) -> HttpResponse {
+    match reply.body {
+        Some(body) => json_response(reply.status, &body, &reply.headers),
+        None => {
+            let mut response = hyper::Response::new(Full::new(Bytes::new()));
+            *response.status_mut() = StatusCode::ACCEPTED;
+            response
+        }
+    }
+}
+
+/// `POST /mcp`.
+async fn mcp(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
+    use crate::mcp::{code, error};
+    if !crate::mcp::accepts_json(req.headers()) {
+        return mcp_reply(crate::mcp::Reply {
+            status: 406,
+            ..error(
+                &Value::Null,
+                code::INVALID_REQUEST,
+                "this broker answers MCP as application/json: accept it (with or without text/event-stream)",
+                None,
+            )
+        });
+    }
+    let content_type_ok = req
+        .headers()
+        .get(hyper::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_none_or(|ct| {
+            ct.trim()
+                .to_ascii_lowercase()
+                .starts_with("application/json")
+        });
+    if !content_type_ok {
+        return mcp_reply(crate::mcp::Reply {
+            status: 415,
+            ..error(
+                &Value::Null,
+                code::INVALID_REQUEST,
+                "send MCP messages as Content-Type: application/json",
+                None,
+            )
+        });
+    }
+    let (parts, bytes) = match read_body(&broker, req).await {
+        Ok(pair) => pair,
+        Err(e) => {
+            let status = broker.catalog.rules.status(e.classification);
+            return mcp_reply(crate::mcp::Reply {
+                status,
+                ..error(&Value::Null, code::INVALID_REQUEST, e.message, None)
+            });
+        }
+    };
+    let principal = authenticate(&broker, &parts.headers);
+    let handled = crate::mcp::handle(&broker, &parts.headers, &bytes, principal);
+    match std::panic::AssertUnwindSafe(handled).catch_unwind().await {
+        Ok(reply) => mcp_reply(reply),
+        Err(_) => {
+            tracing::error!("an MCP request panicked; answered internal error");
+            mcp_reply(error(
+                &Value::Null,
+                -32603,
+                "the broker failed to handle this request; the cause is in its log",
+                None,
+            ))
+        }
+    }
+}
+
+/// `POST /mcp/<service>/<tool>`: the projection's operations.
+async fn rest(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
+    let path = req.uri().path().to_string();
+    let name = path
+        .strip_prefix("/mcp/")
+        .and_then(|rest| rest.split_once('/'))
+        .filter(|(s, t)| !s.is_empty() && !t.is_empty() && !t.contains('/'))
+        .map(|(s, t)| format!("{s}.{t}"));
+    let max_id = broker.catalog.rules.limits.max_request_id_chars;
+    let request_id = req
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.chars().count() <= max_id)
+        .map_or_else(|| broker.next_request_id(), String::from);
+    let (parts, bytes) = match read_body(&broker, req).await {
+        Ok(pair) => pair,
+        Err(e) => return failure(&broker, &request_id, e),
+    };
+    let principal = match authenticate(&broker, &parts.headers) {
+        Ok(p) => p.clone(),
+        Err(e) => return failure(&broker, &request_id, e),
+    };
+    let Some(name) = name else {
+        return failure(
+            &broker,
+            &request_id,
+            CallError::invalid_request("the path must be /mcp/<service>/<tool-name>"),
+        );
+    };
+    let arguments = if bytes.iter().all(u8::is_ascii_whitespace) {
+        None
+    } else {
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(v) => Some(v),
+            Err(_) => {
+                return failure(
+                    &broker,
+                    &request_id,
+                    CallError::invalid_request(
+                        "the body must be the tool's arguments as a JSON object",
+                    ),
+                );
+            }
+        }
+    };
+    let headers = parts.headers;
+    let call = broker.call(CallInput {
+        request_id: request_id.clone(),
+        name: &name,
+        arguments,
+        headers: &headers,
+        principal: &principal,
+    });
+    match std::panic::AssertUnwindSafe(call).catch_unwind().await {
+        Ok(response) => send(response),
+        Err(_) => {
+            tracing::error!("a tool call panicked; answered internal_error");
+            failure(&broker, &request_id, CallError::internal())
+        }
     }
 }
 
@@ -148,36 +366,9 @@ fn request_id(body: &Value) -> Option<String> {
 }
 
 async fn rpc(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
-    let limit = broker.max_body_bytes;
-    let too_large = || {
-        CallError::new(
-            Classification::PayloadTooLarge,
-            format!("the request body is over the broker's limit of {limit} bytes"),
-        )
-    };
-    let declared = req
-        .headers()
-        .get(hyper::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > limit) {
-        return failure(&broker, "", too_large());
-    }
-    let (parts, body) = req.into_parts();
-    let bytes = match Limited::new(body, limit).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) => {
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some()
-            {
-                return failure(&broker, "", too_large());
-            }
-            return failure(
-                &broker,
-                "",
-                CallError::invalid_request("the request body could not be read"),
-            );
-        }
+    let (parts, bytes) = match read_body(&broker, req).await {
+        Ok(pair) => pair,
+        Err(e) => return failure(&broker, "", e),
     };
     let parsed: Result<Value, _> = serde_json::from_slice(&bytes);
     let id = parsed.as_ref().ok().and_then(request_id);
@@ -189,12 +380,7 @@ async fn rpc(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
         id_text
     };
 
-    let principal = match broker.keys.authenticate(
-        parts
-            .headers
-            .get(hyper::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok()),
-    ) {
+    let principal = match authenticate(&broker, &parts.headers) {
         Ok(p) => p.clone(),
         Err(e) => return failure(&broker, &shown_id, e),
     };

@@ -14,6 +14,7 @@ mod failures;
 mod import;
 mod leak;
 mod local_tools;
+mod mcp;
 mod navigation;
 mod poll;
 mod reschedule;

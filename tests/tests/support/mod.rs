@@ -191,6 +191,27 @@ impl TestBroker {
         (status, body)
     }
 
+    /// Sends any request to any path: `(status, response headers, body text)`.
+    pub async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+        headers: &[(&str, &str)],
+    ) -> (u16, reqwest::header::HeaderMap, String) {
+        let mut req = self.client.request(method, format!("{}{path}", self.url));
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        if let Some(body) = body {
+            req = req.body(body);
+        }
+        let response = req.send().await.unwrap();
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        (status, headers, response.text().await.unwrap())
+    }
+
     /// Calls a tool; returns status and envelope (already schema-checked).
     pub async fn call(
         &self,

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Real clients against a started broker, all on 127.0.0.1:
+#   1. the official MCP Python SDK (clients/mcp_client.py), handshake and discover-first modes;
+#   2. openapi-spec-validator on the served GET /openapi.json;
+#   3. schemathesis against the projection, bounded: no 5xx, every answer matching its
+#      documented schema.
+# Every upstream is clients/stub_upstream.py. Installs its Python packages into
+# target/client-venv (clients/requirements.txt). See docs/mcp.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! python3 -m venv --help >/dev/null 2>&1; then
+  apt-get update -qq && apt-get install -y -qq python3 python3-venv >/dev/null
+fi
+venv=target/client-venv
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+fi
+"$venv/bin/pip" install -q --disable-pip-version-check -r clients/requirements.txt
+
+cargo build -q -p tool-broker
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+stub_port=$(free_port)
+broker_port=$(free_port)
+token=tb_client_check_token_0123456789
+python3 clients/stub_upstream.py "$stub_port" &
+stub_pid=$!
+upstreams=()
+for service in agent crm hosting imagegen leads media payments portal scraper; do
+  upstreams+=("TOOL_BROKER_UPSTREAM_$(echo "$service" | tr a-z A-Z)=http://127.0.0.1:$stub_port")
+done
+config=$(mktemp)
+cat >"$config" <<TOML
+[settings.imagegen]
+poll_interval_ms = 10
+[settings.agent]
+poll_interval_ms = 10
+[settings.media]
+drive_folder_id = "folder-client-check"
+TOML
+env TOOL_BROKER_API_KEY="$token" "${upstreams[@]}" \
+  ./target/debug/tool-broker serve --listen "127.0.0.1:$broker_port" --config "$config" >target/client-broker.log 2>&1 &
+broker_pid=$!
+trap 'kill $stub_pid $broker_pid 2>/dev/null || true; rm -f "$config"' EXIT
+url="http://127.0.0.1:$broker_port"
+fetch() { python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=30).read().decode())' "$1"; }
+for _ in $(seq 1 100); do
+  if fetch "$url/readyz" >/dev/null 2>&1; then break; fi
+  sleep 0.1
+done
+
+echo "== MCP Python SDK ($("$venv/bin/pip" show mcp | awk '/^Version/ {print $2}'))"
+BROKER_URL="$url" BROKER_TOKEN="$token" "$venv/bin/python" clients/mcp_client.py
+
+echo "== openapi-spec-validator on GET /openapi.json"
+fetch "$url/openapi.json" >target/openapi.json
+"$venv/bin/openapi-spec-validator" target/openapi.json
+
+echo "== schemathesis against the projection (bounded)"
+# The services whose tools answer from the stub or locally; tools that wait on jobs are
+# left out (they poll until their wait ends).
+"$venv/bin/schemathesis" run "$url/openapi.json" \
+  --header "Authorization: Bearer $token" \
+  --header "x-agent-api-key: ak_schemathesis" \
+  --header "x-imagegen-api-key: ik_schemathesis" \
+  --header "x-media-api-key: mk_schemathesis" \
+  --checks not_a_server_error,response_schema_conformance,content_type_conformance \
+  --include-tag agent --include-tag media --include-tag portal --include-tag imagegen \
+  --exclude-operation-id-regex 'and-wait|wait-briefly|check-task-progress' \
+  --max-examples 3 \
+  --workers 2 \
+  --request-timeout 20 \
+  --no-color \
+  --mode positive

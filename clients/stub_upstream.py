@@ -1,0 +1,34 @@
+"""A loopback stand-in for every upstream during client checks: answers any request
+with 200 and a small JSON body. `GET /v2/task.list` answers one task, so the MCP
+client can see that a proxied call reached it. Binds 127.0.0.1 only; stops with its
+parent (clients/run.sh kills it)."""
+
+import json
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class Handler(BaseHTTPRequestHandler):
+    def answer(self):
+        length = int(self.headers.get("content-length") or 0)
+        if length:
+            self.rfile.read(length)
+        if self.path.startswith("/v2/task.list"):
+            body = {"ok": True, "data": [{"id": "task_stub"}], "has_more": False}
+        else:
+            body = {"ok": True, "id": "stub", "object": "stub", "data": []}
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = answer
+
+    def log_message(self, *args):
+        pass
+
+
+server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
+server.serve_forever()

@@ -1,0 +1,510 @@
+//! The MCP front door (`POST /mcp`, Streamable HTTP, answers as plain JSON): the same
+//! engine as `POST /` behind the Model Context Protocol (DECISIONS section 1).
+//!
+//! Two eras are served, and the broker keeps no session state in either, so any number
+//! of replicas behind a plain load balancer serve one client:
+//! - the handshake revisions 2025-06-18 and 2025-11-25: `initialize` (a version the
+//!   broker does not speak there, 2026-07-28 included, is answered with a counter-offer
+//!   of 2025-11-25), `notifications/*` (202, empty body), `ping`, `tools/list`,
+//!   `tools/call`. `Mcp-Session-Id` is never issued nor required;
+//! - the stateless revision 2026-07-28: `server/discover` and per-request `_meta`
+//!   (`io.modelcontextprotocol/protocolVersion`, `.../clientCapabilities`,
+//!   `.../clientInfo`), with the `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name`
+//!   headers checked against the body (`-32020` on a mismatch, `-32022` with the
+//!   supported versions for an unknown version). A request is of this era when its
+//!   `_meta` names a protocol version, its `MCP-Protocol-Version` header is 2026-07-28,
+//!   or it is `server/discover`; a `server/discover` without the envelope is an
+//!   invalid-params error, on which clients fall back to `initialize`.
+//!
+//! Protocol errors are JSON-RPC errors with their HTTP status (parse error, invalid
+//! request, invalid params, header mismatch, unsupported version: 400; unknown method:
+//! 404; a bad bearer token: 401). A tool's own failure is not a protocol error: it is a
+//! `CallToolResult` with `isError: true` and the envelope in `structuredContent`.
+
+pub mod schemas;
+pub mod tools;
+
+use hyper::HeaderMap;
+use serde_json::{Value, json};
+
+use crate::auth::Principal;
+use crate::call::{Broker, CallInput};
+use crate::error::CallError;
+
+/// Handshake revisions, oldest first.
+pub const HANDSHAKE_VERSIONS: [&str; 2] = ["2025-06-18", "2025-11-25"];
+/// Stateless revisions.
+pub const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
+/// Tools per `tools/list` page.
+pub const PAGE_SIZE: usize = 100;
+
+const PROTOCOL_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+
+/// JSON-RPC and MCP error codes.
+pub mod code {
+    /// Not JSON.
+    pub const PARSE_ERROR: i64 = -32700;
+    /// Not a JSON-RPC request.
+    pub const INVALID_REQUEST: i64 = -32600;
+    /// No such method.
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Bad params.
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// The bearer token is missing or wrong.
+    pub const UNAUTHORIZED: i64 = -32001;
+    /// Headers disagree with the body (2026-07-28).
+    pub const HEADER_MISMATCH: i64 = -32020;
+    /// Unknown protocol version (2026-07-28).
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+}
+
+/// What to send back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    /// HTTP status.
+    pub status: u16,
+    /// JSON body; `None` for 202.
+    pub body: Option<Value>,
+    /// Extra headers.
+    pub headers: Vec<(&'static str, String)>,
+}
+
+fn status_of(code: i64) -> u16 {
+    match code {
+        code::METHOD_NOT_FOUND => 404,
+        code::UNAUTHORIZED => 401,
+        code::PARSE_ERROR
+        | code::INVALID_REQUEST
+        | code::INVALID_PARAMS
+        | code::HEADER_MISMATCH
+        | code::UNSUPPORTED_PROTOCOL_VERSION => 400,
+        _ => 200,
+    }
+}
+
+/// A JSON-RPC error reply.
+pub fn error(id: &Value, code: i64, message: impl Into<String>, data: Option<Value>) -> Reply {
+    let mut error = json!({ "code": code, "message": message.into() });
+    if let Some(data) = data {
+        error["data"] = data;
+    }
+    let mut headers = Vec::new();
+    if code == code::UNAUTHORIZED {
+        headers.push(("www-authenticate", "Bearer".to_string()));
+    }
+    Reply {
+        status: status_of(code),
+        body: Some(json!({ "jsonrpc": "2.0", "id": id, "error": error })),
+        headers,
+    }
+}
+
+fn result(id: &Value, result: Value) -> Reply {
+    Reply {
+        status: 200,
+        body: Some(json!({ "jsonrpc": "2.0", "id": id, "result": result })),
+        headers: Vec::new(),
+    }
+}
+
+fn accepted() -> Reply {
+    Reply {
+        status: 202,
+        body: None,
+        headers: Vec::new(),
+    }
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+}
+
+/// Whether the `Accept` header allows a JSON answer (absent: yes; both orders of
+/// `application/json, text/event-stream` and wildcards: yes).
+pub fn accepts_json(headers: &HeaderMap) -> bool {
+    match header(headers, "accept") {
+        None | Some("") => true,
+        Some(accept) => accept.split(',').any(|part| {
+            let media = part
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
+            matches!(media.as_str(), "application/json" | "application/*" | "*/*")
+        }),
+    }
+}
+
+/// Decodes an `Mcp-Name` header value (`=?base64?...?=` for non-ASCII names).
+fn decode_header_value(value: &str) -> Option<String> {
+    match value
+        .strip_prefix("=?base64?")
+        .and_then(|v| v.strip_suffix("?="))
+    {
+        Some(payload) => {
+            use base64::Engine;
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(payload)
+                .ok()?;
+            String::from_utf8(bytes).ok()
+        }
+        None => Some(value.to_string()),
+    }
+}
+
+/// The era of one request.
+enum Era {
+    Handshake,
+    Modern,
+}
+
+/// Checks the 2026-07-28 envelope and headers (the SDK's validation ladder order).
+fn modern_era(body: &Value, headers: &HeaderMap, id: &Value) -> Result<Era, Reply> {
+    let Some(meta) = body.pointer("/params/_meta").and_then(Value::as_object) else {
+        return Err(error(
+            id,
+            code::INVALID_PARAMS,
+            format!(
+                "params._meta must be an object carrying `{PROTOCOL_KEY}` and `{CAPABILITIES_KEY}`"
+            ),
+            None,
+        ));
+    };
+    let missing: Vec<&str> = [PROTOCOL_KEY, CAPABILITIES_KEY]
+        .into_iter()
+        .filter(|k| !meta.contains_key(*k))
+        .collect();
+    if !missing.is_empty() {
+        return Err(error(
+            id,
+            code::INVALID_PARAMS,
+            format!("params._meta is missing {}", missing.join(", ")),
+            None,
+        ));
+    }
+    let version = meta
+        .get(PROTOCOL_KEY)
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            error(
+                id,
+                code::INVALID_PARAMS,
+                format!("`{PROTOCOL_KEY}` must be a string"),
+                None,
+            )
+        })?;
+    if header(headers, "mcp-protocol-version") != Some(version) {
+        return Err(error(
+            id,
+            code::HEADER_MISMATCH,
+            "the MCP-Protocol-Version header does not match params._meta's protocol version",
+            None,
+        ));
+    }
+    let method = body.get("method").and_then(Value::as_str).unwrap_or("");
+    if header(headers, "mcp-method") != Some(method) {
+        return Err(error(
+            id,
+            code::HEADER_MISMATCH,
+            "the Mcp-Method header does not match the request's method",
+            None,
+        ));
+    }
+    if method == "tools/call"
+        && let Some(name) = body.pointer("/params/name").and_then(Value::as_str)
+        && header(headers, "mcp-name")
+            .and_then(decode_header_value)
+            .as_deref()
+            != Some(name)
+    {
+        return Err(error(
+            id,
+            code::HEADER_MISMATCH,
+            "the Mcp-Name header does not match params.name",
+            None,
+        ));
+    }
+    if !MODERN_VERSIONS.contains(&version) {
+        return Err(error(
+            id,
+            code::UNSUPPORTED_PROTOCOL_VERSION,
+            format!("protocol version `{version}` is not supported"),
+            Some(json!({ "supported": MODERN_VERSIONS, "requested": version })),
+        ));
+    }
+    Ok(Era::Modern)
+}
+
+fn era(body: &Value, headers: &HeaderMap, id: &Value) -> Result<Era, Reply> {
+    let method = body.get("method").and_then(Value::as_str).unwrap_or("");
+    let header_version = header(headers, "mcp-protocol-version");
+    let modern = body
+        .pointer(&format!(
+            "/params/_meta/{}",
+            PROTOCOL_KEY.replace('/', "~1")
+        ))
+        .is_some()
+        || header_version.is_some_and(|v| MODERN_VERSIONS.contains(&v))
+        || method == "server/discover";
+    if modern {
+        return modern_era(body, headers, id);
+    }
+    // Before `initialize` answers, a client sends no version header; after it, the
+    // negotiated one. Anything else is refused, as the transport requires.
+    if method != "initialize"
+        && let Some(v) = header_version
+        && !HANDSHAKE_VERSIONS.contains(&v)
+    {
+        return Err(error(
+            id,
+            code::INVALID_REQUEST,
+            format!(
+                "MCP-Protocol-Version `{v}` is not supported; use one of {} (after initialize) or 2026-07-28 with server/discover",
+                HANDSHAKE_VERSIONS.join(", ")
+            ),
+            None,
+        ));
+    }
+    Ok(Era::Handshake)
+}
+
+fn server_info() -> Value {
+    json!({ "name": "tool-broker", "title": "Tool broker", "version": env!("CARGO_PKG_VERSION") })
+}
+
+const INSTRUCTIONS: &str = "Tools are named <service>.<tool>. Use each service's find_tools (or the discovery tool find_tools) to search, read a tool's reference before calling it, and keep confirm=false until the user approves a write: writes answer a preview or a confirmation_required error until then.";
+
+fn capabilities() -> Value {
+    json!({ "tools": { "listChanged": false } })
+}
+
+/// Handles one message posted to `/mcp` by an authenticated caller.
+pub async fn handle(
+    broker: &Broker,
+    headers: &HeaderMap,
+    bytes: &[u8],
+    principal: Result<&Principal, CallError>,
+) -> Reply {
+    let parsed: Result<Value, _> = serde_json::from_slice(bytes);
+    let id = parsed
+        .as_ref()
+        .ok()
+        .and_then(|b| b.get("id"))
+        .filter(|v| v.is_string() || v.is_number())
+        .cloned()
+        .unwrap_or(Value::Null);
+    let principal = match principal {
+        Ok(p) => p,
+        Err(e) => return error(&id, code::UNAUTHORIZED, e.message, None),
+    };
+    let Ok(body) = parsed else {
+        return error(
+            &Value::Null,
+            code::PARSE_ERROR,
+            "the body is not JSON",
+            None,
+        );
+    };
+    let Some(obj) = body.as_object() else {
+        return error(
+            &Value::Null,
+            code::INVALID_REQUEST,
+            if body.is_array() {
+                "batches are not supported: send one JSON-RPC message per request"
+            } else {
+                "the body must be a JSON-RPC 2.0 message object"
+            },
+            None,
+        );
+    };
+    if obj.get("jsonrpc") != Some(&json!("2.0")) {
+        return error(
+            &id,
+            code::INVALID_REQUEST,
+            "`jsonrpc` must be \"2.0\"",
+            None,
+        );
+    }
+    let Some(method) = obj.get("method").and_then(Value::as_str) else {
+        // A response or error sent by the client: nothing to answer.
+        if obj.contains_key("result") || obj.contains_key("error") {
+            return accepted();
+        }
+        return error(&id, code::INVALID_REQUEST, "`method` is required", None);
+    };
+    match obj.get("id") {
+        // A notification: acknowledged, nothing to act on.
+        None => return accepted(),
+        Some(v) if !(v.is_string() || v.is_number()) => {
+            return error(
+                &Value::Null,
+                code::INVALID_REQUEST,
+                "`id` must be a string or a number",
+                None,
+            );
+        }
+        _ => {}
+    }
+    let max_id = broker.catalog.rules.limits.max_request_id_chars;
+    let request_id = match &id {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    if request_id.chars().count() > max_id {
+        return error(
+            &Value::Null,
+            code::INVALID_REQUEST,
+            format!("`id` is longer than {max_id} characters"),
+            None,
+        );
+    }
+    if obj.get("params").is_some_and(|p| !p.is_object()) {
+        return error(
+            &id,
+            code::INVALID_PARAMS,
+            "`params` must be an object",
+            None,
+        );
+    }
+    let era = match era(&body, headers, &id) {
+        Ok(era) => era,
+        Err(reply) => return reply,
+    };
+    let modern = matches!(era, Era::Modern);
+    let finish = |mut value: Value| {
+        if modern && let Value::Object(map) = &mut value {
+            map.insert("resultType".into(), json!("complete"));
+        }
+        result(&id, value)
+    };
+    let params = obj.get("params").cloned().unwrap_or_else(|| json!({}));
+    match method {
+        "initialize" => {
+            let offered = params.get("protocolVersion").and_then(Value::as_str);
+            let version = offered
+                .filter(|v| HANDSHAKE_VERSIONS.contains(v))
+                .unwrap_or(HANDSHAKE_VERSIONS[HANDSHAKE_VERSIONS.len() - 1]);
+            finish(json!({
+                "protocolVersion": version,
+                "capabilities": capabilities(),
+                "serverInfo": server_info(),
+                "instructions": INSTRUCTIONS,
+            }))
+        }
+        "server/discover" => finish(json!({
+            "supportedVersions": MODERN_VERSIONS,
+            "capabilities": capabilities(),
+            "serverInfo": server_info(),
+            "instructions": INSTRUCTIONS,
+            "cacheScope": "public",
+            "ttlMs": 300_000,
+        })),
+        "ping" => finish(json!({})),
+        "tools/list" => {
+            let visible = tools::visible(broker, principal);
+            let snapshot: String = broker.catalog.snapshot_id.chars().rev().take(8).collect();
+            let offset = match params.get("cursor") {
+                None | Some(Value::Null) => 0,
+                Some(Value::String(c)) => match c.split_once(':') {
+                    Some((n, s)) if s == snapshot => match n.parse::<usize>() {
+                        Ok(n) if n <= visible.len() => n,
+                        _ => return error(&id, code::INVALID_PARAMS, "invalid cursor", None),
+                    },
+                    Some(_) => {
+                        return error(
+                            &id,
+                            code::INVALID_PARAMS,
+                            "the cursor is from another catalog snapshot; list again from the start",
+                            None,
+                        );
+                    }
+                    None => return error(&id, code::INVALID_PARAMS, "invalid cursor", None),
+                },
+                Some(_) => {
+                    return error(&id, code::INVALID_PARAMS, "`cursor` must be a string", None);
+                }
+            };
+            let page: Vec<&Value> = visible
+                .iter()
+                .skip(offset)
+                .take(PAGE_SIZE)
+                .copied()
+                .collect();
+            let mut out = json!({ "tools": page });
+            if offset + page.len() < visible.len() {
+                out["nextCursor"] = json!(format!("{}:{snapshot}", offset + page.len()));
+            }
+            if modern {
+                // The list depends on the caller's key (its toolset and permissions).
+                out["cacheScope"] = json!("private");
+                out["ttlMs"] = json!(60_000);
+            }
+            finish(out)
+        }
+        "tools/call" => {
+            let Some(name) = params.get("name").and_then(Value::as_str) else {
+                return error(
+                    &id,
+                    code::INVALID_PARAMS,
+                    "`params.name` is required (a string)",
+                    None,
+                );
+            };
+            let arguments = params.get("arguments").cloned();
+            if arguments
+                .as_ref()
+                .is_some_and(|a| !a.is_object() && !a.is_null())
+            {
+                return error(
+                    &id,
+                    code::INVALID_PARAMS,
+                    "`params.arguments` must be an object",
+                    None,
+                );
+            }
+            let response = match tools::call_discovery(
+                broker,
+                name,
+                arguments.clone(),
+                headers,
+                principal,
+                &request_id,
+            )
+            .await
+            {
+                Some(r) => r,
+                None => {
+                    broker
+                        .call(CallInput {
+                            request_id: request_id.clone(),
+                            name,
+                            arguments: arguments.filter(|a| !a.is_null()),
+                            headers,
+                            principal,
+                        })
+                        .await
+                }
+            };
+            let envelope = response.body;
+            let ok = envelope.get("ok") == Some(&Value::Bool(true));
+            finish(json!({
+                "content": [{ "type": "text", "text": envelope.to_string() }],
+                "structuredContent": envelope,
+                "isError": !ok,
+            }))
+        }
+        other => error(
+            &id,
+            code::METHOD_NOT_FOUND,
+            format!(
+                "method `{other}` is not served; this broker serves initialize, ping, server/discover, tools/list and tools/call"
+            ),
+            None,
+        ),
+    }
+}
