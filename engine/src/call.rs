@@ -20,7 +20,7 @@ use crate::auth::{Keys, Principal};
 use crate::catalog::{Action, Catalog, JsonPath, Tool};
 use crate::config::ConfigFile;
 use crate::confirm::{Decision, PreviewReason, decide};
-use crate::descriptor::{ConfirmationMode, EnvelopeKind};
+use crate::descriptor::{Class, ConfirmationMode, EnvelopeKind};
 use crate::diag::did_you_mean;
 use crate::envelope::{self, Meta, Portal, Response, Truncation};
 use crate::error::{CallError, Classification};
@@ -43,6 +43,10 @@ pub struct Broker {
     pub metrics: crate::metrics::Metrics,
     /// Asynchronous upstream jobs submitted through this broker.
     pub jobs: crate::jobs::JobRegistry,
+    /// Per-caller rate limits of tools that declare one.
+    pub limiter: crate::ratelimit::Limiter,
+    /// Routing profiles: `(service, id, slug, key)`; keys never leave the broker.
+    profiles: Vec<(String, String, String, String)>,
     /// MCP `tools/list` entries of every catalog tool, built on first use.
     pub mcp_entries: std::sync::OnceLock<Vec<Value>>,
     /// The OpenAPI projection (without and with legacy tools), built on first use.
@@ -172,6 +176,25 @@ impl Broker {
                 server_keys.insert(id.clone(), value);
             }
         }
+        let mut profiles = Vec::new();
+        for p in &config.profiles {
+            let allowed = catalog
+                .services
+                .get(&p.service)
+                .and_then(|s| s.credential.as_ref())
+                .is_some_and(|c| c.server_side && c.profile_args.is_some());
+            if !allowed {
+                return Err(format!(
+                    "config [[profiles]] `{}` names service `{}`, whose catalog entry does not route by profile",
+                    p.id, p.service
+                ));
+            }
+            if let Some(key) = env(&p.env).filter(|v| !v.is_empty()) {
+                profiles.push((p.service.clone(), p.id.clone(), p.slug.clone(), key));
+            } else {
+                tracing::warn!(profile = %p.id, variable = %p.env, "profile key variable is empty; the profile is not routable");
+            }
+        }
         let settings = config
             .settings
             .iter()
@@ -193,6 +216,8 @@ impl Broker {
             trace_seed: u64::from_le_bytes(seed),
             trace_counter: AtomicU64::new(0),
             jobs: crate::jobs::JobRegistry::default(),
+            limiter: crate::ratelimit::Limiter::default(),
+            profiles,
             mcp_entries: std::sync::OnceLock::new(),
             projection: [std::sync::OnceLock::new(), std::sync::OnceLock::new()],
             clock: jiff::Timestamp::now,
@@ -254,6 +279,66 @@ impl Broker {
         crate::jobs::owner(&ctx.principal.name, self.upstream_key(service, ctx.headers))
     }
 
+    /// The server-side key a call's routing profile names (`profileId` / `profileSlug`),
+    /// for services whose credential routes by profile. The caller's key must list the
+    /// profile; a profile the deployment does not have is `not_configured`.
+    fn profile_key(
+        &self,
+        tool: &Tool,
+        args: &Map<String, Value>,
+        ctx: &RequestCtx<'_>,
+    ) -> Result<Option<&str>, CallError> {
+        let Some(names) = self
+            .catalog
+            .services
+            .get(&tool.service)
+            .and_then(|s| s.credential.as_ref())
+            .and_then(|c| c.profile_args.as_ref())
+        else {
+            return Ok(None);
+        };
+        let id = args.get(&names.id).and_then(Value::as_str);
+        let slug = args.get(&names.slug).and_then(Value::as_str);
+        if id.is_none() && slug.is_none() {
+            return Ok(None);
+        }
+        let found = self.profiles.iter().find(|(service, pid, pslug, _)| {
+            service == &tool.service
+                && id.is_none_or(|i| i == pid)
+                && slug.is_none_or(|s| s == pslug)
+        });
+        let Some((_, pid, pslug, key)) = found else {
+            return Err(CallError::new(
+                Classification::NotConfigured,
+                format!(
+                    "this deployment has no `{}` routing profile {}; omit `{}`/`{}` to use your own key",
+                    tool.service,
+                    [id, slug]
+                        .into_iter()
+                        .flatten()
+                        .collect::<Vec<_>>()
+                        .join(" / "),
+                    names.id,
+                    names.slug
+                ),
+            ));
+        };
+        if !ctx
+            .principal
+            .profiles
+            .iter()
+            .any(|allowed| allowed == pid || allowed == pslug)
+        {
+            return Err(CallError::new(
+                Classification::Forbidden,
+                format!(
+                    "this API key may not route to the `{pslug}` profile; ask the broker's operator to allow it"
+                ),
+            ));
+        }
+        Ok(Some(key.as_str()))
+    }
+
     /// Whether a service's key would come from the server (for configuration checks).
     pub fn has_server_key(&self, service: &str) -> bool {
         self.server_keys.contains_key(service)
@@ -262,6 +347,8 @@ impl Broker {
     /// Secrets of this request, searched for in upstream answers.
     fn secrets<'a>(&'a self, headers: &'a hyper::HeaderMap) -> Vec<&'a str> {
         let mut out: Vec<&str> = Vec::new();
+        out.extend(self.server_keys.values().map(String::as_str));
+        out.extend(self.profiles.iter().map(|p| p.3.as_str()));
         for service in self.catalog.services.values() {
             if let Some(k) = self.upstream_key(&service.id, headers) {
                 out.push(k);
@@ -340,6 +427,10 @@ impl Broker {
         meta.tool = Some(tool.full_name.clone());
         meta.catalog_version = service.map(|s| s.catalog_version.clone());
         meta.descriptor_hash = Some(tool.descriptor_hash.clone());
+        meta.consumes_credits = tool
+            .classes
+            .iter()
+            .any(|c| matches!(c, Class::Spend | Class::Credits));
         meta.snapshot_id = Some(self.catalog.snapshot_id.clone());
         meta.duration_ms = duration_ms;
         match result {
@@ -403,8 +494,10 @@ impl Broker {
         arguments: Option<Value>,
         ctx: &RequestCtx<'_>,
     ) -> Result<Exec, CallError> {
-        let args = args::prepare(tool, arguments)?;
-        let template_ctx = Templates::context(&self.template_context(tool, &args, ctx.headers));
+        let mut args = args::prepare(tool, arguments)?;
+        let routed = crate::tenancy::route(self, tool, &mut args, ctx.headers)?;
+        let template_ctx =
+            Templates::context(&self.routed_context(tool, &args, ctx.headers, routed.as_deref()));
         let templates = &self.catalog.templates;
         for rule in &tool.require {
             let ok = templates.truthy(&rule.check, &template_ctx).map_err(|e| {
@@ -423,113 +516,140 @@ impl Broker {
                 if let Decision::Preview(reason) = decision {
                     return Ok(self.preview(tool, request.preview(), reason));
                 }
-                let Some(base_url) = self.base_url(&tool.service) else {
-                    return Err(CallError::new(
-                        Classification::NotConfigured,
-                        format!(
-                            "the `{0}` upstream has no base URL; set TOOL_BROKER_UPSTREAM_{1} or [upstreams] {0} in the config file",
-                            tool.service,
-                            tool.service.to_ascii_uppercase()
-                        ),
-                    ));
-                };
-                let service = self
-                    .catalog
-                    .services
-                    .get(&tool.service)
-                    .ok_or_else(CallError::internal)?;
-                let key = self.upstream_key(&tool.service, ctx.headers);
-                if let Some(cred) = &service.credential
-                    && key.is_none()
+                if let Some(limit) = &tool.rate_limit {
+                    self.limiter.check(
+                        &tool.full_name,
+                        &self.job_owner(&tool.service, ctx),
+                        limit,
+                        std::time::Instant::now(),
+                    )?;
+                }
+                self.send_rendered(tool, &request, &args, &template_ctx, ctx, None)
+                    .await
+            }
+        }
+    }
+
+    /// Sends a rendered request of `tool` upstream and turns the answer into its result:
+    /// key (profile, BYOK or server-side), refusals classified, redaction, job recording,
+    /// shaping and truncation. `max_response` lowers the largest answer read.
+    pub async fn send_rendered(
+        &self,
+        tool: &Tool,
+        request: &crate::render::RenderedRequest,
+        args: &Map<String, Value>,
+        template_ctx: &minijinja::Value,
+        ctx: &RequestCtx<'_>,
+        max_response: Option<usize>,
+    ) -> Result<Exec, CallError> {
+        let templates = &self.catalog.templates;
+        let Some(base_url) = self.base_url(&tool.service) else {
+            return Err(CallError::new(
+                Classification::NotConfigured,
+                format!(
+                    "the `{0}` upstream has no base URL; set TOOL_BROKER_UPSTREAM_{1} or [upstreams] {0} in the config file",
+                    tool.service,
+                    tool.service.to_ascii_uppercase()
+                ),
+            ));
+        };
+        let service = self
+            .catalog
+            .services
+            .get(&tool.service)
+            .ok_or_else(CallError::internal)?;
+        let key = match self.profile_key(tool, args, ctx)? {
+            Some(key) => Some(key),
+            None => self.upstream_key(&tool.service, ctx.headers),
+        };
+        if let Some(cred) = &service.credential
+            && key.is_none()
+        {
+            return Err(CallError::new(
+                Classification::MissingRequiredCredentials,
+                format!(
+                    "`{}` needs your `{}` key in the `{}` request header; nothing was sent upstream",
+                    tool.full_name, tool.service, cred.header
+                ),
+            ));
+        }
+        let target = Target {
+            service,
+            base_url,
+            key,
+            timeout: tool.timeout,
+            max_body_bytes: max_response
+                .unwrap_or(self.catalog.rules.limits.max_upstream_body_bytes),
+        };
+        let secrets = self.secrets(ctx.headers);
+        match self.upstream.send(request, &target).await? {
+            Outcome::Refusal(refusal) => {
+                Err(refusal_error(tool, refusal, &self.catalog.rules, &secrets))
+            }
+            Outcome::Answer(answer) => {
+                let mut body = answer.body;
+                let mut paths: Vec<&JsonPath> = tool.response.redact.iter().collect();
+                for (unless, extra) in &tool.response.redact_unless {
+                    let keep = templates.truthy(unless, template_ctx).map_err(|e| {
+                        tracing::error!(template = %e.name, kind = %e.kind, "redaction condition failed");
+                        CallError::internal()
+                    })?;
+                    if !keep {
+                        paths.extend(extra.iter());
+                    }
+                }
+                let redacted = redact(&mut body, &self.catalog.rules.redaction, &paths, &secrets);
+                let pagination = extract_pagination(tool, &body);
+                if let Some(path) = &tool.response.job_id
+                    && let Some(Value::String(id)) = select(path, &body)
                 {
-                    return Err(CallError::new(
-                        Classification::MissingRequiredCredentials,
-                        format!(
-                            "`{}` needs your `{}` key in the `{}` request header; nothing was sent upstream",
-                            tool.full_name, tool.service, cred.header
-                        ),
-                    ));
+                    self.jobs.record(
+                        &tool.service,
+                        &self.job_owner(&tool.service, ctx),
+                        &id,
+                        &tool.name,
+                        &self.now().to_string(),
+                    );
                 }
-                let target = Target {
-                    service,
-                    base_url,
-                    key,
-                    timeout: tool.timeout,
-                    max_body_bytes: self.catalog.rules.limits.max_upstream_body_bytes,
+                let plan = &tool.response;
+                let flag = |name: &Option<String>| name.as_ref().and_then(|n| args.get(n));
+                let raw = (flag(&plan.raw_arg) == Some(&Value::Bool(true))).then(|| body.clone());
+                let mut data = extract_data(tool, body);
+                let fields: Option<Vec<String>> =
+                    flag(&plan.fields_arg).and_then(Value::as_array).map(|f| {
+                        f.iter()
+                            .filter_map(Value::as_str)
+                            .map(String::from)
+                            .collect()
+                    });
+                if let Some(fields) = fields.filter(|f| !f.is_empty()) {
+                    data = crate::shape::project(data, &fields);
+                } else if plan.mode_arg.is_some()
+                    && flag(&plan.mode_arg).and_then(Value::as_str) != Some("full")
+                {
+                    data = crate::shape::compact(data, plan.compact_fields.as_ref());
+                }
+                let budget = flag(&plan.budget_arg)
+                    .and_then(Value::as_u64)
+                    .and_then(|n| usize::try_from(n).ok())
+                    .filter(|n| *n > 0)
+                    .unwrap_or(tool.item_budget);
+                let truncation = if flag(&plan.compact_arg) == Some(&Value::Bool(false)) {
+                    Vec::new()
+                } else {
+                    truncate(&mut data, budget)
                 };
-                let secrets = self.secrets(ctx.headers);
-                match self.upstream.send(&request, &target).await? {
-                    Outcome::Refusal(refusal) => {
-                        Err(refusal_error(tool, refusal, &self.catalog.rules, &secrets))
-                    }
-                    Outcome::Answer(answer) => {
-                        let mut body = answer.body;
-                        let mut paths: Vec<&JsonPath> = tool.response.redact.iter().collect();
-                        for (unless, extra) in &tool.response.redact_unless {
-                            let keep = templates.truthy(unless, &template_ctx).map_err(|e| {
-                                tracing::error!(template = %e.name, kind = %e.kind, "redaction condition failed");
-                                CallError::internal()
-                            })?;
-                            if !keep {
-                                paths.extend(extra.iter());
-                            }
-                        }
-                        let redacted =
-                            redact(&mut body, &self.catalog.rules.redaction, &paths, &secrets);
-                        let pagination = extract_pagination(tool, &body);
-                        if let Some(path) = &tool.response.job_id
-                            && let Some(Value::String(id)) = select(path, &body)
-                        {
-                            self.jobs.record(
-                                &tool.service,
-                                &self.job_owner(&tool.service, ctx),
-                                &id,
-                                &tool.name,
-                                &self.now().to_string(),
-                            );
-                        }
-                        let plan = &tool.response;
-                        let flag = |name: &Option<String>| name.as_ref().and_then(|n| args.get(n));
-                        let raw =
-                            (flag(&plan.raw_arg) == Some(&Value::Bool(true))).then(|| body.clone());
-                        let mut data = extract_data(tool, body);
-                        let fields: Option<Vec<String>> =
-                            flag(&plan.fields_arg).and_then(Value::as_array).map(|f| {
-                                f.iter()
-                                    .filter_map(Value::as_str)
-                                    .map(String::from)
-                                    .collect()
-                            });
-                        if let Some(fields) = fields.filter(|f| !f.is_empty()) {
-                            data = crate::shape::project(data, &fields);
-                        } else if plan.mode_arg.is_some()
-                            && flag(&plan.mode_arg).and_then(Value::as_str) != Some("full")
-                        {
-                            data = crate::shape::compact(data, plan.compact_fields.as_ref());
-                        }
-                        let budget = flag(&plan.budget_arg)
-                            .and_then(Value::as_u64)
-                            .and_then(|n| usize::try_from(n).ok())
-                            .filter(|n| *n > 0)
-                            .unwrap_or(tool.item_budget);
-                        let truncation = if flag(&plan.compact_arg) == Some(&Value::Bool(false)) {
-                            Vec::new()
-                        } else {
-                            truncate(&mut data, budget)
-                        };
-                        if let Some(raw) = raw {
-                            data = json!({ "data": data, "raw": raw });
-                        }
-                        Ok(Exec {
-                            data,
-                            upstream_status: Some(answer.status),
-                            pagination,
-                            truncation,
-                            redacted: Some(redacted),
-                            ..Exec::default()
-                        })
-                    }
+                if let Some(raw) = raw {
+                    data = json!({ "data": data, "raw": raw });
                 }
+                Ok(Exec {
+                    data,
+                    upstream_status: Some(answer.status),
+                    pagination,
+                    truncation,
+                    redacted: Some(redacted),
+                    ..Exec::default()
+                })
             }
         }
     }
@@ -558,6 +678,10 @@ impl Broker {
             Hook::SubmitAndPoll => Box::pin(hooks::submit_and_poll(self, tool, args, ctx)).await,
             Hook::TableLookup => hooks::table_lookup(self, tool, &args, ctx),
             Hook::ListJobs => hooks::list_jobs(self, tool, &args, ctx),
+            Hook::RuntimeHealth => hooks::runtime_health(self, tool, ctx),
+            Hook::AllowlistedRequest => {
+                Box::pin(hooks::allowlisted_request(self, tool, args, ctx)).await
+            }
         }
     }
 
@@ -573,12 +697,27 @@ impl Broker {
         args: &Map<String, Value>,
         headers: &hyper::HeaderMap,
     ) -> Value {
+        self.routed_context(tool, args, headers, None)
+    }
+
+    /// The template context with the location tenant routing chose as the service's
+    /// runtime-location context value ([`crate::tenancy`]).
+    pub fn routed_context(
+        &self,
+        tool: &Tool,
+        args: &Map<String, Value>,
+        headers: &hyper::HeaderMap,
+        routed: Option<&str>,
+    ) -> Value {
         let mut context = Map::new();
         if let Some(service) = self.catalog.services.get(&tool.service) {
             for (name, header) in &service.context_headers {
                 if let Some(v) = headers.get(header.as_str()).and_then(|v| v.to_str().ok()) {
                     context.insert(name.clone(), json!(v));
                 }
+            }
+            if let (Some(tenancy), Some(location)) = (&service.tenancy, routed) {
+                context.insert(tenancy.context.clone(), json!(location));
             }
         }
         json!({

@@ -61,6 +61,8 @@ pub struct Service {
     pub context_headers: BTreeMap<String, String>,
     /// Reference tables for local tools.
     pub tables: BTreeMap<String, Value>,
+    /// Tenant routing.
+    pub tenancy: Option<crate::descriptor::Tenancy>,
 }
 
 /// One compiled tool.
@@ -104,6 +106,10 @@ pub struct Tool {
     pub poll: Option<Poll>,
     /// The compiled answer of a `table_lookup` tool.
     pub lookup: Option<Lookup>,
+    /// Per-caller limit on upstream requests.
+    pub rate_limit: Option<crate::descriptor::RateLimit>,
+    /// Limits of an `allowlisted_request` tool.
+    pub allowlist: Option<crate::descriptor::Allowlist>,
     /// Preconditions.
     pub require: Vec<Require>,
     /// Response mapping.

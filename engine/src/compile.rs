@@ -434,6 +434,7 @@ impl<'a> Compiler<'a> {
                 static_headers: raw.static_headers.clone(),
                 context_headers: raw.context_headers.clone(),
                 tables: raw.tables.clone(),
+                tenancy: raw.tenancy.clone(),
             };
             out.insert(folder, (service, raw));
         }
@@ -738,6 +739,15 @@ impl ToolCompiler<'_, '_> {
                 self.err(line, format!("tool `{full}`: `[tool.dispatch]` is only for `hook = \"category_dispatch\"`"));
             }
         }
+        match (&action, &raw.allowlist) {
+            (Some(Action::Hook(Hook::AllowlistedRequest)), None) => {
+                self.err(line, format!("tool `{full}`: the `allowlisted_request` hook needs a `[tool.allowlist]` table"));
+            }
+            (Some(Action::Hook(Hook::AllowlistedRequest)), Some(_)) | (_, None) => {}
+            (_, Some(_)) => {
+                self.err(line, format!("tool `{full}`: `[tool.allowlist]` is only for `hook = \"allowlisted_request\"`"));
+            }
+        }
         let poll = match (&action, &raw.poll) {
             (Some(Action::Hook(Hook::SubmitAndPoll)), Some(p)) => self.poll(&full, p, line),
             (Some(Action::Hook(Hook::SubmitAndPoll)), None) => {
@@ -892,6 +902,8 @@ impl ToolCompiler<'_, '_> {
             reschedule,
             poll,
             lookup,
+            rate_limit: raw.rate_limit,
+            allowlist: raw.allowlist.clone(),
             require,
             response,
             arguments,
@@ -1378,6 +1390,23 @@ impl ToolCompiler<'_, '_> {
         });
         // Added only where present, so tools without one keep their hashes. A lookup's
         // hash covers the table it reads, a compact answer's the table it keeps by.
+        if let (Some(allowlist), Some(map)) = (&raw.allowlist, normalized.as_object_mut()) {
+            map.insert("allowlist".into(), json!(allowlist));
+        }
+        if let (Some(limit), Some(map)) = (&raw.rate_limit, normalized.as_object_mut()) {
+            map.insert("rate_limit".into(), json!(limit));
+        }
+        if let (Some(tenancy), Some(map)) = (&self.service.tenancy, normalized.as_object_mut()) {
+            let declares = |name: &str| {
+                arguments
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .is_some_and(|p| p.contains_key(name))
+            };
+            if declares(&tenancy.tenant_arg) || declares(&tenancy.location_arg) {
+                map.insert("tenancy".into(), json!(tenancy));
+            }
+        }
         let r = &raw.response;
         if let (Some(job_id), Some(response)) = (
             &r.job_id,

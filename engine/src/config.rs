@@ -51,6 +51,32 @@ pub struct ConfigFile {
     /// Non-secret settings per service id, visible to templates as `settings`.
     #[serde(default)]
     pub settings: BTreeMap<String, toml::Table>,
+    /// Server-side upstream keys chosen per call by `profileId` / `profileSlug`.
+    #[serde(default)]
+    pub profiles: Vec<ProfileEntry>,
+}
+
+/// One routing profile: a server-side key of one service, named by id and slug.
+///
+/// ```toml
+/// [[profiles]]
+/// service = "payments"
+/// id = "prof_eu"
+/// slug = "eu-store"
+/// env = "PAYMENTS_EU_SECRET_KEY"   # the key is read from this variable at start
+/// ```
+/// A caller key may route to it only when its `profiles` list names the id or slug.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct ProfileEntry {
+    /// Service id (its credential must allow server-side keys).
+    pub service: String,
+    /// Profile id (`profileId`).
+    pub id: String,
+    /// Profile slug (`profileSlug`).
+    pub slug: String,
+    /// Environment variable holding the key.
+    pub env: String,
 }
 
 /// One caller key.

@@ -55,11 +55,52 @@ pub struct ServiceFile {
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, BTreeMap<String, serde_json::Value>>")]
     pub argument_sets: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
+    /// Tenant and location routing (crm), see engine/src/tenancy.rs.
+    #[serde(default)]
+    pub tenancy: Option<Tenancy>,
     /// Non-secret reference tables the service's local tools read (`[tool.lookup]`):
     /// model lists, guides, planning data. Part of the hash of every tool that reads one.
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, serde_json::Value>")]
     pub tables: BTreeMap<String, serde_json::Value>,
+}
+
+/// The arguments naming a routing profile.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct ProfileArgs {
+    /// The profile id argument (`profileId`).
+    pub id: String,
+    /// The profile slug argument (`profileSlug`).
+    pub slug: String,
+}
+
+/// Which arguments, request context and settings carry tenant routing.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct Tenancy {
+    /// The tenant argument (`tenantId`).
+    pub tenant_arg: String,
+    /// The location argument (`locationId`).
+    pub location_arg: String,
+    /// The strictness argument (`strictTenant`, default true).
+    pub strict_arg: String,
+    /// The `[context_headers]` name of the runtime location (`location_id`).
+    pub context: String,
+    /// The deployment setting listing tenants (`tenants`: `id`, `location_id`, `name`).
+    #[serde(default = "tenants_setting")]
+    pub tenants_setting: String,
+    /// The deployment setting choosing `public` runtime mode (`runtime_mode`).
+    #[serde(default = "mode_setting")]
+    pub mode_setting: String,
+}
+
+fn tenants_setting() -> String {
+    "tenants".into()
+}
+
+fn mode_setting() -> String {
+    "runtime_mode".into()
 }
 
 /// Formats of a service's catalog version, as the spec gives them.
@@ -101,6 +142,9 @@ pub struct CredentialSpec {
     /// Text put before the key, e.g. `Bearer `.
     #[serde(default)]
     pub prefix: String,
+    /// Arguments that pick a server-side key by routing profile (config `[[profiles]]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_args: Option<ProfileArgs>,
 }
 
 /// Where an upstream key is placed.
@@ -204,6 +248,12 @@ pub struct RawTool {
     /// The table and answer of a `table_lookup` tool.
     #[serde(default)]
     pub lookup: Option<RawLookup>,
+    /// The limits of an `allowlisted_request` tool.
+    #[serde(default)]
+    pub allowlist: Option<Allowlist>,
+    /// At most this many upstream requests per caller per window (engine/src/ratelimit.rs).
+    #[serde(default)]
+    pub rate_limit: Option<RateLimit>,
     /// Preconditions checked before anything is sent.
     #[serde(default)]
     pub require: Vec<RawRequire>,
@@ -309,6 +359,9 @@ pub enum Class {
     Billing,
     /// Generates or rotates tokens.
     Token,
+    /// Consumes upstream credits without moving money or needing confirmation (a
+    /// credit-metered search). `spend` implies it.
+    Credits,
 }
 
 /// How a tool is confirmed (DECISIONS section 5).
@@ -522,6 +575,33 @@ pub struct RawPoll {
 
 fn wait_arg() -> String {
     "wait_seconds".into()
+}
+
+/// Limits of the allowlisted-endpoint tool (engine/src/hooks/allowlist.rs).
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct Allowlist {
+    /// Largest request body, in bytes.
+    pub max_body_bytes: usize,
+    /// Largest answer read, in bytes.
+    pub max_response_bytes: usize,
+    /// The deployment setting listing extra allowed path prefixes.
+    #[serde(default = "paths_setting")]
+    pub paths_setting: String,
+}
+
+fn paths_setting() -> String {
+    "allowed_path_prefixes".into()
+}
+
+/// A per-caller limit on upstream requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct RateLimit {
+    /// Requests allowed in the window.
+    pub requests: u32,
+    /// The window, in seconds.
+    pub per_seconds: u64,
 }
 
 /// A local answer from a service table (`table_lookup`): rows filtered by `filter`,

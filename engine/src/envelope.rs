@@ -51,6 +51,10 @@ pub struct Meta {
     /// The raw tool a wrapper ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dispatched_to: Option<String>,
+    /// Present (`true`) when the tool consumes upstream credits (class `spend` or
+    /// `credits`), also on previews and failures.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub consumes_credits: bool,
 }
 
 /// One truncated list.

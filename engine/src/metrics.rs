@@ -37,6 +37,33 @@ impl Metrics {
         }
     }
 
+    /// Calls of one service's tools since the process started: totals by outcome and
+    /// the mean duration (for runtime-health tools).
+    pub fn service_summary(&self, service: &str) -> serde_json::Value {
+        let prefix = format!("{service}.");
+        let calls = self.calls.lock().map(|c| c.clone()).unwrap_or_default();
+        let mut outcomes: BTreeMap<&str, u64> = BTreeMap::new();
+        let (mut total, mut duration) = (0u64, 0u64);
+        for ((tool, outcome), c) in &calls {
+            if tool.starts_with(&prefix) {
+                *outcomes.entry(outcome).or_default() += c.count;
+                total += c.count;
+                duration += c.duration_ms;
+            }
+        }
+        let upstream_failures: u64 = outcomes
+            .iter()
+            .filter(|(o, _)| o.starts_with("upstream_"))
+            .map(|(_, n)| n)
+            .sum();
+        serde_json::json!({
+            "calls": total,
+            "byOutcome": outcomes,
+            "upstreamFailures": upstream_failures,
+            "meanDurationMs": duration.checked_div(total).unwrap_or(0),
+        })
+    }
+
     /// The Prometheus text exposition.
     pub fn render(&self, snapshot_id: &str, tools: usize) -> String {
         let mut out = String::new();

@@ -19,6 +19,7 @@ mod navigation;
 mod poll;
 mod reschedule;
 mod samples;
+mod service_rules;
 mod shaping;
 mod snapshots_compiled;
 mod support;

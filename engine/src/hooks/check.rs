@@ -34,6 +34,43 @@ pub fn readiness(broker: &Broker, service: &Service, ctx: &RequestCtx<'_>) -> Va
     })
 }
 
+/// The `runtime_health` hook: the configuration readiness plus what this process has
+/// seen of the service's calls since it started (counts by outcome, upstream failures,
+/// mean duration). Local: it never contacts the upstream, so it reports observed health,
+/// not a probe.
+pub fn runtime_health(
+    broker: &Broker,
+    tool: &Tool,
+    ctx: &RequestCtx<'_>,
+) -> Result<Exec, CallError> {
+    let service = broker
+        .catalog
+        .services
+        .get(&tool.service)
+        .ok_or_else(CallError::internal)?;
+    let readiness = readiness(broker, service, ctx);
+    let observed = broker.metrics.service_summary(&service.id);
+    let calls = observed["calls"].as_u64().unwrap_or(0);
+    let failures = observed["upstreamFailures"].as_u64().unwrap_or(0);
+    let status = if readiness["endpointConfigured"] != json!(true) {
+        "not_configured"
+    } else if calls >= 5 && failures * 2 > calls {
+        "degraded"
+    } else {
+        "ok"
+    };
+    Ok(Exec {
+        summary: Some(format!("{} runtime health: {status}", service.id)),
+        data: json!({
+            "status": status,
+            "readiness": readiness,
+            "observed": observed,
+            "note": "observed since this broker process started; the upstream is not probed",
+        }),
+        ..Exec::default()
+    })
+}
+
 /// The `check_configuration` hook.
 pub fn check_configuration(
     broker: &Broker,

@@ -7,6 +7,7 @@
 //! upstream themselves; `portal.call_read_tool` runs another catalog tool through the
 //! same pipeline as any call.
 
+mod allowlist;
 mod check;
 mod dispatch;
 mod jobs;
@@ -17,7 +18,8 @@ mod portal;
 mod reschedule;
 mod steps;
 
-pub use check::check_configuration;
+pub use allowlist::allowlisted_request;
+pub use check::{check_configuration, runtime_health};
 pub use dispatch::category_dispatch;
 pub use jobs::list_jobs;
 pub use lookup::table_lookup;
@@ -53,11 +55,15 @@ pub enum Hook {
     TableLookup,
     /// The caller's recent jobs from the job registry.
     ListJobs,
+    /// One endpoint of the service by method and path, within allowlists.
+    AllowlistedRequest,
+    /// Configuration readiness plus the calls this process has seen.
+    RuntimeHealth,
 }
 
 impl Hook {
     /// Every hook, for resolution and "did you mean".
-    pub const ALL: [Hook; 12] = [
+    pub const ALL: [Hook; 14] = [
         Hook::PortalCallReadTool,
         Hook::PortalCheckConnection,
         Hook::CheckConfiguration,
@@ -70,6 +76,8 @@ impl Hook {
         Hook::SubmitAndPoll,
         Hook::TableLookup,
         Hook::ListJobs,
+        Hook::AllowlistedRequest,
+        Hook::RuntimeHealth,
     ];
 
     /// The name catalog files use.
@@ -87,6 +95,8 @@ impl Hook {
             Hook::SubmitAndPoll => "submit_and_poll",
             Hook::TableLookup => "table_lookup",
             Hook::ListJobs => "list_jobs",
+            Hook::AllowlistedRequest => "allowlisted_request",
+            Hook::RuntimeHealth => "runtime_health",
         }
     }
 

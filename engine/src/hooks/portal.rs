@@ -47,9 +47,19 @@ pub async fn call_read_tool(
         }
     }
     ctx.principal.check(tool)?;
-    let inner = broker
-        .execute(tool, args.get("arguments").cloned(), ctx)
-        .await?;
+    // The portal's profile arguments route the inner call when its tool takes them.
+    let mut arguments = args.get("arguments").cloned();
+    if let Some(Value::Object(inner)) = &mut arguments {
+        let declared = tool.arguments.get("properties").and_then(Value::as_object);
+        for profile in ["profileId", "profileSlug"] {
+            if let Some(p) = str_arg(&args, profile)
+                && declared.is_some_and(|d| d.contains_key(profile))
+            {
+                inner.insert(profile.to_string(), Value::String(p.to_string()));
+            }
+        }
+    }
+    let inner = broker.execute(tool, arguments, ctx).await?;
     let service = catalog.services.get(&tool.service);
     let mut pagination = inner.pagination.unwrap_or_else(|| json!({}));
     if !inner.truncation.is_empty()
