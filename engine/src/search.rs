@@ -244,6 +244,24 @@ impl SearchIndex {
             let df = f64::from(index.df.get(term).copied().unwrap_or(0));
             (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
         };
+        // Per query word: the terms that count for it and their weights, computed once.
+        // A synonym weighs no more than the word asked for: a rare synonym ("add") must
+        // not outrank the common word itself ("create").
+        let weighted: Vec<Vec<(&str, f64)>> = distinct
+            .iter()
+            .map(|word| {
+                let own_idf = idf(word);
+                std::iter::once((word.as_str(), own_idf))
+                    .chain(
+                        self.synonyms
+                            .get(word.as_str())
+                            .into_iter()
+                            .flatten()
+                            .map(|s| (s.as_str(), 0.5 * idf(s).min(own_idf))),
+                    )
+                    .collect()
+            })
+            .collect();
         let mut hits = Vec::new();
         for doc in &index.docs {
             if !keep(doc.tool) {
@@ -252,22 +270,11 @@ impl SearchIndex {
             let norm = self.k1 * (1.0 - self.b + self.b * doc.len / index.avg_len.max(1e-9));
             let mut score = 0.0;
             let mut matched = 0usize;
-            for word in &distinct {
+            for candidates in &weighted {
                 let mut best = 0.0f64;
-                let candidates = std::iter::once((word.as_str(), 1.0)).chain(
-                    self.synonyms
-                        .get(word.as_str())
-                        .into_iter()
-                        .flatten()
-                        .map(|s| (s.as_str(), 0.5)),
-                );
-                // A synonym weighs no more than the word asked for: a rare synonym
-                // ("add") must not outrank the common word itself ("create").
-                let own_idf = idf(word);
-                for (term, factor) in candidates {
+                for &(term, weight) in candidates {
                     if let Some(&tf) = doc.terms.get(term) {
-                        let weight = idf(term).min(own_idf);
-                        let part = factor * weight * tf * (self.k1 + 1.0) / (tf + norm);
+                        let part = weight * tf * (self.k1 + 1.0) / (tf + norm);
                         best = best.max(part);
                     }
                 }

@@ -1,0 +1,58 @@
+//! Discovery paths: ranked find over one service's tools, one MCP `tools/list` page,
+//! and building the OpenAPI projection (done once per process, then served from memory).
+//!
+//! Run: `cargo bench -p tool-broker --bench discovery`. Figures: `bench/README.md`.
+#![allow(clippy::panic, reason = "a benchmark with a broken setup should stop")]
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use tool_broker::auth::Principal;
+use tool_broker::call::Broker;
+use tool_broker::compile::compile;
+use tool_broker::config::ConfigFile;
+use tool_broker::mcp::tools::visible;
+use tool_broker::projection::document;
+use tool_broker::source::Sources;
+
+fn discovery(c: &mut Criterion) {
+    let catalog = Arc::new(compile(&Sources::embedded()).unwrap_or_else(|d| panic!("{d}")));
+    let env = |name: &str| (name == "TOOL_BROKER_API_KEY").then(|| "tb_bench".to_string());
+    let broker = Broker::new(catalog.clone(), &ConfigFile::default(), &env)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let principal = Principal::unrestricted("bench");
+    c.bench_function("find: payments 'list issuing cards' (468 tools)", |b| {
+        b.iter(|| {
+            catalog
+                .search
+                .search("payments", black_box("list issuing cards"), |_| true)
+        })
+    });
+    c.bench_function("find: crm 'create a contact' (584 tools)", |b| {
+        b.iter(|| {
+            catalog
+                .search
+                .search("crm", black_box("create a contact"), |_| true)
+        })
+    });
+    let _ = visible(&broker, &principal); // build the entry cache once
+    c.bench_function("mcp tools/list: one page of 100 (entries cached)", |b| {
+        b.iter(|| {
+            let all = visible(&broker, &principal);
+            let page: Vec<_> = all.iter().skip(black_box(800)).take(100).collect();
+            serde_json::to_string(&page).map(|s| s.len()).unwrap_or(0)
+        })
+    });
+    let mut slow = c.benchmark_group("once per process");
+    slow.sample_size(10)
+        .measurement_time(Duration::from_secs(10));
+    slow.bench_function("openapi projection: build + serialise", |b| {
+        b.iter(|| document(&catalog, black_box(false)).to_string().len())
+    });
+    slow.finish();
+}
+
+criterion_group!(benches, discovery);
+criterion_main!(benches);
