@@ -339,6 +339,11 @@ impl Broker {
         Ok(Some(key.as_str()))
     }
 
+    /// How many routing profiles with a key the deployment has for a service.
+    pub fn profile_count(&self, service: &str) -> usize {
+        self.profiles.iter().filter(|p| p.0 == service).count()
+    }
+
     /// Whether a service's key would come from the server (for configuration checks).
     pub fn has_server_key(&self, service: &str) -> bool {
         self.server_keys.contains_key(service)

@@ -142,3 +142,19 @@ async fn leads_builds_an_oauth_url_from_the_callers_own_values() {
         assert_eq!(status, 422, "{body}");
     }
 }
+
+#[tokio::test]
+async fn check_configuration_names_each_services_own_readiness() {
+    let imagegen = call("imagegen.check_configuration", json!({})).await;
+    assert_eq!(imagegen["jobStore"], "memory", "{imagegen}");
+    assert_eq!(imagegen["webhookReceiver"], false);
+    assert_eq!(imagegen["granted"], true);
+    assert_eq!(imagegen["credentialPresent"], false);
+    let crm = call("crm.crm_check_configuration", json!({})).await;
+    assert_eq!(crm["tenantsConfigured"], 0, "{crm}");
+    assert_eq!(crm["runtimeMode"], "private");
+    assert_eq!(crm["runtimeLocationPresent"], false);
+    let payments = call("payments.check_configuration", json!({})).await;
+    assert_eq!(payments["routingProfiles"], 0, "{payments}");
+    assert_eq!(payments["keyMode"], "byok");
+}

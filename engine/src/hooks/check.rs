@@ -21,17 +21,61 @@ pub fn readiness(broker: &Broker, service: &Service, ctx: &RequestCtx<'_>) -> Va
         Some(c) if c.server_side && broker.has_server_key(&service.id) => "byok_or_server",
         Some(_) => "byok",
     };
-    json!({
+    let mut out = json!({
         "serviceId": service.id,
         "catalogVersion": service.catalog_version,
         "toolCount": tools.len(),
         "agentReadyCount": tools.iter().filter(|t| t.tier == Tier::AgentReady).count(),
+        "granted": ctx.principal.services.as_ref().is_none_or(|s| s.contains(&service.id)),
         "endpointConfigured": broker.base_url(&service.id).is_some(),
         "keyMode": key_mode,
         "credentialHeader": service.credential.as_ref().map(|c| c.header.clone()),
         "credentialPresent": service.credential.is_none()
             || broker.upstream_key(&service.id, ctx.headers).is_some(),
-    })
+    });
+    let Some(map) = out.as_object_mut() else {
+        return out;
+    };
+    if tools.iter().any(|t| t.response.job_id.is_some()) {
+        // Jobs are recorded by this process; upstream callbacks are not received.
+        map.insert("jobStore".into(), json!("memory"));
+        map.insert("webhookReceiver".into(), json!(false));
+    }
+    if let Some(tenancy) = &service.tenancy {
+        let tenants = broker
+            .setting(&service.id, &tenancy.tenants_setting)
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        let public = broker
+            .setting(&service.id, &tenancy.mode_setting)
+            .and_then(Value::as_str)
+            == Some("public");
+        map.insert("tenantsConfigured".into(), json!(tenants));
+        map.insert(
+            "runtimeMode".into(),
+            json!(if public { "public" } else { "private" }),
+        );
+        map.insert(
+            "runtimeLocationPresent".into(),
+            json!(
+                service
+                    .context_headers
+                    .get(&tenancy.context)
+                    .is_some_and(|h| ctx.headers.contains_key(h.as_str()))
+            ),
+        );
+    }
+    if service
+        .credential
+        .as_ref()
+        .is_some_and(|c| c.profile_args.is_some())
+    {
+        map.insert(
+            "routingProfiles".into(),
+            json!(broker.profile_count(&service.id)),
+        );
+    }
+    out
 }
 
 /// The `runtime_health` hook: the configuration readiness plus what this process has
