@@ -1,4 +1,5 @@
-//! No key, token or header value ever reaches a response body or a log line.
+//! No key, token or header value ever reaches a response body or a log line, through any
+//! door (`POST /`, `POST /mcp`, `POST /mcp/<service>/<tool>`).
 //!
 //! Distinctive values go in as the bearer, the upstream keys, other headers and
 //! arguments; a local upstream answers with credential-like fields at several depths
@@ -121,11 +122,54 @@ async fn secrets_never_reach_responses_or_logs() {
             json!({"locationId": "l", "live": {"apiKey": ARG_SECRET, "publishableKey": "pk_x"}, "test": {"apiKey": ARG_SECRET, "publishableKey": "pk"}}),
         ),
     ];
+    let bearer = format!("Bearer {}", crate::support::API_KEY);
+    let mut door_headers: Vec<(&str, &str)> = headers.to_vec();
+    door_headers.push(("authorization", &bearer));
+    door_headers.push(("content-type", "application/json"));
     for (name, args) in calls {
-        let (status, body) = b.call(name, args, &headers).await;
+        let (status, body) = b.call(name, args.clone(), &headers).await;
         assert!(status != 500, "{name}: {body}");
         bodies.push((name, body.to_string()));
+        // The same call through the MCP door and through the projection's REST path.
+        let rpc = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                          "params": { "name": name, "arguments": args } });
+        let (status, _, text) = b
+            .send(
+                reqwest::Method::POST,
+                "/mcp",
+                Some(rpc.to_string().into_bytes()),
+                &door_headers,
+            )
+            .await;
+        assert!(status < 500, "{name} via /mcp: {text}");
+        bodies.push((name, text));
+        let (service, tool) = name.split_once('.').unwrap();
+        let rest = format!("/mcp/{service}/{}", tool.replace('_', "-"));
+        let (status, _, text) = b
+            .send(
+                reqwest::Method::POST,
+                &rest,
+                Some(args.to_string().into_bytes()),
+                &door_headers,
+            )
+            .await;
+        assert!(status != 500, "{name} via {rest}: {text}");
+        bodies.push((name, text));
     }
+    let wrong = format!("Bearer {WRONG_BEARER}");
+    let (status, _, text) = b
+        .send(
+            reqwest::Method::POST,
+            "/mcp",
+            Some(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#.to_vec()),
+            &[
+                ("authorization", wrong.as_str()),
+                ("content-type", "application/json"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 401);
+    bodies.push(("wrong bearer via /mcp", text));
     let (status, body) = b
         .call_as(WRONG_BEARER, "portal.check_connection", json!({}), &headers)
         .await;
