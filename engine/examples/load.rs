@@ -181,6 +181,19 @@ async fn main() {
                 .header("content-type", "application/json")
                 .body(body.clone())
         });
+    // The same call through the MCP door (a CallToolResult wrapping the envelope).
+    let mcp_url = format!("http://127.0.0.1:{port}/mcp");
+    let mcp_body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "agent.list_agents", "arguments": {}}}).to_string();
+    let via_mcp: Arc<dyn Fn(&reqwest::Client) -> reqwest::RequestBuilder + Send + Sync> =
+        Arc::new(move |c: &reqwest::Client| {
+            c.post(&mcp_url)
+                .header("authorization", format!("Bearer {KEY}"))
+                .header("x-agent-api-key", "ak_load_test")
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .header("mcp-protocol-version", "2025-11-25")
+                .body(mcp_body.clone())
+        });
     let stub_url = format!("http://{stub}/v2/agent.list");
     let direct: Arc<dyn Fn(&reqwest::Client) -> reqwest::RequestBuilder + Send + Sync> =
         Arc::new(move |c: &reqwest::Client| {
@@ -189,9 +202,11 @@ async fn main() {
 
     // Warm up both paths, then measure.
     drive(via_broker.clone(), 1, concurrency, 10_000).await;
+    drive(via_mcp.clone(), 1, concurrency, 10_000).await;
     drive(direct.clone(), 1, concurrency, 10_000).await;
     let d = drive(direct, seconds, concurrency, max_requests).await;
     let b = drive(via_broker, seconds, concurrency, max_requests).await;
+    let m = drive(via_mcp, seconds, concurrency, max_requests).await;
     let _ = broker.kill();
     let _ = broker.wait();
 
@@ -202,7 +217,7 @@ async fn main() {
         "{:<8} {:>10} {:>8} {:>10} {:>10} {:>10}",
         "target", "requests", "errors", "req/s", "p50 us", "p99 us"
     );
-    for (name, f) in [("stub", &d), ("broker", &b)] {
+    for (name, f) in [("stub", &d), ("broker", &b), ("mcp", &m)] {
         println!(
             "{:<8} {:>10} {:>8} {:>10.0} {:>10} {:>10}",
             name, f.requests, f.errors, f.rps, f.p50_us, f.p99_us
@@ -212,5 +227,10 @@ async fn main() {
         "ratio broker/stub: throughput {:.2}, p50 latency {:.2}",
         b.rps / d.rps,
         b.p50_us as f64 / d.p50_us.max(1) as f64
+    );
+    println!(
+        "ratio mcp/broker: throughput {:.2}, p50 latency {:.2}",
+        m.rps / b.rps,
+        m.p50_us as f64 / b.p50_us.max(1) as f64
     );
 }

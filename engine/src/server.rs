@@ -69,7 +69,12 @@ pub async fn serve(
 }
 
 fn json_response(status: u16, body: &Value, extra: &[(&'static str, String)]) -> HttpResponse {
-    let mut response = hyper::Response::new(Full::new(Bytes::from(body.to_string())));
+    json_text_response(status, body.to_string(), extra)
+}
+
+/// A JSON answer whose text is already serialised.
+fn json_text_response(status: u16, body: String, extra: &[(&'static str, String)]) -> HttpResponse {
+    let mut response = hyper::Response::new(Full::new(Bytes::from(body)));
     *response.status_mut() =
         StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let headers = response.headers_mut();
@@ -215,7 +220,7 @@ fn authenticate<'a>(
 
 fn mcp_reply(reply: crate::mcp::Reply) -> HttpResponse {
     match reply.body {
-        Some(body) => json_response(reply.status, &body, &reply.headers),
+        Some(body) => json_text_response(reply.status, body, &reply.headers),
         None => {
             let mut response = hyper::Response::new(Full::new(Bytes::new()));
             *response.status_mut() = StatusCode::ACCEPTED;

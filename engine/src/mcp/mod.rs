@@ -64,8 +64,8 @@ pub mod code {
 pub struct Reply {
     /// HTTP status.
     pub status: u16,
-    /// JSON body; `None` for 202.
-    pub body: Option<Value>,
+    /// JSON body text; `None` for 202.
+    pub body: Option<String>,
     /// Extra headers.
     pub headers: Vec<(&'static str, String)>,
 }
@@ -95,7 +95,7 @@ pub fn error(id: &Value, code: i64, message: impl Into<String>, data: Option<Val
     }
     Reply {
         status: status_of(code),
-        body: Some(json!({ "jsonrpc": "2.0", "id": id, "error": error })),
+        body: Some(json!({ "jsonrpc": "2.0", "id": id, "error": error }).to_string()),
         headers,
     }
 }
@@ -103,7 +103,7 @@ pub fn error(id: &Value, code: i64, message: impl Into<String>, data: Option<Val
 fn result(id: &Value, result: Value) -> Reply {
     Reply {
         status: 200,
-        body: Some(json!({ "jsonrpc": "2.0", "id": id, "result": result })),
+        body: Some(json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string()),
         headers: Vec::new(),
     }
 }
@@ -490,13 +490,27 @@ pub async fn handle(
                         .await
                 }
             };
+            // Written by hand so the envelope is serialised once: the same text is
+            // `structuredContent` and, as a JSON string, `content[0].text`.
             let envelope = response.body;
             let ok = envelope.get("ok") == Some(&Value::Bool(true));
-            finish(json!({
-                "content": [{ "type": "text", "text": envelope.to_string() }],
-                "structuredContent": envelope,
-                "isError": !ok,
-            }))
+            let text = envelope.to_string();
+            let quoted = serde_json::to_string(&text).unwrap_or_else(|_| "\"\"".into());
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":{},"result":{{"content":[{{"type":"text","text":{quoted}}}],"structuredContent":{text},"isError":{}{}}}}}"#,
+                id,
+                !ok,
+                if modern {
+                    r#","resultType":"complete""#
+                } else {
+                    ""
+                },
+            );
+            Reply {
+                status: 200,
+                body: Some(body),
+                headers: Vec::new(),
+            }
         }
         other => error(
             &id,
