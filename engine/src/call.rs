@@ -308,20 +308,19 @@ impl Broker {
                 && slug.is_none_or(|s| s == pslug)
         });
         let Some((_, pid, pslug, key)) = found else {
-            return Err(CallError::new(
-                Classification::NotConfigured,
-                format!(
-                    "this deployment has no `{}` routing profile {}; omit `{}`/`{}` to use your own key",
-                    tool.service,
-                    [id, slug]
-                        .into_iter()
-                        .flatten()
-                        .collect::<Vec<_>>()
-                        .join(" / "),
-                    names.id,
-                    names.slug
-                ),
-            ));
+            // The caller named it: a bad argument, not a broken deployment.
+            let pointer = format!("/{}", if id.is_some() { &names.id } else { &names.slug });
+            let which = match (id, slug) {
+                (Some(_), Some(_)) => "id and slug",
+                (Some(_), None) => "id",
+                _ => "slug",
+            };
+            let message = format!(
+                "this deployment has no `{}` routing profile with that {which}; omit `{}`/`{}` to use your own key",
+                tool.service, names.id, names.slug
+            );
+            return Err(CallError::validation(message.clone())
+                .with_details(json!([{ "pointer": pointer, "message": message }])));
         };
         if !ctx
             .principal

@@ -151,9 +151,10 @@ async fn payments_routes_by_profile_to_a_server_side_key() {
         .await;
     assert_eq!(
         (status, classification(&body)),
-        (503, "not_configured"),
+        (422, "validation_error"),
         "{body}"
     );
+    assert_eq!(body["error"]["details"][0]["pointer"], "/profileSlug");
     assert_eq!(server.received_requests().await.unwrap().len(), 2);
     // portal.call_read_tool passes its profile to the inner payments tool.
     let (status, body) = broker
