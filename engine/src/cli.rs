@@ -338,6 +338,11 @@ pub fn catalog(command: CatalogCommand, dir: &Path) -> Result<String, String> {
                 .flat_map(crate::mcp::schemas::lint)
                 .collect();
             let refused = findings.iter().filter(|f| f.refused).count();
+            let refused_tools: std::collections::BTreeSet<&str> = findings
+                .iter()
+                .filter(|f| f.refused)
+                .map(|f| f.tool.as_str())
+                .collect();
             for f in &findings {
                 let _ = writeln!(
                     out,
@@ -354,8 +359,9 @@ pub fn catalog(command: CatalogCommand, dir: &Path) -> Result<String, String> {
             }
             let _ = writeln!(
                 out,
-                "lint: {} tools, {refused} schemas refused by model providers, {} warnings",
+                "lint: {} tools, {} refused by model providers ({refused} findings), {} warnings",
                 catalog.tools.iter().filter(|t| t.exposed).count(),
+                refused_tools.len(),
                 findings.len() - refused
             );
             if refused > 0 { Err(out) } else { Ok(out) }

@@ -251,4 +251,40 @@ mod tests {
             json!([1])
         );
     }
+
+    #[test]
+    fn a_required_object_that_requires_nothing_still_carries_a_value() {
+        // `{}` disappears in a form or query encoding: the first scalar property is
+        // given, never one inside a schema the importer cut.
+        let schema = json!({
+            "type": "object",
+            "required": ["features"],
+            "properties": { "features": { "type": "object", "properties": {
+                "cut": { "description": "Thing (not expanded)" },
+                "portal": { "type": "object", "required": ["enabled"], "properties": { "enabled": { "type": "boolean" } } },
+                "label": { "type": "string" }
+            } } }
+        });
+        assert_eq!(
+            sample(&schema),
+            json!({ "features": { "label": "sample" } })
+        );
+        // Without a scalar, the first non-empty object.
+        let schema = json!({
+            "type": "object",
+            "required": ["features"],
+            "properties": { "features": { "type": "object", "properties": {
+                "portal": { "type": "object", "required": ["enabled"], "properties": { "enabled": { "type": "boolean" } } }
+            } } }
+        });
+        assert_eq!(
+            sample(&schema),
+            json!({ "features": { "portal": { "enabled": false } } })
+        );
+        // The arguments themselves stay minimal.
+        assert_eq!(
+            sample(&json!({ "type": "object", "properties": { "a": { "type": "string" } } })),
+            json!({})
+        );
+    }
 }

@@ -335,19 +335,39 @@ async fn rest(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
             }
         }
     };
-    let headers = parts.headers;
+    guarded_call(
+        &broker,
+        request_id,
+        &name,
+        arguments,
+        &parts.headers,
+        &principal,
+    )
+    .await
+}
+
+/// Runs one call; a panic becomes an `internal_error` envelope, never a dropped
+/// connection. Shared by `POST /` and the projection's REST paths.
+async fn guarded_call(
+    broker: &Broker,
+    request_id: String,
+    name: &str,
+    arguments: Option<Value>,
+    headers: &hyper::HeaderMap,
+    principal: &crate::auth::Principal,
+) -> HttpResponse {
     let call = broker.call(CallInput {
         request_id: request_id.clone(),
-        name: &name,
+        name,
         arguments,
-        headers: &headers,
-        principal: &principal,
+        headers,
+        principal,
     });
     match std::panic::AssertUnwindSafe(call).catch_unwind().await {
         Ok(response) => send(response),
         Err(_) => {
             tracing::error!("a tool call panicked; answered internal_error");
-            failure(&broker, &request_id, CallError::internal())
+            failure(broker, &request_id, CallError::internal())
         }
     }
 }
@@ -403,21 +423,15 @@ async fn rpc(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
         Ok(pair) => pair,
         Err(e) => return failure(&broker, &shown_id, e),
     };
-    let headers = parts.headers;
-    let call = broker.call(CallInput {
-        request_id: shown_id.clone(),
-        name: &name,
+    guarded_call(
+        &broker,
+        shown_id,
+        &name,
         arguments,
-        headers: &headers,
-        principal: &principal,
-    });
-    match std::panic::AssertUnwindSafe(call).catch_unwind().await {
-        Ok(response) => send(response),
-        Err(_) => {
-            tracing::error!("a tool call panicked; answered internal_error");
-            failure(&broker, &shown_id, CallError::internal())
-        }
-    }
+        &parts.headers,
+        &principal,
+    )
+    .await
 }
 
 /// Checks the JSON-RPC shape; returns `params.name` and `params.arguments`.

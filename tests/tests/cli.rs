@@ -228,3 +228,42 @@ fn the_committed_format_schemas_are_current() {
         );
     }
 }
+
+#[test]
+fn lint_refuses_schemas_providers_would_refuse() {
+    let (_keep, dir) = scratch_root();
+    let out = catalog(CatalogCommand::Lint, &dir).unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.contains(", 0 refused by model providers"), "{out}");
+    std::fs::write(
+        dir.join("catalog/media/lint_probe.toml"),
+        r##"
+[[tool]]
+name = "lint_probe"
+title = "Lint probe"
+description = "A tool whose schema keeps a reference."
+tier = "agent_ready"
+risk = "read"
+hook = "check_configuration"
+
+[tool.arguments]
+type = "object"
+properties = { a = { "$ref" = "#/$defs/a" }, "b[]" = { type = "string" } }
+"$defs" = { a = { type = "string" } }
+"##,
+    )
+    .unwrap();
+    let err = catalog(CatalogCommand::Lint, &dir).unwrap_err();
+    assert!(
+        err.contains("error: media.lint_probe /properties/a/$ref"),
+        "{err}"
+    );
+    assert!(err.contains("error: media.lint_probe /$defs"), "{err}");
+    assert!(
+        err.contains("warning: media.lint_probe /properties/b[]"),
+        "{err}"
+    );
+    assert!(
+        err.contains(", 1 refused by model providers (2 findings)"),
+        "{err}"
+    );
+}

@@ -38,6 +38,28 @@ async fn mount_submit(server: &MockServer) {
         .await;
 }
 
+const GENERATION_ID: &str = "0b8a5c1e-1f2a-4b3c-8d4e-5f6a7b8c9d0e";
+
+/// Every status read of the generation answers `status` (with `code`).
+async fn mount_status(server: &MockServer, code: u16, body: Value) {
+    Mock::given(method("GET"))
+        .and(path(format!("/generations/{GENERATION_ID}")))
+        .respond_with(ResponseTemplate::new(code).set_body_json(body))
+        .mount(server)
+        .await;
+}
+
+/// Submits one confirmed image generation with extra arguments.
+async fn generate(broker: &TestBroker, extra: Value) -> (u16, Value) {
+    let mut args = json!({ "prompt": "a lighthouse", "confirm": true });
+    if let (Some(a), Some(e)) = (args.as_object_mut(), extra.as_object()) {
+        a.extend(e.clone());
+    }
+    broker
+        .call("imagegen.generate_image_and_wait", args, &[IMAGEGEN_KEY])
+        .await
+}
+
 async fn posts(server: &MockServer) -> usize {
     server
         .received_requests()
@@ -74,24 +96,14 @@ async fn a_confirmed_generation_is_submitted_once_and_watched_until_complete() {
     let server = MockServer::start().await;
     mount_submit(&server).await;
     Mock::given(method("GET"))
-        .and(path("/generations/0b8a5c1e-1f2a-4b3c-8d4e-5f6a7b8c9d0e"))
+        .and(path(format!("/generations/{GENERATION_ID}")))
         .respond_with(ResponseTemplate::new(200).set_body_json(generation("PENDING")))
         .up_to_n_times(2)
         .mount(&server)
         .await;
-    Mock::given(method("GET"))
-        .and(path("/generations/0b8a5c1e-1f2a-4b3c-8d4e-5f6a7b8c9d0e"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(generation("COMPLETE")))
-        .mount(&server)
-        .await;
+    mount_status(&server, 200, generation("COMPLETE")).await;
     let broker = broker(&server).await;
-    let (status, body) = broker
-        .call(
-            "imagegen.generate_image_and_wait",
-            json!({ "prompt": "a lighthouse", "confirm": true, "wait_seconds": 10 }),
-            &[IMAGEGEN_KEY],
-        )
-        .await;
+    let (status, body) = generate(&broker, json!({ "wait_seconds": 10 })).await;
     assert_eq!(status, 200, "{body}");
     let data = &body["data"];
     assert_eq!(data["outcome"], "done", "{body}");
@@ -118,19 +130,9 @@ async fn a_confirmed_generation_is_submitted_once_and_watched_until_complete() {
 async fn a_wait_that_runs_out_answers_the_id_and_how_to_check_later() {
     let server = MockServer::start().await;
     mount_submit(&server).await;
-    Mock::given(method("GET"))
-        .and(path("/generations/0b8a5c1e-1f2a-4b3c-8d4e-5f6a7b8c9d0e"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(generation("PENDING")))
-        .mount(&server)
-        .await;
+    mount_status(&server, 200, generation("PENDING")).await;
     let broker = broker(&server).await;
-    let (status, body) = broker
-        .call(
-            "imagegen.generate_image_and_wait",
-            json!({ "prompt": "a lighthouse", "confirm": true, "wait_seconds": 0 }),
-            &[IMAGEGEN_KEY],
-        )
-        .await;
+    let (status, body) = generate(&broker, json!({ "wait_seconds": 0 })).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["data"]["outcome"], "pending");
     assert_eq!(body["data"]["id"], "0b8a5c1e-1f2a-4b3c-8d4e-5f6a7b8c9d0e");
@@ -149,19 +151,9 @@ async fn a_wait_that_runs_out_answers_the_id_and_how_to_check_later() {
 async fn a_failed_status_read_after_the_submit_keeps_the_id() {
     let server = MockServer::start().await;
     mount_submit(&server).await;
-    Mock::given(method("GET"))
-        .and(path("/generations/0b8a5c1e-1f2a-4b3c-8d4e-5f6a7b8c9d0e"))
-        .respond_with(ResponseTemplate::new(503).set_body_json(json!({ "error": "busy" })))
-        .mount(&server)
-        .await;
+    mount_status(&server, 503, json!({ "error": "busy" })).await;
     let broker = broker(&server).await;
-    let (status, body) = broker
-        .call(
-            "imagegen.generate_image_and_wait",
-            json!({ "prompt": "a lighthouse", "confirm": true }),
-            &[IMAGEGEN_KEY],
-        )
-        .await;
+    let (status, body) = generate(&broker, json!({})).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["data"]["outcome"], "pending");
     assert_eq!(body["data"]["id"], "0b8a5c1e-1f2a-4b3c-8d4e-5f6a7b8c9d0e");
@@ -176,19 +168,9 @@ async fn a_failed_status_read_after_the_submit_keeps_the_id() {
 async fn a_failed_job_is_reported_not_retried() {
     let server = MockServer::start().await;
     mount_submit(&server).await;
-    Mock::given(method("GET"))
-        .and(path("/generations/0b8a5c1e-1f2a-4b3c-8d4e-5f6a7b8c9d0e"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(generation("FAILED")))
-        .mount(&server)
-        .await;
+    mount_status(&server, 200, generation("FAILED")).await;
     let broker = broker(&server).await;
-    let (_, body) = broker
-        .call(
-            "imagegen.generate_image_and_wait",
-            json!({ "prompt": "a lighthouse", "confirm": true }),
-            &[IMAGEGEN_KEY],
-        )
-        .await;
+    let (_, body) = generate(&broker, json!({})).await;
     assert_eq!(body["data"]["outcome"], "failed", "{body}");
     assert_eq!(posts(&server).await, 1);
 }
@@ -333,11 +315,7 @@ async fn agent_watchers_stop_when_the_task_needs_the_user() {
 async fn submitted_jobs_are_listed_for_their_owner_only() {
     let server = MockServer::start().await;
     mount_submit(&server).await;
-    Mock::given(method("GET"))
-        .and(path("/generations/0b8a5c1e-1f2a-4b3c-8d4e-5f6a7b8c9d0e"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(generation("COMPLETE")))
-        .mount(&server)
-        .await;
+    mount_status(&server, 200, generation("COMPLETE")).await;
     let broker = broker(&server).await;
     let (_, empty) = broker
         .call("imagegen.list_generation_jobs", json!({}), &[IMAGEGEN_KEY])

@@ -78,6 +78,15 @@ pub fn readiness(broker: &Broker, service: &Service, ctx: &RequestCtx<'_>) -> Va
     out
 }
 
+/// The service a local check tool belongs to (compile guarantees it exists).
+fn service_of<'a>(broker: &'a Broker, tool: &Tool) -> Result<&'a Service, CallError> {
+    broker
+        .catalog
+        .services
+        .get(&tool.service)
+        .ok_or_else(CallError::internal)
+}
+
 /// The `runtime_health` hook: the configuration readiness plus what this process has
 /// seen of the service's calls since it started (counts by outcome, upstream failures,
 /// mean duration). Local: it never contacts the upstream, so it reports observed health,
@@ -87,11 +96,7 @@ pub fn runtime_health(
     tool: &Tool,
     ctx: &RequestCtx<'_>,
 ) -> Result<Exec, CallError> {
-    let service = broker
-        .catalog
-        .services
-        .get(&tool.service)
-        .ok_or_else(CallError::internal)?;
+    let service = service_of(broker, tool)?;
     let readiness = readiness(broker, service, ctx);
     let observed = broker.metrics.service_summary(&service.id);
     let calls = observed["calls"].as_u64().unwrap_or(0);
@@ -121,11 +126,7 @@ pub fn check_configuration(
     tool: &Tool,
     ctx: &RequestCtx<'_>,
 ) -> Result<Exec, CallError> {
-    let service = broker
-        .catalog
-        .services
-        .get(&tool.service)
-        .ok_or_else(CallError::internal)?;
+    let service = service_of(broker, tool)?;
     let mut data = readiness(broker, service, ctx);
     if let Some(map) = data.as_object_mut() {
         map.insert("snapshotId".into(), json!(broker.catalog.snapshot_id));

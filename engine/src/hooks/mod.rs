@@ -23,7 +23,9 @@ pub use check::{check_configuration, runtime_health};
 pub use dispatch::category_dispatch;
 pub use jobs::list_jobs;
 pub use lookup::table_lookup;
-pub use navigation::{capabilities, endpoint_coverage, find_tools, tool_reference};
+pub use navigation::{
+    FindFilters, capabilities, endpoint_coverage, find_tools, text, tool_reference,
+};
 pub use poll::submit_and_poll;
 pub use portal::{call_read_tool, check_connection};
 pub use reschedule::reschedule_overdue;

@@ -29,7 +29,8 @@ fn flag(args: &Map<String, Value>, name: &str) -> bool {
     args.get(name).and_then(Value::as_bool).unwrap_or(false)
 }
 
-fn text<'a>(args: &'a Map<String, Value>, name: &str) -> Option<&'a str> {
+/// A non-empty, trimmed string argument.
+pub fn text<'a>(args: &'a Map<String, Value>, name: &str) -> Option<&'a str> {
     args.get(name)
         .and_then(Value::as_str)
         .map(str::trim)
@@ -110,11 +111,40 @@ fn category_filter<'a>(
     }
 }
 
-fn risk_filter(args: &Map<String, Value>) -> Option<Risk> {
-    match text(args, "risk") {
-        Some("read") => Some(Risk::Read),
-        Some("write") => Some(Risk::Write),
-        _ => None,
+/// The filters every find tool shares (a service's own and the MCP discovery one):
+/// `risk`, `include_legacy` and `limit` (default 10, at most 50).
+#[derive(Debug, Clone, Copy)]
+pub struct FindFilters {
+    /// Only tools of this risk.
+    pub risk: Option<Risk>,
+    /// Legacy tools too.
+    pub include_legacy: bool,
+    /// Most results.
+    pub limit: usize,
+}
+
+impl FindFilters {
+    /// Reads the filters from a find call's arguments.
+    pub fn from_args(args: &Map<String, Value>) -> Self {
+        Self {
+            risk: match text(args, "risk") {
+                Some("read") => Some(Risk::Read),
+                Some("write") => Some(Risk::Write),
+                _ => None,
+            },
+            include_legacy: flag(args, "include_legacy"),
+            limit: args
+                .get("limit")
+                .and_then(Value::as_u64)
+                .map_or(10, |n| usize::try_from(n).unwrap_or(50).clamp(1, 50)),
+        }
+    }
+
+    /// Whether a callable tool passes the tier and risk filters.
+    pub fn admits(&self, tool: &Tool) -> bool {
+        tool.exposed
+            && (self.include_legacy || tool.tier == Tier::AgentReady)
+            && self.risk.is_none_or(|r| tool.risk == r)
     }
 }
 
@@ -127,17 +157,15 @@ pub fn find_tools(
     let catalog = &broker.catalog;
     let query = text(args, "query").unwrap_or_default();
     let category = category_filter(catalog, &tool.service, args)?;
-    let risk = risk_filter(args);
-    let include_legacy = flag(args, "include_legacy");
-    let limit = args
-        .get("limit")
-        .and_then(Value::as_u64)
-        .map_or(10, |n| usize::try_from(n).unwrap_or(50).clamp(1, 50));
+    let filters = FindFilters::from_args(args);
+    let FindFilters {
+        risk,
+        include_legacy,
+        limit,
+    } = filters;
     let keep = |i: usize| {
         catalog.tools.get(i).is_some_and(|t| {
-            t.exposed
-                && (include_legacy || t.tier == Tier::AgentReady)
-                && risk.is_none_or(|r| t.risk == r)
+            filters.admits(t)
                 && category.is_none_or(|c| {
                     t.category
                         .as_deref()

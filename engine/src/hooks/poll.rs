@@ -114,6 +114,7 @@ pub async fn submit_and_poll(
         || status_tool.full_name.clone(),
         |t| format!("{}.{t}", tool.service),
     );
+    let owner = broker.job_owner(&tool.service, ctx);
     let started = Instant::now();
     let mut reads = 0usize;
     loop {
@@ -128,7 +129,7 @@ pub async fn submit_and_poll(
                     if !status.is_empty() {
                         broker.jobs.update(
                             &tool.service,
-                            &broker.job_owner(&tool.service, ctx),
+                            &owner,
                             &word(&id),
                             &status,
                             &broker.now().to_string(),

@@ -22,6 +22,7 @@ use crate::describe::{descriptor, summary};
 use crate::descriptor::{Class, EnvelopeKind, Risk, Tier};
 use crate::envelope::{self, Meta, Response};
 use crate::error::CallError;
+use crate::hooks::{FindFilters, text};
 
 /// Names of the discovery tools (no service prefix, so they never collide with a
 /// catalog tool, whose names are `<service>.<tool>`).
@@ -183,13 +184,6 @@ fn meta(broker: &Broker, request_id: &str, tool: &str) -> Meta {
     }
 }
 
-fn text<'a>(args: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
-    args.get(key)
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-}
-
 fn invalid(broker: &Broker, request_id: &str, tool: &str, message: &str) -> Response {
     let err = CallError::validation(message.to_string())
         .with_details(json!([{ "pointer": "", "message": message }]));
@@ -231,26 +225,13 @@ pub async fn call_discovery(
                     "`query` is required: what you want to do, in plain words",
                 ));
             };
-            let risk = match text(&args, "risk") {
-                Some("read") => Some(Risk::Read),
-                Some("write") => Some(Risk::Write),
-                _ => None,
-            };
             let service = text(&args, "service");
-            let include_legacy = args
-                .get("include_legacy")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            let limit = args
-                .get("limit")
-                .and_then(Value::as_u64)
-                .map_or(10, |n| usize::try_from(n).unwrap_or(50).clamp(1, 50));
+            let filters = FindFilters::from_args(&args);
             let keep = |i: usize| {
-                catalog.tools.get(i).is_some_and(|t| {
-                    principal.check(t).is_ok()
-                        && (include_legacy || t.tier == Tier::AgentReady)
-                        && risk.is_none_or(|r| t.risk == r)
-                })
+                catalog
+                    .tools
+                    .get(i)
+                    .is_some_and(|t| principal.check(t).is_ok() && filters.admits(t))
             };
             let mut hits = Vec::new();
             for id in catalog.services.keys() {
@@ -262,7 +243,7 @@ pub async fn call_discovery(
             hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.tool.cmp(&b.tool)));
             let results: Vec<Value> = hits
                 .iter()
-                .take(limit)
+                .take(filters.limit)
                 .filter_map(|h| catalog.tools.get(h.tool))
                 .map(summary)
                 .collect();
