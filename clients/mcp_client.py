@@ -17,12 +17,18 @@ from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
 URL = os.environ["BROKER_URL"] + "/mcp"
+# A key with the deployment's default toolset (the discovery tools) and one whose
+# config entry says `toolset = "all"`.
 TOKEN = os.environ["BROKER_TOKEN"]
-HEADERS = {
-    "authorization": f"Bearer {TOKEN}",
-    # The caller's own upstream key for the proxied call (BYOK).
-    "x-agent-api-key": "ak_client_test_key",
-}
+TOKEN_ALL = os.environ["BROKER_TOKEN_ALL"]
+
+
+def headers(token):
+    return {
+        "authorization": f"Bearer {token}",
+        # The caller's own upstream key for the proxied call (BYOK).
+        "x-agent-api-key": "ak_client_test_key",
+    }
 
 failures = []
 
@@ -33,8 +39,23 @@ def check(label, condition, detail=""):
         failures.append(label)
 
 
+async def default_surface(mode):
+    """The default key: three discovery tools, and through them any tool."""
+    async with httpx2.AsyncClient(headers=headers(TOKEN), timeout=60) as http:
+        async with Client(streamable_http_client(URL, http_client=http), mode=mode) as client:
+            result = await client.list_tools(cache_mode="bypass")
+            names = [t.name for t in result.tools]
+            check(f"[{mode}] the default surface is the discovery tools", names == ["find_tools", "get_tool_reference", "call_tool"] and not result.next_cursor, names)
+            found = await client.call_tool("find_tools", {"query": "list tasks", "service": "agent"})
+            hit = found.structured_content["data"]["results"][0]
+            check(f"[{mode}] find_tools leads to the tool", hit["fullName"] == "agent.list_tasks" and "required" in hit, hit)
+            called = await client.call_tool("call_tool", {"name": hit["fullName"], "arguments": {"limit": 2}})
+            envelope = called.structured_content
+            check(f"[{mode}] call_tool runs it", envelope["ok"] is True and envelope["data"] == [{"id": "task_stub"}], envelope)
+
+
 async def run(mode):
-    async with httpx2.AsyncClient(headers=HEADERS, timeout=60) as http:
+    async with httpx2.AsyncClient(headers=headers(TOKEN_ALL), timeout=60) as http:
         async with Client(streamable_http_client(URL, http_client=http), mode=mode) as client:
             version = client.session.protocol_version
             check(f"[{mode}] connected, protocol {version}", bool(version))
@@ -79,10 +100,11 @@ async def run(mode):
 
 async def main():
     for mode in ("legacy", "auto"):
-        try:
-            await run(mode)
-        except Exception as e:  # noqa: BLE001 - report and go on to the next mode
-            check(f"[{mode}] session", False, repr(e))
+        for part in (default_surface, run):
+            try:
+                await part(mode)
+            except Exception as e:  # noqa: BLE001 - report and go on to the next part
+                check(f"[{mode}] {part.__name__}", False, repr(e))
     if failures:
         print(f"mcp client: {len(failures)} checks failed")
         sys.exit(1)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Real clients against a started broker, all on 127.0.0.1:
 #   1. the official MCP Python SDK (clients/mcp_client.py), handshake and discover-first modes;
+#      then the official MCP conformance suite and the MCP Inspector CLI (clients/conformance.sh);
 #   2. openapi-spec-validator on the served GET /openapi.json;
 #   3. schemathesis against the projection, bounded: no 5xx, every answer matching its
 #      documented schema.
@@ -23,6 +24,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 stub_port=$(free_port)
 broker_port=$(free_port)
 token=tb_client_check_token_0123456789
+token_all=tb_client_check_all_tools_0123456789
 python3 clients/stub_upstream.py "$stub_port" &
 stub_pid=$!
 upstreams=()
@@ -31,6 +33,11 @@ for service in agent crm hosting imagegen leads media payments portal scraper; d
 done
 config=$(mktemp)
 cat >"$config" <<TOML
+# TOOL_BROKER_API_KEY gets the default toolset (the discovery tools); this key lists all.
+[[keys]]
+name = "all-tools"
+sha256 = "$(printf %s "$token_all" | sha256sum | cut -d' ' -f1)"
+toolset = "all"
 [settings.imagegen]
 poll_interval_ms = 10
 [settings.agent]
@@ -50,7 +57,18 @@ for _ in $(seq 1 100); do
 done
 
 echo "== MCP Python SDK ($("$venv/bin/pip" show mcp | awk '/^Version/ {print $2}'))"
-BROKER_URL="$url" BROKER_TOKEN="$token" "$venv/bin/python" clients/mcp_client.py
+BROKER_URL="$url" BROKER_TOKEN="$token" BROKER_TOKEN_ALL="$token_all" "$venv/bin/python" clients/mcp_client.py
+
+echo "== the official MCP conformance suite and the MCP Inspector CLI"
+BROKER_TOKEN="$token" bash clients/conformance.sh "$url"
+
+echo "== the CLI on the binary's own catalog, outside a checkout, into a closed pipe"
+bin="$PWD/target/debug/tool-broker"
+( cd "$(mktemp -d)" && "$bin" catalog list --format json 2>"$OLDPWD/target/cli-pipe.err" | head -c 100 >/dev/null; echo "${PIPESTATUS[0]}" >"$OLDPWD/target/cli-pipe.rc" )
+if [ "$(cat target/cli-pipe.rc)" != 0 ] || grep -q panicked target/cli-pipe.err || ! grep -q "catalog embedded" target/cli-pipe.err; then
+  echo "catalog list outside a checkout into a closed pipe failed:"; cat target/cli-pipe.err; exit 1
+fi
+echo "ok: catalog list read the embedded catalog and ended quietly on a closed pipe"
 
 echo "== openapi-spec-validator on GET /openapi.json"
 fetch "$url/openapi.json" >target/openapi.json

@@ -29,7 +29,7 @@ pub struct Principal {
 }
 
 impl Principal {
-    /// A principal allowed everything.
+    /// A principal allowed everything, listing the default toolset.
     pub fn unrestricted(name: &str) -> Self {
         Self {
             name: name.to_string(),
@@ -37,7 +37,7 @@ impl Principal {
             tiers: None,
             risks: None,
             profiles: Vec::new(),
-            toolset: crate::config::Toolset::All,
+            toolset: crate::config::Toolset::default(),
         }
     }
 
@@ -79,6 +79,8 @@ impl Principal {
 #[derive(Debug, Clone, Default)]
 pub struct Keys {
     entries: Vec<([u8; 32], Principal)>,
+    /// The toolset of keys that name none.
+    default_toolset: crate::config::Toolset,
 }
 
 /// sha256 of a token.
@@ -98,9 +100,16 @@ fn parse_hex32(hex: &str) -> Option<[u8; 32]> {
 }
 
 impl Keys {
-    /// Keys from config entries; an entry with a malformed hash is an error.
-    pub fn from_config(entries: &[KeyEntry]) -> Result<Self, String> {
-        let mut keys = Self::default();
+    /// Keys from config entries; an entry with a malformed hash is an error. Entries
+    /// without a `toolset` list `default_toolset`.
+    pub fn from_config(
+        entries: &[KeyEntry],
+        default_toolset: crate::config::Toolset,
+    ) -> Result<Self, String> {
+        let mut keys = Self {
+            entries: Vec::new(),
+            default_toolset,
+        };
         for e in entries {
             let hash = parse_hex32(&e.sha256.to_ascii_lowercase()).ok_or_else(|| {
                 format!(
@@ -116,7 +125,10 @@ impl Keys {
                     tiers: e.tiers.as_ref().map(|s| s.iter().copied().collect()),
                     risks: e.risks.as_ref().map(|s| s.iter().copied().collect()),
                     profiles: e.profiles.clone(),
-                    toolset: e.toolset.clone(),
+                    toolset: e
+                        .toolset
+                        .clone()
+                        .unwrap_or_else(|| keys.default_toolset.clone()),
                 },
             ));
         }
@@ -125,8 +137,11 @@ impl Keys {
 
     /// Adds an unrestricted key given in clear (from `TOOL_BROKER_API_KEY` or generated).
     pub fn add_plain(&mut self, name: &str, token: &str) {
-        self.entries
-            .push((hash_token(token), Principal::unrestricted(name)));
+        let principal = Principal {
+            toolset: self.default_toolset.clone(),
+            ..Principal::unrestricted(name)
+        };
+        self.entries.push((hash_token(token), principal));
     }
 
     /// Whether no key is configured.
@@ -196,8 +211,8 @@ mod tests {
             tiers: None,
             risks: None,
             profiles: vec![],
-            toolset: crate::config::Toolset::All,
+            toolset: None,
         };
-        assert!(Keys::from_config(&[entry]).is_err());
+        assert!(Keys::from_config(&[entry], crate::config::Toolset::default()).is_err());
     }
 }

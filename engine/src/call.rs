@@ -49,6 +49,8 @@ pub struct Broker {
     profiles: Vec<(String, String, String, String)>,
     /// MCP `tools/list` entries of every catalog tool, built on first use.
     pub mcp_entries: std::sync::OnceLock<Vec<Value>>,
+    /// Which browser origins may call (`allowed_origins`) and the Host rule.
+    pub origins: crate::origin::OriginPolicy,
     /// The OpenAPI projection (without and with legacy tools), built on first use.
     pub projection: [std::sync::OnceLock<String>; 2],
     upstream: Upstream,
@@ -130,10 +132,34 @@ impl Broker {
         config: &ConfigFile,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, String> {
-        let mut keys = Keys::from_config(&config.keys)?;
+        let mut keys = Keys::from_config(&config.keys, config.toolset.clone().unwrap_or_default())?;
         if let Some(token) = env("TOOL_BROKER_API_KEY").filter(|t| !t.is_empty()) {
             keys.add_plain("env:TOOL_BROKER_API_KEY", &token);
         }
+        let toolsets = config
+            .toolset
+            .iter()
+            .map(|t| ("the top-level `toolset`".to_string(), t))
+            .chain(config.keys.iter().filter_map(|k| {
+                k.toolset
+                    .as_ref()
+                    .map(|t| (format!("key `{}`: `toolset`", k.name), t))
+            }));
+        for (place, toolset) in toolsets {
+            if let crate::config::Toolset::Services(services) = toolset {
+                for id in services {
+                    if !catalog.services.contains_key(id) {
+                        return Err(format!(
+                            "config {place} names `{id}`, which is not a catalog service{}",
+                            did_you_mean(id, catalog.services.keys().map(String::as_str))
+                                .map(|h| format!("; {h}"))
+                                .unwrap_or_default()
+                        ));
+                    }
+                }
+            }
+        }
+        let origins = crate::origin::OriginPolicy::new(&config.allowed_origins)?;
         let mut base_urls = BTreeMap::new();
         for (id, service) in &catalog.services {
             let env_name = format!("TOOL_BROKER_UPSTREAM_{}", id.to_ascii_uppercase());
@@ -219,6 +245,7 @@ impl Broker {
             limiter: crate::ratelimit::Limiter::default(),
             profiles,
             mcp_entries: std::sync::OnceLock::new(),
+            origins,
             projection: [std::sync::OnceLock::new(), std::sync::OnceLock::new()],
             clock: jiff::Timestamp::now,
         })

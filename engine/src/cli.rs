@@ -44,9 +44,10 @@ pub enum Command {
         /// Which one.
         #[command(subcommand)]
         command: CatalogCommand,
-        /// The catalog root (the folder holding catalog/, rules/, templates/).
-        #[arg(long, global = true, default_value = ".")]
-        catalog_dir: PathBuf,
+        /// The catalog root (the folder holding catalog/, rules/, templates/). Default:
+        /// the current folder when it is one, else the catalog embedded in this binary.
+        #[arg(long, global = true)]
+        catalog_dir: Option<PathBuf>,
     },
 }
 
@@ -104,6 +105,13 @@ pub enum CatalogCommand {
     /// `$schema`, non-object roots) or that some providers refuse (property names
     /// outside ^[a-zA-Z0-9_.-]{1,64}$). Fails on the first kind only.
     Lint,
+    /// The size of MCP `tools/list` per toolset (discovery, all, each service): tools,
+    /// bytes and estimated tokens, for a key allowed everything.
+    Surface {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
 }
 
 /// Output formats.
@@ -116,8 +124,114 @@ pub enum Format {
 }
 
 fn load(dir: &Path) -> Result<Catalog, String> {
-    let sources = Sources::from_dir(dir).map_err(|e| e.to_string())?;
-    compile(&sources).map_err(|d| d.to_string())
+    CatalogRoot::Dir(dir.to_path_buf()).load()
+}
+
+/// Which catalog a `catalog` command reads: a folder on disk, or the copy embedded in
+/// this binary (the catalog `serve` runs without `--catalog-dir`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CatalogRoot {
+    /// A folder holding `catalog/`, `rules/` and `templates/`.
+    Dir(PathBuf),
+    /// The catalog, rules and templates built into the binary.
+    Embedded,
+}
+
+impl CatalogRoot {
+    /// The root a command reads: the folder given; else the current folder when it is a
+    /// catalog root; else the embedded catalog.
+    pub fn choose(given: Option<PathBuf>) -> Self {
+        match given {
+            Some(dir) => Self::Dir(dir),
+            None if Path::new("catalog").is_dir() => Self::Dir(PathBuf::from(".")),
+            None => Self::Embedded,
+        }
+    }
+
+    /// How the root is named in messages.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Dir(dir) => format!("the catalog root `{}`", dir.display()),
+            Self::Embedded => format!(
+                "the catalog embedded in tool-broker {} (no catalog root here; pass --catalog-dir to read one)",
+                env!("CARGO_PKG_VERSION")
+            ),
+        }
+    }
+
+    fn sources(&self) -> Result<Sources, String> {
+        match self {
+            Self::Dir(dir) => Sources::from_dir(dir).map_err(|e| e.to_string()),
+            Self::Embedded => Ok(Sources::embedded()),
+        }
+    }
+
+    fn load(&self) -> Result<Catalog, String> {
+        compile(&self.sources()?).map_err(|d| d.to_string())
+    }
+
+    /// The folder, for commands that read or write files beside the catalog.
+    fn dir(&self, command: &str) -> Result<&Path, String> {
+        match self {
+            Self::Dir(dir) => Ok(dir),
+            Self::Embedded => Err(format!(
+                "`catalog {command}` works on a catalog root folder, and there is none here: \
+                 run it in a checkout or pass --catalog-dir DIR"
+            )),
+        }
+    }
+
+    /// The committed lock file's text and where it was read.
+    fn lock_text(&self) -> Result<(String, String), String> {
+        match self {
+            Self::Dir(dir) => {
+                let path = dir.join(LOCK_PATH);
+                std::fs::read_to_string(&path)
+                    .map(|text| (text, path.display().to_string()))
+                    .map_err(|e| {
+                        format!(
+                            "cannot read `{}`: {e}; run `tool-broker catalog lock`",
+                            path.display()
+                        )
+                    })
+            }
+            Self::Embedded => Sources::embedded()
+                .get(LOCK_PATH)
+                .map(|text| (text.to_string(), format!("embedded {LOCK_PATH}")))
+                .ok_or_else(|| format!("the embedded catalog has no `{LOCK_PATH}`")),
+        }
+    }
+}
+
+impl From<&Path> for CatalogRoot {
+    fn from(dir: &Path) -> Self {
+        Self::Dir(dir.to_path_buf())
+    }
+}
+
+impl From<&PathBuf> for CatalogRoot {
+    fn from(dir: &PathBuf) -> Self {
+        Self::Dir(dir.clone())
+    }
+}
+
+/// Writes command output to stdout. A reader that closed the pipe early (`| head`) is
+/// not an error: the rest of the output is dropped quietly.
+fn write_stdout(text: &str) -> std::io::Result<()> {
+    write_quietly(&mut std::io::stdout().lock(), text)
+}
+
+/// Writes all of `text`; a closed pipe ends the output without an error.
+pub fn write_quietly(out: &mut impl std::io::Write, text: &str) -> std::io::Result<()> {
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}
+
+fn write_stderr(text: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr().lock(), "{text}");
 }
 
 /// Runs the CLI; returns the process exit code.
@@ -131,26 +245,34 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Catalog {
             command,
             catalog_dir,
-        } => match catalog(command, &catalog_dir) {
-            Ok(out) => {
-                print!("{out}");
-                ExitCode::SUCCESS
+        } => {
+            let root = CatalogRoot::choose(catalog_dir);
+            write_stderr(&format!("tool-broker: reading {}", root.describe()));
+            match catalog(command, root) {
+                Ok(out) => match write_stdout(&out) {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => {
+                        write_stderr(&format!("tool-broker: cannot write the output: {e}"));
+                        ExitCode::FAILURE
+                    }
+                },
+                Err(message) => {
+                    write_stderr(&message);
+                    ExitCode::FAILURE
+                }
             }
-            Err(message) => {
-                eprintln!("{message}");
-                ExitCode::FAILURE
-            }
-        },
+        }
     }
 }
 
 /// Runs a `catalog` command; returns what it prints on success, the diagnostics on failure.
-pub fn catalog(command: CatalogCommand, dir: &Path) -> Result<String, String> {
+pub fn catalog(command: CatalogCommand, root: impl Into<CatalogRoot>) -> Result<String, String> {
     use std::fmt::Write as _;
+    let root = root.into();
     let mut out = String::new();
     match command {
         CatalogCommand::Check => {
-            let catalog = load(dir)?;
+            let catalog = root.load()?;
             let _ = writeln!(
                 out,
                 "ok: {} services, {} tools, snapshot {}",
@@ -161,24 +283,24 @@ pub fn catalog(command: CatalogCommand, dir: &Path) -> Result<String, String> {
             Ok(out)
         }
         CatalogCommand::Lock => {
-            let catalog = load(dir)?;
-            let path = dir.join(LOCK_PATH);
-            std::fs::write(&path, catalog.lock().to_text())
-                .map_err(|e| format!("cannot write `{}`: {e}", path.display()))?;
-            let _ = writeln!(out, "wrote {} ({})", path.display(), catalog.snapshot_id);
+            let catalog = root.load()?;
+            match &root {
+                CatalogRoot::Dir(dir) => {
+                    let path = dir.join(LOCK_PATH);
+                    std::fs::write(&path, catalog.lock().to_text())
+                        .map_err(|e| format!("cannot write `{}`: {e}", path.display()))?;
+                    let _ = writeln!(out, "wrote {} ({})", path.display(), catalog.snapshot_id);
+                }
+                // Nothing to write beside a binary: the lock is printed for the auditor.
+                CatalogRoot::Embedded => out.push_str(&catalog.lock().to_text()),
+            }
             Ok(out)
         }
         CatalogCommand::Verify => {
-            let catalog = load(dir)?;
-            let path = dir.join(LOCK_PATH);
-            let text = std::fs::read_to_string(&path).map_err(|e| {
-                format!(
-                    "cannot read `{}`: {e}; run `tool-broker catalog lock`",
-                    path.display()
-                )
-            })?;
+            let catalog = root.load()?;
+            let (text, path) = root.lock_text()?;
             let committed = Lock::parse(&text)
-                .map_err(|e| format!("`{}` does not parse: {}", path.display(), e.message()))?;
+                .map_err(|e| format!("`{path}` does not parse: {}", e.message()))?;
             let problems = verify(&committed, &catalog.lock());
             if problems.is_empty() {
                 let _ = writeln!(
@@ -198,7 +320,7 @@ pub fn catalog(command: CatalogCommand, dir: &Path) -> Result<String, String> {
         }
         CatalogCommand::Diff { old_dir, format } => {
             let old = load(&old_dir).map_err(|e| format!("old catalog: {e}"))?;
-            let new = load(dir)?;
+            let new = root.load()?;
             let entries = diff(&old.lock(), &new.lock());
             match format {
                 Format::Json => {
@@ -230,7 +352,7 @@ pub fn catalog(command: CatalogCommand, dir: &Path) -> Result<String, String> {
             Ok(out)
         }
         CatalogCommand::List { format } => {
-            let catalog = load(dir)?;
+            let catalog = root.load()?;
             let rows: Vec<_> = catalog
                 .tools
                 .iter()
@@ -271,6 +393,7 @@ pub fn catalog(command: CatalogCommand, dir: &Path) -> Result<String, String> {
             specs_dir,
             check,
         } => {
+            let dir = root.dir("import-openapi")?;
             let import_path = dir.join("import").join(format!("{service}.toml"));
             let text = std::fs::read_to_string(&import_path)
                 .map_err(|e| format!("cannot read `{}`: {e}", import_path.display()))?;
@@ -321,7 +444,7 @@ pub fn catalog(command: CatalogCommand, dir: &Path) -> Result<String, String> {
             Ok(out)
         }
         CatalogCommand::Openapi { include_legacy } => {
-            let catalog = load(dir)?;
+            let catalog = root.load()?;
             let _ = writeln!(
                 out,
                 "{}",
@@ -330,12 +453,12 @@ pub fn catalog(command: CatalogCommand, dir: &Path) -> Result<String, String> {
             Ok(out)
         }
         CatalogCommand::Lint => {
-            let catalog = load(dir)?;
+            let catalog = root.load()?;
             let findings: Vec<_> = catalog
                 .tools
                 .iter()
                 .filter(|t| t.exposed)
-                .flat_map(crate::mcp::schemas::lint)
+                .flat_map(|t| crate::mcp::schemas::lint(&catalog, t))
                 .collect();
             let refused = findings.iter().filter(|f| f.refused).count();
             let refused_tools: std::collections::BTreeSet<&str> = findings
@@ -366,10 +489,39 @@ pub fn catalog(command: CatalogCommand, dir: &Path) -> Result<String, String> {
             );
             if refused > 0 { Err(out) } else { Ok(out) }
         }
+        CatalogCommand::Surface { format } => {
+            let catalog = root.load()?;
+            let rows = crate::mcp::surface::surfaces(&catalog);
+            match format {
+                Format::Json => {
+                    let _ = writeln!(
+                        out,
+                        "{}",
+                        serde_json::to_string_pretty(&rows).unwrap_or_default()
+                    );
+                }
+                Format::Text => {
+                    let _ = writeln!(
+                        out,
+                        "| toolset | tools | bytes | est. tokens (bytes/{}) | largest entry |",
+                        crate::mcp::surface::BYTES_PER_TOKEN
+                    );
+                    let _ = writeln!(out, "|---|---:|---:|---:|---:|");
+                    for r in &rows {
+                        let _ = writeln!(
+                            out,
+                            "| {} | {} | {} | {} | {} |",
+                            r.toolset, r.tools, r.bytes, r.tokens, r.largest
+                        );
+                    }
+                }
+            }
+            Ok(out)
+        }
         CatalogCommand::Schema { write } => {
             for (name, text) in crate::schema::format_schemas() {
                 if write {
-                    let path = dir.join("schemas").join(name);
+                    let path = root.dir("schema --write")?.join("schemas").join(name);
                     std::fs::write(&path, text)
                         .map_err(|e| format!("cannot write `{}`: {e}", path.display()))?;
                     let _ = writeln!(out, "wrote {}", path.display());
@@ -463,4 +615,83 @@ fn serve_inner(
             .await
             .map_err(|e| format!("server failed: {e}"))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader that takes `room` bytes and then closes the pipe (`| head -c room`).
+    struct ClosingPipe {
+        room: usize,
+    }
+
+    impl std::io::Write for ClosingPipe {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if self.room == 0 {
+                return Err(std::io::ErrorKind::BrokenPipe.into());
+            }
+            let n = buf.len().min(self.room);
+            self.room -= n;
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_closed_pipe_ends_output_quietly() {
+        let text = "x".repeat(10_000);
+        assert!(write_quietly(&mut ClosingPipe { room: 10 }, &text).is_ok());
+        assert!(write_quietly(&mut ClosingPipe { room: 0 }, &text).is_ok());
+        assert!(write_quietly(&mut ClosingPipe { room: 20_000 }, &text).is_ok());
+    }
+
+    #[test]
+    fn without_a_root_the_commands_read_the_embedded_catalog() {
+        assert_eq!(
+            CatalogRoot::choose(Some(PathBuf::from("x"))),
+            CatalogRoot::Dir(PathBuf::from("x"))
+        );
+        let listed = catalog(
+            CatalogCommand::List {
+                format: Format::Json,
+            },
+            CatalogRoot::Embedded,
+        )
+        .unwrap_or_default();
+        let rows: Vec<serde_json::Value> = serde_json::from_str(&listed).unwrap_or_default();
+        assert!(rows.len() > 1000, "{}", rows.len());
+        let verified = catalog(CatalogCommand::Verify, CatalogRoot::Embedded).unwrap_or_default();
+        assert!(verified.starts_with("ok: lock matches"), "{verified}");
+        let lock = catalog(CatalogCommand::Lock, CatalogRoot::Embedded).unwrap_or_default();
+        assert_eq!(
+            Some(lock.as_str()),
+            Sources::embedded().get(LOCK_PATH),
+            "lock on the embedded catalog prints the lock it carries"
+        );
+        let openapi = catalog(
+            CatalogCommand::Openapi {
+                include_legacy: false,
+            },
+            CatalogRoot::Embedded,
+        )
+        .unwrap_or_default();
+        assert!(openapi.starts_with("{\"components\"") || openapi.contains("\"openapi\""));
+        let import = catalog(
+            CatalogCommand::ImportOpenapi {
+                service: "agent".into(),
+                specs: Vec::new(),
+                specs_dir: None,
+                check: true,
+            },
+            CatalogRoot::Embedded,
+        )
+        .unwrap_err();
+        assert!(
+            import.contains("works on a catalog root folder"),
+            "{import}"
+        );
+    }
 }

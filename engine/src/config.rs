@@ -5,6 +5,9 @@
 //! listen = "127.0.0.1:8080"
 //! max_body_bytes = 1048576
 //!
+//! toolset = "discovery"          # what MCP tools/list shows keys without their own
+//! allowed_origins = ["https://console.example.com"]
+//!
 //! [[keys]]
 //! name = "support-agent"
 //! sha256 = "<hex sha256 of the bearer token>"
@@ -54,6 +57,16 @@ pub struct ConfigFile {
     /// Server-side upstream keys chosen per call by `profileId` / `profileSlug`.
     #[serde(default)]
     pub profiles: Vec<ProfileEntry>,
+    /// What MCP `tools/list` shows a key that names no `toolset` of its own (including
+    /// `TOOL_BROKER_API_KEY` and the generated key). Default: `"discovery"`, the three
+    /// discovery tools (about 5 KB), so a default client gets a list a model can hold;
+    /// `"all"` lists every agent-ready tool the key may use (about 3 MB).
+    #[serde(default)]
+    pub toolset: Option<Toolset>,
+    /// Browser origins (`scheme://host[:port]`) allowed besides the broker's own. A
+    /// request carrying any other `Origin` is refused with 403 before any tool runs.
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
 }
 
 /// One routing profile: a server-side key of one service, named by id and slug.
@@ -99,25 +112,40 @@ pub struct KeyEntry {
     /// Profiles this key may route to.
     #[serde(default)]
     pub profiles: Vec<String>,
-    /// What MCP `tools/list` shows this key: `"all"` (default), `"discovery"` (only the
-    /// find / reference / call tools), or a list of service ids.
+    /// What MCP `tools/list` shows this key: `"discovery"` (only the find / reference /
+    /// call tools), `"all"`, or a list of service ids. Absent: the deployment's
+    /// top-level `toolset`.
     #[serde(default)]
-    pub toolset: Toolset,
+    pub toolset: Option<Toolset>,
 }
 
 /// The tools an MCP client of one key sees in `tools/list` (calls are still governed
 /// by the key's services, tiers and risks).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(untagged)]
 pub enum Toolset {
     /// A named set: `all` or `discovery`.
     Named(ToolsetName),
     /// The agent-ready tools of these services.
     Services(Vec<String>),
-    /// Every agent-ready tool the key may use.
-    #[default]
-    #[serde(skip)]
-    All,
+}
+
+impl Default for Toolset {
+    /// The discovery tools: a surface every model can hold.
+    fn default() -> Self {
+        Self::Named(ToolsetName::Discovery)
+    }
+}
+
+impl Toolset {
+    /// How the toolset is written in config and docs.
+    pub fn label(&self) -> String {
+        match self {
+            Self::Named(ToolsetName::All) => "all".into(),
+            Self::Named(ToolsetName::Discovery) => "discovery".into(),
+            Self::Services(services) => services.join(","),
+        }
+    }
 }
 
 /// Named toolsets.

@@ -51,22 +51,121 @@ pub fn status(tool: &Tool) -> &'static str {
     }
 }
 
-/// A compact line: what a search result or a listing shows.
-pub fn summary(tool: &Tool) -> Value {
+/// Longest one-line summary, in characters.
+const SUMMARY_CHARS: usize = 160;
+
+/// The first sentence of a description, on one line, at most [`SUMMARY_CHARS`]
+/// characters (cut at a word, with `…`).
+pub fn one_line(description: &str) -> String {
+    let flat = description.split_whitespace().collect::<Vec<_>>().join(" ");
+    let sentence = flat
+        .char_indices()
+        .find(|&(i, c)| {
+            matches!(c, '.' | '!' | '?')
+                && flat[i + c.len_utf8()..].starts_with(' ')
+                && !flat[..i].ends_with("e.g")
+                && !flat[..i].ends_with("i.e")
+        })
+        .map_or(flat.as_str(), |(i, c)| &flat[..i + c.len_utf8()]);
+    if sentence.chars().count() <= SUMMARY_CHARS {
+        return sentence.to_string();
+    }
+    let cut: String = sentence.chars().take(SUMMARY_CHARS - 1).collect();
+    let at_word = cut.rfind(' ').map_or(cut.as_str(), |i| &cut[..i]);
+    format!("{}…", at_word.trim_end_matches([',', ';', ':']))
+}
+
+/// The type a schema names, short: `string`, `integer|null`, `enum(a|b)`, `object`.
+fn type_label(schema: &Value) -> String {
+    if let Some(values) = schema.get("enum").and_then(Value::as_array) {
+        let shown: Vec<String> = values
+            .iter()
+            .take(6)
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+            .collect();
+        let more = if values.len() > 6 { "|…" } else { "" };
+        return format!("enum({}{more})", shown.join("|"));
+    }
+    match schema.get("type") {
+        Some(Value::String(t)) => t.clone(),
+        Some(Value::Array(types)) => types
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join("|"),
+        _ if schema.get("properties").is_some() => "object".into(),
+        _ => "any".into(),
+    }
+}
+
+/// Required arguments and their types, one level into required objects
+/// (`path_params.customer: string`), so a search hit is enough to call the tool.
+pub fn required_arguments(schema: &Value) -> serde_json::Map<String, Value> {
+    let mut out = serde_json::Map::new();
+    let required = |schema: &Value| -> Vec<String> {
+        schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| {
+                r.iter()
+                    .filter_map(Value::as_str)
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    for name in required(schema) {
+        let property = schema.pointer(&format!(
+            "/properties/{}",
+            name.replace('~', "~0").replace('/', "~1")
+        ));
+        let property = property.unwrap_or(&Value::Null);
+        let inner = required(property);
+        if inner.is_empty() {
+            out.insert(name, json!(type_label(property)));
+        } else {
+            for child in inner {
+                let child_schema = property
+                    .get("properties")
+                    .and_then(|p| p.get(&child))
+                    .unwrap_or(&Value::Null);
+                out.insert(format!("{name}.{child}"), json!(type_label(child_schema)));
+            }
+        }
+    }
+    out
+}
+
+/// What a search result shows: enough to call the tool through `call_tool` without a
+/// reference lookup in the common case (name, title, one line, risk and class words,
+/// required arguments with their types, the confirmation a write needs).
+pub fn summary(catalog: &Catalog, tool: &Tool) -> Value {
     let (method, path, hook) = tool.upstream_label();
-    json!({
+    let mut row = json!({
         "name": tool.name,
         "fullName": tool.full_name,
         "title": tool.title,
-        "description": tool.description,
+        "summary": one_line(&tool.description),
         "risk": tool.risk,
         "classes": tool.classes,
+        "required": required_arguments(&tool.arguments),
         "category": tool.category,
         "tier": tool.tier,
         "method": method,
         "path": path,
         "local": hook.is_some(),
-    })
+    });
+    if !matches!(
+        tool.confirmation,
+        ConfirmationMode::None | ConfirmationMode::Auto
+    ) && let Some(map) = row.as_object_mut()
+    {
+        map.insert(
+            "confirmation".into(),
+            confirmation(catalog, tool)["rule"].clone(),
+        );
+    }
+    row
 }
 
 /// The complete descriptor: everything a caller needs to call the tool correctly.

@@ -37,6 +37,7 @@ pub mod import;
 pub mod jobs;
 pub mod mcp;
 pub mod metrics;
+pub mod origin;
 pub mod projection;
 pub mod ratelimit;
 pub mod redact;

@@ -31,7 +31,7 @@ fn operation(catalog: &Catalog, tool: &Tool) -> Value {
             "content": { "application/json": { "schema": { "$ref": envelope } } }
         })
     };
-    let input = published_input(tool);
+    let input = published_input(catalog, tool);
     let required = input
         .get("required")
         .and_then(Value::as_array)

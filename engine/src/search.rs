@@ -9,7 +9,12 @@
 //! at punctuation and camelCase, lowercased, stop words dropped and lightly stemmed; a
 //! query word also matches its synonyms at half weight. A document's score is its BM25
 //! score times the share of distinct query words it matched, so a tool that matches
-//! every word outranks one that repeats a single word. No embedding service.
+//! every word outranks one that repeats a single word. When a query names an action
+//! (`rules/search.toml` `[actions]`: "cancel", "refund", ...), a tool that writes and
+//! names that action (or a synonym) in its name, aliases, title, path or operation
+//! words keeps its score; every other tool, and every read, is scaled by `miss_factor`,
+//! so a query that says what to do finds tools that do it before tools that list the
+//! thing. No embedding service.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -37,6 +42,21 @@ pub struct RawSearch {
     /// Words a tool gets from its method and path shape.
     #[serde(default)]
     pub operation_words: Vec<OperationWords>,
+    /// Verbs a query can name as the thing to do.
+    #[serde(default)]
+    pub actions: Option<Actions>,
+}
+
+/// What to do when a query names an action ("cancel a subscription", "refund a
+/// charge"): tools that do it rank above tools that only list or read the thing.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct Actions {
+    /// The verbs (stemmed like every word).
+    pub words: Vec<String>,
+    /// Score factor of a tool whose name, aliases, title, path or operation words hold
+    /// none of the query's verbs (nor their synonyms); between 0 and 1.
+    pub miss_factor: f64,
 }
 
 /// Weight of each field.
@@ -81,22 +101,35 @@ fn any_target() -> String {
 pub struct SearchIndex {
     k1: f64,
     b: f64,
+    actions: HashSet<String>,
+    action_miss: f64,
     stopwords: HashSet<String>,
     synonyms: HashMap<String, Vec<String>>,
     services: HashMap<String, ServiceIndex>,
+    /// Document frequencies and lengths over every service, for searches across them.
+    global: Stats,
+}
+
+/// What BM25 needs of a corpus besides its documents.
+#[derive(Debug, Default)]
+struct Stats {
+    df: HashMap<String, u32>,
+    docs: usize,
+    avg_len: f64,
 }
 
 #[derive(Debug, Default)]
 struct ServiceIndex {
     docs: Vec<Doc>,
-    df: HashMap<String, u32>,
-    avg_len: f64,
+    stats: Stats,
 }
 
 #[derive(Debug)]
 struct Doc {
     tool: usize,
     terms: HashMap<String, f64>,
+    /// Words of the fields that say what the tool does (not its description).
+    verbs: HashSet<String>,
     len: f64,
 }
 
@@ -115,9 +148,12 @@ impl SearchIndex {
         let mut index = Self {
             k1: raw.k1,
             b: raw.b,
+            actions: HashSet::new(),
+            action_miss: raw.actions.as_ref().map_or(1.0, |a| a.miss_factor),
             stopwords: raw.stopwords.iter().map(|w| w.to_lowercase()).collect(),
             synonyms: HashMap::new(),
             services: HashMap::new(),
+            global: Stats::default(),
         };
         index.synonyms = raw
             .synonyms
@@ -130,28 +166,41 @@ impl SearchIndex {
                 )
             })
             .collect();
+        index.actions = raw
+            .actions
+            .iter()
+            .flat_map(|a| a.words.iter())
+            .flat_map(|w| index.words(w))
+            .collect();
         let w = raw.weights;
         for (i, tool) in tools.iter().enumerate() {
             let mut terms: HashMap<String, f64> = HashMap::new();
+            let mut verbs: HashSet<String> = HashSet::new();
+            // A read does none of the actions a query can name: its path and name may
+            // say "refunds" or "cancel", but calling it changes nothing.
+            let acts = tool.risk == crate::descriptor::Risk::Write;
             // A word counts once per field: `/charges/{charge}/refunds/{refund}` does not
             // outrank `/refunds` for "refund" by repeating it.
-            let mut add = |text: &str, weight: f64, index: &Self| {
+            let mut add = |text: &str, weight: f64, says_what: bool, index: &Self| {
                 let mut words = index.words(text);
                 words.sort_unstable();
                 words.dedup();
                 for word in words {
+                    if acts && says_what && index.actions.contains(&word) {
+                        verbs.insert(word.clone());
+                    }
                     *terms.entry(word).or_default() += weight;
                 }
             };
-            add(&tool.name, w.name, &index);
+            add(&tool.name, w.name, true, &index);
             for alias in &tool.aliases {
-                add(alias, w.aliases, &index);
+                add(alias, w.aliases, true, &index);
             }
-            add(&tool.title, w.title, &index);
+            add(&tool.title, w.title, true, &index);
             if let Some(category) = &tool.category {
-                add(category, w.category, &index);
+                add(category, w.category, false, &index);
             }
-            add(&tool.description, w.description, &index);
+            add(&tool.description, w.description, false, &index);
             if let Action::Http(plan) = &tool.action {
                 let literals: Vec<&str> = plan
                     .segments
@@ -161,7 +210,7 @@ impl SearchIndex {
                         PathPart::Param(_) => None,
                     })
                     .collect();
-                add(&literals.join(" "), w.path, &index);
+                add(&literals.join(" "), w.path, true, &index);
                 // A trailing `/` is not a segment: `/contacts/` is a collection.
                 let target =
                     match plan.segments.iter().rev().find(
@@ -179,23 +228,32 @@ impl SearchIndex {
                     })
                     .flat_map(|rule| rule.words.iter().map(String::as_str))
                     .collect();
-                add(&words.join(" "), w.operation, &index);
+                add(&words.join(" "), w.operation, true, &index);
             }
             let len = terms.values().sum();
             let service = index.services.entry(tool.service.clone()).or_default();
             for term in terms.keys() {
-                *service.df.entry(term.clone()).or_default() += 1;
+                *service.stats.df.entry(term.clone()).or_default() += 1;
             }
             service.docs.push(Doc {
                 tool: i,
                 terms,
+                verbs,
                 len,
             });
         }
+        let mut total_len = 0.0;
         for service in index.services.values_mut() {
             let total: f64 = service.docs.iter().map(|d| d.len).sum();
-            service.avg_len = total / (service.docs.len().max(1) as f64);
+            service.stats.docs = service.docs.len();
+            service.stats.avg_len = total / (service.docs.len().max(1) as f64);
+            total_len += total;
+            index.global.docs += service.docs.len();
+            for (term, df) in &service.stats.df {
+                *index.global.df.entry(term.clone()).or_default() += df;
+            }
         }
+        index.global.avg_len = total_len / (index.global.docs.max(1) as f64);
         index
     }
 
@@ -233,15 +291,43 @@ impl SearchIndex {
         let Some(index) = self.services.get(service) else {
             return Vec::new();
         };
+        self.rank(index.docs.iter(), &index.stats, query, keep)
+    }
+
+    /// Ranks the tools of every service (or of one, scored against every service's
+    /// words, so the scores of two services compare): what the MCP discovery
+    /// `find_tools` uses.
+    pub fn search_all(
+        &self,
+        service: Option<&str>,
+        query: &str,
+        keep: impl Fn(usize) -> bool,
+    ) -> Vec<Hit> {
+        let docs = self
+            .services
+            .iter()
+            .filter(|(id, _)| service.is_none_or(|s| s == id.as_str()))
+            .flat_map(|(_, index)| index.docs.iter());
+        self.rank(docs, &self.global, query, keep)
+    }
+
+    fn rank<'a>(
+        &self,
+        docs: impl Iterator<Item = &'a Doc>,
+        stats: &Stats,
+        query: &str,
+        keep: impl Fn(usize) -> bool,
+    ) -> Vec<Hit> {
         let mut query_words = self.words(query);
         query_words.dedup();
         let distinct: HashSet<&String> = query_words.iter().collect();
         if distinct.is_empty() {
             return Vec::new();
         }
-        let n = index.docs.len() as f64;
+        let n = stats.docs as f64;
+        let avg_len = stats.avg_len;
         let idf = |term: &str| {
-            let df = f64::from(index.df.get(term).copied().unwrap_or(0));
+            let df = f64::from(stats.df.get(term).copied().unwrap_or(0));
             (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
         };
         // Per query word: the terms that count for it and their weights, computed once.
@@ -262,12 +348,29 @@ impl SearchIndex {
                     .collect()
             })
             .collect();
+        // The verbs the query names, each with its synonyms that are verbs too.
+        let asked: Vec<Vec<&str>> = distinct
+            .iter()
+            .filter(|w| self.actions.contains(w.as_str()))
+            .map(|w| {
+                std::iter::once(w.as_str())
+                    .chain(
+                        self.synonyms
+                            .get(w.as_str())
+                            .into_iter()
+                            .flatten()
+                            .map(String::as_str)
+                            .filter(|s| self.actions.contains(*s)),
+                    )
+                    .collect()
+            })
+            .collect();
         let mut hits = Vec::new();
-        for doc in &index.docs {
+        for doc in docs {
             if !keep(doc.tool) {
                 continue;
             }
-            let norm = self.k1 * (1.0 - self.b + self.b * doc.len / index.avg_len.max(1e-9));
+            let norm = self.k1 * (1.0 - self.b + self.b * doc.len / avg_len.max(1e-9));
             let mut score = 0.0;
             let mut matched = 0usize;
             for candidates in &weighted {
@@ -285,9 +388,13 @@ impl SearchIndex {
             }
             if matched > 0 {
                 let coverage = matched as f64 / distinct.len() as f64;
+                let does_it = asked
+                    .iter()
+                    .all(|verb| verb.iter().any(|v| doc.verbs.contains(*v)));
+                let action = if does_it { 1.0 } else { self.action_miss };
                 hits.push(Hit {
                     tool: doc.tool,
-                    score: score * coverage,
+                    score: score * coverage * action,
                 });
             }
         }

@@ -40,6 +40,12 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
     tokio::pin!(shutdown);
+    // The Host rule of `crate::origin` applies when the broker is reachable only from
+    // this machine, where DNS rebinding is the way in.
+    let loopback = listener
+        .local_addr()
+        .map(|a| a.ip().is_loopback())
+        .unwrap_or(true);
     loop {
         let (stream, _) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -55,7 +61,7 @@ pub async fn serve(
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| {
                 let broker = broker.clone();
-                async move { Ok::<_, Infallible>(handle(broker, req).await) }
+                async move { Ok::<_, Infallible>(handle(broker, req, loopback).await) }
             });
             let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
             if let Err(e) = builder
@@ -98,8 +104,43 @@ fn send(r: Response) -> HttpResponse {
     json_response(r.status, &r.body, &r.headers)
 }
 
-/// Routes one HTTP request.
-pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
+/// Refuses a request whose `Origin` or `Host` fails [`crate::origin`], in the shape its
+/// door answers: a JSON-RPC error on `/mcp`, an envelope on the tool doors.
+fn refuse_origin(broker: &Broker, path: &str, reason: String) -> HttpResponse {
+    tracing::warn!(path = %path, "request refused by the Origin/Host rules");
+    if path == "/mcp" {
+        let reply = crate::mcp::error(
+            &Value::Null,
+            crate::mcp::code::INVALID_REQUEST,
+            reason,
+            None,
+        );
+        return mcp_reply(crate::mcp::Reply {
+            status: 403,
+            ..reply
+        });
+    }
+    if path == "/" || path.starts_with("/mcp/") {
+        return failure(
+            broker,
+            "",
+            CallError::new(Classification::Forbidden, reason),
+        );
+    }
+    json_response(403, &json!({ "error": reason }), &[])
+}
+
+/// Routes one HTTP request. `loopback`: the broker listens on a loopback address.
+pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool) -> HttpResponse {
+    if let Err(refusal) = broker.origins.check(
+        req.headers(),
+        req.uri().authority().map(|a| a.as_str()),
+        loopback,
+    ) {
+        let response = refuse_origin(&broker, req.uri().path(), refusal.0);
+        broker.metrics.record_status(403);
+        return response;
+    }
     match (req.method(), req.uri().path()) {
         (&Method::GET, "/healthz") => json_response(200, &json!({ "status": "ok" }), &[]),
         (&Method::GET, "/readyz") => json_response(

@@ -235,7 +235,10 @@ async fn list_all(broker: &TestBroker, extra: &[(&str, &str)], params: Value) ->
 
 #[tokio::test]
 async fn tools_list_pages_through_every_agent_ready_tool_once() {
-    let (_server, broker) = broker().await;
+    let server = MockServer::start().await;
+    let mut setup = Setup::all_upstreams(&server.uri());
+    setup.config = Some("toolset = \"all\"\n".into());
+    let broker = TestBroker::start(setup).await;
     let catalog = broker.broker.catalog.clone();
     let tools = list_all(
         &broker,
@@ -264,15 +267,30 @@ async fn tools_list_pages_through_every_agent_ready_tool_once() {
                 && !text.contains("\"$schema\"")
         );
         assert_eq!(t["_meta"]["descriptorHash"].as_str().unwrap().len(), 64);
-        assert!(t["annotations"]["readOnlyHint"].is_boolean());
+        assert!(t["_meta"]["catalogVersion"].is_string());
+        // Hints are written only where they differ from MCP's defaults.
+        let tool = catalog.resolve(t["name"].as_str().unwrap()).unwrap();
+        let read = tool.risk == tool_broker::descriptor::Risk::Read;
+        assert_eq!(
+            t["annotations"].get("readOnlyHint"),
+            read.then_some(&json!(true))
+        );
+        assert!(
+            t["annotations"].get("title").is_none(),
+            "the title is the entry's own"
+        );
     }
     let find = |name: &str| tools.iter().find(|t| t["name"] == name).unwrap();
     let delete = find("agent.delete_webhook");
-    assert_eq!(delete["annotations"]["destructiveHint"], true);
-    assert_eq!(delete["annotations"]["readOnlyHint"], false);
+    // destructive and not read-only: both MCP defaults, so neither is written.
+    assert_eq!(delete["annotations"], json!({}), "{delete}");
+    let create = find("agent.create_task");
+    assert_eq!(create["annotations"]["destructiveHint"], false);
     let local = find("payments.find_tools");
-    assert_eq!(local["annotations"]["openWorldHint"], false);
-    assert_eq!(local["_meta"]["tier"], "agent_ready");
+    assert_eq!(
+        local["annotations"],
+        json!({ "readOnlyHint": true, "openWorldHint": false })
+    );
     // A cursor from nowhere.
     let (status, reply) = rpc(&broker, "tools/list", json!({ "cursor": "x" }), &[]).await;
     assert_eq!(
@@ -303,10 +321,12 @@ async fn toolsets_choose_what_each_key_sees() {
     setup.config = Some(format!(
         "[[keys]]\nname = \"finder\"\nsha256 = \"{}\"\ntoolset = \"discovery\"\n\
          [[keys]]\nname = \"media-only\"\nsha256 = \"{}\"\ntoolset = [\"media\"]\n\
-         [[keys]]\nname = \"readers\"\nsha256 = \"{}\"\nrisks = [\"read\"]\nservices = [\"agent\"]\n",
+         [[keys]]\nname = \"readers\"\nsha256 = \"{}\"\nrisks = [\"read\"]\nservices = [\"agent\"]\ntoolset = \"all\"\n\
+         [[keys]]\nname = \"default\"\nsha256 = \"{}\"\n",
         hash("tb_finder_key_000000"),
         hash("tb_media_key_0000000"),
         hash("tb_reader_key_000000"),
+        hash("tb_plain_key_0000000"),
     ));
     let broker = TestBroker::start(setup).await;
     let as_key = |k: &'static str| format!("Bearer {k}");
@@ -314,6 +334,13 @@ async fn toolsets_choose_what_each_key_sees() {
     let tools = list_all(&broker, &[("authorization", &finder)], json!({})).await;
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["find_tools", "get_tool_reference", "call_tool"]);
+    // A key that names no toolset, and TOOL_BROKER_API_KEY, get the deployment's
+    // default: the discovery tools unless the config says otherwise.
+    for bearer in [as_key("tb_plain_key_0000000"), BEARER.to_string()] {
+        let tools = list_all(&broker, &[("authorization", &bearer)], json!({})).await;
+        let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["find_tools", "get_tool_reference", "call_tool"]);
+    }
     let media = as_key("tb_media_key_0000000");
     let tools = list_all(&broker, &[("authorization", &media)], json!({})).await;
     assert!(

@@ -17,13 +17,51 @@ struct Ranking {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Expect {
+    /// A service's find tool, or `find_tools`: the MCP discovery tool (every service).
     find: String,
     query: String,
-    first: String,
+    /// The tool ranked first.
+    #[serde(default)]
+    first: Option<String>,
+    /// `[does, reads]`: `does` is among the results and `reads` is after it or absent.
+    #[serde(default)]
+    above: Option<[String; 2]>,
     #[serde(default)]
     risk: Option<String>,
     #[serde(default)]
     category: Option<String>,
+    /// Only this service (discovery find only).
+    #[serde(default)]
+    service: Option<String>,
+}
+
+/// Runs a find: a service's find tool through `POST /`, the discovery `find_tools`
+/// through `POST /mcp`. Returns the envelope.
+async fn find(broker: &TestBroker, tool: &str, args: serde_json::Value) -> serde_json::Value {
+    if tool != "find_tools" {
+        let (status, body) = broker.call(tool, args, &[]).await;
+        assert_eq!(status, 200, "{tool}: {body}");
+        return body;
+    }
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": { "name": tool, "arguments": args } });
+    let (status, _, text) = broker
+        .send(
+            reqwest::Method::POST,
+            "/mcp",
+            Some(body.to_string().into_bytes()),
+            &[
+                (
+                    "authorization",
+                    &format!("Bearer {}", crate::support::API_KEY),
+                ),
+                ("content-type", "application/json"),
+            ],
+        )
+        .await;
+    assert_eq!(status, 200, "{text}");
+    let reply: serde_json::Value = serde_json::from_str(&text).unwrap();
+    reply["result"]["structuredContent"].clone()
 }
 
 /// A broker whose every upstream is a mock that must receive nothing.
@@ -46,17 +84,42 @@ async fn plain_queries_rank_the_obvious_tool_first() {
     let text = std::fs::read_to_string(root().join("tests/navigation/ranking.toml")).unwrap();
     let ranking: Ranking = toml::from_str(&text).unwrap();
     let (server, broker) = broker().await;
+    let catalog = crate::support::embedded_catalog();
     let mut failures = Vec::new();
     for e in &ranking.expect {
-        let mut args = json!({ "query": e.query });
+        assert!(
+            e.first.is_some() || e.above.is_some(),
+            "`{}`: say `first` or `above`",
+            e.query
+        );
+        // Every name an expectation gives must be a tool: a typo must not pass.
+        let prefix = if e.find == "find_tools" {
+            String::new()
+        } else {
+            format!("{}.", e.find.split('.').next().unwrap())
+        };
+        for name in e.first.iter().chain(e.above.iter().flatten()) {
+            assert!(
+                catalog.resolve(&format!("{prefix}{name}")).is_some(),
+                "ranking.toml names `{prefix}{name}`, which is not a tool"
+            );
+        }
+        let mut args = json!({ "query": e.query, "limit": 50 });
         if let Some(r) = &e.risk {
             args["risk"] = json!(r);
         }
         if let Some(c) = &e.category {
             args["category"] = json!(c);
         }
-        let (status, body) = broker.call(&e.find, args, &[]).await;
-        assert_eq!(status, 200, "{}: {body}", e.find);
+        if let Some(s) = &e.service {
+            args["service"] = json!(s);
+        }
+        let body = find(&broker, &e.find, args).await;
+        let key = if e.find == "find_tools" {
+            "fullName"
+        } else {
+            "name"
+        };
         let results = body["data"]["results"].as_array().unwrap();
         for r in results {
             if let Some(risk) = &e.risk {
@@ -66,16 +129,32 @@ async fn plain_queries_rank_the_obvious_tool_first() {
                 assert_eq!(r["category"], json!(category), "{}: {r}", e.query);
             }
         }
-        let names: Vec<&str> = results
-            .iter()
-            .take(5)
-            .map(|r| r["name"].as_str().unwrap())
-            .collect();
-        if names.first() != Some(&e.first.as_str()) {
+        let names: Vec<&str> = results.iter().map(|r| r[key].as_str().unwrap()).collect();
+        let top: Vec<&str> = names.iter().take(5).copied().collect();
+        if let Some(first) = &e.first
+            && names.first() != Some(&first.as_str())
+        {
             failures.push(format!(
-                "{} `{}`: expected `{}` first, got {names:?}",
-                e.find, e.query, e.first
+                "{} `{}`: expected `{first}` first, got {top:?}",
+                e.find, e.query
             ));
+        }
+        if let Some([does, reads]) = &e.above {
+            let rank = |name: &str| names.iter().position(|n| *n == name);
+            match (rank(does), rank(reads)) {
+                (None, _) => failures.push(format!(
+                    "{} `{}`: `{does}` is not among the results {top:?}",
+                    e.find, e.query
+                )),
+                (Some(d), Some(r)) if r < d => failures.push(format!(
+                    "{} `{}`: `{reads}` (#{}) ranks above `{does}` (#{})",
+                    e.find,
+                    e.query,
+                    r + 1,
+                    d + 1
+                )),
+                _ => {}
+            }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -180,7 +180,7 @@ pub fn find_tools(
         .enumerate()
         .filter_map(|(rank, hit)| {
             let found = catalog.tools.get(hit.tool)?;
-            let mut row = summary(found);
+            let mut row = summary(catalog, found);
             if let Some(map) = row.as_object_mut() {
                 map.insert("rank".into(), json!(rank + 1));
                 map.insert("score".into(), json!((hit.score * 1000.0).round() / 1000.0));

@@ -14,7 +14,10 @@
 //!   supported versions for an unknown version). A request is of this era when its
 //!   `_meta` names a protocol version, its `MCP-Protocol-Version` header is 2026-07-28,
 //!   or it is `server/discover`; a `server/discover` without the envelope is an
-//!   invalid-params error, on which clients fall back to `initialize`.
+//!   invalid-params error, on which clients fall back to `initialize`. Its results
+//!   carry `resultType` and `_meta["io.modelcontextprotocol/serverInfo"]`; the methods
+//!   it removed (`initialize`, `ping`, `logging/setLevel`, `resources/(un)subscribe`)
+//!   are 404 with -32601 when sent as stateless requests.
 //!
 //! Protocol errors are JSON-RPC errors with their HTTP status (parse error, invalid
 //! request, invalid params, header mismatch, unsupported version: 400; unknown method:
@@ -22,6 +25,7 @@
 //! `CallToolResult` with `isError: true` and the envelope in `structuredContent`.
 
 pub mod schemas;
+pub mod surface;
 pub mod tools;
 
 use hyper::HeaderMap;
@@ -39,6 +43,16 @@ pub const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
 pub const PAGE_SIZE: usize = 100;
 
 const PROTOCOL_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+/// Where a 2026-07-28 result names the server.
+const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+/// Methods of the handshake revisions that 2026-07-28 removed.
+const REMOVED_IN_MODERN: [&str; 5] = [
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
 const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
 
 /// JSON-RPC and MCP error codes.
@@ -277,7 +291,7 @@ fn server_info() -> Value {
     json!({ "name": "tool-broker", "title": "Tool broker", "version": env!("CARGO_PKG_VERSION") })
 }
 
-const INSTRUCTIONS: &str = "Tools are named <service>.<tool>. Use each service's find_tools (or the discovery tool find_tools) to search, read a tool's reference before calling it, and keep confirm=false until the user approves a write: writes answer a preview or a confirmation_required error until then.";
+const INSTRUCTIONS: &str = "Tools are named <service>.<tool>; about 1,800 sit behind this broker. Search them with find_tools (each hit names the tool, what it does, its risk and its required arguments), run one with call_tool, and read get_tool_reference when a hit is not enough. Keep confirm=false until the user approves a write: writes answer a preview or a confirmation_required error until then.";
 
 fn capabilities() -> Value {
     json!({ "tools": { "listChanged": false } })
@@ -379,9 +393,22 @@ pub async fn handle(
     let finish = |mut value: Value| {
         if modern && let Value::Object(map) = &mut value {
             map.insert("resultType".into(), json!("complete"));
+            map.insert("_meta".into(), json!({ SERVER_INFO_KEY: server_info() }));
         }
         result(&id, value)
     };
+    // 2026-07-28 removed the handshake and these methods; a stateless request naming
+    // one is a method the server does not implement (404, -32601).
+    if modern && REMOVED_IN_MODERN.contains(&method) {
+        return error(
+            &id,
+            code::METHOD_NOT_FOUND,
+            format!(
+                "`{method}` does not exist in protocol version 2026-07-28 (stateless): use server/discover, and send the protocol version in each request's _meta"
+            ),
+            None,
+        );
+    }
     let params = obj.get("params").cloned().unwrap_or_else(|| json!({}));
     match method {
         "initialize" => {
@@ -496,15 +523,17 @@ pub async fn handle(
             let ok = envelope.get("ok") == Some(&Value::Bool(true));
             let text = envelope.to_string();
             let quoted = serde_json::to_string(&text).unwrap_or_else(|_| "\"\"".into());
+            let modern_fields = if modern {
+                format!(
+                    r#","resultType":"complete","_meta":{}"#,
+                    json!({ SERVER_INFO_KEY: server_info() })
+                )
+            } else {
+                String::new()
+            };
             let body = format!(
-                r#"{{"jsonrpc":"2.0","id":{},"result":{{"content":[{{"type":"text","text":{quoted}}}],"structuredContent":{text},"isError":{}{}}}}}"#,
-                id,
-                !ok,
-                if modern {
-                    r#","resultType":"complete""#
-                } else {
-                    ""
-                },
+                r#"{{"jsonrpc":"2.0","id":{},"result":{{"content":[{{"type":"text","text":{quoted}}}],"structuredContent":{text},"isError":{}{modern_fields}}}}}"#,
+                id, !ok,
             );
             Reply {
                 status: 200,

@@ -7,15 +7,20 @@
 //! sends: the argument schema without `$schema`/`$id` (a schema with `$ref` or
 //! `$defs` would fail the lint, which CI runs).
 //!
-//! Output schemas describe `structuredContent`, which is the envelope: the standard or
-//! portal envelope schema of `schemas/`, with its `$defs` inlined.
+//! Output schemas describe `structuredContent`, which is the envelope. Every tool entry
+//! carries it, so `tools/list` publishes a compact form derived from the standard or
+//! portal envelope schema of `schemas/` ([`compact_envelope_schema`]): the same
+//! required keys, no others allowed, each key's JSON type. Every envelope the broker
+//! returns validates against it (a client that validates `structuredContent` accepts
+//! it); the complete schema (`schemas/envelope-*.schema.json`, also in
+//! `GET /openapi.json`) says the rest.
 
 use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
 
-use crate::catalog::Tool;
-use crate::descriptor::EnvelopeKind;
+use crate::catalog::{Catalog, Tool};
+use crate::descriptor::{ConfirmationMode, EnvelopeKind};
 
 const STANDARD: &str = include_str!("../../../schemas/envelope-standard.schema.json");
 const PORTAL: &str = include_str!("../../../schemas/envelope-portal.schema.json");
@@ -23,16 +28,97 @@ const PORTAL: &str = include_str!("../../../schemas/envelope-portal.schema.json"
 /// Keys no published schema keeps.
 const DROPPED: [&str; 2] = ["$schema", "$id"];
 
-/// The input schema `tools/list` publishes for a tool.
-pub fn published_input(tool: &Tool) -> Value {
-    match &tool.arguments {
+/// The input schema `tools/list` (and the projection) publishes for a tool: the
+/// argument schema the broker validates, minus what costs a model tokens and says
+/// nothing it acts on:
+/// - `$schema` / `$id` at the root (providers refuse them);
+/// - the confirmation arguments (`confirm`, `confirmApply`) on a tool that needs no
+///   confirmation (a read takes them and ignores them);
+/// - `title` annotations inside the schema (names of upstream schema components);
+/// - repeated identical `anyOf` branches (an import artefact; the same set of values).
+///
+/// Every value it accepts, the broker accepts.
+pub fn published_input(catalog: &Catalog, tool: &Tool) -> Value {
+    let Value::Object(map) = &tool.arguments else {
+        return tool.arguments.clone();
+    };
+    let rules = &catalog.rules.confirmation;
+    let idle: Vec<&str> = match tool.confirmation {
+        ConfirmationMode::None | ConfirmationMode::Auto => {
+            vec![rules.confirm_arg.as_str(), rules.apply_arg.as_str()]
+        }
+        _ => Vec::new(),
+    };
+    let mut out = Map::new();
+    for (key, value) in map {
+        match key.as_str() {
+            k if DROPPED.contains(&k) => {}
+            "properties" => {
+                let properties = value
+                    .as_object()
+                    .map(|props| {
+                        props
+                            .iter()
+                            .filter(|(name, _)| !idle.contains(&name.as_str()))
+                            .map(|(name, schema)| (name.clone(), slim(schema)))
+                            .collect::<Map<_, _>>()
+                    })
+                    .unwrap_or_default();
+                out.insert(key.clone(), Value::Object(properties));
+            }
+            _ => {
+                out.insert(key.clone(), slim_keyword(key, value));
+            }
+        }
+    }
+    Value::Object(out)
+}
+
+/// A subschema without `title` and with distinct `anyOf` branches.
+fn slim(schema: &Value) -> Value {
+    match schema {
         Value::Object(map) => Value::Object(
             map.iter()
-                .filter(|(k, _)| !DROPPED.contains(&k.as_str()))
-                .map(|(k, v)| (k.clone(), v.clone()))
+                .filter(|(k, _)| k.as_str() != "title")
+                .map(|(k, v)| (k.clone(), slim_keyword(k, v)))
                 .collect(),
         ),
         other => other.clone(),
+    }
+}
+
+/// The value of one schema keyword, slimmed where it holds subschemas.
+fn slim_keyword(key: &str, value: &Value) -> Value {
+    match (key, value) {
+        ("properties" | "patternProperties" | "$defs" | "definitions", Value::Object(m)) => {
+            Value::Object(m.iter().map(|(k, v)| (k.clone(), slim(v))).collect())
+        }
+        ("anyOf", Value::Array(branches)) => {
+            let mut distinct: Vec<Value> = Vec::new();
+            for branch in branches.iter().map(slim) {
+                if !distinct.contains(&branch) {
+                    distinct.push(branch);
+                }
+            }
+            Value::Array(distinct)
+        }
+        ("oneOf" | "allOf" | "prefixItems", Value::Array(branches)) => {
+            Value::Array(branches.iter().map(slim).collect())
+        }
+        (
+            "items"
+            | "additionalProperties"
+            | "not"
+            | "if"
+            | "then"
+            | "else"
+            | "contains"
+            | "propertyNames"
+            | "unevaluatedProperties"
+            | "unevaluatedItems",
+            Value::Object(_),
+        ) => slim(value),
+        _ => value.clone(),
     }
 }
 
@@ -56,6 +142,89 @@ pub fn envelope_schema(kind: EnvelopeKind) -> &'static Value {
         }
         inlined
     })
+}
+
+/// The envelope's shape as `tools/list` publishes it on every tool: object, its
+/// required keys, no other keys, and each key's JSON type (taken from the full schema,
+/// through `oneOf`/`anyOf` branches and `$defs`). About 200 bytes instead of 2-3 KB.
+pub fn compact_envelope_schema(kind: EnvelopeKind) -> &'static Value {
+    static STANDARD_COMPACT: OnceLock<Value> = OnceLock::new();
+    static PORTAL_COMPACT: OnceLock<Value> = OnceLock::new();
+    let cell = match kind {
+        EnvelopeKind::Portal => &PORTAL_COMPACT,
+        _ => &STANDARD_COMPACT,
+    };
+    cell.get_or_init(|| {
+        let full = envelope_schema(kind);
+        let properties: Map<String, Value> = full
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|props| {
+                props
+                    .iter()
+                    .map(|(name, schema)| {
+                        // One `type` per schema: clients that map tool schemas onto
+                        // a single-type dialect (Gemini's OpenAPI subset) refuse
+                        // type arrays, so several types are `anyOf` branches; a value
+                        // of any type (`data`) lists all six rather than saying
+                        // nothing, which portability linters flag.
+                        let types = json_types(schema)
+                            .unwrap_or_else(|| ALL_TYPES.map(String::from).to_vec());
+                        let shape = match types.as_slice() {
+                            [one] => serde_json::json!({ "type": one }),
+                            several => {
+                                let branches: Vec<Value> = several
+                                    .iter()
+                                    .map(|t| serde_json::json!({ "type": t }))
+                                    .collect();
+                                serde_json::json!({ "anyOf": branches })
+                            }
+                        };
+                        (name.clone(), shape)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        serde_json::json!({
+            "type": "object",
+            "required": full.get("required").cloned().unwrap_or(Value::Array(Vec::new())),
+            "additionalProperties": false,
+            "properties": properties,
+        })
+    })
+}
+
+/// Every JSON type (`integer` is a kind of `number`).
+const ALL_TYPES: [&str; 6] = ["object", "array", "string", "number", "boolean", "null"];
+
+/// The JSON types a (self-contained) schema admits, when it says: its `type`, or the
+/// union of its `oneOf`/`anyOf` branches' types. `None`: any type.
+fn json_types(schema: &Value) -> Option<Vec<String>> {
+    match schema.get("type") {
+        Some(Value::String(t)) => return Some(vec![t.clone()]),
+        Some(Value::Array(ts)) => {
+            return Some(
+                ts.iter()
+                    .filter_map(Value::as_str)
+                    .map(String::from)
+                    .collect(),
+            );
+        }
+        _ => {}
+    }
+    let branches = schema
+        .get("oneOf")
+        .or_else(|| schema.get("anyOf"))
+        .and_then(Value::as_array)?;
+    let mut types: Vec<String> = Vec::new();
+    for branch in branches {
+        for t in json_types(branch)? {
+            if !types.contains(&t) {
+                types.push(t);
+            }
+        }
+    }
+    Some(types)
 }
 
 fn inline_defs(value: &Value, defs: &Value, depth: usize) -> Value {
@@ -106,9 +275,9 @@ fn name_ok(name: &str) -> bool {
 }
 
 /// Problems model providers would have with a tool's input schema.
-pub fn lint(tool: &Tool) -> Vec<Finding> {
+pub fn lint(catalog: &Catalog, tool: &Tool) -> Vec<Finding> {
     let mut out = Vec::new();
-    let schema = published_input(tool);
+    let schema = published_input(catalog, tool);
     if schema.get("type") != Some(&Value::String("object".into())) {
         out.push(Finding {
             tool: tool.full_name.clone(),
@@ -180,6 +349,32 @@ mod tests {
             let text = schema.to_string();
             assert!(!text.contains("$ref") && !text.contains("$defs"), "{text}");
             assert!(jsonschema::validator_for(schema).is_ok());
+        }
+    }
+
+    #[test]
+    fn compact_envelope_schemas_keep_keys_and_types() {
+        let standard = compact_envelope_schema(EnvelopeKind::Standard);
+        assert_eq!(standard["additionalProperties"], false);
+        assert_eq!(
+            standard["properties"]["ok"],
+            serde_json::json!({ "type": "boolean" })
+        );
+        assert_eq!(
+            standard["properties"]["error"],
+            serde_json::json!({ "anyOf": [{ "type": "null" }, { "type": "object" }] })
+        );
+        // `data` may be any JSON value: six single-type branches, not a type array.
+        assert_eq!(
+            standard["properties"]["data"]["anyOf"]
+                .as_array()
+                .map(Vec::len),
+            Some(6)
+        );
+        for kind in [EnvelopeKind::Standard, EnvelopeKind::Portal] {
+            let compact = compact_envelope_schema(kind);
+            assert_eq!(compact["required"], envelope_schema(kind)["required"]);
+            assert!(compact.to_string().len() < 800, "{compact}");
         }
     }
 }

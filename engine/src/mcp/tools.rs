@@ -13,10 +13,10 @@ use std::sync::OnceLock;
 
 use serde_json::{Map, Value, json};
 
-use super::schemas::{envelope_schema, published_input};
+use super::schemas::{compact_envelope_schema, published_input};
 use crate::auth::Principal;
 use crate::call::{Broker, CallInput, unknown_tool};
-use crate::catalog::{Action, Tool};
+use crate::catalog::{Action, Catalog, Tool};
 use crate::config::{Toolset, ToolsetName};
 use crate::describe::{descriptor, summary};
 use crate::descriptor::{Class, EnvelopeKind, Risk, Tier};
@@ -33,8 +33,8 @@ pub const REFERENCE: &str = "get_tool_reference";
 pub const CALL: &str = "call_tool";
 
 /// The MCP entry of a catalog tool.
-pub fn entry(broker: &Broker, tool: &Tool) -> Value {
-    let service = broker.catalog.services.get(&tool.service);
+pub fn entry(catalog: &Catalog, tool: &Tool) -> Value {
+    let service = catalog.services.get(&tool.service);
     let envelope_kind = service.map_or(EnvelopeKind::Standard, |s| s.envelope);
     let local = matches!(tool.action, Action::Hook(_));
     let idempotent = match (&tool.action, tool.risk) {
@@ -44,53 +44,61 @@ pub fn entry(broker: &Broker, tool: &Tool) -> Value {
         }
         (Action::Hook(_), Risk::Write) => false,
     };
+    // Only hints that differ from MCP's defaults (readOnly false, destructive true,
+    // idempotent false, openWorld true) are written; destructive and idempotent mean
+    // something only for a tool that writes.
+    let mut annotations = Map::new();
+    if tool.risk == Risk::Read {
+        annotations.insert("readOnlyHint".into(), json!(true));
+    } else {
+        if !tool.classes.contains(&Class::Destructive) {
+            annotations.insert("destructiveHint".into(), json!(false));
+        }
+        if idempotent {
+            annotations.insert("idempotentHint".into(), json!(true));
+        }
+    }
+    if local {
+        annotations.insert("openWorldHint".into(), json!(false));
+    }
+    // The name carries the service and only agent-ready tools are listed; the hash and
+    // the version let a client pin what it was shown.
     json!({
         "name": tool.full_name,
         "title": tool.title,
         "description": tool.description,
-        "inputSchema": published_input(tool),
-        "outputSchema": envelope_schema(envelope_kind),
-        "annotations": {
-            "title": tool.title,
-            "readOnlyHint": tool.risk == Risk::Read,
-            "destructiveHint": tool.risk == Risk::Write && tool.classes.contains(&Class::Destructive),
-            "idempotentHint": idempotent,
-            "openWorldHint": !local,
-        },
+        "inputSchema": published_input(catalog, tool),
+        "outputSchema": compact_envelope_schema(envelope_kind),
+        "annotations": annotations,
         "_meta": {
-            "tier": tool.tier,
-            "risk": tool.risk,
             "catalogVersion": service.map(|s| s.catalog_version.clone()),
             "descriptorHash": tool.descriptor_hash,
-            "service": tool.service,
         },
     })
 }
 
-/// Entries of every catalog tool, in catalog order, built on first use.
+/// Entries of every catalog tool, in catalog order.
+pub fn all_entries(catalog: &Catalog) -> Vec<Value> {
+    catalog.tools.iter().map(|t| entry(catalog, t)).collect()
+}
+
+/// Entries of every catalog tool, built on first use and kept by the broker.
 fn entries(broker: &Broker) -> &[Value] {
-    broker.mcp_entries.get_or_init(|| {
-        broker
-            .catalog
-            .tools
-            .iter()
-            .map(|t| entry(broker, t))
-            .collect()
-    })
+    broker
+        .mcp_entries
+        .get_or_init(|| all_entries(&broker.catalog))
 }
 
 fn discovery_entries() -> &'static [Value] {
     static ENTRIES: OnceLock<Vec<Value>> = OnceLock::new();
     ENTRIES.get_or_init(|| {
-        let output = envelope_schema(EnvelopeKind::Standard);
-        let annotations = |read_only: bool, title: &str| {
-            json!({
-                "title": title,
-                "readOnlyHint": read_only,
-                "destructiveHint": !read_only,
-                "idempotentHint": read_only,
-                "openWorldHint": !read_only,
-            })
+        let output = compact_envelope_schema(EnvelopeKind::Standard);
+        let annotations = |read_only: bool| {
+            if read_only {
+                json!({ "readOnlyHint": true, "openWorldHint": false })
+            } else {
+                json!({})
+            }
         };
         vec![
             json!({
@@ -110,7 +118,7 @@ fn discovery_entries() -> &'static [Value] {
                     }
                 },
                 "outputSchema": output,
-                "annotations": annotations(true, "Find tools"),
+                "annotations": annotations(true),
             }),
             json!({
                 "name": REFERENCE,
@@ -125,7 +133,7 @@ fn discovery_entries() -> &'static [Value] {
                     }
                 },
                 "outputSchema": output,
-                "annotations": annotations(true, "Get a tool reference"),
+                "annotations": annotations(true),
             }),
             json!({
                 "name": CALL,
@@ -141,7 +149,7 @@ fn discovery_entries() -> &'static [Value] {
                     }
                 },
                 "outputSchema": output,
-                "annotations": annotations(false, "Call a tool"),
+                "annotations": annotations(false),
             }),
         ]
     })
@@ -153,21 +161,29 @@ fn listed(tool: &Tool, principal: &Principal) -> bool {
 
 /// The entries a caller sees, in a stable order.
 pub fn visible<'a>(broker: &'a Broker, principal: &Principal) -> Vec<&'a Value> {
+    listing(&broker.catalog, entries(broker), principal)
+}
+
+/// The entries of `entries` (one per catalog tool, in catalog order) that `principal`'s
+/// toolset lists.
+pub fn listing<'a>(
+    catalog: &Catalog,
+    entries: &'a [Value],
+    principal: &Principal,
+) -> Vec<&'a Value> {
     match &principal.toolset {
         Toolset::Named(ToolsetName::Discovery) => discovery_entries().iter().collect(),
-        Toolset::Services(services) => broker
-            .catalog
+        Toolset::Services(services) => catalog
             .tools
             .iter()
-            .zip(entries(broker))
+            .zip(entries)
             .filter(|(t, _)| services.contains(&t.service) && listed(t, principal))
             .map(|(_, e)| e)
             .collect(),
-        Toolset::All | Toolset::Named(ToolsetName::All) => broker
-            .catalog
+        Toolset::Named(ToolsetName::All) => catalog
             .tools
             .iter()
-            .zip(entries(broker))
+            .zip(entries)
             .filter(|(t, _)| listed(t, principal))
             .map(|(_, e)| e)
             .collect(),
@@ -233,23 +249,17 @@ pub async fn call_discovery(
                     .get(i)
                     .is_some_and(|t| principal.check(t).is_ok() && filters.admits(t))
             };
-            let mut hits = Vec::new();
-            for id in catalog.services.keys() {
-                if service.is_some_and(|s| s != id) {
-                    continue;
-                }
-                hits.extend(catalog.search.search(id, query, keep));
-            }
-            hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.tool.cmp(&b.tool)));
+            // One corpus across services, so scores of two services compare.
+            let hits = catalog.search.search_all(service, query, keep);
             let results: Vec<Value> = hits
                 .iter()
                 .take(filters.limit)
                 .filter_map(|h| catalog.tools.get(h.tool))
-                .map(summary)
+                .map(|t| summary(catalog, t))
                 .collect();
             envelope::standard_ok(
                 json!({ "query": query, "total": hits.len(), "results": results,
-                        "next": "get_tool_reference with a result's fullName, then call_tool" }),
+                        "next": "call_tool with a result's fullName and its required arguments; get_tool_reference for the full schema" }),
                 &meta(broker, request_id, name),
             )
         }

@@ -105,6 +105,8 @@ pub struct Setup {
     pub sources: Option<Sources>,
     /// A pinned clock.
     pub clock: Option<fn() -> jiff::Timestamp>,
+    /// Listen address; `127.0.0.1:0` when `None`.
+    pub listen: Option<&'static str>,
 }
 
 impl Setup {
@@ -143,8 +145,11 @@ impl TestBroker {
             broker = broker.with_clock(clock);
         }
         let broker = Arc::new(broker);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
+        let listener = tokio::net::TcpListener::bind(setup.listen.unwrap_or("127.0.0.1:0"))
+            .await
+            .unwrap();
+        // Clients always reach the broker on loopback, whatever it listens on.
+        let url = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let serving = broker.clone();
         tokio::spawn(async move {
