@@ -12,17 +12,29 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use tool_broker::auth::Principal;
 use tool_broker::call::Broker;
 use tool_broker::compile::compile;
-use tool_broker::config::ConfigFile;
+use tool_broker::config::{ConfigFile, Toolset, ToolsetName};
 use tool_broker::mcp::tools::visible;
 use tool_broker::projection::document;
 use tool_broker::source::Sources;
+use tool_broker::store::{Store, StoreConfig};
 
 fn discovery(c: &mut Criterion) {
     let catalog = Arc::new(compile(&Sources::embedded()).unwrap_or_else(|d| panic!("{d}")));
     let env = |name: &str| (name == "TOOL_BROKER_API_KEY").then(|| "tb_bench".to_string());
-    let broker = Broker::new(catalog.clone(), &ConfigFile::default(), &env)
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
         .unwrap_or_else(|e| panic!("{e}"));
-    let principal = Principal::unrestricted("bench");
+    let store = runtime
+        .block_on(Store::open(&StoreConfig::Memory))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let broker = Broker::new(catalog.clone(), &ConfigFile::default(), &env, store)
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Every tool listed: what a `toolset = "all"` key pages through.
+    let principal = Principal {
+        toolset: Toolset::Named(ToolsetName::All),
+        ..Principal::unrestricted("bench")
+    };
     c.bench_function("find: payments 'list issuing cards' (468 tools)", |b| {
         b.iter(|| {
             catalog

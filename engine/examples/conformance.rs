@@ -318,7 +318,11 @@ async fn main() {
                 let env = |name: &str| {
                     (name == "TOOL_BROKER_API_KEY").then(|| "tb_conformance".to_string())
                 };
-                let broker = Broker::new(catalog.clone(), &cfg, &env).unwrap();
+                let store =
+                    tool_broker::store::Store::open(&tool_broker::store::StoreConfig::Memory)
+                        .await
+                        .unwrap();
+                let broker = Broker::new(catalog.clone(), &cfg, &env, store).unwrap();
                 let principal = Principal::unrestricted("conformance");
                 let mut headers = hyper::HeaderMap::new();
                 if let Some(h) = &key_header {

@@ -20,7 +20,7 @@ use crate::auth::{Keys, Principal};
 use crate::catalog::{Action, Catalog, JsonPath, Tool};
 use crate::config::ConfigFile;
 use crate::confirm::{Decision, PreviewReason, decide};
-use crate::descriptor::{Class, ConfirmationMode, EnvelopeKind};
+use crate::descriptor::{Class, ConfirmationMode, EnvelopeKind, Risk};
 use crate::diag::did_you_mean;
 use crate::envelope::{self, Meta, Portal, Response, Truncation};
 use crate::error::{CallError, Classification};
@@ -41,10 +41,8 @@ pub struct Broker {
     pub max_body_bytes: usize,
     /// Counters for `GET /metrics`.
     pub metrics: crate::metrics::Metrics,
-    /// Asynchronous upstream jobs submitted through this broker.
-    pub jobs: crate::jobs::JobRegistry,
-    /// Per-caller rate limits of tools that declare one.
-    pub limiter: crate::ratelimit::Limiter,
+    /// The durable store: jobs, rate-limit windows, the write audit.
+    pub store: crate::store::Store,
     /// Routing profiles: `(service, id, slug, key)`; keys never leave the broker.
     profiles: Vec<(String, String, String, String)>,
     /// MCP `tools/list` entries of every catalog tool, built on first use.
@@ -131,6 +129,7 @@ impl Broker {
         catalog: Arc<Catalog>,
         config: &ConfigFile,
         env: &dyn Fn(&str) -> Option<String>,
+        store: crate::store::Store,
     ) -> Result<Self, String> {
         let mut keys = Keys::from_config(&config.keys, config.toolset.clone().unwrap_or_default())?;
         if let Some(token) = env("TOOL_BROKER_API_KEY").filter(|t| !t.is_empty()) {
@@ -241,8 +240,7 @@ impl Broker {
             settings,
             trace_seed: u64::from_le_bytes(seed),
             trace_counter: AtomicU64::new(0),
-            jobs: crate::jobs::JobRegistry::default(),
-            limiter: crate::ratelimit::Limiter::default(),
+            store,
             profiles,
             mcp_entries: std::sync::OnceLock::new(),
             origins,
@@ -430,11 +428,17 @@ impl Broker {
             request_id: input.request_id.clone(),
             trace_id: trace_id.clone(),
         };
+        let started_at = self.now();
+        let args_sha256 = (tool.risk == Risk::Write).then(|| audit_hash(input.arguments.as_ref()));
         let result = match input.principal.check(tool) {
             Ok(()) => self.execute(tool, input.arguments, &ctx).await,
             Err(e) => Err(e),
         };
         let duration_ms = elapsed_ms(started);
+        if let Some(args_sha256) = args_sha256 {
+            self.audit(tool, &ctx, &result, args_sha256, started_at, duration_ms)
+                .await;
+        }
         let outcome = match &result {
             Ok(_) => "ok",
             Err(e) => e.classification.as_str(),
@@ -478,6 +482,57 @@ impl Broker {
                 meta.upstream_status = err.upstream_status;
                 envelope::standard_err(&err, &meta, &self.catalog.rules)
             }
+        }
+    }
+
+    /// Appends the audit record of a write call (a preview is not a write and is not
+    /// recorded). A store that fails is logged; the caller still gets its answer, since
+    /// the write may already have run.
+    async fn audit(
+        &self,
+        tool: &Tool,
+        ctx: &RequestCtx<'_>,
+        result: &Result<Exec, CallError>,
+        args_sha256: String,
+        at: jiff::Timestamp,
+        duration_ms: u64,
+    ) {
+        use crate::store::audit::{AuditRecord, Outcome};
+        let (outcome, upstream_status, classification) = match result {
+            Ok(exec) if exec.dry_run => return,
+            Ok(exec) => (Outcome::Executed, exec.upstream_status, "ok"),
+            Err(e) => {
+                let sent = e.upstream_status.is_some()
+                    || matches!(e.classification, Classification::UpstreamTimeout);
+                let outcome = if sent {
+                    Outcome::Executed
+                } else {
+                    Outcome::Refused
+                };
+                (outcome, e.upstream_status, e.classification.as_str())
+            }
+        };
+        let record = AuditRecord {
+            seq: 0,
+            at: at.to_string(),
+            key_name: ctx.principal.name.clone(),
+            tool: tool.full_name.clone(),
+            descriptor_hash: tool.descriptor_hash.clone(),
+            catalog_version: self
+                .catalog
+                .services
+                .get(&tool.service)
+                .map(|s| s.catalog_version.clone())
+                .unwrap_or_default(),
+            args_sha256,
+            outcome,
+            upstream_status,
+            classification: classification.to_string(),
+            trace_id: ctx.trace_id.clone(),
+            duration_ms,
+        };
+        if let Err(e) = self.store.append_audit(&record).await {
+            tracing::error!(error = %e, tool = %tool.full_name, trace_id = %ctx.trace_id, "write audit record not stored");
         }
     }
 
@@ -548,12 +603,14 @@ impl Broker {
                     return Ok(self.preview(tool, request.preview(), reason));
                 }
                 if let Some(limit) = &tool.rate_limit {
-                    self.limiter.check(
+                    crate::ratelimit::check(
+                        &self.store,
                         &tool.full_name,
                         &self.job_owner(&tool.service, ctx),
                         limit,
-                        std::time::Instant::now(),
-                    )?;
+                        self.now(),
+                    )
+                    .await?;
                 }
                 self.send_rendered(tool, &request, &args, &template_ctx, ctx, None)
                     .await
@@ -634,13 +691,21 @@ impl Broker {
                 if let Some(path) = &tool.response.job_id
                     && let Some(Value::String(id)) = select(path, &body)
                 {
-                    self.jobs.record(
-                        &tool.service,
-                        &self.job_owner(&tool.service, ctx),
-                        &id,
-                        &tool.name,
-                        &self.now().to_string(),
-                    );
+                    // The answer goes back whatever the store says: the upstream did the
+                    // work, and its id is in the answer the caller gets.
+                    if let Err(e) = self
+                        .store
+                        .record_job(
+                            &tool.service,
+                            &self.job_owner(&tool.service, ctx),
+                            &id,
+                            &tool.name,
+                            self.now(),
+                        )
+                        .await
+                    {
+                        tracing::error!(error = %e, tool = %tool.full_name, "job not recorded");
+                    }
                 }
                 let plan = &tool.response;
                 let flag = |name: &Option<String>| name.as_ref().and_then(|n| args.get(n));
@@ -695,7 +760,7 @@ impl Broker {
         match hook {
             Hook::PortalCallReadTool => Box::pin(hooks::call_read_tool(self, args, ctx)).await,
             Hook::PortalCheckConnection => hooks::check_connection(self, args, ctx),
-            Hook::CheckConfiguration => hooks::check_configuration(self, tool, ctx),
+            Hook::CheckConfiguration => hooks::check_configuration(self, tool, ctx).await,
             Hook::CategoryDispatch => {
                 Box::pin(hooks::category_dispatch(self, tool, args, ctx)).await
             }
@@ -708,7 +773,7 @@ impl Broker {
             Hook::EndpointCoverage => hooks::endpoint_coverage(self, tool, &args),
             Hook::SubmitAndPoll => Box::pin(hooks::submit_and_poll(self, tool, args, ctx)).await,
             Hook::TableLookup => hooks::table_lookup(self, tool, &args, ctx),
-            Hook::ListJobs => hooks::list_jobs(self, tool, &args, ctx),
+            Hook::ListJobs => hooks::list_jobs(self, tool, &args, ctx).await,
             Hook::RuntimeHealth => hooks::runtime_health(self, tool, ctx),
             Hook::AllowlistedRequest => {
                 Box::pin(hooks::allowlisted_request(self, tool, args, ctx)).await
@@ -804,6 +869,17 @@ impl Broker {
             .unwrap_or("summary_default.j2");
         self.render_shared(name, &ctx).trim().to_string()
     }
+}
+
+/// sha256 (hex) of the canonical JSON of a call's arguments (absent counts as `{}`).
+fn audit_hash(arguments: Option<&Value>) -> String {
+    use sha2::{Digest, Sha256};
+    let empty = Value::Object(Map::new());
+    let text = crate::identity::canonical_json(arguments.unwrap_or(&empty));
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn elapsed_ms(started: Instant) -> u64 {

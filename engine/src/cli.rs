@@ -38,6 +38,18 @@ pub enum Command {
         /// Load catalog/, rules/ and templates/ from this folder instead of the embedded copy.
         #[arg(long)]
         catalog_dir: Option<PathBuf>,
+        /// Where the store lives.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// The write audit (read only: no command changes or removes a record).
+    Audit {
+        /// Which one.
+        #[command(subcommand)]
+        command: AuditCommand,
+        /// Where the store lives.
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Catalog authoring and audit commands.
     Catalog {
@@ -48,6 +60,56 @@ pub enum Command {
         /// the current folder when it is one, else the catalog embedded in this binary.
         #[arg(long, global = true)]
         catalog_dir: Option<PathBuf>,
+    },
+}
+
+/// Where the durable store lives: PostgreSQL when a URL is given, else SQLite in the data
+/// folder.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StoreArgs {
+    /// Folder of the embedded SQLite store (created when absent).
+    #[arg(
+        long,
+        env = "TOOL_BROKER_DATA_DIR",
+        default_value = "data",
+        global = true
+    )]
+    pub data_dir: PathBuf,
+    /// PostgreSQL instead of SQLite, for several replicas: postgres://user@host/db.
+    #[arg(
+        long,
+        env = "TOOL_BROKER_DATABASE_URL",
+        hide_env_values = true,
+        global = true
+    )]
+    pub database_url: Option<String>,
+}
+
+impl StoreArgs {
+    /// The store these arguments name.
+    pub fn config(&self) -> Result<crate::store::StoreConfig, String> {
+        crate::store::StoreConfig::choose(self.database_url.clone(), &self.data_dir)
+    }
+}
+
+/// `tool-broker audit ...`.
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Print audit records, oldest first (the newest `--limit` of them).
+    List {
+        /// Only records at or after this time: RFC 3339 (`2026-11-23T00:00:00Z`) or an
+        /// age (`24h`, `7d`, `30m`).
+        #[arg(long)]
+        since: Option<String>,
+        /// Only this tool (full name, `<service>.<tool>`).
+        #[arg(long)]
+        tool: Option<String>,
+        /// At most this many records.
+        #[arg(long, default_value_t = 1000)]
+        limit: i64,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
     },
 }
 
@@ -241,7 +303,21 @@ pub fn run(cli: Cli) -> ExitCode {
             listen,
             config,
             catalog_dir,
-        } => serve(&listen, config.as_deref(), catalog_dir.as_deref()),
+            store,
+        } => serve(&listen, config.as_deref(), catalog_dir.as_deref(), &store),
+        Command::Audit { command, store } => match audit(command, &store) {
+            Ok(out) => match write_stdout(&out) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    write_stderr(&format!("tool-broker: cannot write the output: {e}"));
+                    ExitCode::FAILURE
+                }
+            },
+            Err(message) => {
+                write_stderr(&format!("tool-broker: {message}"));
+                ExitCode::FAILURE
+            }
+        },
         Command::Catalog {
             command,
             catalog_dir,
@@ -552,8 +628,92 @@ pub fn list_row(catalog: &Catalog, t: &crate::catalog::Tool) -> serde_json::Valu
     })
 }
 
-fn serve(listen: &str, config: Option<&Path>, catalog_dir: Option<&Path>) -> ExitCode {
-    match serve_inner(listen, config, catalog_dir) {
+/// Parses `--since`: RFC 3339, or an age before `now` (`24h`, `7d`, `30m`).
+pub fn parse_since(text: &str, now: jiff::Timestamp) -> Result<jiff::Timestamp, String> {
+    if let Ok(t) = text.parse::<jiff::Timestamp>() {
+        return Ok(t);
+    }
+    let age: jiff::Span = text.parse().map_err(|_| {
+        format!("--since `{text}` is neither an RFC 3339 time (2026-11-23T00:00:00Z) nor an age (24h, 7d, 30m)")
+    })?;
+    now.to_zoned(jiff::tz::TimeZone::UTC)
+        .checked_sub(age)
+        .map(|z| z.timestamp())
+        .map_err(|e| format!("--since `{text}`: {e}"))
+}
+
+/// Runs an `audit` command on its own runtime; returns what it prints.
+pub fn audit(command: AuditCommand, store: &StoreArgs) -> Result<String, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(audit_list(command, store))
+}
+
+/// `audit list`: reads the store and formats the records.
+pub async fn audit_list(command: AuditCommand, store: &StoreArgs) -> Result<String, String> {
+    use std::fmt::Write as _;
+    let AuditCommand::List {
+        since,
+        tool,
+        limit,
+        format,
+    } = command;
+    let since = since
+        .map(|s| parse_since(&s, jiff::Timestamp::now()))
+        .transpose()?;
+    let config = store.config()?;
+    let store = crate::store::Store::open(&config)
+        .await
+        .map_err(|e| e.to_string())?;
+    write_stderr(&format!(
+        "tool-broker: reading the write audit in {}",
+        store.location()
+    ));
+    let records = store
+        .list_audit(&crate::store::audit::AuditQuery { since, tool, limit })
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut out = String::new();
+    match format {
+        Format::Json => {
+            let _ = writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&records).unwrap_or_default()
+            );
+        }
+        Format::Text => {
+            for r in &records {
+                let _ = writeln!(
+                    out,
+                    "{:>6} {} {:<9} {:<22} {} {} {} args:{} {}ms {}",
+                    r.seq,
+                    r.at,
+                    r.outcome.as_str(),
+                    r.classification,
+                    r.upstream_status.map_or("-".to_string(), |s| s.to_string()),
+                    r.key_name,
+                    r.tool,
+                    r.args_sha256.get(..16).unwrap_or_default(),
+                    r.duration_ms,
+                    r.trace_id
+                );
+            }
+            let _ = writeln!(out, "{} records", records.len());
+        }
+    }
+    Ok(out)
+}
+
+fn serve(
+    listen: &str,
+    config: Option<&Path>,
+    catalog_dir: Option<&Path>,
+    store: &StoreArgs,
+) -> ExitCode {
+    match serve_inner(listen, config, catalog_dir, store) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("tool-broker: {message}");
@@ -566,7 +726,9 @@ fn serve_inner(
     listen: &str,
     config: Option<&Path>,
     catalog_dir: Option<&Path>,
+    store: &StoreArgs,
 ) -> Result<(), String> {
+    let store_config = store.config()?;
     let config = match config {
         Some(path) => ConfigFile::load(path)?,
         None => ConfigFile::default(),
@@ -576,8 +738,16 @@ fn serve_inner(
         None => Sources::embedded(),
     };
     let catalog = compile(&sources).map_err(|d| format!("the catalog does not compile:\n{d}"))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let store = runtime
+        .block_on(crate::store::Store::open(&store_config))
+        .map_err(|e| e.to_string())?;
+    tracing::info!(store = %store.location(), "store ready");
     let env = |name: &str| std::env::var(name).ok();
-    let mut broker = Broker::new(Arc::new(catalog), &config, &env)?;
+    let mut broker = Broker::new(Arc::new(catalog), &config, &env, store)?;
     if broker.keys.is_empty() {
         let key = crate::auth::generate_key()?;
         broker.keys.add_plain("generated", &key);
@@ -593,10 +763,6 @@ fn serve_inner(
         .filter(|_| listen == "127.0.0.1:8080")
         .unwrap_or(listen)
         .to_string();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(&listen)
             .await

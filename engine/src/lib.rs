@@ -50,6 +50,7 @@ pub mod search;
 pub mod server;
 pub mod shape;
 pub mod source;
+pub mod store;
 pub mod template;
 pub mod tenancy;
 pub mod upstream;

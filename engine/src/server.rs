@@ -8,8 +8,8 @@
 //!   is the `X-Request-Id` header when given, else one the broker makes.
 //! - `GET /openapi.json` (`?include_legacy=true`): the OpenAPI 3.1 projection
 //!   ([`crate::projection`]); like the health endpoints it needs no bearer token.
-//! - `GET /healthz`: the process is up. `GET /readyz`: the catalog is compiled and
-//!   callers can authenticate. `GET /metrics`: Prometheus counters. None needs a bearer
+//! - `GET /healthz`: the process is up. `GET /readyz`: the catalog is compiled, callers
+//!   can authenticate and the store answers (503 while it does not). `GET /metrics`: Prometheus counters. None needs a bearer
 //!   token, and none shows a caller's input.
 //!
 //! Each call is wrapped in `catch_unwind`, so a bug that panics becomes an
@@ -143,15 +143,21 @@ pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool)
     }
     match (req.method(), req.uri().path()) {
         (&Method::GET, "/healthz") => json_response(200, &json!({ "status": "ok" }), &[]),
-        (&Method::GET, "/readyz") => json_response(
-            200,
-            &json!({
-                "status": "ready",
-                "snapshotId": broker.catalog.snapshot_id,
-                "tools": broker.catalog.tools.len(),
-            }),
-            &[],
-        ),
+        (&Method::GET, "/readyz") => {
+            // Ready: the catalog is compiled and the store answers. Never the store's
+            // location: only its kind.
+            let store_ready = broker.store.ping().await;
+            json_response(
+                if store_ready { 200 } else { 503 },
+                &json!({
+                    "status": if store_ready { "ready" } else { "store unreachable" },
+                    "snapshotId": broker.catalog.snapshot_id,
+                    "tools": broker.catalog.tools.len(),
+                    "store": { "kind": broker.store.kind(), "ready": store_ready },
+                }),
+                &[],
+            )
+        }
         (&Method::GET, "/metrics") => {
             let text = broker
                 .metrics

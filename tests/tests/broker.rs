@@ -23,5 +23,6 @@ mod samples;
 mod service_rules;
 mod shaping;
 mod snapshots_compiled;
+mod store;
 mod support;
 mod surface;

@@ -146,7 +146,11 @@ async fn leads_builds_an_oauth_url_from_the_callers_own_values() {
 #[tokio::test]
 async fn check_configuration_names_each_services_own_readiness() {
     let imagegen = call("imagegen.check_configuration", json!({})).await;
-    assert_eq!(imagegen["jobStore"], "memory", "{imagegen}");
+    assert_eq!(imagegen["jobStore"], "sqlite", "{imagegen}");
+    assert_eq!(
+        imagegen["store"],
+        json!({ "kind": "sqlite", "ready": true })
+    );
     assert_eq!(imagegen["webhookReceiver"], false);
     assert_eq!(imagegen["granted"], true);
     assert_eq!(imagegen["credentialPresent"], false);

@@ -37,8 +37,8 @@ pub fn readiness(broker: &Broker, service: &Service, ctx: &RequestCtx<'_>) -> Va
         return out;
     };
     if tools.iter().any(|t| t.response.job_id.is_some()) {
-        // Jobs are recorded by this process; upstream callbacks are not received.
-        map.insert("jobStore".into(), json!("memory"));
+        // Jobs are recorded in the durable store; upstream callbacks are not received yet.
+        map.insert("jobStore".into(), json!(broker.store.kind()));
         map.insert("webhookReceiver".into(), json!(false));
     }
     if let Some(tenancy) = &service.tenancy {
@@ -121,14 +121,20 @@ pub fn runtime_health(
 }
 
 /// The `check_configuration` hook.
-pub fn check_configuration(
+pub async fn check_configuration(
     broker: &Broker,
     tool: &Tool,
     ctx: &RequestCtx<'_>,
 ) -> Result<Exec, CallError> {
     let service = service_of(broker, tool)?;
     let mut data = readiness(broker, service, ctx);
+    let store_ready = broker.store.ping().await;
     if let Some(map) = data.as_object_mut() {
+        // The store's kind and whether it answers: never its location or URL.
+        map.insert(
+            "store".into(),
+            json!({ "kind": broker.store.kind(), "ready": store_ready }),
+        );
         map.insert("snapshotId".into(), json!(broker.catalog.snapshot_id));
         map.insert(
             "catalogSource".into(),

@@ -1,5 +1,6 @@
-//! `list_jobs`: the caller's recent jobs of the tool's service from the job registry
-//! ([`crate::jobs`]), newest first, optionally by status. Never contacts the upstream.
+//! `list_jobs`: the caller's recent jobs of the tool's service from the store
+//! ([`crate::store::jobs`]), newest first, optionally by status. Never contacts the
+//! upstream.
 
 use serde_json::{Map, Value, json};
 
@@ -8,7 +9,7 @@ use crate::catalog::Tool;
 use crate::error::CallError;
 
 /// Runs the hook.
-pub fn list_jobs(
+pub async fn list_jobs(
     broker: &Broker,
     tool: &Tool,
     args: &Map<String, Value>,
@@ -20,9 +21,18 @@ pub fn list_jobs(
         .map_or(20, |n| usize::try_from(n).unwrap_or(100).clamp(1, 100));
     let status = args.get("status").and_then(Value::as_str);
     let owner = broker.job_owner(&tool.service, ctx);
-    let jobs: Vec<_> = broker
-        .jobs
-        .list(&tool.service, &owner)
+    let listed = broker
+        .store
+        .list_jobs(&tool.service, &owner)
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, tool = %tool.full_name, "jobs not listed");
+            CallError::new(
+                crate::error::Classification::NotConfigured,
+                "the broker's job store cannot be read right now; retry shortly",
+            )
+        })?;
+    let jobs: Vec<_> = listed
         .into_iter()
         .filter(|j| status.is_none_or(|s| j.status.as_deref() == Some(s)))
         .collect();
@@ -37,7 +47,7 @@ pub fn list_jobs(
         data: json!({
             "total": total,
             "jobs": shown,
-            "scope": "jobs submitted through this broker process with your key; the upstream stays the source of truth",
+            "scope": "jobs submitted through this broker with your key (any replica); the upstream stays the source of truth",
         }),
         ..Exec::default()
     })

@@ -126,14 +126,13 @@ pub async fn submit_and_poll(
                     let mut with_data = scope.clone();
                     with_data["data"] = read.data.clone();
                     let status = word(&eval(broker, &plan.status, &with_data)?);
-                    if !status.is_empty() {
-                        broker.jobs.update(
-                            &tool.service,
-                            &owner,
-                            &word(&id),
-                            &status,
-                            &broker.now().to_string(),
-                        );
+                    if !status.is_empty()
+                        && let Err(e) = broker
+                            .store
+                            .update_job(&tool.service, &owner, &word(&id), &status, broker.now())
+                            .await
+                    {
+                        tracing::warn!(error = %e, tool = %tool.full_name, "job status not stored");
                     }
                     let outcome = if plan.done.contains(&status) {
                         "done"

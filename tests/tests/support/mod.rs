@@ -12,6 +12,7 @@ use tool_broker::catalog::Catalog;
 use tool_broker::compile::compile;
 use tool_broker::config::ConfigFile;
 use tool_broker::source::Sources;
+use tool_broker::store::{Store, StoreConfig};
 
 /// The bearer token every test broker accepts.
 pub const API_KEY: &str = "tb_test_bearer_0123456789";
@@ -107,6 +108,8 @@ pub struct Setup {
     pub clock: Option<fn() -> jiff::Timestamp>,
     /// Listen address; `127.0.0.1:0` when `None`.
     pub listen: Option<&'static str>,
+    /// The store; a fresh in-memory SQLite store when `None`.
+    pub store: Option<Store>,
 }
 
 impl Setup {
@@ -140,7 +143,11 @@ impl TestBroker {
         let mut env = setup.env;
         env.insert("TOOL_BROKER_API_KEY".into(), API_KEY.into());
         let lookup = move |name: &str| env.get(name).cloned();
-        let mut broker = Broker::new(catalog, &config, &lookup).unwrap();
+        let store = match setup.store {
+            Some(store) => store,
+            None => Store::open(&StoreConfig::Memory).await.unwrap(),
+        };
+        let mut broker = Broker::new(catalog, &config, &lookup, store).unwrap();
         if let Some(clock) = setup.clock {
             broker = broker.with_clock(clock);
         }

@@ -1,0 +1,161 @@
+//! The write audit: one append-only record per write the broker executed, refused or
+//! saw declined. It says who (the key's name), what (tool, descriptor hash, catalog
+//! version, sha256 of the canonical arguments), how it ended (outcome, upstream status,
+//! classification) and when (time, trace id, duration). Never an argument value, never
+//! a key. The store has no statement that changes or removes a record, and the tables
+//! refuse both by trigger.
+
+use serde::Serialize;
+
+use super::{Store, StoreError, on_pool};
+
+/// How a write ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Sent upstream (whatever the upstream answered).
+    Executed,
+    /// Not sent: the broker refused it (confirmation, validation, permission, limit, ...).
+    Refused,
+    /// Not sent: the person asked to approve it declined.
+    Declined,
+}
+
+impl Outcome {
+    /// The stored word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Executed => "executed",
+            Self::Refused => "refused",
+            Self::Declined => "declined",
+        }
+    }
+
+    fn parse(text: &str) -> Self {
+        match text {
+            "executed" => Self::Executed,
+            "declined" => Self::Declined,
+            _ => Self::Refused,
+        }
+    }
+}
+
+/// One audit record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditRecord {
+    /// Position in the audit (assigned by the store; 0 before it is appended).
+    pub seq: i64,
+    /// When the call started (RFC 3339).
+    pub at: String,
+    /// The caller key's name (never the key).
+    pub key_name: String,
+    /// Full tool name.
+    pub tool: String,
+    /// The tool's descriptor hash at the time.
+    pub descriptor_hash: String,
+    /// The service's catalog version at the time.
+    pub catalog_version: String,
+    /// sha256 (hex) of the canonical JSON of the arguments as given.
+    pub args_sha256: String,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The upstream's HTTP status, when it answered.
+    pub upstream_status: Option<u16>,
+    /// `ok` or the error classification.
+    pub classification: String,
+    /// The call's trace id.
+    pub trace_id: String,
+    /// Milliseconds the call took.
+    pub duration_ms: u64,
+}
+
+/// What `audit list` selects.
+#[derive(Debug, Clone, Default)]
+pub struct AuditQuery {
+    /// Records at or after this time.
+    pub since: Option<jiff::Timestamp>,
+    /// Only this tool (full name).
+    pub tool: Option<String>,
+    /// At most this many, newest last.
+    pub limit: i64,
+}
+
+type Row = (
+    i64,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    Option<i32>,
+    String,
+    String,
+    i64,
+);
+
+impl Store {
+    /// Appends one record.
+    pub async fn append_audit(&self, r: &AuditRecord) -> Result<(), StoreError> {
+        let at_ms =
+            r.at.parse::<jiff::Timestamp>()
+                .map(super::millis)
+                .unwrap_or(0);
+        let sql = "INSERT INTO audit (at, at_ms, key_name, tool, descriptor_hash, catalog_version, \
+                   args_sha256, outcome, upstream_status, classification, trace_id, duration_ms) \
+                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
+        on_pool!(self, pool => sqlx::query(sql)
+            .bind(&r.at)
+            .bind(at_ms)
+            .bind(&r.key_name)
+            .bind(&r.tool)
+            .bind(&r.descriptor_hash)
+            .bind(&r.catalog_version)
+            .bind(&r.args_sha256)
+            .bind(r.outcome.as_str())
+            .bind(r.upstream_status.map(i32::from))
+            .bind(&r.classification)
+            .bind(&r.trace_id)
+            .bind(i64::try_from(r.duration_ms).unwrap_or(i64::MAX))
+            .execute(pool)
+            .await
+            .map(|_| ())
+            .map_err(|e| self.failed("append to the write audit", &e)))
+    }
+
+    /// Records matching `q`, oldest first (the newest `limit` of them).
+    pub async fn list_audit(&self, q: &AuditQuery) -> Result<Vec<AuditRecord>, StoreError> {
+        let since = q.since.map_or(i64::MIN, super::millis);
+        let sql = "SELECT seq, at, key_name, tool, descriptor_hash, catalog_version, args_sha256, \
+                   outcome, upstream_status, classification, trace_id, duration_ms FROM audit \
+                   WHERE at_ms >= $1 AND ($2 = '' OR tool = $2) ORDER BY seq DESC LIMIT $3";
+        let rows: Vec<Row> = on_pool!(self, pool => sqlx::query_as(sql)
+            .bind(since)
+            .bind(q.tool.clone().unwrap_or_default())
+            .bind(q.limit.max(1))
+            .fetch_all(pool)
+            .await
+            .map_err(|e| self.failed("read the write audit", &e)))?;
+        let mut records: Vec<AuditRecord> = rows
+            .into_iter()
+            .map(|r| AuditRecord {
+                seq: r.0,
+                at: r.1,
+                key_name: r.2,
+                tool: r.3,
+                descriptor_hash: r.4,
+                catalog_version: r.5,
+                args_sha256: r.6,
+                outcome: Outcome::parse(&r.7),
+                upstream_status: r.8.and_then(|s| u16::try_from(s).ok()),
+                classification: r.9,
+                trace_id: r.10,
+                duration_ms: u64::try_from(r.11).unwrap_or(0),
+            })
+            .collect();
+        records.reverse();
+        Ok(records)
+    }
+}

@@ -1,0 +1,92 @@
+//! Jobs in the store: recorded from tool answers (`[tool.response] job_id`), their
+//! status noted by watchers, listed by their owner from any replica.
+
+use super::{Store, StoreError, on_pool};
+use crate::jobs::Job;
+
+/// Most jobs a listing returns.
+pub const LIST_LIMIT: i64 = 500;
+
+impl Store {
+    /// Records a submitted job; the same id of the same owner again updates nothing but
+    /// keeps the first record (a redelivered answer is not a new job).
+    pub async fn record_job(
+        &self,
+        service: &str,
+        owner: &str,
+        id: &str,
+        tool: &str,
+        at: jiff::Timestamp,
+    ) -> Result<(), StoreError> {
+        let sql = "INSERT INTO jobs (service, owner, id, tool, submitted_at, submitted_ms) \
+                   VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (service, owner, id) DO NOTHING";
+        on_pool!(self, pool => sqlx::query(sql)
+            .bind(service)
+            .bind(owner)
+            .bind(id)
+            .bind(tool)
+            .bind(at.to_string())
+            .bind(super::millis(at))
+            .execute(pool)
+            .await
+            .map(|_| ())
+            .map_err(|e| self.failed("record a job", &e)))
+    }
+
+    /// Notes the last status seen of a job this owner submitted (others are untouched).
+    pub async fn update_job(
+        &self,
+        service: &str,
+        owner: &str,
+        id: &str,
+        status: &str,
+        at: jiff::Timestamp,
+    ) -> Result<(), StoreError> {
+        let sql = "UPDATE jobs SET status = $1, updated_at = $2 \
+                   WHERE service = $3 AND owner = $4 AND id = $5";
+        on_pool!(self, pool => sqlx::query(sql)
+            .bind(status)
+            .bind(at.to_string())
+            .bind(service)
+            .bind(owner)
+            .bind(id)
+            .execute(pool)
+            .await
+            .map(|_| ())
+            .map_err(|e| self.failed("update a job", &e)))
+    }
+
+    /// The owner's jobs of a service, newest first, at most [`LIST_LIMIT`].
+    pub async fn list_jobs(&self, service: &str, owner: &str) -> Result<Vec<Job>, StoreError> {
+        type Row = (
+            String,
+            String,
+            String,
+            Option<String>,
+            String,
+            Option<String>,
+        );
+        let sql = "SELECT service, id, tool, status, submitted_at, updated_at FROM jobs \
+                   WHERE service = $1 AND owner = $2 ORDER BY submitted_ms DESC, id DESC LIMIT $3";
+        let rows: Vec<Row> = on_pool!(self, pool => sqlx::query_as(sql)
+            .bind(service)
+            .bind(owner)
+            .bind(LIST_LIMIT)
+            .fetch_all(pool)
+            .await
+            .map_err(|e| self.failed("list jobs", &e)))?;
+        Ok(rows
+            .into_iter()
+            .map(
+                |(service, id, tool, status, submitted_at, updated_at)| Job {
+                    service,
+                    id,
+                    tool,
+                    status,
+                    submitted_at,
+                    updated_at,
+                },
+            )
+            .collect())
+    }
+}

@@ -1,0 +1,538 @@
+//! The durable store (engine/src/store/): one suite, run on SQLite everywhere and on
+//! PostgreSQL when `TOOL_BROKER_TEST_DATABASE_URL` is set. The PostgreSQL tests are
+//! `#[ignore]`d, so without a database they show as ignored, never as passed; `.ci/run`
+//! runs them against a real server with `--ignored`. Each PostgreSQL test works in a
+//! schema of its own.
+
+use serde_json::json;
+use tool_broker::store::audit::{AuditQuery, AuditRecord, Outcome};
+use tool_broker::store::ratelimit::Count;
+use tool_broker::store::{Store, StoreConfig};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::support::{Setup, TestBroker};
+
+const PG_VAR: &str = "TOOL_BROKER_TEST_DATABASE_URL";
+
+/// A fresh PostgreSQL schema's store config; panics (fails the test) without the variable.
+fn postgres(name: &str) -> StoreConfig {
+    let url = std::env::var(PG_VAR).unwrap_or_else(|_| {
+        panic!("{PG_VAR} is not set: this PostgreSQL test needs a server (postgres://postgres@127.0.0.1:5432/test)")
+    });
+    let mut nonce = [0u8; 4];
+    getrandom_fill(&mut nonce);
+    let schema = format!(
+        "tb_{name}_{}",
+        nonce.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    );
+    StoreConfig::Postgres {
+        url,
+        schema: Some(schema),
+    }
+}
+
+fn getrandom_fill(buf: &mut [u8]) {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    for (i, b) in buf.iter_mut().enumerate() {
+        *b = u8::try_from((t >> (i * 8)) & 0xff).unwrap() ^ u8::try_from(i * 37 % 256).unwrap();
+    }
+    let pid = std::process::id().to_le_bytes();
+    for (b, p) in buf.iter_mut().zip(pid) {
+        *b ^= p;
+    }
+}
+
+fn ts(text: &str) -> jiff::Timestamp {
+    text.parse().unwrap()
+}
+
+fn record(tool: &str, outcome: Outcome, at: &str) -> AuditRecord {
+    AuditRecord {
+        seq: 0,
+        at: at.into(),
+        key_name: "agent-key".into(),
+        tool: tool.into(),
+        descriptor_hash: "ab".repeat(32),
+        catalog_version: "2026-11-22.1".into(),
+        args_sha256: "cd".repeat(32),
+        outcome,
+        upstream_status: (outcome == Outcome::Executed).then_some(201),
+        classification: if outcome == Outcome::Executed {
+            "ok"
+        } else {
+            "confirmation_required"
+        }
+        .into(),
+        trace_id: "0123456789abcdef-r1".into(),
+        duration_ms: 12,
+    }
+}
+
+/// Everything one backend must do, against two handles on one database (two replicas).
+async fn suite(config: &StoreConfig) {
+    // Two replicas starting together both migrate cleanly.
+    let (a, b) = tokio::join!(Store::open(config), Store::open(config));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert!(a.ping().await && b.ping().await);
+    // Opening again is a no-op.
+    let again = Store::open(config).await.unwrap();
+    assert_eq!(again.kind(), a.kind());
+
+    // Jobs: recorded on one replica, listed on the other; owners apart; a redelivered
+    // record is not a second job; status noted.
+    a.record_job(
+        "imagegen",
+        "k:aaaa",
+        "g1",
+        "create_generation",
+        ts("2026-11-23T00:00:00Z"),
+    )
+    .await
+    .unwrap();
+    a.record_job(
+        "imagegen",
+        "k:aaaa",
+        "g2",
+        "create_generation",
+        ts("2026-11-23T00:01:00Z"),
+    )
+    .await
+    .unwrap();
+    a.record_job(
+        "imagegen",
+        "k:aaaa",
+        "g1",
+        "create_generation",
+        ts("2026-11-23T00:02:00Z"),
+    )
+    .await
+    .unwrap();
+    a.record_job(
+        "imagegen",
+        "k:bbbb",
+        "g3",
+        "create_generation",
+        ts("2026-11-23T00:03:00Z"),
+    )
+    .await
+    .unwrap();
+    b.update_job(
+        "imagegen",
+        "k:aaaa",
+        "g1",
+        "COMPLETE",
+        ts("2026-11-23T00:04:00Z"),
+    )
+    .await
+    .unwrap();
+    b.update_job(
+        "imagegen",
+        "k:aaaa",
+        "g3",
+        "HIJACKED",
+        ts("2026-11-23T00:04:00Z"),
+    )
+    .await
+    .unwrap();
+    let mine = b.list_jobs("imagegen", "k:aaaa").await.unwrap();
+    let ids: Vec<&str> = mine.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["g2", "g1"], "newest first, once each");
+    assert_eq!(mine[1].status.as_deref(), Some("COMPLETE"));
+    assert_eq!(mine[1].submitted_at, "2026-11-23T00:00:00Z");
+    let theirs = a.list_jobs("imagegen", "k:bbbb").await.unwrap();
+    assert_eq!(theirs[0].status, None, "another owner's job is untouched");
+    assert!(a.list_jobs("agent", "k:aaaa").await.unwrap().is_empty());
+
+    // Rate limits: 25 concurrent requests over both replicas, limit 10: exactly 10 pass.
+    let now = 1_800_000_000_000_i64;
+    let mut handles = Vec::new();
+    for i in 0..25 {
+        let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+        handles.push(tokio::spawn(async move {
+            store
+                .count_request("hosting.check\u{1f}k:aaaa", 10, 60_000, now + i)
+                .await
+                .unwrap()
+        }));
+    }
+    let mut allowed = 0;
+    for h in handles {
+        if h.await.unwrap() == Count::Allowed {
+            allowed += 1;
+        }
+    }
+    assert_eq!(allowed, 10);
+    match b
+        .count_request("hosting.check\u{1f}k:aaaa", 10, 60_000, now + 30_000)
+        .await
+        .unwrap()
+    {
+        // The oldest counted request is one of now..now+24, whichever got there first.
+        Count::Refused { retry_after_ms } => assert!(
+            (30_000..=30_025).contains(&retry_after_ms),
+            "{retry_after_ms}"
+        ),
+        Count::Allowed => panic!("the 26th request passed"),
+    }
+    // Another caller has its own window; the window slides.
+    assert_eq!(
+        a.count_request("hosting.check\u{1f}k:bbbb", 10, 60_000, now)
+            .await
+            .unwrap(),
+        Count::Allowed
+    );
+    assert_eq!(
+        a.count_request("hosting.check\u{1f}k:aaaa", 10, 60_000, now + 61_000)
+            .await
+            .unwrap(),
+        Count::Allowed
+    );
+
+    // The audit: appended on both, read back oldest first, filtered by time and tool.
+    a.append_audit(&record(
+        "crm.contacts_create_contact",
+        Outcome::Executed,
+        "2026-11-23T01:00:00Z",
+    ))
+    .await
+    .unwrap();
+    b.append_audit(&record(
+        "crm.contacts_delete_contact",
+        Outcome::Refused,
+        "2026-11-23T02:00:00Z",
+    ))
+    .await
+    .unwrap();
+    a.append_audit(&record(
+        "crm.contacts_create_contact",
+        Outcome::Executed,
+        "2026-11-23T03:00:00Z",
+    ))
+    .await
+    .unwrap();
+    let all = b
+        .list_audit(&AuditQuery {
+            limit: 100,
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 3);
+    assert!(all.windows(2).all(|w| w[0].seq < w[1].seq));
+    assert_eq!(all[1].outcome, Outcome::Refused);
+    assert_eq!(all[1].upstream_status, None);
+    assert_eq!(all[0].upstream_status, Some(201));
+    let later = a
+        .list_audit(&AuditQuery {
+            since: Some(ts("2026-11-23T01:30:00Z")),
+            limit: 100,
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(later.len(), 2);
+    let creates = a
+        .list_audit(&AuditQuery {
+            tool: Some("crm.contacts_create_contact".into()),
+            limit: 1,
+            ..AuditQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(creates.len(), 1, "the newest one");
+    assert_eq!(creates[0].at, "2026-11-23T03:00:00Z");
+}
+
+#[tokio::test]
+async fn the_store_suite_passes_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = StoreConfig::Sqlite(dir.path().join("data"));
+    suite(&config).await;
+    // The audit refuses to change, even to someone holding the file.
+    let pool = sqlx::SqlitePool::connect(&format!(
+        "sqlite://{}",
+        dir.path()
+            .join("data")
+            .join(tool_broker::store::SQLITE_FILE)
+            .display()
+    ))
+    .await
+    .unwrap();
+    for sql in ["UPDATE audit SET outcome = 'executed'", "DELETE FROM audit"] {
+        let err = sqlx::query(sql).execute(&pool).await.unwrap_err();
+        assert!(err.to_string().contains("append-only"), "{sql}: {err}");
+    }
+    let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM audit")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(count, 3);
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL: set TOOL_BROKER_TEST_DATABASE_URL and run with --ignored (.ci/run does)"]
+async fn the_store_suite_passes_on_postgres() {
+    let config = postgres("suite");
+    suite(&config).await;
+    let StoreConfig::Postgres {
+        url,
+        schema: Some(schema),
+    } = &config
+    else {
+        unreachable!()
+    };
+    let pool = sqlx::PgPool::connect(url).await.unwrap();
+    for sql in [
+        "UPDATE {s}.audit SET outcome = 'executed'",
+        "DELETE FROM {s}.audit",
+    ] {
+        let sql = sql.replace("{s}", schema);
+        let err = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+            .execute(&pool)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("append-only"), "{sql}: {err}");
+    }
+    sqlx::query(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
+        .execute(&pool)
+        .await
+        .unwrap();
+}
+
+/// A broker whose imagegen upstream answers a generation, and whose hosting upstream
+/// answers availability, on a given store.
+async fn broker_on(server: &MockServer, store: Store) -> TestBroker {
+    let mut setup = Setup::all_upstreams(&server.uri());
+    setup.store = Some(store);
+    TestBroker::start(setup).await
+}
+
+async fn mount(server: &MockServer) {
+    Mock::given(method("POST"))
+        .and(path("/generations"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(
+            json!({ "sdGenerationJob": { "generationId": "g-restart-1", "apiCreditCost": 2 } }),
+        ))
+        .mount(server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/api/domains/v1/availability"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!([{ "domain": "a.com", "is_available": true }])),
+        )
+        .mount(server)
+        .await;
+}
+
+const IMAGEGEN_KEY: (&str, &str) = ("x-imagegen-api-key", "ik_store_canary_key_77");
+
+#[tokio::test]
+async fn a_restart_on_the_same_data_folder_loses_no_job_and_the_audit_is_kept() {
+    let server = MockServer::start().await;
+    mount(&server).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = StoreConfig::Sqlite(dir.path().join("data"));
+    {
+        let broker = broker_on(&server, Store::open(&config).await.unwrap()).await;
+        let (status, body) = broker
+            .call(
+                "imagegen.create_generation",
+                json!({ "prompt": "argument-canary-lighthouse", "confirm": true }),
+                &[IMAGEGEN_KEY],
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        // A preview (no confirmation: spend tools answer a dry run) is not a write; a
+        // refused write (the upstream key missing) is audited; a read is not.
+        let (status, body) = broker
+            .call(
+                "imagegen.create_generation",
+                json!({ "prompt": "argument-canary-lighthouse" }),
+                &[IMAGEGEN_KEY],
+            )
+            .await;
+        assert_eq!(
+            (status, &body["data"]["dryRun"]),
+            (200, &json!(true)),
+            "{body}"
+        );
+        let (status, _) = broker
+            .call(
+                "imagegen.create_generation",
+                json!({ "prompt": "argument-canary-lighthouse", "confirm": true }),
+                &[],
+            )
+            .await;
+        assert_eq!(status, 401);
+        broker
+            .call("imagegen.list_generation_jobs", json!({}), &[IMAGEGEN_KEY])
+            .await;
+    }
+    // The process is gone; a new one opens the same folder.
+    let broker = broker_on(&server, Store::open(&config).await.unwrap()).await;
+    let (status, body) = broker
+        .call("imagegen.list_generation_jobs", json!({}), &[IMAGEGEN_KEY])
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["jobs"][0]["id"], "g-restart-1", "{body}");
+    assert_eq!(body["data"]["jobs"][0]["tool"], "create_generation");
+
+    // `tool-broker audit list` reads what the broker wrote: one executed, one refused.
+    let args = tool_broker::cli::StoreArgs {
+        data_dir: dir.path().join("data"),
+        database_url: None,
+    };
+    let out = tool_broker::cli::audit_list(
+        tool_broker::cli::AuditCommand::List {
+            since: Some("1h".into()),
+            tool: Some("imagegen.create_generation".into()),
+            limit: 10,
+            format: tool_broker::cli::Format::Json,
+        },
+        &args,
+    )
+    .await
+    .unwrap();
+    let records: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    let outcomes: Vec<&str> = records
+        .iter()
+        .map(|r| r["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["executed", "refused"], "{out}");
+    assert_eq!(records[0]["upstreamStatus"], 200);
+    assert_eq!(records[1]["classification"], "missing_required_credentials");
+    assert_eq!(records[0]["keyName"], "env:TOOL_BROKER_API_KEY");
+    assert_eq!(records[0]["argsSha256"].as_str().unwrap().len(), 64);
+    // The hash is the sha256 of the canonical arguments (sorted keys, no spaces): an
+    // auditor holding the arguments can prove which call a record is.
+    let canonical = r#"{"confirm":true,"prompt":"argument-canary-lighthouse"}"#;
+    let expected: String = {
+        use sha2::Digest;
+        sha2::Sha256::digest(canonical.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    assert_eq!(records[0]["argsSha256"], expected.as_str());
+    assert_eq!(
+        records[1]["argsSha256"],
+        expected.as_str(),
+        "same arguments, same hash"
+    );
+
+    // No key, bearer or argument value reached the store's files (WAL included).
+    drop(broker);
+    let mut bytes = Vec::new();
+    for entry in std::fs::read_dir(dir.path().join("data")).unwrap() {
+        bytes.extend(std::fs::read(entry.unwrap().path()).unwrap());
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(text.contains("g-restart-1"), "the job is in the file");
+    for secret in [
+        IMAGEGEN_KEY.1,
+        crate::support::API_KEY,
+        "argument-canary-lighthouse",
+    ] {
+        assert!(!text.contains(secret), "`{secret}` is in the store's files");
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL: set TOOL_BROKER_TEST_DATABASE_URL and run with --ignored (.ci/run does)"]
+async fn two_replicas_on_one_postgres_share_jobs_and_limits() {
+    let server = MockServer::start().await;
+    mount(&server).await;
+    let config = postgres("replicas");
+    let (one, two) = tokio::join!(Store::open(&config), Store::open(&config));
+    let one = broker_on(&server, one.unwrap()).await;
+    let two = broker_on(&server, two.unwrap()).await;
+    // A job submitted on one is listed on the other.
+    let (status, body) = one
+        .call(
+            "imagegen.create_generation",
+            json!({ "prompt": "a lighthouse", "confirm": true }),
+            &[IMAGEGEN_KEY],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (_, listed) = two
+        .call("imagegen.list_generation_jobs", json!({}), &[IMAGEGEN_KEY])
+        .await;
+    assert_eq!(listed["data"]["jobs"][0]["id"], "g-restart-1", "{listed}");
+    // The availability limit holds across both: 10 in all, the 11th refused by either.
+    let tool = "hosting.domains_check_domain_availability_v1";
+    let args = json!({ "domain": "example", "tlds": ["com"] });
+    let key = [("x-hosting-api-key", "hk_replicas")];
+    let mut passed = 0;
+    for i in 0..12 {
+        let broker = if i % 2 == 0 { &one } else { &two };
+        let (status, body) = broker.call(tool, args.clone(), &key).await;
+        match status {
+            200 => passed += 1,
+            429 => assert_eq!(body["error"]["classification"], "rate_limited"),
+            other => panic!("{other}: {body}"),
+        }
+    }
+    assert_eq!(passed, 10);
+    // No secret in any table of the schema.
+    let StoreConfig::Postgres {
+        url,
+        schema: Some(schema),
+    } = &config
+    else {
+        unreachable!()
+    };
+    let pool = sqlx::PgPool::connect(url).await.unwrap();
+    for table in ["jobs", "rate_hits", "audit", "schema_migrations"] {
+        let rows: Vec<(String,)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT CAST(t AS TEXT) FROM {schema}.{table} AS t"
+        )))
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+        for (row,) in rows {
+            for secret in [IMAGEGEN_KEY.1, "hk_replicas", crate::support::API_KEY] {
+                assert!(!row.contains(secret), "{table}: {row}");
+            }
+        }
+    }
+    sqlx::query(sqlx::AssertSqlSafe(format!("DROP SCHEMA {schema} CASCADE")))
+        .execute(&pool)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn readiness_follows_the_store_and_names_only_its_kind() {
+    let server = MockServer::start().await;
+    mount(&server).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&StoreConfig::Sqlite(dir.path().join("data")))
+        .await
+        .unwrap();
+    let broker = broker_on(&server, store.clone()).await;
+    let (status, _, body) = broker
+        .send(reqwest::Method::GET, "/readyz", None, &[])
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let ready: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(ready["store"], json!({ "kind": "sqlite", "ready": true }));
+    store.close().await;
+    let (status, _, body) = broker
+        .send(reqwest::Method::GET, "/readyz", None, &[])
+        .await;
+    assert_eq!(status, 503, "{body}");
+    assert!(!body.contains(&dir.path().display().to_string()), "{body}");
+    // A write still answers (its audit record is lost and logged, never the answer),
+    // and the job listing says the store cannot be read.
+    let (status, body) = broker
+        .call("imagegen.list_generation_jobs", json!({}), &[IMAGEGEN_KEY])
+        .await;
+    assert_eq!(status, 503, "{body}");
+    assert!(!body.to_string().contains(&dir.path().display().to_string()));
+}
