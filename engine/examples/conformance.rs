@@ -355,6 +355,7 @@ async fn main() {
                             arguments: Some(args.clone()),
                             headers: &headers,
                             principal: &principal,
+                            idempotency_key: None,
                         })
                         .await;
                     let body = response.body;

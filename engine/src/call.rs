@@ -106,6 +106,8 @@ pub struct RequestCtx<'a> {
     pub request_id: String,
     /// Trace id.
     pub trace_id: String,
+    /// The idempotency key sent upstream (derived), when this call holds one.
+    pub idempotency: Option<String>,
 }
 
 /// One `tools/call`.
@@ -121,6 +123,9 @@ pub struct CallInput<'a> {
     pub headers: &'a hyper::HeaderMap,
     /// The authenticated caller.
     pub principal: &'a Principal,
+    /// An idempotency key given outside the headers (MCP `_meta.idempotencyKey`); the
+    /// `Idempotency-Key` header is read when this is `None`.
+    pub idempotency_key: Option<String>,
 }
 
 impl Broker {
@@ -422,19 +427,53 @@ impl Broker {
                 envelope::standard_err(&err, &meta, &self.catalog.rules)
             };
         };
-        let ctx = RequestCtx {
+        let mut ctx = RequestCtx {
             principal: input.principal,
             headers: input.headers,
             request_id: input.request_id.clone(),
             trace_id: trace_id.clone(),
+            idempotency: None,
         };
         let started_at = self.now();
-        let args_sha256 = (tool.risk == Risk::Write).then(|| audit_hash(input.arguments.as_ref()));
+        let write = tool.risk == Risk::Write;
+        let args_sha256 = write.then(|| audit_hash(input.arguments.as_ref()));
+        let mut held = None;
         let result = match input.principal.check(tool) {
-            Ok(()) => self.execute(tool, input.arguments, &ctx).await,
             Err(e) => Err(e),
+            Ok(()) => match (
+                &args_sha256,
+                crate::idempotency::key_of(input.idempotency_key.as_deref(), input.headers),
+            ) {
+                (Some(_), Err(e)) => Err(e),
+                (Some(sha), Ok(Some(key))) => {
+                    let owner = self.job_owner(&tool.service, &ctx);
+                    match crate::idempotency::begin(&self.store, tool, &owner, &key, sha, || {
+                        self.now()
+                    })
+                    .await
+                    {
+                        Ok(crate::idempotency::Begin::Replay(response)) => {
+                            self.metrics.record_call(
+                                &tool.full_name,
+                                "replayed",
+                                elapsed_ms(started),
+                            );
+                            tracing::info!(tool = %tool.full_name, caller = %input.principal.name, "idempotent repeat answered from the store");
+                            return response;
+                        }
+                        Ok(crate::idempotency::Begin::Run(h)) => {
+                            ctx.idempotency = Some(h.upstream.clone());
+                            held = Some(h);
+                            self.execute(tool, input.arguments, &ctx).await
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
+                _ => self.execute(tool, input.arguments, &ctx).await,
+            },
         };
         let duration_ms = elapsed_ms(started);
+        let ran = write_outcome(&result) == Some(crate::store::audit::Outcome::Executed);
         if let Some(args_sha256) = args_sha256 {
             self.audit(tool, &ctx, &result, args_sha256, started_at, duration_ms)
                 .await;
@@ -452,10 +491,26 @@ impl Broker {
             duration_ms,
             "tool call"
         );
+        let response = self.respond(tool, &trace_id, meta, duration_ms, result);
+        if let Some(held) = &held {
+            crate::idempotency::finish(&self.store, held, ran, &response).await;
+        }
+        response
+    }
+
+    /// The envelope of a finished call (portal or standard, by the tool's service).
+    fn respond(
+        &self,
+        tool: &Tool,
+        trace_id: &str,
+        mut meta: Meta,
+        duration_ms: u64,
+        result: Result<Exec, CallError>,
+    ) -> Response {
         if self.catalog.services.get(&tool.service).map(|s| s.envelope)
             == Some(EnvelopeKind::Portal)
         {
-            return self.portal_response(&tool.full_name, &trace_id, result);
+            return self.portal_response(&tool.full_name, trace_id, result);
         }
         let service = self.catalog.services.get(&tool.service);
         meta.service = Some(tool.service.clone());
@@ -497,20 +552,13 @@ impl Broker {
         at: jiff::Timestamp,
         duration_ms: u64,
     ) {
-        use crate::store::audit::{AuditRecord, Outcome};
-        let (outcome, upstream_status, classification) = match result {
-            Ok(exec) if exec.dry_run => return,
-            Ok(exec) => (Outcome::Executed, exec.upstream_status, "ok"),
-            Err(e) => {
-                let sent = e.upstream_status.is_some()
-                    || matches!(e.classification, Classification::UpstreamTimeout);
-                let outcome = if sent {
-                    Outcome::Executed
-                } else {
-                    Outcome::Refused
-                };
-                (outcome, e.upstream_status, e.classification.as_str())
-            }
+        use crate::store::audit::AuditRecord;
+        let Some(outcome) = write_outcome(result) else {
+            return;
+        };
+        let (upstream_status, classification) = match result {
+            Ok(exec) => (exec.upstream_status, "ok"),
+            Err(e) => (e.upstream_status, e.classification.as_str()),
         };
         let record = AuditRecord {
             seq: 0,
@@ -665,6 +713,7 @@ impl Broker {
             service,
             base_url,
             key,
+            idempotency_key: ctx.idempotency.as_deref(),
             timeout: tool.timeout,
             max_body_bytes: max_response
                 .unwrap_or(self.catalog.rules.limits.max_upstream_body_bytes),
@@ -868,6 +917,24 @@ impl Broker {
             .as_deref()
             .unwrap_or("summary_default.j2");
         self.render_shared(name, &ctx).trim().to_string()
+    }
+}
+
+/// How a write call ended, for the audit and idempotency: `None` for a dry-run preview
+/// (not a write); executed when a request went upstream (an answer, or a timeout after
+/// sending); refused when nothing was sent.
+fn write_outcome(result: &Result<Exec, CallError>) -> Option<crate::store::audit::Outcome> {
+    use crate::store::audit::Outcome;
+    match result {
+        Ok(exec) if exec.dry_run => None,
+        Ok(_) => Some(Outcome::Executed),
+        Err(e)
+            if e.upstream_status.is_some()
+                || e.classification == Classification::UpstreamTimeout =>
+        {
+            Some(Outcome::Executed)
+        }
+        Err(_) => Some(Outcome::Refused),
     }
 }
 

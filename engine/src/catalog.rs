@@ -57,6 +57,8 @@ pub struct Service {
     pub credential: Option<CredentialSpec>,
     /// Non-secret headers sent upstream on every call.
     pub static_headers: BTreeMap<String, String>,
+    /// Where the upstream reads an idempotency key, if it does.
+    pub idempotency_header: Option<String>,
     /// Non-secret request headers exposed to templates as `ctx.<name>`.
     pub context_headers: BTreeMap<String, String>,
     /// Reference tables for local tools.

@@ -411,6 +411,7 @@ impl<'a> Compiler<'a> {
                 .static_headers
                 .keys()
                 .chain(raw.context_headers.values())
+                .chain(raw.idempotency_header.iter())
             {
                 if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
                     self.diags
@@ -432,6 +433,7 @@ impl<'a> Compiler<'a> {
                     .map(|u| u.trim_end_matches('/').to_string()),
                 credential: raw.credential.clone(),
                 static_headers: raw.static_headers.clone(),
+                idempotency_header: raw.idempotency_header.clone(),
                 context_headers: raw.context_headers.clone(),
                 tables: raw.tables.clone(),
                 tenancy: raw.tenancy.clone(),
@@ -1395,6 +1397,16 @@ impl ToolCompiler<'_, '_> {
         }
         if let (Some(limit), Some(map)) = (&raw.rate_limit, normalized.as_object_mut()) {
             map.insert("rate_limit".into(), json!(limit));
+        }
+        // Where a write sends its idempotency key changes what it sends: hashed, for
+        // HTTP writes of services that have one.
+        if let (Some(header), Some(map), Some(_), crate::descriptor::Risk::Write) = (
+            &self.service.idempotency_header,
+            normalized.as_object_mut(),
+            &raw.http,
+            raw.risk,
+        ) {
+            map.insert("idempotency_header".into(), json!(header));
         }
         if let (Some(tenancy), Some(map)) = (&self.service.tenancy, normalized.as_object_mut()) {
             let declares = |name: &str| {

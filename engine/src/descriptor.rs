@@ -44,6 +44,11 @@ pub struct ServiceFile {
     /// Non-secret headers sent upstream on every call (for example an API `Version`).
     #[serde(default)]
     pub static_headers: BTreeMap<String, String>,
+    /// The header the upstream reads an idempotency key from (payments:
+    /// `Idempotency-Key`). A write called with an `Idempotency-Key` sends one derived
+    /// from the caller, the tool and that key (engine/src/idempotency.rs).
+    #[serde(default)]
+    pub idempotency_header: Option<String>,
     /// Non-secret request headers exposed to templates as `ctx.<name>`.
     #[serde(default)]
     pub context_headers: BTreeMap<String, String>,

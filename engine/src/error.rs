@@ -38,13 +38,18 @@ pub enum Classification {
     UpstreamTimeout,
     /// A server-side setting the tool needs is absent.
     NotConfigured,
+    /// The human approver declined the write, or its approval expired.
+    ConfirmationDeclined,
+    /// An `Idempotency-Key` already used by this caller for this tool with other
+    /// arguments (or still in flight).
+    IdempotencyConflict,
     /// A bug.
     InternalError,
 }
 
 impl Classification {
     /// All classifications, in the order of DECISIONS section 3.
-    pub const ALL: [Classification; 15] = [
+    pub const ALL: [Classification; 17] = [
         Self::InvalidRequest,
         Self::Unauthorized,
         Self::MissingRequiredCredentials,
@@ -59,6 +64,8 @@ impl Classification {
         Self::UpstreamUnavailable,
         Self::UpstreamTimeout,
         Self::NotConfigured,
+        Self::ConfirmationDeclined,
+        Self::IdempotencyConflict,
         Self::InternalError,
     ];
 
@@ -79,6 +86,8 @@ impl Classification {
             Self::UpstreamUnavailable => "upstream_unavailable",
             Self::UpstreamTimeout => "upstream_timeout",
             Self::NotConfigured => "not_configured",
+            Self::ConfirmationDeclined => "confirmation_declined",
+            Self::IdempotencyConflict => "idempotency_conflict",
             Self::InternalError => "internal_error",
         }
     }

@@ -32,6 +32,7 @@ pub mod diag;
 pub mod envelope;
 pub mod error;
 pub mod hooks;
+pub mod idempotency;
 pub mod identity;
 pub mod import;
 pub mod jobs;

@@ -409,6 +409,7 @@ async fn guarded_call(
         arguments,
         headers,
         principal,
+        idempotency_key: None,
     });
     match std::panic::AssertUnwindSafe(call).catch_unwind().await {
         Ok(response) => send(response),

@@ -56,6 +56,8 @@ pub struct Target<'a> {
     pub base_url: &'a str,
     /// The caller's (or server-side) upstream key.
     pub key: Option<&'a str>,
+    /// The idempotency key for the service's `idempotency_header`, when the call holds one.
+    pub idempotency_key: Option<&'a str>,
     /// Per-tool timeout.
     pub timeout: Duration,
     /// Largest body read.
@@ -108,6 +110,13 @@ impl Upstream {
         }
         for (k, v) in &req.headers {
             builder = builder.header(k.as_str(), v.as_str());
+        }
+        if let (Some(header), Some(value), true) = (
+            &target.service.idempotency_header,
+            target.idempotency_key,
+            req.method != reqwest::Method::GET,
+        ) {
+            builder = builder.header(header.as_str(), value);
         }
         if let (Some(cred), Some(key)) = (&target.service.credential, target.key)
             && cred.placement == Placement::Header

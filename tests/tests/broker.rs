@@ -11,6 +11,7 @@ mod cases;
 mod cli;
 mod diagnostics;
 mod failures;
+mod idempotency;
 mod import;
 mod leak;
 mod local_tools;

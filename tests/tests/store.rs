@@ -320,6 +320,15 @@ async fn mount(server: &MockServer) {
         .mount(server)
         .await;
     Mock::given(method("POST"))
+        .and(path("/v1/customers"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({ "id": "cus_1", "object": "customer" }))
+                .set_delay(std::time::Duration::from_millis(200)),
+        )
+        .mount(server)
+        .await;
+    Mock::given(method("POST"))
         .and(path("/api/domains/v1/availability"))
         .respond_with(
             ResponseTemplate::new(200)
@@ -479,6 +488,25 @@ async fn two_replicas_on_one_postgres_share_jobs_and_limits() {
         }
     }
     assert_eq!(passed, 10);
+    // An idempotent write racing on both replicas: one upstream call, one answer.
+    let headers = [
+        ("x-payments-api-key", "pk_replicas"),
+        ("idempotency-key", "race-pg"),
+    ];
+    let create = json!({ "name": "Jo", "confirm": true });
+    let (a, b) = tokio::join!(
+        one.call("payments.post_customers", create.clone(), &headers),
+        two.call("payments.post_customers", create.clone(), &headers),
+    );
+    assert_eq!((a.0, b.0), (200, 200), "{} {}", a.1, b.1);
+    let customers = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|r| r.url.path() == "/v1/customers")
+        .count();
+    assert_eq!(customers, 1);
     // No secret in any table of the schema.
     let StoreConfig::Postgres {
         url,
@@ -488,7 +516,13 @@ async fn two_replicas_on_one_postgres_share_jobs_and_limits() {
         unreachable!()
     };
     let pool = sqlx::PgPool::connect(url).await.unwrap();
-    for table in ["jobs", "rate_hits", "audit", "schema_migrations"] {
+    for table in [
+        "jobs",
+        "rate_hits",
+        "audit",
+        "idempotency",
+        "schema_migrations",
+    ] {
         let rows: Vec<(String,)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT CAST(t AS TEXT) FROM {schema}.{table} AS t"
         )))
@@ -496,7 +530,13 @@ async fn two_replicas_on_one_postgres_share_jobs_and_limits() {
         .await
         .unwrap();
         for (row,) in rows {
-            for secret in [IMAGEGEN_KEY.1, "hk_replicas", crate::support::API_KEY] {
+            for secret in [
+                IMAGEGEN_KEY.1,
+                "hk_replicas",
+                "pk_replicas",
+                crate::support::API_KEY,
+                "\"Jo\"",
+            ] {
                 assert!(!row.contains(secret), "{table}: {row}");
             }
         }

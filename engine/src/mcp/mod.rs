@@ -483,6 +483,19 @@ pub async fn handle(
                 );
             };
             let arguments = params.get("arguments").cloned();
+            // An idempotency key may also come in `_meta` (the header works too).
+            let idempotency_key = match params.pointer("/_meta/idempotencyKey") {
+                None => None,
+                Some(Value::String(k)) => Some(k.clone()),
+                Some(_) => {
+                    return error(
+                        &id,
+                        code::INVALID_PARAMS,
+                        "`params._meta.idempotencyKey` must be a string",
+                        None,
+                    );
+                }
+            };
             if arguments
                 .as_ref()
                 .is_some_and(|a| !a.is_object() && !a.is_null())
@@ -501,6 +514,7 @@ pub async fn handle(
                 headers,
                 principal,
                 &request_id,
+                idempotency_key.clone(),
             )
             .await
             {
@@ -513,6 +527,7 @@ pub async fn handle(
                             arguments: arguments.filter(|a| !a.is_null()),
                             headers,
                             principal,
+                            idempotency_key,
                         })
                         .await
                 }

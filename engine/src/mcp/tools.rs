@@ -214,6 +214,7 @@ pub async fn call_discovery(
     headers: &hyper::HeaderMap,
     principal: &Principal,
     request_id: &str,
+    idempotency_key: Option<String>,
 ) -> Option<Response> {
     if ![FIND, REFERENCE, CALL].contains(&name) {
         return None;
@@ -299,6 +300,7 @@ pub async fn call_discovery(
                     arguments: args.get("arguments").cloned(),
                     headers,
                     principal,
+                    idempotency_key,
                 })
                 .await
         }

@@ -15,18 +15,32 @@ use super::{Backend, Store, StoreError};
 pub type Migration = (i64, &'static str, &'static str);
 
 /// SQLite migrations, oldest first.
-pub const SQLITE: &[Migration] = &[(
-    1,
-    "initial",
-    include_str!("migrations/sqlite/0001_initial.sql"),
-)];
+pub const SQLITE: &[Migration] = &[
+    (
+        1,
+        "initial",
+        include_str!("migrations/sqlite/0001_initial.sql"),
+    ),
+    (
+        2,
+        "idempotency",
+        include_str!("migrations/sqlite/0002_idempotency.sql"),
+    ),
+];
 
 /// PostgreSQL migrations, oldest first.
-pub const POSTGRES: &[Migration] = &[(
-    1,
-    "initial",
-    include_str!("migrations/postgres/0001_initial.sql"),
-)];
+pub const POSTGRES: &[Migration] = &[
+    (
+        1,
+        "initial",
+        include_str!("migrations/postgres/0001_initial.sql"),
+    ),
+    (
+        2,
+        "idempotency",
+        include_str!("migrations/postgres/0002_idempotency.sql"),
+    ),
+];
 
 /// The advisory lock key migrations take on PostgreSQL ("tbmigrat" in ASCII).
 pub(super) const PG_LOCK: i64 = 0x7462_6d69_6772_6174;
