@@ -43,6 +43,8 @@ pub struct Broker {
     pub metrics: crate::metrics::Metrics,
     /// The durable store: jobs, rate-limit windows, the write audit.
     pub store: crate::store::Store,
+    /// Webhook secrets per service; never leave the broker.
+    pub(crate) webhook_secrets: BTreeMap<String, String>,
     /// Routing profiles: `(service, id, slug, key)`; keys never leave the broker.
     profiles: Vec<(String, String, String, String)>,
     /// MCP `tools/list` entries of every catalog tool, built on first use.
@@ -190,6 +192,19 @@ impl Broker {
                 ));
             }
         }
+        let mut webhook_secrets = BTreeMap::new();
+        for (id, source) in &config.webhook_secrets {
+            if catalog.services.get(id).is_none_or(|s| s.webhook.is_none()) {
+                return Err(format!(
+                    "config [webhook_secrets] names `{id}`, whose catalog entry has no [webhook]"
+                ));
+            }
+            if let Some(value) = env(&source.env).filter(|v| !v.is_empty()) {
+                webhook_secrets.insert(id.clone(), value);
+            } else {
+                tracing::warn!(service = %id, variable = %source.env, "webhook secret variable is empty; callbacks are refused");
+            }
+        }
         let mut server_keys = BTreeMap::new();
         for (id, source) in &config.server_keys {
             let allowed = catalog
@@ -246,6 +261,7 @@ impl Broker {
             trace_seed: u64::from_le_bytes(seed),
             trace_counter: AtomicU64::new(0),
             store,
+            webhook_secrets,
             profiles,
             mcp_entries: std::sync::OnceLock::new(),
             origins,
@@ -379,9 +395,10 @@ impl Broker {
     }
 
     /// Secrets of this request, searched for in upstream answers.
-    fn secrets<'a>(&'a self, headers: &'a hyper::HeaderMap) -> Vec<&'a str> {
+    pub(crate) fn secrets<'a>(&'a self, headers: &'a hyper::HeaderMap) -> Vec<&'a str> {
         let mut out: Vec<&str> = Vec::new();
         out.extend(self.server_keys.values().map(String::as_str));
+        out.extend(self.webhook_secrets.values().map(String::as_str));
         out.extend(self.profiles.iter().map(|p| p.3.as_str()));
         for service in self.catalog.services.values() {
             if let Some(k) = self.upstream_key(&service.id, headers) {

@@ -59,12 +59,27 @@ pub struct Service {
     pub static_headers: BTreeMap<String, String>,
     /// Where the upstream reads an idempotency key, if it does.
     pub idempotency_header: Option<String>,
+    /// Webhook verification and mapping, compiled.
+    pub webhook: Option<Webhook>,
     /// Non-secret request headers exposed to templates as `ctx.<name>`.
     pub context_headers: BTreeMap<String, String>,
     /// Reference tables for local tools.
     pub tables: BTreeMap<String, Value>,
     /// Tenant routing.
     pub tenancy: Option<crate::descriptor::Tenancy>,
+}
+
+/// A service's webhook spec with its JSONPaths compiled.
+#[derive(Debug, Clone)]
+pub struct Webhook {
+    /// As written.
+    pub spec: crate::descriptor::WebhookSpec,
+    /// `event_id`, compiled.
+    pub event_id: Option<JsonPath>,
+    /// `job_id`, compiled.
+    pub job_id: JsonPath,
+    /// `status`, compiled.
+    pub status: JsonPath,
 }
 
 /// One compiled tool.

@@ -418,9 +418,53 @@ impl<'a> Compiler<'a> {
                         .push(path, 0, format!("`{name}` is not a valid header name"));
                 }
             }
+            let webhook = raw.webhook.as_ref().and_then(|spec| {
+                let mut compile_path =
+                    |what: &str, text: &str| match jsonpath_rust::parser::parse_json_path(text) {
+                        Ok(query) => Some(JsonPath {
+                            source: text.to_string(),
+                            query,
+                            pointer: crate::catalog::simple_pointer(text),
+                        }),
+                        Err(e) => {
+                            self.diags.push(
+                                path,
+                                0,
+                                format!("[webhook] {what} `{text}` is not a JSONPath: {e}"),
+                            );
+                            None
+                        }
+                    };
+                let event_id = match &spec.event_id {
+                    Some(text) => Some(compile_path("event_id", text)?),
+                    None => None,
+                };
+                let job_id = compile_path("job_id", &spec.job_id)?;
+                let status = compile_path("status", &spec.status)?;
+                Some(crate::catalog::Webhook {
+                    spec: spec.clone(),
+                    event_id,
+                    job_id,
+                    status,
+                })
+            });
+            if let Some(spec) = &raw.webhook
+                && (spec.header != spec.header.to_ascii_lowercase()
+                    || reqwest::header::HeaderName::from_bytes(spec.header.as_bytes()).is_err())
+            {
+                self.diags.push(
+                    path,
+                    0,
+                    format!(
+                        "[webhook] header `{}` must be a lowercase header name",
+                        spec.header
+                    ),
+                );
+            }
             // The folder decides the id, so a mismatch is reported once, not again for
             // every tool.
             let service = Service {
+                webhook,
                 id: folder.clone(),
                 title: raw.title.clone(),
                 description: raw.description.clone(),
@@ -1418,6 +1462,15 @@ impl ToolCompiler<'_, '_> {
             if declares(&tenancy.tenant_arg) || declares(&tenancy.location_arg) {
                 map.insert("tenancy".into(), json!(tenancy));
             }
+        }
+        // A tool that records jobs: how the service's callbacks update them is part of
+        // what the tool does.
+        if let (Some(_), Some(webhook), Some(map)) = (
+            &raw.response.job_id,
+            &self.service.webhook,
+            normalized.as_object_mut(),
+        ) {
+            map.insert("webhook".into(), json!(webhook.spec));
         }
         let r = &raw.response;
         if let (Some(job_id), Some(response)) = (

@@ -51,6 +51,10 @@ pub struct ConfigFile {
     /// Server-side upstream keys per service id (only for services that allow them).
     #[serde(default)]
     pub server_keys: BTreeMap<String, ServerKey>,
+    /// Webhook secrets per service id (services whose catalog entry has `[webhook]`):
+    /// the variable holding the secret the upstream sends with each callback.
+    #[serde(default)]
+    pub webhook_secrets: BTreeMap<String, ServerKey>,
     /// Non-secret settings per service id, visible to templates as `settings`.
     #[serde(default)]
     pub settings: BTreeMap<String, toml::Table>,

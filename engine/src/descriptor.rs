@@ -63,6 +63,10 @@ pub struct ServiceFile {
     /// Tenant and location routing (crm), see engine/src/tenancy.rs.
     #[serde(default)]
     pub tenancy: Option<Tenancy>,
+    /// How the upstream's callbacks to `POST /webhooks/<service>` are verified and
+    /// mapped to jobs (engine/src/webhook.rs).
+    #[serde(default)]
+    pub webhook: Option<WebhookSpec>,
     /// Non-secret reference tables the service's local tools read (`[tool.lookup]`):
     /// model lists, guides, planning data. Part of the hash of every tool that reads one.
     #[serde(default)]
@@ -78,6 +82,84 @@ pub struct ProfileArgs {
     pub id: String,
     /// The profile slug argument (`profileSlug`).
     pub slug: String,
+}
+
+/// A service's webhooks: verification and the event-to-job mapping, as data.
+///
+/// ```toml
+/// [webhook]
+/// scheme = "bearer"                 # the upstream sends the shared secret
+/// header = "authorization"
+/// prefix = "Bearer "
+/// event_id = "$.id"                 # redeliveries repeat it (absent: sha256 of the body)
+/// job_id = "$.data.object.id"
+/// status = "$.data.object.status"
+/// states = { COMPLETE = "succeeded", FAILED = "failed" }
+/// ```
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct WebhookSpec {
+    /// How a callback proves it comes from the upstream.
+    pub scheme: WebhookScheme,
+    /// Request header carrying the proof (lowercase).
+    pub header: String,
+    /// Text before the secret in that header.
+    #[serde(default)]
+    pub prefix: String,
+    /// JSONPath of the event's id in the body.
+    #[serde(default)]
+    pub event_id: Option<String>,
+    /// JSONPath of the upstream job id.
+    pub job_id: String,
+    /// JSONPath of the job's status.
+    pub status: String,
+    /// Upstream status -> job state (DECISIONS section 7), shown beside the upstream's
+    /// status in job listings, for statuses from callbacks and from watchers alike.
+    #[serde(default)]
+    pub states: BTreeMap<String, JobState>,
+}
+
+/// Verification schemes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WebhookScheme {
+    /// A shared secret the deployment configures, sent by the upstream in `header`.
+    Bearer,
+}
+
+/// Job states (DECISIONS section 7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    /// Accepted, not started.
+    Queued,
+    /// Running.
+    Running,
+    /// Waiting for input.
+    NeedsInput,
+    /// Done.
+    Succeeded,
+    /// Failed.
+    Failed,
+    /// Cancelled.
+    Cancelled,
+    /// Expired.
+    Expired,
+}
+
+impl JobState {
+    /// The state's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Running => "running",
+            Self::NeedsInput => "needs_input",
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+            Self::Expired => "expired",
+        }
+    }
 }
 
 /// Which arguments, request context and settings carry tenant routing.

@@ -55,3 +55,4 @@ pub mod store;
 pub mod template;
 pub mod tenancy;
 pub mod upstream;
+pub mod webhook;

@@ -194,6 +194,11 @@ pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool)
             );
             response
         }
+        (&Method::POST, path) if path.starts_with("/webhooks/") => {
+            let response = webhook(broker.clone(), req).await;
+            broker.metrics.record_status(response.status().as_u16());
+            response
+        }
         (&Method::POST, path) if path.starts_with("/mcp/") => {
             let response = rest(broker.clone(), req).await;
             broker.metrics.record_status(response.status().as_u16());
@@ -334,6 +339,43 @@ async fn mcp(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
             ))
         }
     }
+}
+
+/// `POST /webhooks/<service>`: upstream callbacks ([`crate::webhook`]). The body is read
+/// up to the webhook limit plus one byte, so an oversize body is answered 413.
+async fn webhook(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
+    let service = req
+        .uri()
+        .path()
+        .strip_prefix("/webhooks/")
+        .unwrap_or("")
+        .to_string();
+    let limit = crate::webhook::MAX_BODY_BYTES;
+    let declared = req
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return json_response(
+            413,
+            &json!({ "error": "the callback body is over 256 KiB" }),
+            &[],
+        );
+    }
+    let (parts, body) = req.into_parts();
+    let bytes = match Limited::new(body, limit + 1).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => {
+            return json_response(
+                413,
+                &json!({ "error": "the callback body is over 256 KiB" }),
+                &[],
+            );
+        }
+    };
+    let answer = crate::webhook::receive(&broker, &service, &parts.headers, &bytes).await;
+    json_response(answer.status, &answer.body, &[])
 }
 
 /// `POST /mcp/<service>/<tool>`: the projection's operations.

@@ -27,3 +27,4 @@ mod snapshots_compiled;
 mod store;
 mod support;
 mod surface;
+mod webhook;

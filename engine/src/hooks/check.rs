@@ -37,9 +37,13 @@ pub fn readiness(broker: &Broker, service: &Service, ctx: &RequestCtx<'_>) -> Va
         return out;
     };
     if tools.iter().any(|t| t.response.job_id.is_some()) {
-        // Jobs are recorded in the durable store; upstream callbacks are not received yet.
+        // Jobs are recorded in the durable store; callbacks are received where the
+        // catalog has a [webhook] and the deployment its secret.
         map.insert("jobStore".into(), json!(broker.store.kind()));
-        map.insert("webhookReceiver".into(), json!(false));
+        map.insert(
+            "webhookReceiver".into(),
+            json!(crate::webhook::ready(broker, &service.id)),
+        );
     }
     if let Some(tenancy) = &service.tenancy {
         let tenants = broker

@@ -37,7 +37,30 @@ pub async fn list_jobs(
         .filter(|j| status.is_none_or(|s| j.status.as_deref() == Some(s)))
         .collect();
     let total = jobs.len();
-    let shown: Vec<_> = jobs.into_iter().take(limit).collect();
+    // Each job with the state its status maps to (DECISIONS section 7), where the
+    // service's `[webhook] states` says.
+    let states = broker
+        .catalog
+        .services
+        .get(&tool.service)
+        .and_then(|s| s.webhook.as_ref())
+        .map(|w| &w.spec.states);
+    let shown: Vec<Value> = jobs
+        .into_iter()
+        .take(limit)
+        .map(|job| {
+            let state = job
+                .status
+                .as_ref()
+                .and_then(|s| states.and_then(|m| m.get(s)))
+                .map(|s| s.as_str());
+            let mut value = serde_json::to_value(&job).unwrap_or(Value::Null);
+            if let Value::Object(map) = &mut value {
+                map.insert("state".into(), json!(state));
+            }
+            value
+        })
+        .collect();
     Ok(Exec {
         summary: Some(format!(
             "{} of {total} recent {} jobs",

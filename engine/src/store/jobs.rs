@@ -90,3 +90,52 @@ impl Store {
             .collect())
     }
 }
+
+impl Store {
+    /// Records a verified callback; `false` when the event was seen before (a
+    /// redelivery), and then nothing changes.
+    pub async fn record_webhook_event(
+        &self,
+        service: &str,
+        event_id: &str,
+        job_id: Option<&str>,
+        status: Option<&str>,
+        payload: &str,
+        at: jiff::Timestamp,
+    ) -> Result<bool, StoreError> {
+        let sql = "INSERT INTO webhook_events (service, event_id, job_id, status, payload, received_at) \
+                   VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (service, event_id) DO NOTHING";
+        on_pool!(self, pool => sqlx::query(sql)
+            .bind(service)
+            .bind(event_id)
+            .bind(job_id)
+            .bind(status)
+            .bind(payload)
+            .bind(at.to_string())
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected() == 1)
+            .map_err(|e| self.failed("record a webhook event", &e)))
+    }
+
+    /// Notes a job's status reported by the upstream itself (a webhook): every record of
+    /// that job id in the service, whoever submitted it. Returns how many changed.
+    pub async fn update_job_from_upstream(
+        &self,
+        service: &str,
+        id: &str,
+        status: &str,
+        at: jiff::Timestamp,
+    ) -> Result<u64, StoreError> {
+        let sql = "UPDATE jobs SET status = $1, updated_at = $2 WHERE service = $3 AND id = $4";
+        on_pool!(self, pool => sqlx::query(sql)
+            .bind(status)
+            .bind(at.to_string())
+            .bind(service)
+            .bind(id)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected())
+            .map_err(|e| self.failed("update a job from a webhook", &e)))
+    }
+}

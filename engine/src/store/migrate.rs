@@ -26,6 +26,11 @@ pub const SQLITE: &[Migration] = &[
         "idempotency",
         include_str!("migrations/sqlite/0002_idempotency.sql"),
     ),
+    (
+        3,
+        "webhook_events",
+        include_str!("migrations/sqlite/0003_webhook_events.sql"),
+    ),
 ];
 
 /// PostgreSQL migrations, oldest first.
@@ -39,6 +44,11 @@ pub const POSTGRES: &[Migration] = &[
         2,
         "idempotency",
         include_str!("migrations/postgres/0002_idempotency.sql"),
+    ),
+    (
+        3,
+        "webhook_events",
+        include_str!("migrations/postgres/0003_webhook_events.sql"),
     ),
 ];
 
