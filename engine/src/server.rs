@@ -227,7 +227,15 @@ async fn read_body(
     broker: &Broker,
     req: Request<Incoming>,
 ) -> Result<(hyper::http::request::Parts, Bytes), CallError> {
-    let limit = broker.max_body_bytes;
+    read_limited(req, broker.max_body_bytes).await
+}
+
+/// Reads a body up to `limit` bytes: a declared length over it is refused before
+/// reading, a body that grows over it while read too.
+async fn read_limited(
+    req: Request<Incoming>,
+    limit: usize,
+) -> Result<(hyper::http::request::Parts, Bytes), CallError> {
     let too_large = || {
         CallError::new(
             Classification::PayloadTooLarge,
@@ -341,8 +349,8 @@ async fn mcp(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
     }
 }
 
-/// `POST /webhooks/<service>`: upstream callbacks ([`crate::webhook`]). The body is read
-/// up to the webhook limit plus one byte, so an oversize body is answered 413.
+/// `POST /webhooks/<service>`: upstream callbacks ([`crate::webhook`]), bodies up to the
+/// webhook limit.
 async fn webhook(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
     let service = req
         .uri()
@@ -350,28 +358,16 @@ async fn webhook(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
         .strip_prefix("/webhooks/")
         .unwrap_or("")
         .to_string();
-    let limit = crate::webhook::MAX_BODY_BYTES;
-    let declared = req
-        .headers()
-        .get(hyper::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > limit) {
-        return json_response(
-            413,
-            &json!({ "error": "the callback body is over 256 KiB" }),
-            &[],
-        );
-    }
-    let (parts, body) = req.into_parts();
-    let bytes = match Limited::new(body, limit + 1).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(_) => {
-            return json_response(
-                413,
-                &json!({ "error": "the callback body is over 256 KiB" }),
-                &[],
-            );
+    let (parts, bytes) = match read_limited(req, crate::webhook::MAX_BODY_BYTES).await {
+        Ok(pair) => pair,
+        Err(e) => {
+            let status = broker.catalog.rules.status(e.classification);
+            let message = if status == 413 {
+                "the callback body is over 256 KiB".to_string()
+            } else {
+                e.message
+            };
+            return json_response(status, &json!({ "error": message }), &[]);
         }
     };
     let answer = crate::webhook::receive(&broker, &service, &parts.headers, &bytes).await;

@@ -200,15 +200,9 @@ async fn allowed_origins_admit_listed_browsers_only() {
 
 #[tokio::test]
 async fn a_malformed_allowed_origin_is_a_config_error() {
-    let catalog = crate::support::embedded_catalog();
-    let config: tool_broker::config::ConfigFile =
-        toml::from_str("allowed_origins = [\"https://console.example.com/app\"]").unwrap();
-    let store = tool_broker::store::Store::open(&tool_broker::store::StoreConfig::Memory)
-        .await
-        .unwrap();
-    let err = tool_broker::call::Broker::new(catalog, &config, &|_| None, store)
-        .err()
-        .unwrap();
+    let err =
+        crate::support::config_error("allowed_origins = [\"https://console.example.com/app\"]")
+            .await;
     assert!(
         err.contains("`https://console.example.com/app` is not an origin"),
         "{err}"

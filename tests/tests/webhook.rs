@@ -189,14 +189,6 @@ async fn without_a_secret_or_a_webhook_spec_callbacks_are_refused() {
         .await;
     assert_eq!(config["data"]["webhookReceiver"], false);
     // A config naming a service without [webhook] is refused at start.
-    let catalog = crate::support::embedded_catalog();
-    let config: tool_broker::config::ConfigFile =
-        toml::from_str("[webhook_secrets.hosting]\nenv = \"X\"\n").unwrap();
-    let store = tool_broker::store::Store::open(&tool_broker::store::StoreConfig::Memory)
-        .await
-        .unwrap();
-    let err = tool_broker::call::Broker::new(catalog, &config, &|_| None, store)
-        .err()
-        .unwrap();
+    let err = crate::support::config_error("[webhook_secrets.hosting]\nenv = \"X\"\n").await;
     assert!(err.contains("has no [webhook]"), "{err}");
 }

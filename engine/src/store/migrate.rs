@@ -1,7 +1,9 @@
 //! Versioned migrations, embedded in the binary and applied at start.
 //!
-//! Each backend has its own list (`migrations/sqlite/`, `migrations/postgres/`), the
-//! same versions and names in both. They run in one transaction that first takes a
+//! Each backend has its own list, the same versions and names in both: a migration
+//! whose SQL differs between the dialects has a file per backend (`migrations/sqlite/`,
+//! `migrations/postgres/`), one both read the same is written once
+//! (`migrations/portable/`). They run in one transaction that first takes a
 //! lock, so two replicas starting together serialise: the second finds the versions
 //! applied and does nothing. PostgreSQL: a transaction-scoped advisory lock (DDL is
 //! transactional there, so a failed migration leaves nothing behind). SQLite:
@@ -24,12 +26,12 @@ pub const SQLITE: &[Migration] = &[
     (
         2,
         "idempotency",
-        include_str!("migrations/sqlite/0002_idempotency.sql"),
+        include_str!("migrations/portable/0002_idempotency.sql"),
     ),
     (
         3,
         "webhook_events",
-        include_str!("migrations/sqlite/0003_webhook_events.sql"),
+        include_str!("migrations/portable/0003_webhook_events.sql"),
     ),
 ];
 
@@ -43,12 +45,12 @@ pub const POSTGRES: &[Migration] = &[
     (
         2,
         "idempotency",
-        include_str!("migrations/postgres/0002_idempotency.sql"),
+        include_str!("migrations/portable/0002_idempotency.sql"),
     ),
     (
         3,
         "webhook_events",
-        include_str!("migrations/postgres/0003_webhook_events.sql"),
+        include_str!("migrations/portable/0003_webhook_events.sql"),
     ),
 ];
 

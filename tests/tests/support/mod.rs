@@ -319,3 +319,13 @@ pub fn scratch_root() -> (tempfile::TempDir, PathBuf) {
     let path = dir.path().to_path_buf();
     (dir, path)
 }
+
+/// The error `Broker::new` gives for a deployment config (fails the test when it builds).
+pub async fn config_error(config: &str) -> String {
+    let config: ConfigFile = toml::from_str(config).unwrap();
+    let store = Store::open(&StoreConfig::Memory).await.unwrap();
+    match Broker::new(embedded_catalog(), &config, &|_| None, store) {
+        Ok(_) => panic!("the config was accepted"),
+        Err(e) => e,
+    }
+}
