@@ -151,6 +151,15 @@ async fn a_verified_callback_updates_the_job_once_and_nothing_else_is_stored() {
         .await;
     assert_eq!(config["data"]["webhookReceiver"], true, "{config}");
     assert!(!config.to_string().contains(SECRET));
+    let (_, setup) = broker
+        .call("imagegen.get_callback_setup", json!({}), &[])
+        .await;
+    assert_eq!(
+        setup["data"]["receiver"],
+        json!({ "path": "/webhooks/imagegen", "secretConfigured": true }),
+        "{setup}"
+    );
+    assert!(!setup.to_string().contains(SECRET));
 
     // The stored payloads are redacted like any answer: no secret, no credential value.
     drop(broker);

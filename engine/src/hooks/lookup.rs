@@ -6,7 +6,8 @@
 //! tools; ties keep the table's order, so a table lists its preferred rows first), and
 //! the `result` expression shapes the answer from `table`, `ranked` and `best`.
 //! Planning tools (plan a generation, recommend a model, build an OAuth URL) are all
-//! this hook with different data.
+//! this hook with different data. Expressions of a service with a `[webhook]` also see
+//! `webhook` (`path`, `secretConfigured`), for callback setup answers.
 
 use std::collections::HashSet;
 
@@ -50,6 +51,18 @@ pub fn table_lookup(
         .unwrap_or(Value::Null);
     let mut scope = broker.template_context(tool, args, ctx.headers);
     scope["table"] = table.clone();
+    // The service's webhook receiver, for setup answers: where callbacks go and whether
+    // this deployment has the secret. Never the secret.
+    if catalog
+        .services
+        .get(&tool.service)
+        .is_some_and(|s| s.webhook.is_some())
+    {
+        scope["webhook"] = json!({
+            "path": format!("/webhooks/{}", tool.service),
+            "secretConfigured": crate::webhook::ready(broker, &tool.service),
+        });
+    }
 
     let query_words: HashSet<String> = match &plan.query {
         Some(q) => {
