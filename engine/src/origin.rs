@@ -117,10 +117,11 @@ impl OriginPolicy {
             .get(hyper::header::HOST)
             .and_then(|v| v.to_str().ok())
             .or(authority);
+        // Every request passes here: compared without allocating.
         if loopback && let Some(host) = host {
-            let lower = host.trim().to_ascii_lowercase();
-            let name = split_authority(&lower).0;
-            if !LOOPBACK_HOSTS.contains(&name) && !self.hosts.iter().any(|h| h == name) {
+            let name = split_authority(host.trim()).0;
+            let known = |h: &str| h.eq_ignore_ascii_case(name);
+            if !LOOPBACK_HOSTS.iter().any(|h| known(h)) && !self.hosts.iter().any(|h| known(h)) {
                 return Err(Refusal(
                     "the Host header names a host this broker does not serve: it listens on loopback and answers localhost, 127.0.0.1 and [::1] (and the hosts of `allowed_origins`)".into(),
                 ));

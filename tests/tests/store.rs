@@ -436,11 +436,7 @@ async fn a_restart_on_the_same_data_folder_loses_no_job_and_the_audit_is_kept() 
 
     // No key, bearer or argument value reached the store's files (WAL included).
     drop(broker);
-    let mut bytes = Vec::new();
-    for entry in std::fs::read_dir(dir.path().join("data")).unwrap() {
-        bytes.extend(std::fs::read(entry.unwrap().path()).unwrap());
-    }
-    let text = String::from_utf8_lossy(&bytes);
+    let text = crate::support::folder_text(&dir.path().join("data"));
     assert!(text.contains("g-restart-1"), "the job is in the file");
     for secret in [
         IMAGEGEN_KEY.1,

@@ -264,3 +264,51 @@ async fn the_stateless_revision_drops_the_handshake_and_names_the_server() {
     .await;
     assert_eq!((status, &reply["result"]), (200, &json!({})));
 }
+
+#[test]
+fn published_schemas_drop_what_a_model_cannot_act_on_and_keep_what_it_can() {
+    let catalog = embedded_catalog();
+    let entry =
+        |name: &str| tool_broker::mcp::tools::entry(&catalog, catalog.resolve(name).unwrap());
+    // A read takes `confirm` and ignores it: not published. A write keeps it.
+    let read = entry("hosting.domains_get_domain_list_v1");
+    assert!(
+        read["inputSchema"]["properties"].get("confirm").is_none(),
+        "{read}"
+    );
+    assert!(read["inputSchema"]["properties"].get("dry_run").is_some());
+    let write = entry("hosting.dns_delete_dns_records_v1");
+    assert!(
+        write["inputSchema"]["properties"].get("confirm").is_some(),
+        "{write}"
+    );
+    // Identical anyOf branches of an import are published once; nested titles go.
+    let contact = entry("crm.contacts_create_contact");
+    let branches = contact["inputSchema"]["properties"]["body"]["properties"]["customFields"]["items"]["anyOf"]
+        .as_array()
+        .unwrap();
+    let unique: std::collections::BTreeSet<String> =
+        branches.iter().map(Value::to_string).collect();
+    assert_eq!(unique.len(), branches.len(), "{branches:?}");
+    let raw = catalog.resolve("crm.contacts_create_contact").unwrap();
+    let raw_branches =
+        raw.arguments["properties"]["body"]["properties"]["customFields"]["items"]["anyOf"]
+            .as_array()
+            .unwrap();
+    assert!(branches.len() < raw_branches.len());
+    let payments = entry("payments.get_customers").to_string();
+    assert!(
+        !payments.contains("\"title\":\"range_query_specs\""),
+        "{payments}"
+    );
+    // Hints only where they differ from MCP's defaults; _meta keeps what pins the tool.
+    assert_eq!(read["annotations"], json!({ "readOnlyHint": true }));
+    assert_eq!(
+        read["_meta"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["catalogVersion", "descriptorHash"]
+    );
+}

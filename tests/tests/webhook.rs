@@ -163,11 +163,7 @@ async fn a_verified_callback_updates_the_job_once_and_nothing_else_is_stored() {
 
     // The stored payloads are redacted like any answer: no secret, no credential value.
     drop(broker);
-    let mut bytes = Vec::new();
-    for entry in std::fs::read_dir(dir.path()).unwrap() {
-        bytes.extend(std::fs::read(entry.unwrap().path()).unwrap());
-    }
-    let text = String::from_utf8_lossy(&bytes);
+    let text = crate::support::folder_text(dir.path());
     assert!(
         text.contains("image_generation.complete"),
         "the events are stored"

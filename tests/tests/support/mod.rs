@@ -329,3 +329,13 @@ pub async fn config_error(config: &str) -> String {
         Err(e) => e,
     }
 }
+
+/// Every file of a store folder (database, WAL, shared memory) as one text, to check
+/// what reached the disk.
+pub fn folder_text(dir: &Path) -> String {
+    let mut bytes = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        bytes.extend(std::fs::read(entry.unwrap().path()).unwrap());
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
