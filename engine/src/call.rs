@@ -43,8 +43,8 @@ pub struct Broker {
     pub metrics: crate::metrics::Metrics,
     /// The durable store: jobs, rate-limit windows, the write audit.
     pub store: crate::store::Store,
-    /// Webhook secrets per service; never leave the broker.
-    pub(crate) webhook_secrets: BTreeMap<String, String>,
+    /// What verifies each service's callbacks; secrets never leave the broker.
+    pub(crate) webhooks: crate::webhook::keys::Receivers,
     /// Routing profiles: `(service, id, slug, key)`; keys never leave the broker.
     profiles: Vec<(String, String, String, String)>,
     /// MCP `tools/list` entries of every catalog tool, built on first use.
@@ -192,19 +192,8 @@ impl Broker {
                 ));
             }
         }
-        let mut webhook_secrets = BTreeMap::new();
-        for (id, source) in &config.webhook_secrets {
-            if catalog.services.get(id).is_none_or(|s| s.webhook.is_none()) {
-                return Err(format!(
-                    "config [webhook_secrets] names `{id}`, whose catalog entry has no [webhook]"
-                ));
-            }
-            if let Some(value) = env(&source.env).filter(|v| !v.is_empty()) {
-                webhook_secrets.insert(id.clone(), value);
-            } else {
-                tracing::warn!(service = %id, variable = %source.env, "webhook secret variable is empty; callbacks are refused");
-            }
-        }
+        let webhooks =
+            crate::webhook::keys::Receivers::build(&catalog, &config.webhook_secrets, env)?;
         let mut server_keys = BTreeMap::new();
         for (id, source) in &config.server_keys {
             let allowed = catalog
@@ -261,7 +250,7 @@ impl Broker {
             trace_seed: u64::from_le_bytes(seed),
             trace_counter: AtomicU64::new(0),
             store,
-            webhook_secrets,
+            webhooks,
             profiles,
             mcp_entries: std::sync::OnceLock::new(),
             origins,
@@ -398,7 +387,7 @@ impl Broker {
     pub(crate) fn secrets<'a>(&'a self, headers: &'a hyper::HeaderMap) -> Vec<&'a str> {
         let mut out: Vec<&str> = Vec::new();
         out.extend(self.server_keys.values().map(String::as_str));
-        out.extend(self.webhook_secrets.values().map(String::as_str));
+        out.extend(self.webhooks.secrets());
         out.extend(self.profiles.iter().map(|p| p.3.as_str()));
         for service in self.catalog.services.values() {
             if let Some(k) = self.upstream_key(&service.id, headers) {
@@ -773,6 +762,10 @@ impl Broker {
                         tracing::error!(error = %e, tool = %tool.full_name, "job not recorded");
                     }
                 }
+                if let Some((id, path)) = &tool.response.job_status {
+                    self.note_job_status(tool, id, path, &body, template_ctx, ctx)
+                        .await;
+                }
                 let plan = &tool.response;
                 let flag = |name: &Option<String>| name.as_ref().and_then(|n| args.get(n));
                 let raw = (flag(&plan.raw_arg) == Some(&Value::Bool(true))).then(|| body.clone());
@@ -844,6 +837,36 @@ impl Broker {
             Hook::AllowlistedRequest => {
                 Box::pin(hooks::allowlisted_request(self, tool, args, ctx)).await
             }
+        }
+    }
+
+    /// Writes the status a job status read answered to the caller's job record. The
+    /// answer goes back whatever the store says: the upstream is the source of truth.
+    async fn note_job_status(
+        &self,
+        tool: &Tool,
+        id: &crate::template::Expr,
+        path: &crate::catalog::JsonPath,
+        body: &Value,
+        template_ctx: &minijinja::Value,
+        ctx: &RequestCtx<'_>,
+    ) {
+        let job = match self.catalog.templates.eval(id, template_ctx) {
+            Ok(Some(Value::String(s))) if !s.is_empty() => s,
+            Ok(Some(Value::Number(n))) => n.to_string(),
+            _ => return,
+        };
+        let status = match select(path, body) {
+            Some(Value::String(s)) if !s.is_empty() => s,
+            _ => return,
+        };
+        let owner = self.job_owner(&tool.service, ctx);
+        if let Err(e) = self
+            .store
+            .update_job(&tool.service, &owner, &job, &status, self.now())
+            .await
+        {
+            tracing::error!(error = %e, tool = %tool.full_name, "job status not recorded");
         }
     }
 

@@ -69,17 +69,21 @@ pub struct Service {
     pub tenancy: Option<crate::descriptor::Tenancy>,
 }
 
-/// A service's webhook spec with its JSONPaths compiled.
+/// A service's webhook spec with its JSONPaths and signed message compiled.
 #[derive(Debug, Clone)]
 pub struct Webhook {
     /// As written.
     pub spec: crate::descriptor::WebhookSpec,
     /// `event_id`, compiled.
     pub event_id: Option<JsonPath>,
-    /// `job_id`, compiled.
-    pub job_id: JsonPath,
-    /// `status`, compiled.
-    pub status: JsonPath,
+    /// `job_id`, compiled, in order.
+    pub job_id: Vec<JsonPath>,
+    /// `status`, compiled, in order.
+    pub status: Vec<JsonPath>,
+    /// `message`, split into its parts (rsa_sha256).
+    pub message: Vec<crate::webhook::MessagePart>,
+    /// `public_key`: the tool (full name) and the JSONPath of the PEM in its answer.
+    pub public_key: Option<(String, JsonPath)>,
 }
 
 /// One compiled tool.
@@ -357,6 +361,8 @@ pub struct ResponsePlan {
     pub raw_arg: Option<String>,
     /// Where a successful answer carries a job id to record.
     pub job_id: Option<JsonPath>,
+    /// A job status read: the job id expression and the status path.
+    pub job_status: Option<(Expr, JsonPath)>,
     /// Argument choosing compact or full answers.
     pub mode_arg: Option<String>,
     /// Argument projecting fields.

@@ -163,6 +163,26 @@ pub fn compile(sources: &Sources) -> Result<Catalog, Diagnostics> {
             }
         }
     }
+    // A webhook's verification key tool: a read HTTP tool of the same service.
+    for (id, (service, _)) in &services {
+        let Some((name, _)) = service.webhook.as_ref().and_then(|w| w.public_key.as_ref()) else {
+            continue;
+        };
+        let ok = tools.iter().any(|t| {
+            &t.full_name == name
+                && t.risk == crate::descriptor::Risk::Read
+                && matches!(t.action, Action::Http(_))
+        });
+        if !ok {
+            c.diags.push(
+                &format!("catalog/{id}/service.toml"),
+                0,
+                format!(
+                    "[webhook] public_key.tool `{name}` must be a read HTTP tool of the service"
+                ),
+            );
+        }
+    }
     let Some(rules) = rules else {
         c.diags.sort();
         return Err(c.diags);
@@ -418,49 +438,18 @@ impl<'a> Compiler<'a> {
                         .push(path, 0, format!("`{name}` is not a valid header name"));
                 }
             }
-            let webhook = raw.webhook.as_ref().and_then(|spec| {
-                let mut compile_path =
-                    |what: &str, text: &str| match jsonpath_rust::parser::parse_json_path(text) {
-                        Ok(query) => Some(JsonPath {
-                            source: text.to_string(),
-                            query,
-                            pointer: crate::catalog::simple_pointer(text),
-                        }),
-                        Err(e) => {
-                            self.diags.push(
-                                path,
-                                0,
-                                format!("[webhook] {what} `{text}` is not a JSONPath: {e}"),
-                            );
+            let webhook =
+                raw.webhook.as_ref().and_then(|spec| {
+                    match crate::webhook::spec::compile(spec, &folder) {
+                        Ok(webhook) => Some(webhook),
+                        Err(errors) => {
+                            for e in errors {
+                                self.diags.push(path, 0, e);
+                            }
                             None
                         }
-                    };
-                let event_id = match &spec.event_id {
-                    Some(text) => Some(compile_path("event_id", text)?),
-                    None => None,
-                };
-                let job_id = compile_path("job_id", &spec.job_id)?;
-                let status = compile_path("status", &spec.status)?;
-                Some(crate::catalog::Webhook {
-                    spec: spec.clone(),
-                    event_id,
-                    job_id,
-                    status,
-                })
-            });
-            if let Some(spec) = &raw.webhook
-                && (spec.header != spec.header.to_ascii_lowercase()
-                    || reqwest::header::HeaderName::from_bytes(spec.header.as_bytes()).is_err())
-            {
-                self.diags.push(
-                    path,
-                    0,
-                    format!(
-                        "[webhook] header `{}` must be a lowercase header name",
-                        spec.header
-                    ),
-                );
-            }
+                    }
+                });
             // The folder decides the id, so a mismatch is reported once, not again for
             // every tool.
             let service = Service {
@@ -1260,6 +1249,11 @@ impl ToolCompiler<'_, '_> {
             .job_id
             .as_ref()
             .and_then(|p| self.jsonpath(full, "response.job_id", p));
+        plan.job_status = raw.job_status.as_ref().and_then(|j| {
+            let id = self.expr(full, "response.job_status.id", &j.id);
+            let status = self.jsonpath(full, "response.job_status.status", &j.status);
+            Some((id?, status?))
+        });
         plan.fields_arg = raw.fields_arg.clone();
         if let Some(table) = &raw.compact_table {
             match self.service.tables.get(table) {
@@ -1480,6 +1474,17 @@ impl ToolCompiler<'_, '_> {
                 .and_then(Value::as_object_mut),
         ) {
             response.insert("job_id".into(), json!(job_id.get_ref()));
+        }
+        if let (Some(job), Some(response)) = (
+            &r.job_status,
+            normalized
+                .get_mut("response")
+                .and_then(Value::as_object_mut),
+        ) {
+            response.insert(
+                "job_status".into(),
+                json!({ "id": job.id.get_ref(), "status": job.status.get_ref() }),
+            );
         }
         if (r.mode_arg.is_some() || r.fields_arg.is_some() || r.compact_table.is_some())
             && let Some(response) = normalized

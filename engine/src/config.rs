@@ -51,10 +51,11 @@ pub struct ConfigFile {
     /// Server-side upstream keys per service id (only for services that allow them).
     #[serde(default)]
     pub server_keys: BTreeMap<String, ServerKey>,
-    /// Webhook secrets per service id (services whose catalog entry has `[webhook]`):
-    /// the variable holding the secret the upstream sends with each callback.
+    /// How this deployment verifies each service's callbacks (services whose catalog
+    /// entry has `[webhook]`): the shared secret, or the RSA public key and the URL the
+    /// upstream signs.
     #[serde(default)]
-    pub webhook_secrets: BTreeMap<String, ServerKey>,
+    pub webhook_secrets: BTreeMap<String, WebhookSecret>,
     /// Non-secret settings per service id, visible to templates as `settings`.
     #[serde(default)]
     pub settings: BTreeMap<String, toml::Table>,
@@ -168,6 +169,27 @@ pub enum ToolsetName {
 pub struct ServerKey {
     /// Environment variable holding the key.
     pub env: String,
+}
+
+/// `[webhook_secrets.<service>]`: where the broker finds what verifies a service's
+/// callbacks. Which fields apply follows the catalog's `[webhook] scheme`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookSecret {
+    /// Bearer: environment variable holding the shared secret the upstream sends.
+    #[serde(default)]
+    pub env: Option<String>,
+    /// RSA: environment variable holding the upstream's PEM public key.
+    #[serde(default)]
+    pub public_key_env: Option<String>,
+    /// RSA: environment variable holding an upstream API key the broker uses to fetch
+    /// the public key with the catalog's `public_key` tool (at start, then hourly).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// The callback URL exactly as registered upstream (signed messages with `{url}`);
+    /// default: rebuilt from the request (`X-Forwarded-Proto`, `Host`, path and query).
+    #[serde(default)]
+    pub url: Option<String>,
 }
 
 impl ConfigFile {

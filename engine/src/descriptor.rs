@@ -64,7 +64,7 @@ pub struct ServiceFile {
     #[serde(default)]
     pub tenancy: Option<Tenancy>,
     /// How the upstream's callbacks to `POST /webhooks/<service>` are verified and
-    /// mapped to jobs (engine/src/webhook.rs).
+    /// mapped to jobs (engine/src/webhook/).
     #[serde(default)]
     pub webhook: Option<WebhookSpec>,
     /// Non-secret reference tables the service's local tools read (`[tool.lookup]`):
@@ -96,27 +96,89 @@ pub struct ProfileArgs {
 /// status = "$.data.object.status"
 /// states = { COMPLETE = "succeeded", FAILED = "failed" }
 /// ```
+///
+/// An RSA-signed callback names the signed message and where the key comes from:
+///
+/// ```toml
+/// [webhook]
+/// scheme = "rsa_sha256"
+/// header = "x-webhook-signature"    # base64 RSASSA-PKCS1-v1_5 SHA-256 signature
+/// timestamp_header = "x-webhook-timestamp"
+/// max_age_seconds = 300
+/// message = "{timestamp}.{url}.{body_sha256_hex}"
+/// public_key = { tool = "get_webhook_public_key", path = "$.public_key" }
+/// job_id = ["$.task_detail.task_id", "$.progress_detail.task_id"]
+/// status = ["$.task_detail.stop_reason", "$.event_type"]
+/// ```
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub struct WebhookSpec {
     /// How a callback proves it comes from the upstream.
     pub scheme: WebhookScheme,
-    /// Request header carrying the proof (lowercase).
+    /// Request header carrying the proof (lowercase): the secret (bearer) or the
+    /// base64 signature (rsa_sha256).
     pub header: String,
-    /// Text before the secret in that header.
+    /// Text before the secret or signature in that header.
     #[serde(default)]
     pub prefix: String,
+    /// Header carrying the Unix time (seconds) the upstream signed at; with it, a
+    /// callback outside `max_age_seconds` of the broker's clock is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp_header: Option<String>,
+    /// Freshness window in seconds, either side of now (default 300).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_age_seconds: Option<u64>,
+    /// The signed message (rsa_sha256): text with `{timestamp}` (the timestamp header),
+    /// `{url}` (the callback URL the upstream was given), `{body_sha256_hex}` and
+    /// `{body}` (the raw body).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Where the verification key comes from (rsa_sha256), besides a key the deployment
+    /// configures: a read tool of the service answering a PEM public key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_key: Option<PublicKeySource>,
     /// JSONPath of the event's id in the body.
     #[serde(default)]
     pub event_id: Option<String>,
-    /// JSONPath of the upstream job id.
-    pub job_id: String,
-    /// JSONPath of the job's status.
-    pub status: String,
+    /// JSONPath(s) of the upstream job id; the first that holds a value counts (events
+    /// of several shapes).
+    pub job_id: Paths,
+    /// JSONPath(s) of the job's status; the first that holds a value counts.
+    pub status: Paths,
     /// Upstream status -> job state (DECISIONS section 7), shown beside the upstream's
     /// status in job listings, for statuses from callbacks and from watchers alike.
     #[serde(default)]
     pub states: BTreeMap<String, JobState>,
+}
+
+/// One JSONPath, or several tried in order.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Paths {
+    /// One path.
+    One(String),
+    /// Paths tried in order.
+    Many(Vec<String>),
+}
+
+impl Paths {
+    /// The paths, in order.
+    pub fn as_slice(&self) -> &[String] {
+        match self {
+            Self::One(one) => std::slice::from_ref(one),
+            Self::Many(many) => many,
+        }
+    }
+}
+
+/// A read tool whose answer carries the webhook verification key.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct PublicKeySource {
+    /// Tool name within the service (a read without required arguments).
+    pub tool: String,
+    /// JSONPath of the PEM text in its answer.
+    pub path: String,
 }
 
 /// Verification schemes.
@@ -125,6 +187,9 @@ pub struct WebhookSpec {
 pub enum WebhookScheme {
     /// A shared secret the deployment configures, sent by the upstream in `header`.
     Bearer,
+    /// An RSASSA-PKCS1-v1_5 SHA-256 signature (base64) over `message`, checked with the
+    /// upstream's RSA public key.
+    RsaSha256,
 }
 
 /// Job states (DECISIONS section 7).
@@ -569,6 +634,11 @@ pub struct RawResponse {
     #[serde(default)]
     #[schemars(with = "Option<String>")]
     pub job_id: Option<SpannedStr>,
+    /// A read that reports a job's status (Check Generation Status, Get Media Job): the
+    /// status it answers is written to the caller's job record, so job listings on every
+    /// replica show what was last seen.
+    #[serde(default)]
+    pub job_status: Option<RawJobStatus>,
     /// Service table mapping an object type to the fields compact answers keep.
     #[serde(default)]
     pub compact_table: Option<String>,
@@ -582,6 +652,18 @@ pub struct RawResponse {
     /// Upstream statuses mapped to a classification other than `upstream_http_error`.
     #[serde(default)]
     pub upstream_errors: BTreeMap<String, String>,
+}
+
+/// Where a job status read finds the job and its status.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct RawJobStatus {
+    /// Expression giving the job id, e.g. `args.job_id`.
+    #[schemars(with = "String")]
+    pub id: SpannedStr,
+    /// JSONPath of the status in the upstream answer.
+    #[schemars(with = "String")]
+    pub status: SpannedStr,
 }
 
 /// Paths redacted unless `unless` is truthy.

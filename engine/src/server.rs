@@ -46,6 +46,8 @@ pub async fn serve(
         .local_addr()
         .map(|a| a.ip().is_loopback())
         .unwrap_or(true);
+    // Webhook public keys the deployment has the broker fetch: now, then hourly.
+    crate::webhook::keys::spawn_refresh(broker.clone());
     loop {
         let (stream, _) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -370,7 +372,8 @@ async fn webhook(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
             return json_response(status, &json!({ "error": message }), &[]);
         }
     };
-    let answer = crate::webhook::receive(&broker, &service, &parts.headers, &bytes).await;
+    let answer =
+        crate::webhook::receive(&broker, &service, &parts.uri, &parts.headers, &bytes).await;
     json_response(answer.status, &answer.body, &[])
 }
 

@@ -308,8 +308,14 @@ async fn the_store_suite_passes_on_postgres() {
 async fn broker_on(server: &MockServer, store: Store) -> TestBroker {
     let mut setup = Setup::all_upstreams(&server.uri());
     setup.store = Some(store);
+    setup.config = Some("[webhook_secrets.imagegen]\nenv = \"IMAGEGEN_WEBHOOK_SECRET\"\n".into());
+    setup
+        .env
+        .insert("IMAGEGEN_WEBHOOK_SECRET".into(), WEBHOOK_SECRET.into());
     TestBroker::start(setup).await
 }
+
+const WEBHOOK_SECRET: &str = "whsec_replica_canary_8";
 
 async fn mount(server: &MockServer) {
     Mock::given(method("POST"))
@@ -469,6 +475,23 @@ async fn two_replicas_on_one_postgres_share_jobs_and_limits() {
         .call("imagegen.list_generation_jobs", json!({}), &[IMAGEGEN_KEY])
         .await;
     assert_eq!(listed["data"]["jobs"][0]["id"], "g-restart-1", "{listed}");
+    // A callback received by two is seen through one.
+    let callback = json!({ "type": "image_generation.complete",
+        "data": { "object": { "id": "g-restart-1", "status": "COMPLETE" } } });
+    let bearer = format!("Bearer {WEBHOOK_SECRET}");
+    let (status, _, text) = two
+        .send(
+            reqwest::Method::POST,
+            "/webhooks/imagegen",
+            Some(callback.to_string().into_bytes()),
+            &[("authorization", bearer.as_str())],
+        )
+        .await;
+    assert_eq!(status, 200, "{text}");
+    let (_, listed) = one
+        .call("imagegen.list_generation_jobs", json!({}), &[IMAGEGEN_KEY])
+        .await;
+    assert_eq!(listed["data"]["jobs"][0]["state"], "succeeded", "{listed}");
     // The availability limit holds across both: 10 in all, the 11th refused by either.
     let tool = "hosting.domains_check_domain_availability_v1";
     let args = json!({ "domain": "example", "tlds": ["com"] });
@@ -517,6 +540,7 @@ async fn two_replicas_on_one_postgres_share_jobs_and_limits() {
         "rate_hits",
         "audit",
         "idempotency",
+        "webhook_events",
         "schema_migrations",
     ] {
         let rows: Vec<(String,)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
@@ -531,6 +555,7 @@ async fn two_replicas_on_one_postgres_share_jobs_and_limits() {
                 "hk_replicas",
                 "pk_replicas",
                 crate::support::API_KEY,
+                WEBHOOK_SECRET,
                 "\"Jo\"",
             ] {
                 assert!(!row.contains(secret), "{table}: {row}");
@@ -571,4 +596,104 @@ async fn readiness_follows_the_store_and_names_only_its_kind() {
         .await;
     assert_eq!(status, 503, "{body}");
     assert!(!body.to_string().contains(&dir.path().display().to_string()));
+}
+
+#[tokio::test]
+async fn status_reads_keep_the_callers_job_records_current() {
+    const GEN: &str = "0f8fad5b-d9cb-469f-a165-70867728950e";
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/generations"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({ "sdGenerationJob": { "generationId": GEN } })),
+        )
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("/generations/{GEN}")))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({ "generations_by_pk": { "id": GEN, "status": "COMPLETE" } })),
+        )
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/jobs/audio-duck"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({ "job_id": "mj-1", "cache_hit": false })),
+        )
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/v1/jobs/mj-1"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({ "job_id": "mj-1", "state": "running" })),
+        )
+        .mount(&server)
+        .await;
+    let store = Store::open(&StoreConfig::Memory).await.unwrap();
+    let broker = broker_on(&server, store).await;
+
+    // Check Generation Status writes what it read to the caller's record.
+    let (status, body) = broker
+        .call(
+            "imagegen.create_generation",
+            json!({ "prompt": "a lighthouse", "confirm": true }),
+            &[IMAGEGEN_KEY],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = broker
+        .call(
+            "imagegen.get_generation_by_id",
+            json!({ "path_params": { "id": GEN } }),
+            &[IMAGEGEN_KEY],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (_, listed) = broker
+        .call("imagegen.list_generation_jobs", json!({}), &[IMAGEGEN_KEY])
+        .await;
+    assert_eq!(listed["data"]["jobs"][0]["status"], "COMPLETE", "{listed}");
+    assert_eq!(listed["data"]["jobs"][0]["state"], "succeeded");
+    // Another caller's read of the same id changes nothing of this caller's record.
+    let other = ("x-imagegen-api-key", "ik_someone_else");
+    let (_, listed) = broker
+        .call("imagegen.list_generation_jobs", json!({}), &[other])
+        .await;
+    assert_eq!(listed["data"]["total"], 0);
+
+    // Media queue tools record their job; Get Media Job keeps its state.
+    let media_key = ("x-media-api-key", "mk_store_canary_5");
+    let (status, body) = broker
+        .call(
+            "media.audio_duck",
+            json!({ "voice_asset_id": "v1", "music_asset_id": "m1" }),
+            &[media_key],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let owner = tool_broker::jobs::owner("env:TOOL_BROKER_API_KEY", Some(media_key.1));
+    let jobs = broker
+        .broker
+        .store
+        .list_jobs("media", &owner)
+        .await
+        .unwrap();
+    assert_eq!((jobs.len(), jobs[0].id.as_str()), (1, "mj-1"));
+    assert_eq!(jobs[0].status, None);
+    let (status, body) = broker
+        .call("media.get_job", json!({ "job_id": "mj-1" }), &[media_key])
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let jobs = broker
+        .broker
+        .store
+        .list_jobs("media", &owner)
+        .await
+        .unwrap();
+    assert_eq!(jobs[0].status.as_deref(), Some("running"));
 }

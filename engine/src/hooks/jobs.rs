@@ -1,6 +1,7 @@
 //! `list_jobs`: the caller's recent jobs of the tool's service from the store
-//! ([`crate::store::jobs`]), newest first, optionally by status. Never contacts the
-//! upstream.
+//! ([`crate::store::jobs`]), newest first, optionally by the upstream's status word
+//! (`status`) or by the job state it maps to (`state`, DECISIONS section 7, through the
+//! service's `[webhook] states`). Never contacts the upstream.
 
 use serde_json::{Map, Value, json};
 
@@ -32,11 +33,6 @@ pub async fn list_jobs(
                 "the broker's job store cannot be read right now; retry shortly",
             )
         })?;
-    let jobs: Vec<_> = listed
-        .into_iter()
-        .filter(|j| status.is_none_or(|s| j.status.as_deref() == Some(s)))
-        .collect();
-    let total = jobs.len();
     // Each job with the state its status maps to (DECISIONS section 7), where the
     // service's `[webhook] states` says.
     let states = broker
@@ -45,15 +41,24 @@ pub async fn list_jobs(
         .get(&tool.service)
         .and_then(|s| s.webhook.as_ref())
         .map(|w| &w.spec.states);
+    let state_of = |job: &crate::jobs::Job| {
+        job.status
+            .as_ref()
+            .and_then(|s| states.and_then(|m| m.get(s)))
+            .map(|s| s.as_str())
+    };
+    let wanted_state = args.get("state").and_then(Value::as_str);
+    let jobs: Vec<_> = listed
+        .into_iter()
+        .filter(|j| status.is_none_or(|s| j.status.as_deref() == Some(s)))
+        .filter(|j| wanted_state.is_none_or(|w| state_of(j) == Some(w)))
+        .collect();
+    let total = jobs.len();
     let shown: Vec<Value> = jobs
         .into_iter()
         .take(limit)
         .map(|job| {
-            let state = job
-                .status
-                .as_ref()
-                .and_then(|s| states.and_then(|m| m.get(s)))
-                .map(|s| s.as_str());
+            let state = state_of(&job);
             let mut value = serde_json::to_value(&job).unwrap_or(Value::Null);
             if let Value::Object(map) = &mut value {
                 map.insert("state".into(), json!(state));

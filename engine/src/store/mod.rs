@@ -167,18 +167,36 @@ impl Store {
     async fn sqlite(options: SqliteConnectOptions, location: String) -> Result<Self, StoreError> {
         // One connection: SQLite has one writer; an in-memory database lives as long as
         // its connection, so it is never closed.
-        let pool = SqlitePoolOptions::new()
-            .min_connections(1)
-            .max_connections(1)
-            .idle_timeout(None)
-            .max_lifetime(None)
-            .acquire_timeout(Duration::from_secs(10))
-            .connect_with(options)
-            .await
-            .map_err(|e| StoreError::Open {
-                kind: "sqlite",
-                reason: e.to_string(),
-            })?;
+        // Switching a new file to WAL takes an exclusive lock that SQLite's busy timeout
+        // does not wait for: a process opening the file at the same moment as another
+        // (two replicas, a CLI beside `serve`) is told "database is locked". Retried for
+        // up to about 5 s; any other error at once.
+        let mut attempt = 0;
+        let pool = loop {
+            let opened = SqlitePoolOptions::new()
+                .min_connections(1)
+                .max_connections(1)
+                .idle_timeout(None)
+                .max_lifetime(None)
+                .acquire_timeout(Duration::from_secs(10))
+                .connect_with(options.clone())
+                .await;
+            match opened {
+                Ok(pool) => break pool,
+                Err(sqlx::Error::Database(e))
+                    if e.code().as_deref() == Some("5") && attempt < 50 =>
+                {
+                    attempt += 1;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => {
+                    return Err(StoreError::Open {
+                        kind: "sqlite",
+                        reason: e.to_string(),
+                    });
+                }
+            }
+        };
         Ok(Self {
             backend: Backend::Sqlite(pool),
             location,
