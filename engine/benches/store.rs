@@ -27,6 +27,7 @@ fn record() -> AuditRecord {
         classification: "ok".into(),
         trace_id: "0123456789abcdef-bench".into(),
         duration_ms: 3,
+        confirmation: Some("flag".into()),
     }
 }
 

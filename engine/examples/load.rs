@@ -1,12 +1,15 @@
-//! Load test of `POST /` for one proxied read tool (`agent.list_agents`) against a local
-//! upstream stub, side by side with the same load sent to the stub directly.
+//! Load test against a local upstream stub, side by side with the same load sent to the
+//! stub directly: a proxied read (`agent.list_agents`) on `POST /` and `POST /mcp`, a
+//! write (`agent.create_task`, audited) and the write with a fresh `Idempotency-Key`
+//! per call, with the store on SQLite (a temporary folder) or PostgreSQL.
 //!
 //! Run with `bench/load.sh` (builds in release mode first). Everything stays on
 //! 127.0.0.1; every run is bounded by `--seconds` and `--max-requests`.
 //!
 //! ```text
 //! cargo run --release -p tool-broker --example load -- \
-//!     --broker target/release/tool-broker --seconds 5 --concurrency 16
+//!     --broker target/release/tool-broker --seconds 5 --concurrency 16 \
+//!     [--database-url postgres://...]
 //! ```
 #![allow(
     clippy::unwrap_used,
@@ -134,9 +137,20 @@ async fn drive(
     }
 }
 
-fn start_broker(binary: &str, port: u16, upstream: SocketAddr) -> Child {
-    Command::new(binary)
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+fn start_broker(
+    binary: &str,
+    port: u16,
+    upstream: SocketAddr,
+    data_dir: &std::path::Path,
+    database_url: Option<&str>,
+) -> Child {
+    let mut command = Command::new(binary);
+    command.args(["serve", "--listen", &format!("127.0.0.1:{port}")]);
+    command.arg("--data-dir").arg(data_dir);
+    if let Some(url) = database_url {
+        command.args(["--database-url", url]);
+    }
+    command
         .env("TOOL_BROKER_API_KEY", KEY)
         .env("TOOL_BROKER_UPSTREAM_AGENT", format!("http://{upstream}"))
         .env("TOOL_BROKER_LOG", "warn")
@@ -152,13 +166,18 @@ async fn main() {
     let seconds: u64 = arg("--seconds", "5").parse().unwrap();
     let concurrency: usize = arg("--concurrency", "16").parse().unwrap();
     let max_requests: usize = arg("--max-requests", "500000").parse().unwrap();
+    // The store: SQLite in a fresh folder (the default backend), or PostgreSQL.
+    let database_url = std::env::args()
+        .position(|a| a == "--database-url")
+        .map(|_| arg("--database-url", ""));
+    let data_dir = std::env::temp_dir().join(format!("tool-broker-load-{}", std::process::id()));
     let stub = start_stub().await;
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let mut broker = start_broker(&binary, port, stub);
+    let mut broker = start_broker(&binary, port, stub, &data_dir, database_url.as_deref());
     let probe = reqwest::Client::new();
     for _ in 0..100 {
         if probe
@@ -194,6 +213,31 @@ async fn main() {
                 .header("mcp-protocol-version", "2025-11-25")
                 .body(mcp_body.clone())
         });
+    // A write through POST / (the stub answers it like any request): one audit record
+    // per call; and the same with a fresh Idempotency-Key per call (claim, complete and
+    // audit in the store).
+    let write_body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "agent.create_task", "arguments": {"message": {"content": "load"}, "confirm": true}}}).to_string();
+    let write_url = format!("http://127.0.0.1:{port}/");
+    let counter = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let make_write = |idempotent: bool| -> Arc<dyn Fn(&reqwest::Client) -> reqwest::RequestBuilder + Send + Sync> {
+        let (url, body, counter) = (write_url.clone(), write_body.clone(), counter.clone());
+        Arc::new(move |c: &reqwest::Client| {
+            let request = c
+                .post(&url)
+                .header("authorization", format!("Bearer {KEY}"))
+                .header("x-agent-api-key", "ak_load_test")
+                .header("content-type", "application/json")
+                .body(body.clone());
+            if idempotent {
+                let n = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                request.header("idempotency-key", format!("load-{n}"))
+            } else {
+                request
+            }
+        })
+    };
+    let write = make_write(false);
+    let write_idempotent = make_write(true);
     let stub_url = format!("http://{stub}/v2/agent.list");
     let direct: Arc<dyn Fn(&reqwest::Client) -> reqwest::RequestBuilder + Send + Sync> =
         Arc::new(move |c: &reqwest::Client| {
@@ -207,17 +251,32 @@ async fn main() {
     let d = drive(direct, seconds, concurrency, max_requests).await;
     let b = drive(via_broker, seconds, concurrency, max_requests).await;
     let m = drive(via_mcp, seconds, concurrency, max_requests).await;
+    drive(write.clone(), 1, concurrency, 10_000).await;
+    let w = drive(write, seconds, concurrency, max_requests).await;
+    let wi = drive(write_idempotent, seconds, concurrency, max_requests).await;
     let _ = broker.kill();
     let _ = broker.wait();
+    let _ = std::fs::remove_dir_all(&data_dir);
 
     println!(
-        "load: {seconds}s per target, {concurrency} connections, tool agent.list_agents (20 items, redaction on)"
+        "load: {seconds}s per target, {concurrency} connections, reads agent.list_agents (20 items, redaction on), writes agent.create_task; store {}",
+        if database_url.is_some() {
+            "postgres"
+        } else {
+            "sqlite"
+        }
     );
     println!(
         "{:<8} {:>10} {:>8} {:>10} {:>10} {:>10}",
         "target", "requests", "errors", "req/s", "p50 us", "p99 us"
     );
-    for (name, f) in [("stub", &d), ("broker", &b), ("mcp", &m)] {
+    for (name, f) in [
+        ("stub", &d),
+        ("broker", &b),
+        ("mcp", &m),
+        ("write", &w),
+        ("write+ik", &wi),
+    ] {
         println!(
             "{:<8} {:>10} {:>8} {:>10.0} {:>10} {:>10}",
             name, f.requests, f.errors, f.rps, f.p50_us, f.p99_us

@@ -26,6 +26,8 @@ pub struct Principal {
     pub profiles: Vec<String>,
     /// What MCP `tools/list` shows this caller.
     pub toolset: crate::config::Toolset,
+    /// Who confirms this caller's writes.
+    pub confirmation: crate::config::WriteConfirmation,
 }
 
 impl Principal {
@@ -38,6 +40,7 @@ impl Principal {
             risks: None,
             profiles: Vec::new(),
             toolset: crate::config::Toolset::default(),
+            confirmation: crate::config::WriteConfirmation::Flag,
         }
     }
 
@@ -81,6 +84,8 @@ pub struct Keys {
     entries: Vec<([u8; 32], Principal)>,
     /// The toolset of keys that name none.
     default_toolset: crate::config::Toolset,
+    /// The confirmation mode of keys that name none.
+    default_confirmation: crate::config::WriteConfirmation,
 }
 
 /// sha256 of a token.
@@ -105,10 +110,12 @@ impl Keys {
     pub fn from_config(
         entries: &[KeyEntry],
         default_toolset: crate::config::Toolset,
+        default_confirmation: crate::config::WriteConfirmation,
     ) -> Result<Self, String> {
         let mut keys = Self {
             entries: Vec::new(),
             default_toolset,
+            default_confirmation,
         };
         for e in entries {
             let hash = parse_hex32(&e.sha256.to_ascii_lowercase()).ok_or_else(|| {
@@ -129,6 +136,7 @@ impl Keys {
                         .toolset
                         .clone()
                         .unwrap_or_else(|| keys.default_toolset.clone()),
+                    confirmation: e.confirmation.unwrap_or(keys.default_confirmation),
                 },
             ));
         }
@@ -139,6 +147,7 @@ impl Keys {
     pub fn add_plain(&mut self, name: &str, token: &str) {
         let principal = Principal {
             toolset: self.default_toolset.clone(),
+            confirmation: self.default_confirmation,
             ..Principal::unrestricted(name)
         };
         self.entries.push((hash_token(token), principal));
@@ -212,7 +221,15 @@ mod tests {
             risks: None,
             profiles: vec![],
             toolset: None,
+            confirmation: None,
         };
-        assert!(Keys::from_config(&[entry], crate::config::Toolset::default()).is_err());
+        assert!(
+            Keys::from_config(
+                &[entry],
+                crate::config::Toolset::default(),
+                crate::config::WriteConfirmation::Flag
+            )
+            .is_err()
+        );
     }
 }

@@ -43,6 +43,10 @@ pub struct Broker {
     pub metrics: crate::metrics::Metrics,
     /// The durable store: jobs, rate-limit windows, the write audit.
     pub store: crate::store::Store,
+    /// Seals confirmation tokens (keys in the store).
+    pub(crate) sealer: crate::seal::Sealer,
+    /// How long a confirmation token stays valid.
+    pub(crate) confirmation_ttl_seconds: u64,
     /// What verifies each service's callbacks; secrets never leave the broker.
     pub(crate) webhooks: crate::webhook::keys::Receivers,
     /// Routing profiles: `(service, id, slug, key)`; keys never leave the broker.
@@ -95,6 +99,8 @@ pub struct Exec {
     pub resource: Option<Value>,
     /// The raw tool a wrapper ran.
     pub dispatched_to: Option<String>,
+    /// A preview that answered a confirmation token (mode `bound`; audited).
+    pub token_issued: bool,
 }
 
 /// The request-scoped facts a tool may use.
@@ -138,7 +144,19 @@ impl Broker {
         env: &dyn Fn(&str) -> Option<String>,
         store: crate::store::Store,
     ) -> Result<Self, String> {
-        let mut keys = Keys::from_config(&config.keys, config.toolset.clone().unwrap_or_default())?;
+        let mut keys = Keys::from_config(
+            &config.keys,
+            config.toolset.clone().unwrap_or_default(),
+            config.confirmation.unwrap_or_default(),
+        )?;
+        let human = config.confirmation == Some(crate::config::WriteConfirmation::Human)
+            || config
+                .keys
+                .iter()
+                .any(|k| k.confirmation == Some(crate::config::WriteConfirmation::Human));
+        if human {
+            return Err("confirmation = \"human\" is not available in this version: use \"bound\" (a token the preview answers) or \"flag\"".into());
+        }
         if let Some(token) = env("TOOL_BROKER_API_KEY").filter(|t| !t.is_empty()) {
             keys.add_plain("env:TOOL_BROKER_API_KEY", &token);
         }
@@ -251,6 +269,10 @@ impl Broker {
             trace_counter: AtomicU64::new(0),
             store,
             webhooks,
+            sealer: crate::seal::Sealer::default(),
+            confirmation_ttl_seconds: config
+                .confirmation_ttl_seconds
+                .unwrap_or(crate::bound::DEFAULT_TTL_SECONDS),
             profiles,
             mcp_entries: std::sync::OnceLock::new(),
             origins,
@@ -413,8 +435,10 @@ impl Broker {
     }
 
     /// Runs one `tools/call` and returns the response to send.
-    pub async fn call(&self, input: CallInput<'_>) -> Response {
+    pub async fn call(&self, mut input: CallInput<'_>) -> Response {
         let started = Instant::now();
+        // The broker's own argument: taken out before anything hashes or validates.
+        let token = crate::bound::take_token(&mut input.arguments);
         let trace_id = self.trace_id(&input.request_id);
         let mut meta = Meta {
             request_id: input.request_id.clone(),
@@ -470,12 +494,16 @@ impl Broker {
                         Ok(crate::idempotency::Begin::Run(h)) => {
                             ctx.idempotency = Some(h.upstream.clone());
                             held = Some(h);
-                            self.execute(tool, input.arguments, &ctx).await
+                            self.execute_confirmed(tool, input.arguments, token, &ctx)
+                                .await
                         }
                         Err(e) => Err(e),
                     }
                 }
-                _ => self.execute(tool, input.arguments, &ctx).await,
+                _ => {
+                    self.execute_confirmed(tool, input.arguments, token, &ctx)
+                        .await
+                }
             },
         };
         let duration_ms = elapsed_ms(started);
@@ -584,6 +612,7 @@ impl Broker {
             classification: classification.to_string(),
             trace_id: ctx.trace_id.clone(),
             duration_ms,
+            confirmation: Some(ctx.principal.confirmation.as_str().to_string()),
         };
         if let Err(e) = self.store.append_audit(&record).await {
             tracing::error!(error = %e, tool = %tool.full_name, trace_id = %ctx.trace_id, "write audit record not stored");
@@ -634,6 +663,95 @@ impl Broker {
         arguments: Option<Value>,
         ctx: &RequestCtx<'_>,
     ) -> Result<Exec, CallError> {
+        self.execute_as(tool, arguments, ctx, false).await
+    }
+
+    /// Runs a write under its caller's confirmation mode (DECISIONS section 8). Under
+    /// `bound`, a call without a token answers its preview (whatever the flags say) and
+    /// a token bound to it; a call with one runs only if the token holds, and spends it
+    /// when the call asks to run. Other modes and reads run as they are.
+    async fn execute_confirmed(
+        &self,
+        tool: &Tool,
+        arguments: Option<Value>,
+        token: Option<String>,
+        ctx: &RequestCtx<'_>,
+    ) -> Result<Exec, CallError> {
+        if ctx.principal.confirmation != crate::config::WriteConfirmation::Bound
+            || tool.risk != Risk::Write
+        {
+            return self.execute(tool, arguments, ctx).await;
+        }
+        let rules = &self.catalog.rules.confirmation;
+        let map = arguments.as_ref().and_then(Value::as_object);
+        let digest = crate::bound::digest(tool, map, rules);
+        let caller = self.job_owner(&tool.service, ctx);
+        if let Some(token) = token {
+            let spend = crate::bound::asks_to_run(tool, map, rules);
+            crate::bound::redeem(self, tool, &caller, &digest, &token, spend).await?;
+            return self.execute(tool, arguments, ctx).await;
+        }
+        // No token: the preview and a token for exactly this request. Hooks are run
+        // without the flags, so they answer their own unconfirmed preview or refusal.
+        let mut arguments = arguments;
+        if matches!(tool.action, Action::Hook(_))
+            && let Some(map) = arguments.as_mut().and_then(Value::as_object_mut)
+        {
+            map.remove(&rules.confirm_arg);
+            map.remove(&rules.apply_arg);
+        }
+        let result = self.execute_as(tool, arguments, ctx, true).await;
+        let refused_unconfirmed =
+            matches!(&result, Err(e) if e.classification == Classification::ConfirmationRequired);
+        if result.as_ref().is_ok_and(|e| !e.dry_run) || (result.is_err() && !refused_unconfirmed) {
+            return result;
+        }
+        let issued = crate::bound::issue(self, tool, &caller, &digest).await?;
+        let next = format!(
+            "This deployment confirms writes by token. Show the user this preview; only after they approve it, call `{}` again with the same arguments, `confirmationToken` set to the token here{} (single use, valid until {}).",
+            tool.full_name,
+            match tool.confirmation {
+                ConfirmationMode::ConfirmApply =>
+                    format!(" and `{}` \"{}\"", rules.apply_arg, rules.apply_phrase),
+                ConfirmationMode::None | ConfirmationMode::Auto => String::new(),
+                _ => format!(" and `{}=true`", rules.confirm_arg),
+            },
+            issued.expires_at
+        );
+        match result {
+            Ok(mut exec) => {
+                if let Value::Object(data) = &mut exec.data {
+                    data.insert("confirmationToken".into(), json!(issued.token));
+                    data.insert(
+                        "confirmationExpiresAt".into(),
+                        json!(issued.expires_at.to_string()),
+                    );
+                    data.insert("nextAction".into(), json!(next));
+                }
+                exec.next_action = Some(next);
+                exec.token_issued = true;
+                Ok(exec)
+            }
+            Err(mut e) => {
+                e.message = next;
+                e.details = Some(json!({
+                    "confirmationToken": issued.token,
+                    "confirmationExpiresAt": issued.expires_at.to_string(),
+                }));
+                Err(e)
+            }
+        }
+    }
+
+    /// [`Broker::execute`], or with `preview_only` the tool's preview whatever its
+    /// confirmation flags say (HTTP tools; hooks answer as they are).
+    async fn execute_as(
+        &self,
+        tool: &Tool,
+        arguments: Option<Value>,
+        ctx: &RequestCtx<'_>,
+        preview_only: bool,
+    ) -> Result<Exec, CallError> {
         let mut args = args::prepare(tool, arguments)?;
         let routed = crate::tenancy::route(self, tool, &mut args, ctx.headers)?;
         let template_ctx =
@@ -648,7 +766,11 @@ impl Broker {
                 return Err(CallError::new(rule.classification, rule.message.clone()));
             }
         }
-        let decision = decide(tool, &args, &self.catalog.rules.confirmation)?;
+        let decision = if preview_only {
+            Decision::Preview(PreviewReason::NotConfirmed)
+        } else {
+            decide(tool, &args, &self.catalog.rules.confirmation)?
+        };
         match &tool.action {
             Action::Hook(hook) => self.run_hook(*hook, tool, args, ctx).await,
             Action::Http(plan) => {
@@ -966,6 +1088,7 @@ impl Broker {
 fn write_outcome(result: &Result<Exec, CallError>) -> Option<crate::store::audit::Outcome> {
     use crate::store::audit::Outcome;
     match result {
+        Ok(exec) if exec.token_issued => Some(Outcome::TokenIssued),
         Ok(exec) if exec.dry_run => None,
         Ok(_) => Some(Outcome::Executed),
         Err(e)

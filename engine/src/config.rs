@@ -68,6 +68,14 @@ pub struct ConfigFile {
     /// `"all"` lists every agent-ready tool the key may use (about 3 MB).
     #[serde(default)]
     pub toolset: Option<Toolset>,
+    /// Who confirms a write (DECISIONS section 8) for keys that name no `confirmation`:
+    /// `flag` (the default: the spec's flags), `bound` (a token the preview answered),
+    /// `human` (a person; not built yet, refused at start).
+    #[serde(default)]
+    pub confirmation: Option<WriteConfirmation>,
+    /// How long a confirmation token stays valid, in seconds (default 300).
+    #[serde(default)]
+    pub confirmation_ttl_seconds: Option<u64>,
     /// Browser origins (`scheme://host[:port]`) allowed besides the broker's own. A
     /// request carrying any other `Origin` is refused with 403 before any tool runs.
     #[serde(default)]
@@ -122,6 +130,34 @@ pub struct KeyEntry {
     /// top-level `toolset`.
     #[serde(default)]
     pub toolset: Option<Toolset>,
+    /// Who confirms this key's writes; default: the top-level `confirmation`.
+    #[serde(default)]
+    pub confirmation: Option<WriteConfirmation>,
+}
+
+/// Who confirms a write (DECISIONS section 8).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WriteConfirmation {
+    /// The spec's flags decide (`confirm=true`, `confirmApply`).
+    #[default]
+    Flag,
+    /// A write runs only with the `confirmationToken` its preview answered, bound to the
+    /// caller, the tool, its descriptor hash and the arguments; single use, expiring.
+    Bound,
+    /// A person approves (MCP elicitation or the approval page).
+    Human,
+}
+
+impl WriteConfirmation {
+    /// The mode's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Flag => "flag",
+            Self::Bound => "bound",
+            Self::Human => "human",
+        }
+    }
 }
 
 /// The tools an MCP client of one key sees in `tools/list` (calls are still governed

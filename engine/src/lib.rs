@@ -20,6 +20,7 @@
 
 pub mod args;
 pub mod auth;
+pub mod bound;
 pub mod call;
 pub mod catalog;
 pub mod cli;
@@ -47,6 +48,7 @@ pub mod response;
 pub mod rules;
 pub mod sample;
 pub mod schema;
+pub mod seal;
 pub mod search;
 pub mod server;
 pub mod shape;

@@ -9,6 +9,7 @@
 mod bad_input;
 mod cases;
 mod cli;
+mod confirmation;
 mod diagnostics;
 mod failures;
 mod idempotency;

@@ -69,6 +69,7 @@ fn record(tool: &str, outcome: Outcome, at: &str) -> AuditRecord {
         .into(),
         trace_id: "0123456789abcdef-r1".into(),
         duration_ms: 12,
+        confirmation: Some("flag".into()),
     }
 }
 

@@ -32,6 +32,8 @@ pub fn readiness(broker: &Broker, service: &Service, ctx: &RequestCtx<'_>) -> Va
         "credentialHeader": service.credential.as_ref().map(|c| c.header.clone()),
         "credentialPresent": service.credential.is_none()
             || broker.upstream_key(&service.id, ctx.headers).is_some(),
+        // Who confirms this caller's writes (DECISIONS section 8).
+        "writeConfirmation": ctx.principal.confirmation.as_str(),
     });
     let Some(map) = out.as_object_mut() else {
         return out;

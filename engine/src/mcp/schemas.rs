@@ -64,6 +64,18 @@ pub fn published_input(catalog: &Catalog, tool: &Tool) -> Value {
                             .collect::<Map<_, _>>()
                     })
                     .unwrap_or_default();
+                let mut properties = properties;
+                if tool.risk == crate::descriptor::Risk::Write {
+                    // The broker's own argument (DECISIONS section 8): accepted by every
+                    // write, never validated against the tool's schema, never sent.
+                    properties.insert(
+                        crate::bound::TOKEN_ARG.into(),
+                        serde_json::json!({
+                            "type": "string",
+                            "description": "Token from this call's preview, where writes are confirmed by token"
+                        }),
+                    );
+                }
                 out.insert(key.clone(), Value::Object(properties));
             }
             _ => {

@@ -19,6 +19,8 @@ pub enum Outcome {
     Refused,
     /// Not sent: the person asked to approve it declined.
     Declined,
+    /// Not sent: its preview answered a confirmation token (mode `bound`).
+    TokenIssued,
 }
 
 impl Outcome {
@@ -28,6 +30,7 @@ impl Outcome {
             Self::Executed => "executed",
             Self::Refused => "refused",
             Self::Declined => "declined",
+            Self::TokenIssued => "token_issued",
         }
     }
 
@@ -35,6 +38,7 @@ impl Outcome {
         match text {
             "executed" => Self::Executed,
             "declined" => Self::Declined,
+            "token_issued" => Self::TokenIssued,
             _ => Self::Refused,
         }
     }
@@ -68,6 +72,8 @@ pub struct AuditRecord {
     pub trace_id: String,
     /// Milliseconds the call took.
     pub duration_ms: u64,
+    /// How the write was confirmed: `flag` or `bound` (absent in records from before).
+    pub confirmation: Option<String>,
 }
 
 /// What `audit list` selects.
@@ -94,6 +100,7 @@ type Row = (
     String,
     String,
     i64,
+    Option<String>,
 );
 
 impl Store {
@@ -104,8 +111,8 @@ impl Store {
                 .map(super::millis)
                 .unwrap_or(0);
         let sql = "INSERT INTO audit (at, at_ms, key_name, tool, descriptor_hash, catalog_version, \
-                   args_sha256, outcome, upstream_status, classification, trace_id, duration_ms) \
-                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
+                   args_sha256, outcome, upstream_status, classification, trace_id, duration_ms, confirmation) \
+                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
         on_pool!(self, pool => sqlx::query(sql)
             .bind(&r.at)
             .bind(at_ms)
@@ -119,6 +126,7 @@ impl Store {
             .bind(&r.classification)
             .bind(&r.trace_id)
             .bind(i64::try_from(r.duration_ms).unwrap_or(i64::MAX))
+            .bind(r.confirmation.as_deref())
             .execute(pool)
             .await
             .map(|_| ())
@@ -129,7 +137,7 @@ impl Store {
     pub async fn list_audit(&self, q: &AuditQuery) -> Result<Vec<AuditRecord>, StoreError> {
         let since = q.since.map_or(i64::MIN, super::millis);
         let sql = "SELECT seq, at, key_name, tool, descriptor_hash, catalog_version, args_sha256, \
-                   outcome, upstream_status, classification, trace_id, duration_ms FROM audit \
+                   outcome, upstream_status, classification, trace_id, duration_ms, confirmation FROM audit \
                    WHERE at_ms >= $1 AND ($2 = '' OR tool = $2) ORDER BY seq DESC LIMIT $3";
         let rows: Vec<Row> = on_pool!(self, pool => sqlx::query_as(sql)
             .bind(since)
@@ -153,6 +161,7 @@ impl Store {
                 classification: r.9,
                 trace_id: r.10,
                 duration_ms: u64::try_from(r.11).unwrap_or(0),
+                confirmation: r.12,
             })
             .collect();
         records.reverse();

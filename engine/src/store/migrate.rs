@@ -33,6 +33,11 @@ pub const SQLITE: &[Migration] = &[
         "webhook_events",
         include_str!("migrations/portable/0003_webhook_events.sql"),
     ),
+    (
+        4,
+        "confirmation",
+        include_str!("migrations/portable/0004_confirmation.sql"),
+    ),
 ];
 
 /// PostgreSQL migrations, oldest first.
@@ -51,6 +56,11 @@ pub const POSTGRES: &[Migration] = &[
         3,
         "webhook_events",
         include_str!("migrations/portable/0003_webhook_events.sql"),
+    ),
+    (
+        4,
+        "confirmation",
+        include_str!("migrations/portable/0004_confirmation.sql"),
     ),
 ];
 

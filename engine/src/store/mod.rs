@@ -19,6 +19,7 @@
 //! records a job or has a rate limit.
 
 pub mod audit;
+pub mod confirmation;
 pub mod idempotency;
 pub mod jobs;
 pub mod migrate;

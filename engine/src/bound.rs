@@ -1,0 +1,237 @@
+//! Bound confirmation (DECISIONS section 8, mode `bound`): a write runs only with the
+//! `confirmationToken` its preview answered.
+//!
+//! A token is sealed ([`crate::seal`]) claims: a random id, the caller (key name and
+//! upstream key fingerprint, as for jobs), the tool, its descriptor hash, the sha256 of
+//! the bound arguments and an expiry. The bound arguments are what the caller sent but
+//! the broker's own confirmation arguments (the spec's flags, the preview switch, the
+//! token), so the preview call and the confirmed call bind the same. A token is spent
+//! in the store when its write is let through, once across every replica. Every refusal
+//! is `confirmation_required` with its reason and sends nothing.
+
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::catalog::Tool;
+use crate::descriptor::ConfirmationMode;
+use crate::error::{CallError, Classification};
+use crate::rules::Confirmation;
+
+/// The broker argument carrying a token. Accepted by every write, never sent upstream.
+pub const TOKEN_ARG: &str = "confirmationToken";
+/// The seal purpose of confirmation tokens.
+const PURPOSE: &str = "confirm";
+/// Default token lifetime.
+pub const DEFAULT_TTL_SECONDS: u64 = 300;
+
+/// Why a token was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Not a token this deployment sealed, or altered.
+    Invalid,
+    /// Past its expiry.
+    Expired,
+    /// Used before.
+    Used,
+    /// Issued for another tool (or another version of this one).
+    OtherTool,
+    /// Issued for other arguments.
+    OtherArguments,
+    /// Issued to another caller.
+    OtherCaller,
+}
+
+impl Refusal {
+    /// The reason word, in the error's `details.reason`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Invalid => "invalid",
+            Self::Expired => "expired",
+            Self::Used => "used",
+            Self::OtherTool => "other_tool",
+            Self::OtherArguments => "other_arguments",
+            Self::OtherCaller => "other_caller",
+        }
+    }
+
+    fn message(self, tool: &str) -> String {
+        let what = match self {
+            Self::Invalid => "is not a token this broker issued (or was altered)",
+            Self::Expired => "has expired",
+            Self::Used => "was already used",
+            Self::OtherTool => "was issued for another tool or another version of it",
+            Self::OtherArguments => "was issued for other arguments",
+            Self::OtherCaller => "was issued to another caller",
+        };
+        format!(
+            "the confirmationToken {what}: nothing was sent; call `{tool}` without a token to get its preview and a new token, and run it only after the user approves that preview"
+        )
+    }
+
+    /// The refusal as a call error (428 `confirmation_required`).
+    pub fn error(self, tool: &Tool) -> CallError {
+        let mut e = CallError::new(
+            Classification::ConfirmationRequired,
+            self.message(&tool.full_name),
+        );
+        e.details = Some(json!({ "reason": self.as_str() }));
+        e
+    }
+}
+
+/// Removes the token argument from a call's arguments (every tool, every mode: it is
+/// never validated against a tool's schema and never sent upstream).
+pub fn take_token(arguments: &mut Option<Value>) -> Option<String> {
+    let map = arguments.as_mut()?.as_object_mut()?;
+    match map.remove(TOKEN_ARG)? {
+        Value::String(s) => Some(s),
+        // A token that is not text is no token, and is refused as invalid.
+        other => Some(other.to_string()),
+    }
+}
+
+/// sha256 (hex) of the bound arguments: the arguments without the confirmation flags,
+/// the preview switch and the token, in canonical JSON (sorted keys).
+pub fn digest(tool: &Tool, args: Option<&Map<String, Value>>, rules: &Confirmation) -> String {
+    let mut bound = args.cloned().unwrap_or_default();
+    for name in [
+        Some(rules.confirm_arg.as_str()),
+        Some(rules.apply_arg.as_str()),
+        tool.preview_arg.as_deref(),
+        Some(TOKEN_ARG),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        bound.remove(name);
+    }
+    // serde_json maps are ordered by key: the text is canonical.
+    let text = Value::Object(bound).to_string();
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Whether a call asks to run (rather than to be previewed): the flag its confirmation
+/// rule reads is set, or its rule reads none, and no preview was asked for.
+pub fn asks_to_run(tool: &Tool, args: Option<&Map<String, Value>>, rules: &Confirmation) -> bool {
+    let get = |name: &str| args.and_then(|a| a.get(name));
+    if tool
+        .preview_arg
+        .as_deref()
+        .is_some_and(|p| get(p) == Some(&Value::Bool(true)))
+    {
+        return false;
+    }
+    match tool.confirmation {
+        ConfirmationMode::None | ConfirmationMode::Auto => true,
+        ConfirmationMode::ConfirmFlag | ConfirmationMode::DryRunDefault => {
+            get(&rules.confirm_arg) == Some(&Value::Bool(true))
+        }
+        ConfirmationMode::ConfirmApply => {
+            get(&rules.apply_arg).and_then(Value::as_str) == Some(rules.apply_phrase.as_str())
+        }
+    }
+}
+
+/// A token issued: the text and its expiry.
+#[derive(Debug, Clone)]
+pub struct Issued {
+    /// The token.
+    pub token: String,
+    /// When it expires.
+    pub expires_at: jiff::Timestamp,
+}
+
+/// Issues a token for `(caller, tool, digest)`.
+pub async fn issue(
+    broker: &crate::call::Broker,
+    tool: &Tool,
+    caller: &str,
+    digest: &str,
+) -> Result<Issued, CallError> {
+    let now = broker.now();
+    let expires_at = now
+        .checked_add(jiff::SignedDuration::from_secs(
+            i64::try_from(broker.confirmation_ttl_seconds).unwrap_or(i64::MAX),
+        ))
+        .unwrap_or(now);
+    let id: String = {
+        let mut buf = [0u8; 16];
+        let _ = getrandom::fill(&mut buf);
+        buf.iter().map(|b| format!("{b:02x}")).collect()
+    };
+    let claims = json!({
+        "id": id,
+        "caller": caller,
+        "tool": tool.full_name,
+        "hash": tool.descriptor_hash,
+        "args": digest,
+        "exp": expires_at.as_millisecond(),
+    });
+    let token = broker
+        .sealer
+        .seal(&broker.store, now.as_millisecond(), PURPOSE, &claims)
+        .await
+        .map_err(|e| store_down(&e))?;
+    Ok(Issued { token, expires_at })
+}
+
+fn store_down(e: &crate::store::StoreError) -> CallError {
+    tracing::error!(error = %e, "confirmation store unavailable");
+    CallError::new(
+        Classification::NotConfigured,
+        "the broker cannot issue or check confirmation tokens right now (its store does not answer); nothing was sent; retry shortly",
+    )
+}
+
+/// Checks a token against `(caller, tool, digest)`; with `spend`, spends it (once
+/// across replicas). `Ok` lets the call through.
+pub async fn redeem(
+    broker: &crate::call::Broker,
+    tool: &Tool,
+    caller: &str,
+    digest: &str,
+    token: &str,
+    spend: bool,
+) -> Result<(), CallError> {
+    let claims = match broker
+        .sealer
+        .open(&broker.store, PURPOSE, token)
+        .await
+        .map_err(|e| store_down(&e))?
+    {
+        Ok(claims) => claims,
+        Err(_) => return Err(Refusal::Invalid.error(tool)),
+    };
+    let text = |k: &str| claims.get(k).and_then(Value::as_str).unwrap_or("");
+    let refusal = if text("tool") != tool.full_name || text("hash") != tool.descriptor_hash {
+        Some(Refusal::OtherTool)
+    } else if text("caller") != caller {
+        Some(Refusal::OtherCaller)
+    } else if text("args") != digest {
+        Some(Refusal::OtherArguments)
+    } else if claims.get("exp").and_then(Value::as_i64).unwrap_or(0)
+        <= broker.now().as_millisecond()
+    {
+        Some(Refusal::Expired)
+    } else {
+        None
+    };
+    if let Some(r) = refusal {
+        return Err(r.error(tool));
+    }
+    if spend {
+        let expires = claims.get("exp").and_then(Value::as_i64).unwrap_or(0);
+        let fresh = broker
+            .store
+            .spend_token(text("id"), expires)
+            .await
+            .map_err(|e| store_down(&e))?;
+        if !fresh {
+            return Err(Refusal::Used.error(tool));
+        }
+    }
+    Ok(())
+}
