@@ -181,3 +181,93 @@ impl Sealer {
         Ok(claims.ok_or(Unsealed::Malformed))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::StoreConfig;
+    use serde_json::json;
+
+    const DAY: i64 = 24 * 3600 * 1000;
+
+    fn kid(sealed: &str) -> &str {
+        sealed.split('.').next().unwrap_or("")
+    }
+
+    #[tokio::test]
+    async fn sealed_claims_open_once_for_their_purpose_and_survive_a_rotation() {
+        let store = Store::open(&StoreConfig::Memory).await.unwrap();
+        let sealer = Sealer::default();
+        let claims = json!({ "id": "t1", "tool": "payments.post_customers" });
+        let t0 = 1_800_000_000_000;
+        let first = sealer.seal(&store, t0, "confirm", &claims).await.unwrap();
+        assert_eq!(
+            sealer.open(&store, "confirm", &first).await.unwrap(),
+            Ok(claims.clone())
+        );
+        // Another purpose never opens it.
+        assert_eq!(
+            sealer.open(&store, "session", &first).await.unwrap(),
+            Err(Unsealed::Tampered)
+        );
+        // Altered claims or MAC, or another shape.
+        let mut parts: Vec<String> = first.split('.').map(str::to_string).collect();
+        let forged =
+            B64.encode(json!({ "id": "t1", "tool": "payments.delete_customers" }).to_string());
+        let altered = format!("{}.{forged}.{}", parts[0], parts[2]);
+        assert_eq!(
+            sealer.open(&store, "confirm", &altered).await.unwrap(),
+            Err(Unsealed::Tampered)
+        );
+        parts[2] = B64.encode([0u8; 32]);
+        assert_eq!(
+            sealer
+                .open(&store, "confirm", &parts.join("."))
+                .await
+                .unwrap(),
+            Err(Unsealed::Tampered)
+        );
+        for bad in ["", "a.b", "a.b.c.d", "x.!!.y"] {
+            assert_eq!(
+                sealer.open(&store, "confirm", bad).await.unwrap(),
+                Err(Unsealed::Malformed),
+                "{bad}"
+            );
+        }
+        // Within a day the same key seals; after, a new one, and the old token still opens.
+        let same = sealer
+            .seal(&store, t0 + DAY - 1, "confirm", &claims)
+            .await
+            .unwrap();
+        assert_eq!(kid(&same), kid(&first));
+        let rotated = sealer
+            .seal(&store, t0 + DAY, "confirm", &claims)
+            .await
+            .unwrap();
+        assert_ne!(kid(&rotated), kid(&first));
+        assert_eq!(
+            sealer.open(&store, "confirm", &first).await.unwrap(),
+            Ok(claims.clone())
+        );
+        // Another replica (its own cache, the same store) opens both and seals with the newest.
+        let replica = Sealer::default();
+        assert_eq!(
+            replica.open(&store, "confirm", &first).await.unwrap(),
+            Ok(claims.clone())
+        );
+        let by_replica = replica
+            .seal(&store, t0 + DAY + 1, "confirm", &claims)
+            .await
+            .unwrap();
+        assert_eq!(kid(&by_replica), kid(&rotated));
+        // A deployment with other keys opens nothing of this one's.
+        let elsewhere = Store::open(&StoreConfig::Memory).await.unwrap();
+        assert_eq!(
+            Sealer::default()
+                .open(&elsewhere, "confirm", &first)
+                .await
+                .unwrap(),
+            Err(Unsealed::Tampered)
+        );
+    }
+}

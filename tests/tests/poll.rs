@@ -356,3 +356,41 @@ async fn submitted_jobs_are_listed_for_their_owner_only() {
     assert_eq!(other["data"]["total"], 0, "{other}");
     assert_eq!(posts(&server).await, 1);
 }
+
+#[tokio::test]
+async fn under_bound_a_workflow_submits_only_with_its_token() {
+    let server = MockServer::start().await;
+    mount_submit(&server).await;
+    mount_status(&server, 200, generation("COMPLETE")).await;
+    let mut setup = Setup::all_upstreams(&server.uri());
+    setup.config =
+        Some("confirmation = \"bound\"\n[settings.imagegen]\npoll_interval_ms = 5\n".into());
+    let broker = TestBroker::start(setup).await;
+    // The flag alone: the submit tool's preview and a token; nothing sent.
+    let (status, body) = generate(&broker, json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["meta"]["dryRun"], true, "{body}");
+    let token = body["data"]["confirmationToken"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(server.received_requests().await.unwrap().is_empty());
+    // Another prompt with that token: refused, nothing sent.
+    let (status, body) = broker
+        .call(
+            "imagegen.generate_image_and_wait",
+            json!({ "prompt": "a harbour", "confirm": true, "confirmationToken": token }),
+            &[IMAGEGEN_KEY],
+        )
+        .await;
+    assert_eq!(status, 428, "{body}");
+    assert_eq!(body["error"]["details"]["reason"], "other_arguments");
+    assert!(server.received_requests().await.unwrap().is_empty());
+    // The token: submitted once (the mock expects one POST) and watched to the end.
+    let (status, body) = generate(&broker, json!({ "confirmationToken": token })).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["meta"]["dryRun"], false, "{body}");
+    let (status, body) = generate(&broker, json!({ "confirmationToken": token })).await;
+    assert_eq!(status, 428, "{body}");
+    assert_eq!(classification(&body), "confirmation_required");
+}
