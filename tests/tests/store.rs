@@ -246,6 +246,77 @@ async fn suite(config: &StoreConfig) {
         .unwrap();
     assert_eq!(creates.len(), 1, "the newest one");
     assert_eq!(creates[0].at, "2026-11-23T03:00:00Z");
+
+    // Approvals: asked on one replica, decided once (on either), used once, never after
+    // their expiry; a declined one is never used.
+    use tool_broker::store::approvals::{Approval, ApprovalState};
+    let approval = |id: &str, expires_ms: i64| Approval {
+        id: id.into(),
+        caller: "k:aaaa".into(),
+        key_name: "support-agent".into(),
+        tool: "payments.post_customers".into(),
+        descriptor_hash: "h".repeat(64),
+        args_sha256: "a".repeat(64),
+        preview: r#"{"method":"POST","path":"/v1/customers"}"#.into(),
+        state: ApprovalState::Pending,
+        approver: None,
+        created_ms: 1_000,
+        expires_ms,
+    };
+    a.create_approval(&approval("ap1", 10_000)).await.unwrap();
+    a.create_approval(&approval("ap2", 10_000)).await.unwrap();
+    a.create_approval(&approval("ap3", 5_000)).await.unwrap();
+    assert!(
+        a.create_approval(&approval("ap1", 10_000)).await.is_err(),
+        "ids are unique"
+    );
+    assert_eq!(
+        b.approval("ap1").await.unwrap(),
+        Some(approval("ap1", 10_000))
+    );
+    assert_eq!(b.approval("nope").await.unwrap(), None);
+    assert!(
+        !a.use_approval("ap1", 2_000).await.unwrap(),
+        "pending: not usable"
+    );
+    let (x, y) = tokio::join!(
+        a.decide_approval("ap1", "alice", true, 2_000),
+        b.decide_approval("ap1", "bob", false, 2_000)
+    );
+    assert!(x.unwrap() ^ y.unwrap(), "decided once");
+    let decided = a.approval("ap1").await.unwrap().unwrap();
+    if decided.state == ApprovalState::Approved {
+        assert_eq!(decided.approver.as_deref(), Some("alice"));
+        assert!(!a.use_approval("ap1", 10_000).await.unwrap(), "expired");
+        let (x, y) = tokio::join!(a.use_approval("ap1", 3_000), b.use_approval("ap1", 3_000));
+        assert!(x.unwrap() ^ y.unwrap(), "used once");
+        assert_eq!(
+            a.approval("ap1").await.unwrap().unwrap().state,
+            ApprovalState::Used
+        );
+    } else {
+        assert_eq!(decided.state, ApprovalState::Declined);
+        assert!(
+            !a.use_approval("ap1", 3_000).await.unwrap(),
+            "declined: never used"
+        );
+    }
+    assert!(
+        b.decide_approval("ap2", "alice", false, 2_000)
+            .await
+            .unwrap()
+    );
+    assert!(!a.use_approval("ap2", 3_000).await.unwrap());
+    assert!(
+        !a.decide_approval("ap3", "alice", true, 5_000)
+            .await
+            .unwrap(),
+        "expired"
+    );
+    assert_eq!(
+        a.approval("ap3").await.unwrap().unwrap().state,
+        ApprovalState::Pending
+    );
 }
 
 #[tokio::test]
@@ -542,6 +613,9 @@ async fn two_replicas_on_one_postgres_share_jobs_and_limits() {
         "audit",
         "idempotency",
         "webhook_events",
+        "seal_keys",
+        "spent_tokens",
+        "approvals",
         "schema_migrations",
     ] {
         let rows: Vec<(String,)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(

@@ -38,6 +38,11 @@ pub const SQLITE: &[Migration] = &[
         "confirmation",
         include_str!("migrations/portable/0004_confirmation.sql"),
     ),
+    (
+        5,
+        "approvals",
+        include_str!("migrations/portable/0005_approvals.sql"),
+    ),
 ];
 
 /// PostgreSQL migrations, oldest first.
@@ -61,6 +66,11 @@ pub const POSTGRES: &[Migration] = &[
         4,
         "confirmation",
         include_str!("migrations/portable/0004_confirmation.sql"),
+    ),
+    (
+        5,
+        "approvals",
+        include_str!("migrations/portable/0005_approvals.sql"),
     ),
 ];
 

@@ -18,6 +18,7 @@
 //! The read path does no store I/O: a proxied read touches the store only when its tool
 //! records a job or has a rate limit.
 
+pub mod approvals;
 pub mod audit;
 pub mod confirmation;
 pub mod idempotency;
