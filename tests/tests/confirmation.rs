@@ -88,6 +88,17 @@ async fn preview(broker: &TestBroker, tool: &str, args: Value) -> String {
         .to_string()
 }
 
+/// `payments.post_customers` for `name`, confirmed, with `token`.
+async fn confirmed(broker: &TestBroker, name: &str, token: &str) -> (u16, Value) {
+    broker
+        .call(
+            "payments.post_customers",
+            with_token(create(name), token),
+            &[KEY],
+        )
+        .await
+}
+
 fn reason(body: &Value) -> &str {
     assert_eq!(classification(body), "confirmation_required", "{body}");
     body["error"]["details"]["reason"].as_str().unwrap_or("")
@@ -155,13 +166,7 @@ async fn under_bound_a_write_runs_once_with_its_own_token_and_never_on_the_flag(
     assert_eq!(posts(&server).await, 0);
 
     // The token and the flag: one upstream request, the token never sent upstream.
-    let (status, body) = broker
-        .call(
-            "payments.post_customers",
-            with_token(create("Jo"), &token),
-            &[KEY],
-        )
-        .await;
+    let (status, body) = confirmed(&broker, "Jo", &token).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["meta"]["dryRun"], false);
     assert_eq!(posts(&server).await, 1);
@@ -170,13 +175,7 @@ async fn under_bound_a_write_runs_once_with_its_own_token_and_never_on_the_flag(
     assert!(!sent_body.contains("confirmationToken") && !sent_body.contains(&token));
 
     // Used once: refused after.
-    let (status, body) = broker
-        .call(
-            "payments.post_customers",
-            with_token(create("Jo"), &token),
-            &[KEY],
-        )
-        .await;
+    let (status, body) = confirmed(&broker, "Jo", &token).await;
     assert_eq!((status, reason(&body)), (428, "used"));
     assert_eq!(posts(&server).await, 1);
 
@@ -217,13 +216,7 @@ async fn a_token_expires_and_every_door_takes_it() {
     let token = preview(&broker, "payments.post_customers", create("Jo")).await;
     // Two minutes and a second later the token is past its expiry.
     SHIFT.store(121, Ordering::SeqCst);
-    let (status, body) = broker
-        .call(
-            "payments.post_customers",
-            with_token(create("Jo"), &token),
-            &[KEY],
-        )
-        .await;
+    let (status, body) = confirmed(&broker, "Jo", &token).await;
     SHIFT.store(0, Ordering::SeqCst);
     assert_eq!((status, reason(&body)), (428, "expired"));
     assert_eq!(posts(&server).await, 0);
@@ -319,21 +312,9 @@ async fn a_token_used_on_one_replica_is_spent_on_the_other() {
     let two = bound_broker(&server, Some(b.unwrap()), None).await;
     // Sealed on one, opened on the other (the key ring is in the store).
     let token = preview(&one, "payments.post_customers", create("Jo")).await;
-    let (status, body) = two
-        .call(
-            "payments.post_customers",
-            with_token(create("Jo"), &token),
-            &[KEY],
-        )
-        .await;
+    let (status, body) = confirmed(&two, "Jo", &token).await;
     assert_eq!(status, 200, "{body}");
-    let (status, body) = one
-        .call(
-            "payments.post_customers",
-            with_token(create("Jo"), &token),
-            &[KEY],
-        )
-        .await;
+    let (status, body) = confirmed(&one, "Jo", &token).await;
     assert_eq!((status, reason(&body)), (428, "used"));
     assert_eq!(posts(&server).await, 1);
 }
