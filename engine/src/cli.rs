@@ -688,10 +688,11 @@ pub async fn audit_list(command: AuditCommand, store: &StoreArgs) -> Result<Stri
             for r in &records {
                 let _ = writeln!(
                     out,
-                    "{:>6} {} {:<9} {:<22} {} {} {} args:{} {}ms {}",
+                    "{:>6} {} {:<12} {:<5} {:<22} {} {} {} args:{} {}ms {}",
                     r.seq,
                     r.at,
                     r.outcome.as_str(),
+                    r.confirmation.as_deref().unwrap_or("-"),
                     r.classification,
                     r.upstream_status.map_or("-".to_string(), |s| s.to_string()),
                     r.key_name,
