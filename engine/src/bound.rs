@@ -224,6 +224,7 @@ pub async fn redeem(
     }
     if spend {
         let expires = claims.get("exp").and_then(Value::as_i64).unwrap_or(0);
+        prune_now_and_then(broker).await;
         let fresh = broker
             .store
             .spend_token(text("id"), expires)
@@ -234,4 +235,30 @@ pub async fn redeem(
         }
     }
     Ok(())
+}
+
+/// How often a replica prunes spent-token ids (at most).
+const PRUNE_EVERY_MS: i64 = 10 * 60 * 1000;
+/// When this process last pruned (Unix ms).
+static LAST_PRUNE_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+/// Keeps `spent_tokens` small: ids of tokens expired for an hour are deleted, at most
+/// every ten minutes per process, on the way to spending a token. A failure is logged
+/// and changes nothing else.
+async fn prune_now_and_then(broker: &crate::call::Broker) {
+    use std::sync::atomic::Ordering;
+    let now = broker.now().as_millisecond();
+    let last = LAST_PRUNE_MS.load(Ordering::Relaxed);
+    if now - last < PRUNE_EVERY_MS
+        || LAST_PRUNE_MS
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+    {
+        return;
+    }
+    match broker.store.prune_spent_tokens(now - 3_600_000).await {
+        Ok(n) if n > 0 => tracing::info!(pruned = n, "expired spent-token ids pruned"),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "spent-token ids not pruned"),
+    }
 }

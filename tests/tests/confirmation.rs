@@ -335,3 +335,40 @@ fn every_write_lists_the_token_argument_and_no_read_does() {
         assert_eq!(listed, write, "{}", tool.full_name);
     }
 }
+
+#[tokio::test]
+async fn a_bound_write_with_an_idempotency_key_runs_once_and_is_replayed_after() {
+    let server = MockServer::start().await;
+    mount(&server).await;
+    let broker = bound_broker(&server, None, None).await;
+    let idem = ("idempotency-key", "bound-order-1");
+    // The preview does not hold the key: the confirmed call can claim it.
+    let (status, body) = broker
+        .call("payments.post_customers", create("Jo"), &[KEY, idem])
+        .await;
+    assert_eq!((status, &body["meta"]["dryRun"]), (200, &json!(true)));
+    let token = body["data"]["confirmationToken"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (status, first) = broker
+        .call(
+            "payments.post_customers",
+            with_token(create("Jo"), &token),
+            &[KEY, idem],
+        )
+        .await;
+    assert_eq!(status, 200, "{first}");
+    // A retry of the same request (a lost answer): the kept answer, not a refusal for
+    // the spent token, and no second upstream call.
+    let (status, again) = broker
+        .call(
+            "payments.post_customers",
+            with_token(create("Jo"), &token),
+            &[KEY, idem],
+        )
+        .await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again, first);
+    assert_eq!(posts(&server).await, 1);
+}

@@ -317,6 +317,19 @@ async fn suite(config: &StoreConfig) {
         a.approval("ap3").await.unwrap().unwrap().state,
         ApprovalState::Pending
     );
+
+    // Spent token ids: once; pruned after their expiry.
+    assert!(a.spend_token("tok-1", 1_000).await.unwrap());
+    assert!(
+        !b.spend_token("tok-1", 1_000).await.unwrap(),
+        "spent on the other replica"
+    );
+    assert!(a.spend_token("tok-2", 9_000).await.unwrap());
+    assert_eq!(b.prune_spent_tokens(5_000).await.unwrap(), 1);
+    assert!(
+        !a.spend_token("tok-2", 9_000).await.unwrap(),
+        "not yet expired: kept"
+    );
 }
 
 #[tokio::test]

@@ -46,4 +46,16 @@ impl Store {
             .map_err(|e| self.failed("spend a token", &e)))?;
         Ok(rows == 1)
     }
+
+    /// Deletes spent-token ids whose tokens expired before `before_ms`: an expired token
+    /// is refused by its expiry whether or not its id is still here. Returns how many.
+    pub async fn prune_spent_tokens(&self, before_ms: i64) -> Result<u64, StoreError> {
+        let sql = "DELETE FROM spent_tokens WHERE expires_ms < $1";
+        on_pool!(self, pool => sqlx::query(sql)
+            .bind(before_ms)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected())
+            .map_err(|e| self.failed("prune spent tokens", &e)))
+    }
 }
