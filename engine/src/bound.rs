@@ -82,10 +82,15 @@ impl Refusal {
 /// Removes the token argument from a call's arguments (every tool, every mode: it is
 /// never validated against a tool's schema and never sent upstream).
 pub fn take_token(arguments: &mut Option<Value>) -> Option<String> {
+    take_arg(arguments, TOKEN_ARG)
+}
+
+/// Removes a broker argument (`confirmationToken`, `approvalId`) from a call's
+/// arguments; a value that is not text is kept as its JSON text (and refused as invalid).
+pub fn take_arg(arguments: &mut Option<Value>, name: &str) -> Option<String> {
     let map = arguments.as_mut()?.as_object_mut()?;
-    match map.remove(TOKEN_ARG)? {
+    match map.remove(name)? {
         Value::String(s) => Some(s),
-        // A token that is not text is no token, and is refused as invalid.
         other => Some(other.to_string()),
     }
 }
@@ -99,6 +104,7 @@ pub fn digest(tool: &Tool, args: Option<&Map<String, Value>>, rules: &Confirmati
         Some(rules.apply_arg.as_str()),
         tool.preview_arg.as_deref(),
         Some(TOKEN_ARG),
+        Some(crate::approval::APPROVAL_ARG),
     ]
     .into_iter()
     .flatten()

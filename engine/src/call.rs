@@ -45,6 +45,14 @@ pub struct Broker {
     pub store: crate::store::Store,
     /// Seals confirmation tokens (keys in the store).
     pub(crate) sealer: crate::seal::Sealer,
+    /// Who may approve writes (mode `human`).
+    pub(crate) approvers: crate::approval::Approvers,
+    /// Seals what approvers are shown.
+    pub(crate) approval_cipher: Option<crate::approval::PreviewCipher>,
+    /// How long an approval lasts.
+    pub(crate) approval_ttl_seconds: u64,
+    /// The public base URL for approval links.
+    pub(crate) public_url: Option<String>,
     /// How long a confirmation token stays valid.
     pub(crate) confirmation_ttl_seconds: u64,
     /// What verifies each service's callbacks; secrets never leave the broker.
@@ -154,8 +162,24 @@ impl Broker {
                 .keys
                 .iter()
                 .any(|k| k.confirmation == Some(crate::config::WriteConfirmation::Human));
-        if human {
-            return Err("confirmation = \"human\" is not available in this version: use \"bound\" (a token the preview answers) or \"flag\"".into());
+        let approvers = crate::approval::Approvers::from_config(&config.approvers)?;
+        let approval_cipher = match &config.approval_key_env {
+            Some(variable) => match env(variable).filter(|v| !v.is_empty()) {
+                Some(secret) => Some(
+                    crate::approval::PreviewCipher::new(&secret)
+                        .map_err(|e| format!("config approval_key_env `{variable}`: {e}"))?,
+                ),
+                None => None,
+            },
+            None => None,
+        };
+        if human && (approvers.is_empty() || approval_cipher.is_none()) {
+            return Err("confirmation = \"human\" needs [[approvers]] (who may approve) and approval_key_env (a variable holding a key of at least 32 characters that seals what approvers are shown)".into());
+        }
+        if let Some(url) = &config.public_url
+            && !(url.starts_with("https://") || url.starts_with("http://"))
+        {
+            return Err("config public_url must be an absolute http(s) URL".into());
         }
         if let Some(token) = env("TOOL_BROKER_API_KEY").filter(|t| !t.is_empty()) {
             keys.add_plain("env:TOOL_BROKER_API_KEY", &token);
@@ -270,6 +294,12 @@ impl Broker {
             store,
             webhooks,
             sealer: crate::seal::Sealer::default(),
+            approvers,
+            approval_cipher,
+            approval_ttl_seconds: config
+                .approval_ttl_seconds
+                .unwrap_or(crate::approval::DEFAULT_TTL_SECONDS),
+            public_url: config.public_url.clone(),
             confirmation_ttl_seconds: config
                 .confirmation_ttl_seconds
                 .unwrap_or(crate::bound::DEFAULT_TTL_SECONDS),
@@ -437,8 +467,10 @@ impl Broker {
     /// Runs one `tools/call` and returns the response to send.
     pub async fn call(&self, mut input: CallInput<'_>) -> Response {
         let started = Instant::now();
-        // The broker's own argument: taken out before anything hashes or validates.
+        // The broker's own arguments: taken out before anything hashes or validates.
         let token = crate::bound::take_token(&mut input.arguments);
+        let approval_id =
+            crate::bound::take_arg(&mut input.arguments, crate::approval::APPROVAL_ARG);
         let trace_id = self.trace_id(&input.request_id);
         let mut meta = Meta {
             request_id: input.request_id.clone(),
@@ -494,14 +526,19 @@ impl Broker {
                         Ok(crate::idempotency::Begin::Run(h)) => {
                             ctx.idempotency = Some(h.upstream.clone());
                             held = Some(h);
-                            self.execute_confirmed(tool, input.arguments, token, &ctx)
-                                .await
+                            self.execute_confirmed(
+                                tool,
+                                input.arguments,
+                                (token, approval_id),
+                                &ctx,
+                            )
+                            .await
                         }
                         Err(e) => Err(e),
                     }
                 }
                 _ => {
-                    self.execute_confirmed(tool, input.arguments, token, &ctx)
+                    self.execute_confirmed(tool, input.arguments, (token, approval_id), &ctx)
                         .await
                 }
             },
@@ -674,18 +711,28 @@ impl Broker {
         &self,
         tool: &Tool,
         arguments: Option<Value>,
-        token: Option<String>,
+        (token, approval_id): (Option<String>, Option<String>),
         ctx: &RequestCtx<'_>,
     ) -> Result<Exec, CallError> {
-        if ctx.principal.confirmation != crate::config::WriteConfirmation::Bound
-            || tool.risk != Risk::Write
-        {
+        use crate::config::WriteConfirmation;
+        let mode = ctx.principal.confirmation;
+        if mode == WriteConfirmation::Flag || tool.risk != Risk::Write {
             return self.execute(tool, arguments, ctx).await;
         }
         let rules = &self.catalog.rules.confirmation;
         let map = arguments.as_ref().and_then(Value::as_object);
         let digest = crate::bound::digest(tool, map, rules);
         let caller = self.job_owner(&tool.service, ctx);
+        if mode == WriteConfirmation::Human {
+            let spend = crate::bound::asks_to_run(tool, map, rules);
+            if let Some(id) = approval_id {
+                crate::approval::redeem(self, tool, ctx, &caller, &digest, &id, spend).await?;
+                return self.execute(tool, arguments, ctx).await;
+            }
+            // What the approver will see: the preview of exactly this request.
+            let preview = self.approval_preview(tool, arguments, ctx).await?;
+            return Err(crate::approval::ask(self, tool, ctx, &caller, &digest, &preview).await);
+        }
         if let Some(token) = token {
             let spend = crate::bound::asks_to_run(tool, map, rules);
             crate::bound::redeem(self, tool, &caller, &digest, &token, spend).await?;
@@ -741,6 +788,44 @@ impl Broker {
                 Err(e)
             }
         }
+    }
+
+    /// What an approver is shown: the tool's preview of this request (a hook tool's
+    /// arguments when it has no request preview), with the tool's words.
+    async fn approval_preview(
+        &self,
+        tool: &Tool,
+        arguments: Option<Value>,
+        ctx: &RequestCtx<'_>,
+    ) -> Result<Value, CallError> {
+        let shown_args = arguments.clone().unwrap_or(Value::Null);
+        let mut stripped = arguments;
+        if matches!(tool.action, Action::Hook(_))
+            && let Some(map) = stripped.as_mut().and_then(Value::as_object_mut)
+        {
+            let rules = &self.catalog.rules.confirmation;
+            map.remove(&rules.confirm_arg);
+            map.remove(&rules.apply_arg);
+        }
+        let request = match self.execute_as(tool, stripped, ctx, true).await {
+            Ok(exec) if exec.dry_run => exec.data.get("request").cloned().unwrap_or(Value::Null),
+            Ok(_) => Value::Null,
+            Err(e) if e.classification == Classification::ConfirmationRequired => Value::Null,
+            Err(e) => return Err(e),
+        };
+        let mut arguments = shown_args;
+        let secrets = self.secrets(ctx.headers);
+        crate::redact::redact(&mut arguments, &self.catalog.rules.redaction, &[], &secrets);
+        let mut request = request;
+        crate::redact::redact(&mut request, &self.catalog.rules.redaction, &[], &secrets);
+        Ok(json!({
+            "title": tool.title,
+            "risk": tool.risk.as_str(),
+            "classes": json!(tool.classes),
+            "consumesCredits": tool.classes.iter().any(|c| matches!(c, Class::Spend | Class::Credits)),
+            "request": request,
+            "arguments": arguments,
+        }))
     }
 
     /// [`Broker::execute`], or with `preview_only` the tool's preview whatever its
@@ -1098,6 +1183,45 @@ fn write_outcome(result: &Result<Exec, CallError>) -> Option<crate::store::audit
             Some(Outcome::Executed)
         }
         Err(_) => Some(Outcome::Refused),
+    }
+}
+
+/// Appends the audit record of a person's decision on an approval: who decided, on
+/// which tool, for which caller key (never a value). Logged if the store fails.
+pub async fn audit_decision(broker: &Broker, id: &str, approver: &str, approve: bool) {
+    use crate::store::audit::{AuditRecord, Outcome};
+    let Ok(Some(a)) = broker.store.approval(id).await else {
+        return;
+    };
+    let tool = broker.catalog.resolve(&a.tool);
+    let record = AuditRecord {
+        seq: 0,
+        at: broker.now().to_string(),
+        key_name: a.key_name.clone(),
+        tool: a.tool.clone(),
+        descriptor_hash: a.descriptor_hash.clone(),
+        catalog_version: tool
+            .and_then(|t| broker.catalog.services.get(&t.service))
+            .map(|s| s.catalog_version.clone())
+            .unwrap_or_default(),
+        args_sha256: a.args_sha256.clone(),
+        outcome: if approve {
+            Outcome::Approved
+        } else {
+            Outcome::Declined
+        },
+        upstream_status: None,
+        classification: if approve {
+            "ok".into()
+        } else {
+            "confirmation_declined".into()
+        },
+        trace_id: format!("approval-{id}"),
+        duration_ms: 0,
+        confirmation: Some(format!("human:{approver}")),
+    };
+    if let Err(e) = broker.store.append_audit(&record).await {
+        tracing::error!(error = %e, "approval decision not audited");
     }
 }
 

@@ -76,6 +76,20 @@ pub struct ConfigFile {
     /// How long a confirmation token stays valid, in seconds (default 300).
     #[serde(default)]
     pub confirmation_ttl_seconds: Option<u64>,
+    /// The people who approve writes under `confirmation = "human"`.
+    #[serde(default)]
+    pub approvers: Vec<ApproverEntry>,
+    /// Environment variable holding the key (at least 32 characters) that seals what
+    /// approvers are shown; needed for `human`; the same on every replica.
+    #[serde(default)]
+    pub approval_key_env: Option<String>,
+    /// How long an approval may wait and then be used, in seconds (default 900).
+    #[serde(default)]
+    pub approval_ttl_seconds: Option<u64>,
+    /// The broker's public base URL (`https://broker.example.com`), for approval links;
+    /// default: the host a call came to, over http.
+    #[serde(default)]
+    pub public_url: Option<String>,
     /// Browser origins (`scheme://host[:port]`) allowed besides the broker's own. A
     /// request carrying any other `Origin` is refused with 403 before any tool runs.
     #[serde(default)]
@@ -133,6 +147,16 @@ pub struct KeyEntry {
     /// Who confirms this key's writes; default: the top-level `confirmation`.
     #[serde(default)]
     pub confirmation: Option<WriteConfirmation>,
+}
+
+/// `[[approvers]]`: a person who approves writes on the approval page.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApproverEntry {
+    /// Shown on the page and in the audit.
+    pub name: String,
+    /// sha256 (hex) of the approver's credential.
+    pub sha256: String,
 }
 
 /// Who confirms a write (DECISIONS section 8).

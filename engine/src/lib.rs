@@ -18,6 +18,7 @@
 //!
 //! See `engine/DESIGN.md` for the reasoning behind the shape.
 
+pub mod approval;
 pub mod args;
 pub mod auth;
 pub mod bound;

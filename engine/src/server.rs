@@ -196,6 +196,11 @@ pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool)
             );
             response
         }
+        (&Method::GET | &Method::POST, path) if path.starts_with("/approvals/") => {
+            let response = approvals(broker.clone(), req).await;
+            broker.metrics.record_status(response.status().as_u16());
+            response
+        }
         (&Method::POST, path) if path.starts_with("/webhooks/") => {
             let response = webhook(broker.clone(), req).await;
             broker.metrics.record_status(response.status().as_u16());
@@ -349,6 +354,55 @@ async fn mcp(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
             ))
         }
     }
+}
+
+/// The approval page (`crate::approval::page`): `GET /approvals/<id>`,
+/// `POST /approvals/<id>/sign-in`, `POST /approvals/<id>/decision`; forms of a few KB.
+async fn approvals(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
+    use crate::approval::page;
+    let path = req.uri().path().to_string();
+    let rest = path.trim_start_matches("/approvals/");
+    let (id, action) = rest.split_once('/').unwrap_or((rest, ""));
+    let well_formed = id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit());
+    let method = req.method().clone();
+    let answer = if !well_formed {
+        None
+    } else {
+        match (&method, action) {
+            (&Method::GET, "") => Some(page::view(&broker, id, req.headers()).await),
+            (&Method::POST, "sign-in" | "decision") => match read_limited(req, 16 * 1024).await {
+                Ok((parts, body)) => Some(if action == "sign-in" {
+                    page::sign_in(&broker, id, &parts.headers, &body).await
+                } else {
+                    page::decide(&broker, id, &parts.headers, &body).await
+                }),
+                Err(_) => Some(page::Page {
+                    status: 413,
+                    headers: Vec::new(),
+                    body: page::escape("The form is too large."),
+                }),
+            },
+            _ => None,
+        }
+    };
+    let answer = answer.unwrap_or(page::Page {
+        status: 404,
+        headers: Vec::new(),
+        body: "<!doctype html><title>Not found</title><p>No such approval page.</p>".into(),
+    });
+    let mut response = hyper::Response::new(Full::new(Bytes::from(answer.body)));
+    *response.status_mut() =
+        hyper::StatusCode::from_u16(answer.status).unwrap_or(hyper::StatusCode::OK);
+    let headers = response.headers_mut();
+    for (name, value) in page::PAGE_HEADERS {
+        headers.insert(name, hyper::header::HeaderValue::from_static(value));
+    }
+    for (name, value) in answer.headers {
+        if let Ok(v) = hyper::header::HeaderValue::from_str(&value) {
+            headers.append(name, v);
+        }
+    }
+    response
 }
 
 /// `POST /webhooks/<service>`: upstream callbacks ([`crate::webhook`]), bodies up to the

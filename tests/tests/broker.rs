@@ -6,6 +6,7 @@
     reason = "a test fails by panicking"
 )]
 
+mod approval;
 mod bad_input;
 mod cases;
 mod cli;

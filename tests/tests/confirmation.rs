@@ -319,20 +319,16 @@ async fn a_token_used_on_one_replica_is_spent_on_the_other() {
     assert_eq!(posts(&server).await, 1);
 }
 
-#[tokio::test]
-async fn human_confirmation_is_refused_at_start_until_it_is_built() {
-    let err = crate::support::config_error("confirmation = \"human\"\n").await;
-    assert!(err.contains("not available"), "{err}");
-}
-
 #[test]
 fn every_write_lists_the_token_argument_and_no_read_does() {
     let catalog = crate::support::embedded_catalog();
     for tool in &catalog.tools {
         let schema = tool_broker::mcp::schemas::published_input(&catalog, tool);
-        let listed = schema["properties"].get("confirmationToken").is_some();
         let write = tool.risk == tool_broker::descriptor::Risk::Write;
-        assert_eq!(listed, write, "{}", tool.full_name);
+        for arg in ["confirmationToken", "approvalId"] {
+            let listed = schema["properties"].get(arg).is_some();
+            assert_eq!(listed, write, "{} {arg}", tool.full_name);
+        }
     }
 }
 

@@ -75,6 +75,13 @@ pub fn published_input(catalog: &Catalog, tool: &Tool) -> Value {
                             "description": "Token from this call's preview, where writes are confirmed by token"
                         }),
                     );
+                    properties.insert(
+                        crate::approval::APPROVAL_ARG.into(),
+                        serde_json::json!({
+                            "type": "string",
+                            "description": "Id of the approval a person gave, where writes are approved by a person"
+                        }),
+                    );
                 }
                 out.insert(key.clone(), Value::Object(properties));
             }

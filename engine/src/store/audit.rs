@@ -21,6 +21,8 @@ pub enum Outcome {
     Declined,
     /// Not sent: its preview answered a confirmation token (mode `bound`).
     TokenIssued,
+    /// A person approved it on the approval page (mode `human`); it may now run once.
+    Approved,
 }
 
 impl Outcome {
@@ -31,6 +33,7 @@ impl Outcome {
             Self::Refused => "refused",
             Self::Declined => "declined",
             Self::TokenIssued => "token_issued",
+            Self::Approved => "approved",
         }
     }
 
@@ -39,6 +42,7 @@ impl Outcome {
             "executed" => Self::Executed,
             "declined" => Self::Declined,
             "token_issued" => Self::TokenIssued,
+            "approved" => Self::Approved,
             _ => Self::Refused,
         }
     }

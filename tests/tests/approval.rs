@@ -1,0 +1,368 @@
+//! Who confirms a write, mode `human`, on the approval page (engine/src/approval/): a
+//! write waits for a person who signs in with an approver credential, sees the exact
+//! request and approves or declines it; the flag alone never runs it; forms without
+//! their CSRF token change nothing; approvals are single use and expire; what the
+//! approver sees is sealed in the store.
+
+use serde_json::{Value, json};
+use sha2::Digest;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::support::{Setup, TestBroker, classification};
+
+const KEY: (&str, &str) = ("x-payments-api-key", "pk_human_canary_6");
+const CREDENTIAL: &str = "approver-credential-canary-93";
+const APPROVAL_KEY: &str = "approval-sealing-key-of-at-least-32-chars";
+
+fn hex_sha256(text: &str) -> String {
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+async fn human_broker(server: &MockServer, dir: &std::path::Path) -> TestBroker {
+    Mock::given(method("POST"))
+        .and(path("/v1/customers"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({ "id": "cus_1", "object": "customer" })),
+        )
+        .mount(server)
+        .await;
+    let mut setup = Setup::all_upstreams(&server.uri());
+    setup.config = Some(format!(
+        "confirmation = \"human\"\napproval_key_env = \"APPROVAL_KEY\"\n\
+         [[approvers]]\nname = \"alice\"\nsha256 = \"{}\"\n",
+        hex_sha256(CREDENTIAL)
+    ));
+    setup.env.insert("APPROVAL_KEY".into(), APPROVAL_KEY.into());
+    setup.store = Some(
+        tool_broker::store::Store::open(&tool_broker::store::StoreConfig::Sqlite(
+            dir.to_path_buf(),
+        ))
+        .await
+        .unwrap(),
+    );
+    TestBroker::start(setup).await
+}
+
+async fn posts(server: &MockServer) -> usize {
+    server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|r| r.method.as_str() == "POST")
+        .count()
+}
+
+fn create(extra: Value) -> Value {
+    let mut args = json!({ "name": "Customer-Canary-Jo", "confirm": true });
+    if let (Some(a), Some(e)) = (args.as_object_mut(), extra.as_object()) {
+        a.extend(e.clone());
+    }
+    args
+}
+
+/// Asks for an approval: `(id, url path)`.
+async fn ask(broker: &TestBroker) -> (String, String) {
+    let (status, body) = broker
+        .call("payments.post_customers", create(json!({})), &[KEY])
+        .await;
+    assert_eq!(status, 428, "{body}");
+    assert_eq!(body["error"]["details"]["reason"], "approval_pending");
+    let id = body["error"]["details"]["approvalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let url = body["error"]["details"]["approvalUrl"].as_str().unwrap();
+    let path = url[url.find("/approvals/").unwrap()..].to_string();
+    (id, path)
+}
+
+/// A page: `(status, headers, html)`.
+async fn get(broker: &TestBroker, path: &str, cookie: Option<&str>) -> (u16, String) {
+    let mut headers = vec![];
+    if let Some(c) = cookie {
+        headers.push(("cookie", c));
+    }
+    let (status, _, html) = broker
+        .send(reqwest::Method::GET, path, None, &headers)
+        .await;
+    (status, html)
+}
+
+async fn post_form(
+    broker: &TestBroker,
+    path: &str,
+    form: &[(&str, &str)],
+    cookie: Option<&str>,
+) -> (u16, reqwest::header::HeaderMap, String) {
+    let body: String = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(form)
+        .finish();
+    // A browser would follow the redirect after sign-in; the test reads it.
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let mut request = client
+        .post(format!("{}{path}", broker.url))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(body);
+    if let Some(c) = cookie {
+        request = request.header("cookie", c);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    (status, headers, response.text().await.unwrap())
+}
+
+/// The value of a hidden `csrf` field in a page.
+fn csrf(html: &str) -> String {
+    let at = html.find("name=\"csrf\" value=\"").expect("a csrf field") + 19;
+    html[at..at + html[at..].find('"').unwrap()].to_string()
+}
+
+/// Signs in as alice on an approval page: the session cookie.
+async fn sign_in(broker: &TestBroker, page: &str) -> String {
+    let (_, html) = get(broker, page, None).await;
+    let token = csrf(&html);
+    let (status, headers, _) = post_form(
+        broker,
+        &format!("{page}/sign-in"),
+        &[("credential", CREDENTIAL), ("csrf", &token)],
+        None,
+    )
+    .await;
+    assert_eq!(status, 303);
+    let set = headers.get("set-cookie").unwrap().to_str().unwrap();
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+        "{set}"
+    );
+    set.split(';').next().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn a_person_approves_on_the_page_and_the_write_runs_once() {
+    let server = MockServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = human_broker(&server, dir.path()).await;
+    let (id, page) = ask(&broker).await;
+    assert_eq!(posts(&server).await, 0, "the flag alone never runs it");
+
+    // Still pending: refused with the link again.
+    let (status, body) = broker
+        .call(
+            "payments.post_customers",
+            create(json!({ "approvalId": id })),
+            &[KEY],
+        )
+        .await;
+    assert_eq!(
+        (status, &body["error"]["details"]["reason"]),
+        (428, &json!("approval_pending"))
+    );
+
+    // The page wants a sign-in; a wrong credential or a missing CSRF token is refused.
+    let (status, html) = get(&broker, &page, None).await;
+    assert_eq!(status, 200);
+    assert!(html.contains("Sign in") && !html.contains("Customer-Canary-Jo"));
+    let token = csrf(&html);
+    let (status, _, _) = post_form(
+        &broker,
+        &format!("{page}/sign-in"),
+        &[("credential", "wrong"), ("csrf", &token)],
+        None,
+    )
+    .await;
+    assert_eq!(status, 401);
+    let (status, _, _) = post_form(
+        &broker,
+        &format!("{page}/sign-in"),
+        &[("credential", CREDENTIAL)],
+        None,
+    )
+    .await;
+    assert_eq!(status, 403, "sign-in without its CSRF token");
+    // An agent's API key is not an approver credential.
+    let (status, _, _) = post_form(
+        &broker,
+        &format!("{page}/sign-in"),
+        &[("credential", crate::support::API_KEY), ("csrf", &token)],
+        None,
+    )
+    .await;
+    assert_eq!(status, 401);
+
+    // Signed in: the exact request, escaped; no key anywhere.
+    let session = sign_in(&broker, &page).await;
+    let (status, html) = get(&broker, &page, Some(&session)).await;
+    assert_eq!(status, 200, "{html}");
+    for shown in [
+        "payments.post_customers",
+        "POST",
+        "/v1/customers",
+        "Customer-Canary-Jo",
+        "Approve",
+        "Decline",
+        "alice",
+    ] {
+        assert!(html.contains(shown), "`{shown}` not shown: {html}");
+    }
+    assert!(!html.contains(KEY.1) && !html.contains(crate::support::API_KEY));
+
+    // A decision without the CSRF token (a cross-site post) changes nothing.
+    let (status, _, _) = post_form(
+        &broker,
+        &format!("{page}/decision"),
+        &[("decision", "approve")],
+        Some(&session),
+    )
+    .await;
+    assert_eq!(status, 403);
+    let (_, body) = broker
+        .call(
+            "payments.post_customers",
+            create(json!({ "approvalId": id })),
+            &[KEY],
+        )
+        .await;
+    assert_eq!(body["error"]["details"]["reason"], "approval_pending");
+    // Without a session, neither.
+    let decision_csrf = csrf(&get(&broker, &page, Some(&session)).await.1);
+    let (status, _, _) = post_form(
+        &broker,
+        &format!("{page}/decision"),
+        &[("decision", "approve"), ("csrf", &decision_csrf)],
+        None,
+    )
+    .await;
+    assert_eq!(status, 401);
+
+    // Approved: the write runs once, with the flag; other arguments are refused.
+    let (status, _, html) = post_form(
+        &broker,
+        &format!("{page}/decision"),
+        &[("decision", "approve"), ("csrf", &decision_csrf)],
+        Some(&session),
+    )
+    .await;
+    assert_eq!(status, 200, "{html}");
+    let (status, _, _) = post_form(
+        &broker,
+        &format!("{page}/decision"),
+        &[("decision", "decline"), ("csrf", &decision_csrf)],
+        Some(&session),
+    )
+    .await;
+    assert_eq!(status, 409, "decided once");
+    let (status, body) = broker
+        .call(
+            "payments.post_customers",
+            json!({ "name": "Someone else", "confirm": true, "approvalId": id }),
+            &[KEY],
+        )
+        .await;
+    assert_eq!(
+        (status, &body["error"]["details"]["reason"]),
+        (428, &json!("other_arguments"))
+    );
+    let (status, body) = broker
+        .call(
+            "payments.post_customers",
+            create(json!({ "approvalId": id })),
+            &[KEY],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(posts(&server).await, 1);
+    let sent =
+        String::from_utf8_lossy(&server.received_requests().await.unwrap()[0].body).to_string();
+    assert!(!sent.contains("approvalId") && !sent.contains(&id));
+    let (status, body) = broker
+        .call(
+            "payments.post_customers",
+            create(json!({ "approvalId": id })),
+            &[KEY],
+        )
+        .await;
+    assert_eq!(
+        (status, &body["error"]["details"]["reason"]),
+        (428, &json!("used"))
+    );
+    assert_eq!(posts(&server).await, 1);
+
+    // The audit names the approver; the store never holds the argument in the clear.
+    let records = broker
+        .broker
+        .store
+        .list_audit(&tool_broker::store::audit::AuditQuery {
+            limit: 50,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(
+        records.iter().any(|r| r.outcome.as_str() == "approved"
+            && r.confirmation.as_deref() == Some("human:alice"))
+    );
+    assert!(records.iter().any(|r| r.outcome.as_str() == "executed"
+        && r.confirmation.as_deref() == Some("human")));
+    drop(broker);
+    let text = crate::support::folder_text(dir.path());
+    for secret in ["Customer-Canary-Jo", CREDENTIAL, APPROVAL_KEY, KEY.1] {
+        assert!(!text.contains(secret), "`{secret}` is in the store");
+    }
+}
+
+#[tokio::test]
+async fn a_declined_approval_never_runs() {
+    let server = MockServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = human_broker(&server, dir.path()).await;
+    let (id, page) = ask(&broker).await;
+    let session = sign_in(&broker, &page).await;
+    let token = csrf(&get(&broker, &page, Some(&session)).await.1);
+    let (status, _, _) = post_form(
+        &broker,
+        &format!("{page}/decision"),
+        &[("decision", "decline"), ("csrf", &token)],
+        Some(&session),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (status, body) = broker
+        .call(
+            "payments.post_customers",
+            create(json!({ "approvalId": id })),
+            &[KEY],
+        )
+        .await;
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(classification(&body), "confirmation_declined");
+    assert_eq!(posts(&server).await, 0);
+    // Unknown and malformed approval pages are 404.
+    let (status, _) = get(
+        &broker,
+        "/approvals/0123456789abcdef0123456789abcdef",
+        Some(&session),
+    )
+    .await;
+    assert_eq!(status, 404);
+    let (status, _) = get(&broker, "/approvals/../etc", None).await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn human_needs_approvers_and_an_approval_key() {
+    let err = crate::support::config_error("confirmation = \"human\"\n").await;
+    assert!(
+        err.contains("[[approvers]]") && err.contains("approval_key_env"),
+        "{err}"
+    );
+}
