@@ -9,7 +9,7 @@ use sha2::Digest;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::support::{Setup, TestBroker, classification};
+use crate::support::{Setup, TestBroker, classification, posts};
 
 const KEY: (&str, &str) = ("x-payments-api-key", "pk_human_canary_6");
 const CREDENTIAL: &str = "approver-credential-canary-93";
@@ -48,22 +48,23 @@ async fn human_broker(server: &MockServer, dir: &std::path::Path) -> TestBroker 
     TestBroker::start(setup).await
 }
 
-async fn posts(server: &MockServer) -> usize {
-    server
-        .received_requests()
-        .await
-        .unwrap()
-        .iter()
-        .filter(|r| r.method.as_str() == "POST")
-        .count()
-}
-
 fn create(extra: Value) -> Value {
     let mut args = json!({ "name": "Customer-Canary-Jo", "confirm": true });
     if let (Some(a), Some(e)) = (args.as_object_mut(), extra.as_object()) {
         a.extend(e.clone());
     }
     args
+}
+
+/// `payments.post_customers`, confirmed, with approval `id`.
+async fn with_approval(broker: &TestBroker, id: &str) -> (u16, Value) {
+    broker
+        .call(
+            "payments.post_customers",
+            create(json!({ "approvalId": id })),
+            &[KEY],
+        )
+        .await
 }
 
 /// Asks for an approval: `(id, url path)`.
@@ -156,13 +157,7 @@ async fn a_person_approves_on_the_page_and_the_write_runs_once() {
     assert_eq!(posts(&server).await, 0, "the flag alone never runs it");
 
     // Still pending: refused with the link again.
-    let (status, body) = broker
-        .call(
-            "payments.post_customers",
-            create(json!({ "approvalId": id })),
-            &[KEY],
-        )
-        .await;
+    let (status, body) = with_approval(&broker, &id).await;
     assert_eq!(
         (status, &body["error"]["details"]["reason"]),
         (428, &json!("approval_pending"))
@@ -225,13 +220,7 @@ async fn a_person_approves_on_the_page_and_the_write_runs_once() {
     )
     .await;
     assert_eq!(status, 403);
-    let (_, body) = broker
-        .call(
-            "payments.post_customers",
-            create(json!({ "approvalId": id })),
-            &[KEY],
-        )
-        .await;
+    let (_, body) = with_approval(&broker, &id).await;
     assert_eq!(body["error"]["details"]["reason"], "approval_pending");
     // Without a session, neither.
     let decision_csrf = csrf(&get(&broker, &page, Some(&session)).await.1);
@@ -272,25 +261,13 @@ async fn a_person_approves_on_the_page_and_the_write_runs_once() {
         (status, &body["error"]["details"]["reason"]),
         (428, &json!("other_arguments"))
     );
-    let (status, body) = broker
-        .call(
-            "payments.post_customers",
-            create(json!({ "approvalId": id })),
-            &[KEY],
-        )
-        .await;
+    let (status, body) = with_approval(&broker, &id).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(posts(&server).await, 1);
     let sent =
         String::from_utf8_lossy(&server.received_requests().await.unwrap()[0].body).to_string();
     assert!(!sent.contains("approvalId") && !sent.contains(&id));
-    let (status, body) = broker
-        .call(
-            "payments.post_customers",
-            create(json!({ "approvalId": id })),
-            &[KEY],
-        )
-        .await;
+    let (status, body) = with_approval(&broker, &id).await;
     assert_eq!(
         (status, &body["error"]["details"]["reason"]),
         (428, &json!("used"))
@@ -336,13 +313,7 @@ async fn a_declined_approval_never_runs() {
     )
     .await;
     assert_eq!(status, 200);
-    let (status, body) = broker
-        .call(
-            "payments.post_customers",
-            create(json!({ "approvalId": id })),
-            &[KEY],
-        )
-        .await;
+    let (status, body) = with_approval(&broker, &id).await;
     assert_eq!(status, 403, "{body}");
     assert_eq!(classification(&body), "confirmation_declined");
     assert_eq!(posts(&server).await, 0);

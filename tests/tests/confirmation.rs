@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::support::{Setup, TestBroker, check_envelope, classification};
+use crate::support::{Setup, TestBroker, check_envelope, classification, posts};
 
 const KEY: (&str, &str) = ("x-payments-api-key", "pk_bound_canary_4");
 
@@ -50,16 +50,6 @@ async fn bound_broker(
     setup.store = store;
     setup.clock = clock;
     TestBroker::start(setup).await
-}
-
-async fn posts(server: &MockServer) -> usize {
-    server
-        .received_requests()
-        .await
-        .unwrap()
-        .iter()
-        .filter(|r| r.method.as_str() == "POST")
-        .count()
 }
 
 fn create(name: &str) -> Value {

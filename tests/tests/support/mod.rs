@@ -339,3 +339,14 @@ pub fn folder_text(dir: &Path) -> String {
     }
     String::from_utf8_lossy(&bytes).into_owned()
 }
+
+/// How many POST requests an upstream mock received.
+pub async fn posts(server: &wiremock::MockServer) -> usize {
+    server
+        .received_requests()
+        .await
+        .unwrap_or_default()
+        .iter()
+        .filter(|r| r.method.as_str() == "POST")
+        .count()
+}
