@@ -8,8 +8,10 @@
 //! - `POST /approvals/<id>/decision`: `approve` or `decline`.
 //!
 //! Every form carries a CSRF token sealed for its approval (and, after sign-in, its
-//! approver); a post without it changes nothing (403). The page is never framed, cached
-//! or sent with a referrer.
+//! approver); a post without it changes nothing (403). The page is never framed or
+//! cached, and its URL never goes to another site as a referrer (`same-origin`: with
+//! `no-referrer` Chromium sends `Origin: null` on the page's own forms, which the
+//! broker's Origin rule refuses; found by the browser check).
 
 use serde_json::{Value, json};
 
@@ -36,7 +38,7 @@ pub const PAGE_HEADERS: [(&str, &str); 6] = [
     ("content-type", "text/html; charset=utf-8"),
     ("cache-control", "no-store"),
     ("x-frame-options", "DENY"),
-    ("referrer-policy", "no-referrer"),
+    ("referrer-policy", "same-origin"),
     (
         "content-security-policy",
         "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
