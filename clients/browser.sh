@@ -19,7 +19,7 @@ if [ ! -d "$dir/node_modules/playwright-core" ]; then
 fi
 
 cargo build -q -p tool-broker
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. clients/lib.sh
 stub_port=$(free_port)
 broker_port=$(free_port)
 token=tb_browser_check_token_0123456789
@@ -44,10 +44,7 @@ env TOOL_BROKER_API_KEY="$token" \
 broker_pid=$!
 trap 'kill $stub_pid $broker_pid 2>/dev/null || true; rm -rf "$work"' EXIT
 url="http://127.0.0.1:$broker_port"
-for _ in $(seq 1 100); do
-  if python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)' "$url/readyz" 2>/dev/null; then break; fi
-  sleep 0.1
-done
+wait_ready "$url"
 
 echo "chromium $(/usr/bin/chromium --version 2>/dev/null | awk '{print $2}'), playwright-core $(node -p "require('./$dir/node_modules/playwright-core/package.json').version")"
 BROKER_URL="$url" BROKER_TOKEN="$token" APPROVER_CREDENTIAL="$credential" APPROVAL_TTL_SECONDS="$ttl" \

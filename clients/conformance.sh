@@ -23,7 +23,7 @@ if [ ! -d "$dir/node_modules/@modelcontextprotocol/conformance" ]; then
   (cd "$dir" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
 fi
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. clients/lib.sh
 proxy_port=$(free_port)
 python3 clients/auth_proxy.py "$proxy_port" "$url" &
 proxy_pid=$!

@@ -20,7 +20,7 @@ fi
 "$venv/bin/pip" install -q --disable-pip-version-check -r clients/requirements.txt
 
 cargo build -q -p tool-broker
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. clients/lib.sh
 stub_port=$(free_port)
 broker_port=$(free_port)
 token=tb_client_check_token_0123456789

@@ -738,16 +738,8 @@ impl Broker {
             crate::bound::redeem(self, tool, &caller, &digest, &token, spend).await?;
             return self.execute(tool, arguments, ctx).await;
         }
-        // No token: the preview and a token for exactly this request. Hooks are run
-        // without the flags, so they answer their own unconfirmed preview or refusal.
-        let mut arguments = arguments;
-        if matches!(tool.action, Action::Hook(_))
-            && let Some(map) = arguments.as_mut().and_then(Value::as_object_mut)
-        {
-            map.remove(&rules.confirm_arg);
-            map.remove(&rules.apply_arg);
-        }
-        let result = self.execute_as(tool, arguments, ctx, true).await;
+        // No token: the preview and a token for exactly this request.
+        let result = self.execute_unconfirmed(tool, arguments, ctx).await;
         let refused_unconfirmed =
             matches!(&result, Err(e) if e.classification == Classification::ConfirmationRequired);
         if result.as_ref().is_ok_and(|e| !e.dry_run) || (result.is_err() && !refused_unconfirmed) {
@@ -790,6 +782,24 @@ impl Broker {
         }
     }
 
+    /// A write as if unconfirmed: an HTTP tool's preview whatever its flags say; a hook
+    /// run without the flags, so it answers its own unconfirmed preview or refusal.
+    async fn execute_unconfirmed(
+        &self,
+        tool: &Tool,
+        mut arguments: Option<Value>,
+        ctx: &RequestCtx<'_>,
+    ) -> Result<Exec, CallError> {
+        if matches!(tool.action, Action::Hook(_))
+            && let Some(map) = arguments.as_mut().and_then(Value::as_object_mut)
+        {
+            let rules = &self.catalog.rules.confirmation;
+            map.remove(&rules.confirm_arg);
+            map.remove(&rules.apply_arg);
+        }
+        self.execute_as(tool, arguments, ctx, true).await
+    }
+
     /// What an approver is shown: the tool's preview of this request (a hook tool's
     /// arguments when it has no request preview), with the tool's words.
     async fn approval_preview(
@@ -799,15 +809,7 @@ impl Broker {
         ctx: &RequestCtx<'_>,
     ) -> Result<Value, CallError> {
         let shown_args = arguments.clone().unwrap_or(Value::Null);
-        let mut stripped = arguments;
-        if matches!(tool.action, Action::Hook(_))
-            && let Some(map) = stripped.as_mut().and_then(Value::as_object_mut)
-        {
-            let rules = &self.catalog.rules.confirmation;
-            map.remove(&rules.confirm_arg);
-            map.remove(&rules.apply_arg);
-        }
-        let request = match self.execute_as(tool, stripped, ctx, true).await {
+        let request = match self.execute_unconfirmed(tool, arguments, ctx).await {
             Ok(exec) if exec.dry_run => exec.data.get("request").cloned().unwrap_or(Value::Null),
             Ok(_) => Value::Null,
             Err(e) if e.classification == Classification::ConfirmationRequired => Value::Null,

@@ -6,8 +6,7 @@
 
 use serde_json::{Value, json};
 use sha2::Digest;
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::MockServer;
 
 use crate::support::{Setup, TestBroker, classification, posts};
 
@@ -23,14 +22,7 @@ fn hex_sha256(text: &str) -> String {
 }
 
 async fn human_broker(server: &MockServer, dir: &std::path::Path) -> TestBroker {
-    Mock::given(method("POST"))
-        .and(path("/v1/customers"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(json!({ "id": "cus_1", "object": "customer" })),
-        )
-        .mount(server)
-        .await;
+    crate::support::mount_customers(server).await;
     let mut setup = Setup::all_upstreams(&server.uri());
     setup.config = Some(format!(
         "confirmation = \"human\"\napproval_key_env = \"APPROVAL_KEY\"\n\

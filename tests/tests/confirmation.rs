@@ -6,8 +6,7 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use serde_json::{Value, json};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::MockServer;
 
 use crate::support::{Setup, TestBroker, check_envelope, classification, posts};
 
@@ -22,22 +21,6 @@ fn shifted_clock() -> jiff::Timestamp {
         SHIFT.load(Ordering::SeqCst),
     ))
     .unwrap_or(now)
-}
-
-async fn mount(server: &MockServer) {
-    Mock::given(method("POST"))
-        .and(path("/v1/customers"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(json!({ "id": "cus_1", "object": "customer" })),
-        )
-        .mount(server)
-        .await;
-    Mock::given(method("GET"))
-        .and(path("/v1/customers"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "data": [] })))
-        .mount(server)
-        .await;
 }
 
 async fn bound_broker(
@@ -97,7 +80,7 @@ fn reason(body: &Value) -> &str {
 #[tokio::test]
 async fn under_bound_a_write_runs_once_with_its_own_token_and_never_on_the_flag() {
     let server = MockServer::start().await;
-    mount(&server).await;
+    crate::support::mount_customers(&server).await;
     let broker = bound_broker(&server, None, None).await;
 
     // The flag alone: the preview and a token, nothing sent.
@@ -201,7 +184,7 @@ async fn under_bound_a_write_runs_once_with_its_own_token_and_never_on_the_flag(
 #[tokio::test]
 async fn a_token_expires_and_every_door_takes_it() {
     let server = MockServer::start().await;
-    mount(&server).await;
+    crate::support::mount_customers(&server).await;
     let broker = bound_broker(&server, None, Some(shifted_clock)).await;
     let token = preview(&broker, "payments.post_customers", create("Jo")).await;
     // Two minutes and a second later the token is past its expiry.
@@ -291,7 +274,7 @@ async fn a_token_expires_and_every_door_takes_it() {
 #[tokio::test]
 async fn a_token_used_on_one_replica_is_spent_on_the_other() {
     let server = MockServer::start().await;
-    mount(&server).await;
+    crate::support::mount_customers(&server).await;
     let dir = tempfile::tempdir().unwrap();
     let config = tool_broker::store::StoreConfig::Sqlite(dir.path().to_path_buf());
     let (a, b) = tokio::join!(
@@ -325,7 +308,7 @@ fn every_write_lists_the_token_argument_and_no_read_does() {
 #[tokio::test]
 async fn a_bound_write_with_an_idempotency_key_runs_once_and_is_replayed_after() {
     let server = MockServer::start().await;
-    mount(&server).await;
+    crate::support::mount_customers(&server).await;
     let broker = bound_broker(&server, None, None).await;
     let idem = ("idempotency-key", "bound-order-1");
     // The preview does not hold the key: the confirmed call can claim it.

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::support::{Setup, TestBroker, classification};
+use crate::support::{Setup, TestBroker, classification, posts};
 
 const IMAGEGEN_KEY: (&str, &str) = ("x-imagegen-api-key", "ik_poll_key");
 const AGENT_KEY: (&str, &str) = ("x-agent-api-key", "ak_poll_key");
@@ -58,16 +58,6 @@ async fn generate(broker: &TestBroker, extra: Value) -> (u16, Value) {
     broker
         .call("imagegen.generate_image_and_wait", args, &[IMAGEGEN_KEY])
         .await
-}
-
-async fn posts(server: &MockServer) -> usize {
-    server
-        .received_requests()
-        .await
-        .unwrap_or_default()
-        .iter()
-        .filter(|r| r.method.as_str() == "POST")
-        .count()
 }
 
 #[tokio::test]

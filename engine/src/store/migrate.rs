@@ -16,13 +16,21 @@ use super::{Backend, Store, StoreError};
 /// One migration: version, name, SQL.
 pub type Migration = (i64, &'static str, &'static str);
 
-/// SQLite migrations, oldest first.
-pub const SQLITE: &[Migration] = &[
-    (
-        1,
-        "initial",
-        include_str!("migrations/sqlite/0001_initial.sql"),
-    ),
+/// The first migration of each backend (its own dialect).
+pub const SQLITE_INITIAL: Migration = (
+    1,
+    "initial",
+    include_str!("migrations/sqlite/0001_initial.sql"),
+);
+/// See [`SQLITE_INITIAL`].
+pub const POSTGRES_INITIAL: Migration = (
+    1,
+    "initial",
+    include_str!("migrations/postgres/0001_initial.sql"),
+);
+
+/// Every later migration, written once in SQL both backends read alike, oldest first.
+pub const PORTABLE: &[Migration] = &[
     (
         2,
         "idempotency",
@@ -45,34 +53,12 @@ pub const SQLITE: &[Migration] = &[
     ),
 ];
 
-/// PostgreSQL migrations, oldest first.
-pub const POSTGRES: &[Migration] = &[
-    (
-        1,
-        "initial",
-        include_str!("migrations/postgres/0001_initial.sql"),
-    ),
-    (
-        2,
-        "idempotency",
-        include_str!("migrations/portable/0002_idempotency.sql"),
-    ),
-    (
-        3,
-        "webhook_events",
-        include_str!("migrations/portable/0003_webhook_events.sql"),
-    ),
-    (
-        4,
-        "confirmation",
-        include_str!("migrations/portable/0004_confirmation.sql"),
-    ),
-    (
-        5,
-        "approvals",
-        include_str!("migrations/portable/0005_approvals.sql"),
-    ),
-];
+/// A backend's migrations, oldest first: its initial one, then the portable ones.
+pub fn migrations(initial: Migration) -> Vec<Migration> {
+    std::iter::once(initial)
+        .chain(PORTABLE.iter().copied())
+        .collect()
+}
 
 /// The advisory lock key migrations take on PostgreSQL ("tbmigrat" in ASCII).
 pub(super) const PG_LOCK: i64 = 0x7462_6d69_6772_6174;
@@ -140,7 +126,7 @@ pub async fn run(store: &Store) -> Result<(), StoreError> {
                 .begin_with("BEGIN IMMEDIATE")
                 .await
                 .map_err(|e| fail(0, "lock", &e))?;
-            apply!(tx, SQLITE);
+            apply!(tx, migrations(SQLITE_INITIAL));
             tx.commit().await.map_err(|e| fail(0, "commit", &e))?;
         }
         Backend::Postgres(pool) => {
@@ -150,7 +136,7 @@ pub async fn run(store: &Store) -> Result<(), StoreError> {
                 .execute(&mut *tx)
                 .await
                 .map_err(|e| fail(0, "lock", &e))?;
-            apply!(tx, POSTGRES);
+            apply!(tx, migrations(POSTGRES_INITIAL));
             tx.commit().await.map_err(|e| fail(0, "commit", &e))?;
         }
     }
@@ -164,8 +150,9 @@ mod tests {
     #[test]
     fn both_backends_know_the_same_versions() {
         let names = |list: &[Migration]| list.iter().map(|m| (m.0, m.1)).collect::<Vec<_>>();
-        assert_eq!(names(SQLITE), names(POSTGRES));
-        for list in [SQLITE, POSTGRES] {
+        let (sqlite, postgres) = (migrations(SQLITE_INITIAL), migrations(POSTGRES_INITIAL));
+        assert_eq!(names(&sqlite), names(&postgres));
+        for list in [&sqlite, &postgres] {
             for (i, m) in list.iter().enumerate() {
                 assert_eq!(m.0, i as i64 + 1, "versions are 1, 2, 3, ... in order");
             }

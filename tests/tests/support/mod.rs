@@ -350,3 +350,22 @@ pub async fn posts(server: &wiremock::MockServer) -> usize {
         .filter(|r| r.method.as_str() == "POST")
         .count()
 }
+
+/// A payments upstream that creates a customer (`POST /v1/customers`) and lists none.
+pub async fn mount_customers(server: &wiremock::MockServer) {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, ResponseTemplate};
+    Mock::given(method("POST"))
+        .and(path("/v1/customers"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({ "id": "cus_1", "object": "customer" })),
+        )
+        .mount(server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path("/v1/customers"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "data": [] })))
+        .mount(server)
+        .await;
+}
