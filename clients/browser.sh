@@ -32,6 +32,7 @@ cat >"$work/config.toml" <<TOML
 confirmation = "human"
 approval_key_env = "TOOL_BROKER_APPROVAL_KEY"
 approval_ttl_seconds = $ttl
+approval_wait_seconds = 1   # the CSRF case reads the approval as still pending
 [[approvers]]
 name = "browser-check"
 sha256 = "$(printf %s "$credential" | sha256sum | cut -d' ' -f1)"

@@ -13,14 +13,19 @@ import os
 import sys
 
 import httpx2
+from mcp import types
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 URL = os.environ["BROKER_URL"] + "/mcp"
 # A key with the deployment's default toolset (the discovery tools) and one whose
 # config entry says `toolset = "all"`.
 TOKEN = os.environ["BROKER_TOKEN"]
 TOKEN_ALL = os.environ["BROKER_TOKEN_ALL"]
+# A key whose writes a person approves (`confirmation = "human"`), and the stub upstream.
+TOKEN_HUMAN = os.environ["BROKER_TOKEN_HUMAN"]
+STUB_URL = os.environ["STUB_URL"]
 
 
 def headers(token):
@@ -98,9 +103,76 @@ async def run(mode):
                   failing.structured_content)
 
 
+async def stub_writes(http):
+    """How many POST /v1/customers the stub upstream received."""
+    answer = await http.get(f"{STUB_URL}/__stub/writes")
+    return answer.json().get("POST /v1/customers", 0)
+
+
+def human_headers():
+    return {"authorization": f"Bearer {TOKEN_HUMAN}", "x-payments-api-key": "pk_client_test_key"}
+
+
+CUSTOMER = {"name": "Elicited-Customer", "confirm": True}
+
+
+async def elicitation(mode):
+    """A write under `human`: the SDK shows the broker's form through its elicitation
+    callback and retries with the answer (2026-07-28 multi-round trip)."""
+    if mode != "auto":
+        return  # the handshake revisions have no input-required results: the approval page applies
+    shown = []
+
+    def answering(action, approve=None):
+        async def callback(context, params):
+            shown.append(params)
+            content = None if approve is None else {"approve": approve}
+            return types.ElicitResult(action=action, content=content)
+        return callback
+
+    async with httpx2.AsyncClient(headers=human_headers(), timeout=60) as http:
+        before = await stub_writes(http)
+        async with Client(streamable_http_client(URL, http_client=http), mode=mode,
+                          elicitation_callback=answering("accept", True)) as client:
+            check(f"[{mode}] elicitation: connected on 2026-07-28", client.session.protocol_version == "2026-07-28",
+                  client.session.protocol_version)
+            result = await client.call_tool("payments.post_customers", CUSTOMER)
+            check(f"[{mode}] elicitation: the form showed the request",
+                  len(shown) == 1 and "POST" in shown[0].message and "/v1/customers" in shown[0].message
+                  and "Elicited-Customer" in shown[0].message, shown)
+            check(f"[{mode}] elicitation: accepted, the write ran", result.is_error is False, result.structured_content)
+            check(f"[{mode}] elicitation: one upstream POST", await stub_writes(http) == before + 1)
+
+        async with Client(streamable_http_client(URL, http_client=http), mode=mode,
+                          elicitation_callback=answering("decline")) as client:
+            result = await client.call_tool("payments.post_customers", CUSTOMER)
+            check(f"[{mode}] elicitation: declined is confirmation_declined",
+                  result.is_error is True
+                  and result.structured_content["error"]["classification"] == "confirmation_declined",
+                  result.structured_content)
+            check(f"[{mode}] elicitation: nothing sent on a decline", await stub_writes(http) == before + 1)
+
+            # Driving the rounds by hand: a requestState altered by the client is refused.
+            first = await client.session.call_tool("payments.post_customers", CUSTOMER, allow_input_required=True)
+            check(f"[{mode}] elicitation: the first round is input_required",
+                  isinstance(first, types.InputRequiredResult) and "approval" in (first.input_requests or {}), first)
+            state = first.request_state
+            altered = state[:-3] + ("AAA" if not state.endswith("AAA") else "BBB")
+            accepted = {"approval": types.ElicitResult(action="accept", content={"approve": True})}
+            try:
+                await client.session.call_tool("payments.post_customers", CUSTOMER,
+                                               input_responses=accepted, request_state=altered,
+                                               allow_input_required=True)
+                check(f"[{mode}] elicitation: an altered requestState is refused", False, "no error")
+            except MCPError as e:
+                check(f"[{mode}] elicitation: an altered requestState is refused",
+                      e.error.code == -32602 and (e.error.data or {}).get("reason") == "invalid", e.error)
+            check(f"[{mode}] elicitation: nothing sent for the altered state", await stub_writes(http) == before + 1)
+
+
 async def main():
     for mode in ("legacy", "auto"):
-        for part in (default_surface, run):
+        for part in (default_surface, run, elicitation):
             try:
                 await part(mode)
             except Exception as e:  # noqa: BLE001 - report and go on to the next part

@@ -25,6 +25,7 @@ stub_port=$(free_port)
 broker_port=$(free_port)
 token=tb_client_check_token_0123456789
 token_all=tb_client_check_all_tools_0123456789
+token_human=tb_client_check_human_writes_0123456789
 python3 clients/stub_upstream.py "$stub_port" &
 stub_pid=$!
 upstreams=()
@@ -33,11 +34,20 @@ for service in agent crm hosting imagegen leads media payments portal scraper; d
 done
 config=$(mktemp)
 cat >"$config" <<TOML
+approval_key_env = "TOOL_BROKER_APPROVAL_KEY"   # seals what approvers see (human mode)
 # TOOL_BROKER_API_KEY gets the default toolset (the discovery tools); this key lists all.
 [[keys]]
 name = "all-tools"
 sha256 = "$(printf %s "$token_all" | sha256sum | cut -d' ' -f1)"
 toolset = "all"
+# Writes of this key are approved by a person: elicitation in the SDK check below.
+[[keys]]
+name = "human-writes"
+sha256 = "$(printf %s "$token_human" | sha256sum | cut -d' ' -f1)"
+confirmation = "human"
+[[approvers]]
+name = "client-check"
+sha256 = "$(printf %s approver-client-check | sha256sum | cut -d' ' -f1)"
 [settings.imagegen]
 poll_interval_ms = 10
 [settings.agent]
@@ -45,7 +55,7 @@ poll_interval_ms = 10
 [settings.media]
 drive_folder_id = "folder-client-check"
 TOML
-env TOOL_BROKER_API_KEY="$token" "${upstreams[@]}" \
+env TOOL_BROKER_API_KEY="$token" TOOL_BROKER_APPROVAL_KEY=client-check-approval-key-0123456789abcdef "${upstreams[@]}" \
   ./target/debug/tool-broker serve --listen "127.0.0.1:$broker_port" --config "$config" >target/client-broker.log 2>&1 &
 broker_pid=$!
 trap 'kill $stub_pid $broker_pid 2>/dev/null || true; rm -f "$config"' EXIT
@@ -57,7 +67,8 @@ for _ in $(seq 1 100); do
 done
 
 echo "== MCP Python SDK ($("$venv/bin/pip" show mcp | awk '/^Version/ {print $2}'))"
-BROKER_URL="$url" BROKER_TOKEN="$token" BROKER_TOKEN_ALL="$token_all" "$venv/bin/python" clients/mcp_client.py
+BROKER_URL="$url" BROKER_TOKEN="$token" BROKER_TOKEN_ALL="$token_all" BROKER_TOKEN_HUMAN="$token_human" \
+  STUB_URL="http://127.0.0.1:$stub_port" "$venv/bin/python" clients/mcp_client.py
 
 echo "== the official MCP conformance suite and the MCP Inspector CLI"
 BROKER_TOKEN="$token" bash clients/conformance.sh "$url"

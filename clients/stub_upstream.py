@@ -1,11 +1,18 @@
 """A loopback stand-in for every upstream during client checks: answers any request
 with 200 and a small JSON body. `GET /v2/task.list` answers one task, so the MCP
-client can see that a proxied call reached it. Binds 127.0.0.1 only; stops with its
-parent (clients/run.sh kills it)."""
+client can see that a proxied call reached it; `GET /__stub/writes` answers how many
+requests other than GET it received, by "METHOD path", so a check can count what a
+confirmed write sent. Binds 127.0.0.1 only; stops with its parent (clients/run.sh
+kills it)."""
 
 import json
 import sys
+import threading
+from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+writes = Counter()
+lock = threading.Lock()
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -13,7 +20,13 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         if length:
             self.rfile.read(length)
-        if self.path.startswith("/v2/task.list"):
+        if self.command != "GET":
+            with lock:
+                writes[f"{self.command} {self.path.split('?')[0]}"] += 1
+        if self.path == "/__stub/writes":
+            with lock:
+                body = dict(writes)
+        elif self.path.startswith("/v2/task.list"):
             body = {"ok": True, "data": [{"id": "task_stub"}], "has_more": False}
         else:
             body = {"ok": True, "id": "stub", "object": "stub", "data": []}

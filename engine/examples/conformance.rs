@@ -356,6 +356,7 @@ async fn main() {
                             headers: &headers,
                             principal: &principal,
                             idempotency_key: None,
+                            elicitation: None,
                         })
                         .await;
                     let body = response.body;

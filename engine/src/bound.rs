@@ -157,10 +157,32 @@ pub async fn issue(
     caller: &str,
     digest: &str,
 ) -> Result<Issued, CallError> {
+    seal_claims(
+        broker,
+        PURPOSE,
+        broker.confirmation_ttl_seconds,
+        tool,
+        caller,
+        digest,
+    )
+    .await
+    .map_err(|e| store_down(&e))
+}
+
+/// Seals claims binding `(caller, tool, descriptor hash, digest)` for `purpose`, valid
+/// for `ttl_seconds`: what a confirmation token and an MCP `requestState` both are.
+pub async fn seal_claims(
+    broker: &crate::call::Broker,
+    purpose: &str,
+    ttl_seconds: u64,
+    tool: &Tool,
+    caller: &str,
+    digest: &str,
+) -> Result<Issued, crate::store::StoreError> {
     let now = broker.now();
     let expires_at = now
         .checked_add(jiff::SignedDuration::from_secs(
-            i64::try_from(broker.confirmation_ttl_seconds).unwrap_or(i64::MAX),
+            i64::try_from(ttl_seconds).unwrap_or(i64::MAX),
         ))
         .unwrap_or(now);
     let id: String = {
@@ -178,9 +200,8 @@ pub async fn issue(
     });
     let token = broker
         .sealer
-        .seal(&broker.store, now.as_millisecond(), PURPOSE, &claims)
-        .await
-        .map_err(|e| store_down(&e))?;
+        .seal(&broker.store, now.as_millisecond(), purpose, &claims)
+        .await?;
     Ok(Issued { token, expires_at })
 }
 
@@ -202,45 +223,47 @@ pub async fn redeem(
     token: &str,
     spend: bool,
 ) -> Result<(), CallError> {
-    let claims = match broker
-        .sealer
-        .open(&broker.store, PURPOSE, token)
-        .await
-        .map_err(|e| store_down(&e))?
-    {
-        Ok(claims) => claims,
-        Err(_) => return Err(Refusal::Invalid.error(tool)),
+    match check_claims(broker, PURPOSE, tool, caller, digest, token, spend).await {
+        Ok(None) => Ok(()),
+        Ok(Some(refusal)) => Err(refusal.error(tool)),
+        Err(e) => Err(store_down(&e)),
+    }
+}
+
+/// Opens what [`seal_claims`] sealed for `purpose` and checks it against `(caller,
+/// tool, digest)` and the clock; with `spend`, spends its id (once across replicas).
+/// `Ok(None)` lets the call through; `Ok(Some(_))` says why not.
+pub async fn check_claims(
+    broker: &crate::call::Broker,
+    purpose: &str,
+    tool: &Tool,
+    caller: &str,
+    digest: &str,
+    sealed: &str,
+    spend: bool,
+) -> Result<Option<Refusal>, crate::store::StoreError> {
+    let Ok(claims) = broker.sealer.open(&broker.store, purpose, sealed).await? else {
+        return Ok(Some(Refusal::Invalid));
     };
     let text = |k: &str| claims.get(k).and_then(Value::as_str).unwrap_or("");
+    let expires = claims.get("exp").and_then(Value::as_i64).unwrap_or(0);
     let refusal = if text("tool") != tool.full_name || text("hash") != tool.descriptor_hash {
         Some(Refusal::OtherTool)
     } else if text("caller") != caller {
         Some(Refusal::OtherCaller)
     } else if text("args") != digest {
         Some(Refusal::OtherArguments)
-    } else if claims.get("exp").and_then(Value::as_i64).unwrap_or(0)
-        <= broker.now().as_millisecond()
-    {
+    } else if expires <= broker.now().as_millisecond() {
         Some(Refusal::Expired)
     } else {
         None
     };
-    if let Some(r) = refusal {
-        return Err(r.error(tool));
+    if refusal.is_some() || !spend {
+        return Ok(refusal);
     }
-    if spend {
-        let expires = claims.get("exp").and_then(Value::as_i64).unwrap_or(0);
-        prune_now_and_then(broker).await;
-        let fresh = broker
-            .store
-            .spend_token(text("id"), expires)
-            .await
-            .map_err(|e| store_down(&e))?;
-        if !fresh {
-            return Err(Refusal::Used.error(tool));
-        }
-    }
-    Ok(())
+    prune_now_and_then(broker).await;
+    let fresh = broker.store.spend_token(text("id"), expires).await?;
+    Ok((!fresh).then_some(Refusal::Used))
 }
 
 /// How often a replica prunes spent-token ids (at most).

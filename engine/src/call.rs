@@ -51,6 +51,8 @@ pub struct Broker {
     pub(crate) approval_cipher: Option<crate::approval::PreviewCipher>,
     /// How long an approval lasts.
     pub(crate) approval_ttl_seconds: u64,
+    /// How long a repeat waits on a pending approval.
+    pub(crate) approval_wait_seconds: u64,
     /// The public base URL for approval links.
     pub(crate) public_url: Option<String>,
     /// How long a confirmation token stays valid.
@@ -124,6 +126,8 @@ pub struct RequestCtx<'a> {
     pub trace_id: String,
     /// The idempotency key sent upstream (derived), when this call holds one.
     pub idempotency: Option<String>,
+    /// What an MCP 2026-07-28 request brought for elicitation (`/mcp` only).
+    pub elicitation: Option<&'a crate::approval::elicit::Elicitation>,
 }
 
 /// One `tools/call`.
@@ -142,6 +146,8 @@ pub struct CallInput<'a> {
     /// An idempotency key given outside the headers (MCP `_meta.idempotencyKey`); the
     /// `Idempotency-Key` header is read when this is `None`.
     pub idempotency_key: Option<String>,
+    /// The MCP door's elicitation capability and round (`None` on other doors).
+    pub elicitation: Option<crate::approval::elicit::Elicitation>,
 }
 
 impl Broker {
@@ -163,16 +169,34 @@ impl Broker {
                 .iter()
                 .any(|k| k.confirmation == Some(crate::config::WriteConfirmation::Human));
         let approvers = crate::approval::Approvers::from_config(&config.approvers)?;
+        let mut previous = Vec::new();
+        for old in &config.approval_previous_key_envs {
+            let Some(key) = env(old).filter(|v| !v.is_empty()) else {
+                return Err(format!(
+                    "config approval_previous_key_envs: the variable `{old}` is not set; set it or remove it from the list"
+                ));
+            };
+            previous.push(key);
+        }
         let approval_cipher = match &config.approval_key_env {
             Some(variable) => match env(variable).filter(|v| !v.is_empty()) {
                 Some(secret) => Some(
-                    crate::approval::PreviewCipher::new(&secret)
+                    crate::approval::PreviewCipher::with_previous(&secret, &previous)
                         .map_err(|e| format!("config approval_key_env `{variable}`: {e}"))?,
                 ),
                 None => None,
             },
             None => None,
         };
+        let approval_wait_seconds = config
+            .approval_wait_seconds
+            .unwrap_or(crate::approval::DEFAULT_WAIT_SECONDS);
+        if approval_wait_seconds > crate::approval::MAX_WAIT_SECONDS {
+            return Err(format!(
+                "config approval_wait_seconds = {approval_wait_seconds}: at most {} (a call waits that long for a person; clients time out)",
+                crate::approval::MAX_WAIT_SECONDS
+            ));
+        }
         if human && (approvers.is_empty() || approval_cipher.is_none()) {
             return Err("confirmation = \"human\" needs [[approvers]] (who may approve) and approval_key_env (a variable holding a key of at least 32 characters that seals what approvers are shown)".into());
         }
@@ -299,6 +323,7 @@ impl Broker {
             approval_ttl_seconds: config
                 .approval_ttl_seconds
                 .unwrap_or(crate::approval::DEFAULT_TTL_SECONDS),
+            approval_wait_seconds,
             public_url: config.public_url.clone(),
             confirmation_ttl_seconds: config
                 .confirmation_ttl_seconds
@@ -495,6 +520,7 @@ impl Broker {
             request_id: input.request_id.clone(),
             trace_id: trace_id.clone(),
             idempotency: None,
+            elicitation: input.elicitation.as_ref(),
         };
         let started_at = self.now();
         let write = tool.risk == Risk::Write;
@@ -729,9 +755,23 @@ impl Broker {
                 crate::approval::redeem(self, tool, ctx, &caller, &digest, &id, spend).await?;
                 return self.execute(tool, arguments, ctx).await;
             }
-            // What the approver will see: the preview of exactly this request.
+            if !spend {
+                // A preview (or the spec's own refusal without its flag): free.
+                return self.execute(tool, arguments, ctx).await;
+            }
+            let elicitation = ctx.elicitation.filter(|e| e.applies());
+            if let Some(e) = elicitation.filter(|e| e.state.is_some()) {
+                crate::approval::elicit::answer(self, tool, ctx, (&caller, &digest), e).await?;
+                return self.execute(tool, arguments, ctx).await;
+            }
+            // What the person will see: the preview of exactly this request.
             let preview = self.approval_preview(tool, arguments, ctx).await?;
-            return Err(crate::approval::ask(self, tool, ctx, &caller, &digest, &preview).await);
+            return Err(match elicitation {
+                Some(_) => {
+                    crate::approval::elicit::ask(self, tool, ctx, &caller, &digest, &preview).await
+                }
+                None => crate::approval::ask(self, tool, ctx, &caller, &digest, &preview).await,
+            });
         }
         if let Some(token) = token {
             let spend = crate::bound::asks_to_run(tool, map, rules);
@@ -1188,43 +1228,79 @@ fn write_outcome(result: &Result<Exec, CallError>) -> Option<crate::store::audit
     }
 }
 
-/// Appends the audit record of a person's decision on an approval: who decided, on
-/// which tool, for which caller key (never a value). Logged if the store fails.
-pub async fn audit_decision(broker: &Broker, id: &str, approver: &str, approve: bool) {
+/// A person's decision on a write, for the audit.
+pub struct Decided<'a> {
+    /// The caller key that asked.
+    pub key_name: &'a str,
+    /// The tool's full name.
+    pub tool: &'a str,
+    /// The descriptor hash the decision was about.
+    pub descriptor_hash: &'a str,
+    /// The bound arguments' digest.
+    pub args_sha256: &'a str,
+    /// Approved (else declined).
+    pub approve: bool,
+    /// How and by whom: `human:<approver>`, `human:elicitation`.
+    pub by: String,
+    /// The trace id of the call or the approval.
+    pub trace_id: String,
+}
+
+/// Appends the audit record of a person's decision: who decided, on which tool, for
+/// which caller key (never a value). Logged if the store fails.
+pub async fn audit_decided(broker: &Broker, d: Decided<'_>) {
     use crate::store::audit::{AuditRecord, Outcome};
-    let Ok(Some(a)) = broker.store.approval(id).await else {
-        return;
-    };
-    let tool = broker.catalog.resolve(&a.tool);
     let record = AuditRecord {
         seq: 0,
         at: broker.now().to_string(),
-        key_name: a.key_name.clone(),
-        tool: a.tool.clone(),
-        descriptor_hash: a.descriptor_hash.clone(),
-        catalog_version: tool
+        key_name: d.key_name.to_string(),
+        tool: d.tool.to_string(),
+        descriptor_hash: d.descriptor_hash.to_string(),
+        catalog_version: broker
+            .catalog
+            .resolve(d.tool)
             .and_then(|t| broker.catalog.services.get(&t.service))
             .map(|s| s.catalog_version.clone())
             .unwrap_or_default(),
-        args_sha256: a.args_sha256.clone(),
-        outcome: if approve {
+        args_sha256: d.args_sha256.to_string(),
+        outcome: if d.approve {
             Outcome::Approved
         } else {
             Outcome::Declined
         },
         upstream_status: None,
-        classification: if approve {
+        classification: if d.approve {
             "ok".into()
         } else {
             "confirmation_declined".into()
         },
-        trace_id: format!("approval-{id}"),
+        trace_id: d.trace_id,
         duration_ms: 0,
-        confirmation: Some(format!("human:{approver}")),
+        confirmation: Some(d.by),
     };
     if let Err(e) = broker.store.append_audit(&record).await {
         tracing::error!(error = %e, "approval decision not audited");
     }
+}
+
+/// Appends the audit record of an approver's decision on approval `id`.
+pub async fn audit_decision(broker: &Broker, id: &str, approver: &str, approve: bool) {
+    let Ok(Some(a)) = broker.store.approval(id).await else {
+        return;
+    };
+    audit_decided(
+        broker,
+        Decided {
+            key_name: &a.key_name,
+            tool: &a.tool,
+            descriptor_hash: &a.descriptor_hash,
+            args_sha256: &a.args_sha256,
+            approve,
+            by: format!("human:{approver}"),
+            trace_id: format!("approval-{id}"),
+        },
+    )
+    .await;
 }
 
 /// sha256 (hex) of the canonical JSON of a call's arguments (absent counts as `{}`).

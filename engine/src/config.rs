@@ -83,9 +83,19 @@ pub struct ConfigFile {
     /// approvers are shown; needed for `human`; the same on every replica.
     #[serde(default)]
     pub approval_key_env: Option<String>,
+    /// Variables holding earlier approval keys: previews sealed under them still open
+    /// (rotation: put the new key in `approval_key_env`, the old one here, and drop it
+    /// once its approvals have expired).
+    #[serde(default)]
+    pub approval_previous_key_envs: Vec<String>,
     /// How long an approval may wait and then be used, in seconds (default 900).
     #[serde(default)]
     pub approval_ttl_seconds: Option<u64>,
+    /// How long a call repeated with the `approvalId` of a pending approval waits for
+    /// the person's decision before it answers `approval_pending`, in seconds (default
+    /// 20, at most 60; 0 answers at once).
+    #[serde(default)]
+    pub approval_wait_seconds: Option<u64>,
     /// The broker's public base URL (`https://broker.example.com`), for approval links;
     /// default: the host a call came to, over http.
     #[serde(default)]

@@ -505,6 +505,7 @@ async fn guarded_call(
         headers,
         principal,
         idempotency_key: None,
+        elicitation: None,
     });
     match std::panic::AssertUnwindSafe(call).catch_unwind().await {
         Ok(response) => send(response),

@@ -10,7 +10,7 @@ use wiremock::MockServer;
 
 use crate::support::{Setup, TestBroker, classification, posts};
 
-const KEY: (&str, &str) = ("x-payments-api-key", "pk_human_canary_6");
+pub(crate) const KEY: (&str, &str) = ("x-payments-api-key", "pk_human_canary_6");
 const CREDENTIAL: &str = "approver-credential-canary-93";
 const APPROVAL_KEY: &str = "approval-sealing-key-of-at-least-32-chars";
 
@@ -21,11 +21,19 @@ fn hex_sha256(text: &str) -> String {
         .collect()
 }
 
-async fn human_broker(server: &MockServer, dir: &std::path::Path) -> TestBroker {
+/// A human-mode broker on the store in `dir` whose repeats answer a pending approval at
+/// once.
+pub(crate) async fn human_broker(server: &MockServer, dir: &std::path::Path) -> TestBroker {
+    human_broker_waiting(server, dir, 0).await
+}
+
+/// A human-mode broker whose repeats wait up to `wait` seconds for a decision.
+async fn human_broker_waiting(server: &MockServer, dir: &std::path::Path, wait: u64) -> TestBroker {
     crate::support::mount_customers(server).await;
     let mut setup = Setup::all_upstreams(&server.uri());
     setup.config = Some(format!(
         "confirmation = \"human\"\napproval_key_env = \"APPROVAL_KEY\"\n\
+         approval_wait_seconds = {wait}\n\
          [[approvers]]\nname = \"alice\"\nsha256 = \"{}\"\n",
         hex_sha256(CREDENTIAL)
     ));
@@ -40,7 +48,7 @@ async fn human_broker(server: &MockServer, dir: &std::path::Path) -> TestBroker 
     TestBroker::start(setup).await
 }
 
-fn create(extra: Value) -> Value {
+pub(crate) fn create(extra: Value) -> Value {
     let mut args = json!({ "name": "Customer-Canary-Jo", "confirm": true });
     if let (Some(a), Some(e)) = (args.as_object_mut(), extra.as_object()) {
         a.extend(e.clone());
@@ -322,10 +330,152 @@ async fn a_declined_approval_never_runs() {
 }
 
 #[tokio::test]
+async fn a_repeat_waits_for_the_decision_within_its_bound() {
+    let server = MockServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    // One replica waits; the approver decides on another.
+    let waiting = human_broker_waiting(&server, dir.path(), 30).await;
+    let deciding = human_broker(&server, dir.path()).await;
+    let (id, page) = ask(&waiting).await;
+    let session = sign_in(&deciding, &page).await;
+    let token = csrf(&get(&deciding, &page, Some(&session)).await.1);
+    let repeat = with_approval(&waiting, &id);
+    let decide = async {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        post_form(
+            &deciding,
+            &format!("{page}/decision"),
+            &[("decision", "approve"), ("csrf", &token)],
+            Some(&session),
+        )
+        .await
+    };
+    let ((status, body), (decided, _, _)) = tokio::join!(repeat, decide);
+    assert_eq!(decided, 200);
+    assert_eq!(status, 200, "the waiting repeat ran once approved: {body}");
+    assert_eq!(posts(&server).await, 1);
+
+    // A wait that ends without a decision answers pending, as without a wait.
+    let short = human_broker_waiting(&server, dir.path(), 1).await;
+    let (id, _) = ask(&short).await;
+    let (status, body) = with_approval(&short, &id).await;
+    assert_eq!(
+        (status, &body["error"]["details"]["reason"]),
+        (428, &json!("approval_pending"))
+    );
+    assert_eq!(posts(&server).await, 1);
+}
+
+#[tokio::test]
+async fn sign_in_is_bounded_secure_behind_https_and_forms_are_small() {
+    let server = MockServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = human_broker(&server, dir.path()).await;
+    let (_, page) = ask(&broker).await;
+    let token = csrf(&get(&broker, &page, None).await.1);
+    let attempt = |credential: &'static str, proto: &'static str| {
+        let body: String = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs([("credential", credential), ("csrf", token.as_str())])
+            .finish();
+        let url = format!("{}{page}/sign-in", broker.url);
+        async move {
+            let response = reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap()
+                .post(url)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .header("x-forwarded-proto", proto)
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            let headers = response.headers().clone();
+            (status, headers, response.text().await.unwrap())
+        }
+    };
+    // Behind a TLS-terminating proxy the session cookie is Secure.
+    let (status, headers, _) = attempt(CREDENTIAL, "https").await;
+    assert_eq!(status, 303);
+    let cookie = headers["set-cookie"].to_str().unwrap();
+    assert!(
+        cookie.contains("; Secure") && cookie.contains("HttpOnly"),
+        "{cookie}"
+    );
+    let (_, headers, _) = attempt(CREDENTIAL, "http").await;
+    assert!(!headers["set-cookie"].to_str().unwrap().contains("Secure"));
+    // Ten attempts per approval in fifteen minutes, right or wrong; then 429.
+    for _ in 2..10 {
+        assert_eq!(attempt("a guess", "http").await.0, 401);
+    }
+    let (status, headers, html) = attempt(CREDENTIAL, "http").await;
+    assert_eq!(status, 429, "{html}");
+    assert!(headers.contains_key("retry-after") && !headers.contains_key("set-cookie"));
+    assert!(html.contains("Too many sign-in attempts"));
+    // A form over 16 KiB is refused before it is read.
+    let (status, _, _) = broker
+        .send(
+            reqwest::Method::POST,
+            &format!("{page}/decision"),
+            Some(vec![b'a'; 17 * 1024]),
+            &[("content-type", "application/x-www-form-urlencoded")],
+        )
+        .await;
+    assert_eq!(status, 413);
+}
+
+#[tokio::test]
+async fn the_approval_key_rotates_without_losing_approvals_in_flight() {
+    let server = MockServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let before = human_broker(&server, dir.path()).await;
+    let (_, page) = ask(&before).await;
+    // The new key seals; the old one, listed as previous, still opens the preview.
+    let mut setup = Setup::all_upstreams(&server.uri());
+    setup.config = Some(format!(
+        "confirmation = \"human\"\napproval_key_env = \"NEW_KEY\"\n\
+         approval_previous_key_envs = [\"APPROVAL_KEY\"]\napproval_wait_seconds = 0\n\
+         [[approvers]]\nname = \"alice\"\nsha256 = \"{}\"\n",
+        hex_sha256(CREDENTIAL)
+    ));
+    setup.env.insert("APPROVAL_KEY".into(), APPROVAL_KEY.into());
+    setup.env.insert(
+        "NEW_KEY".into(),
+        "a new approval sealing key, 32+ chars".into(),
+    );
+    setup.store = Some(
+        tool_broker::store::Store::open(&tool_broker::store::StoreConfig::Sqlite(
+            dir.path().to_path_buf(),
+        ))
+        .await
+        .unwrap(),
+    );
+    let after = TestBroker::start(setup).await;
+    let session = sign_in(&after, &page).await;
+    let (status, html) = get(&after, &page, Some(&session)).await;
+    assert_eq!(status, 200);
+    assert!(html.contains("Customer-Canary-Jo"), "{html}");
+}
+
+#[tokio::test]
 async fn human_needs_approvers_and_an_approval_key() {
     let err = crate::support::config_error("confirmation = \"human\"\n").await;
     assert!(
         err.contains("[[approvers]]") && err.contains("approval_key_env"),
+        "{err}"
+    );
+    let err = crate::support::config_error("approval_wait_seconds = 61\n").await;
+    assert!(
+        err.contains("approval_wait_seconds = 61: at most 60"),
+        "{err}"
+    );
+    let err = crate::support::config_error(
+        "approval_key_env = \"SOME_KEY\"\napproval_previous_key_envs = [\"NOT_SET_ANYWHERE\"]\n",
+    )
+    .await;
+    assert!(
+        err.contains("NOT_SET_ANYWHERE") && err.contains("is not set"),
         "{err}"
     );
 }

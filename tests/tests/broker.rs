@@ -12,6 +12,7 @@ mod cases;
 mod cli;
 mod confirmation;
 mod diagnostics;
+mod elicitation;
 mod failures;
 mod idempotency;
 mod import;

@@ -363,8 +363,8 @@ async fn agent_task_events_are_verified_by_rsa_signature_over_the_stated_message
     // a timestamp other than the signed one.
     let other_body = task_event("evt-stop-1", "task-7", Some("ask"));
     let (other_pair, _) = agent_signer();
-    let stale = now - 301;
-    let future = now + 301;
+    let stale = now - 400; // 100 s outside the 300 s window either way,
+    let future = now + 400; // so a slow run cannot bring either inside it
     let cases: Vec<(String, String, &str)> = vec![
         (
             agent_sign(&pair, now, AGENT_URL, &other_body),

@@ -15,6 +15,7 @@
 //! deployment gives in the environment (`approval_key_env`), shared by its replicas and
 //! absent from the store.
 
+pub mod elicit;
 pub mod page;
 
 use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
@@ -32,6 +33,12 @@ use crate::store::approvals::{Approval, ApprovalState};
 pub const APPROVAL_ARG: &str = "approvalId";
 /// Default approval lifetime.
 pub const DEFAULT_TTL_SECONDS: u64 = 900;
+/// How long a repeat waits on a pending approval by default.
+pub const DEFAULT_WAIT_SECONDS: u64 = 20;
+/// The most a repeat may wait.
+pub const MAX_WAIT_SECONDS: u64 = 60;
+/// How often a waiting repeat reads the approval.
+const WAIT_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// The deployment's approvers: names and sha256 of their credentials.
 #[derive(Debug, Default)]
@@ -80,8 +87,10 @@ impl Approvers {
     }
 }
 
-/// Seals what approvers are shown (AES-256-GCM, a random nonce per preview).
-pub struct PreviewCipher(LessSafeKey);
+/// Seals what approvers are shown (AES-256-GCM, a random nonce per preview). The
+/// first key seals; every key opens, so the deployment's key rotates without losing
+/// approvals in flight.
+pub struct PreviewCipher(Vec<LessSafeKey>);
 
 impl std::fmt::Debug for PreviewCipher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -89,16 +98,29 @@ impl std::fmt::Debug for PreviewCipher {
     }
 }
 
+fn preview_key(secret: &str) -> Result<LessSafeKey, String> {
+    if secret.len() < 32 {
+        return Err("the approval key must be at least 32 characters".into());
+    }
+    let key: [u8; 32] = Sha256::digest(secret.as_bytes()).into();
+    let unbound =
+        UnboundKey::new(&AES_256_GCM, &key).map_err(|_| "the approval key is unusable")?;
+    Ok(LessSafeKey::new(unbound))
+}
+
 impl PreviewCipher {
     /// A cipher keyed by the sha256 of the deployment's secret (at least 32 bytes).
     pub fn new(secret: &str) -> Result<Self, String> {
-        if secret.len() < 32 {
-            return Err("the approval key must be at least 32 characters".into());
+        Self::with_previous(secret, &[])
+    }
+
+    /// A cipher sealing with `secret` and opening with it or any of `previous`.
+    pub fn with_previous(secret: &str, previous: &[String]) -> Result<Self, String> {
+        let mut keys = vec![preview_key(secret)?];
+        for old in previous {
+            keys.push(preview_key(old).map_err(|e| format!("a previous key: {e}"))?);
         }
-        let key: [u8; 32] = Sha256::digest(secret.as_bytes()).into();
-        let unbound =
-            UnboundKey::new(&AES_256_GCM, &key).map_err(|_| "the approval key is unusable")?;
-        Ok(Self(LessSafeKey::new(unbound)))
+        Ok(Self(keys))
     }
 
     /// Seals `text` for the approval `id` (the id is authenticated with it); `None`
@@ -108,6 +130,7 @@ impl PreviewCipher {
         getrandom::fill(&mut nonce).ok()?;
         let mut buf = text.as_bytes().to_vec();
         self.0
+            .first()?
             .seal_in_place_append_tag(
                 Nonce::assume_unique_for_key(nonce),
                 Aad::from(id.as_bytes()),
@@ -126,13 +149,14 @@ impl PreviewCipher {
             return None;
         }
         let (nonce, rest) = bytes.split_at(NONCE_LEN);
-        let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
-        let mut buf = rest.to_vec();
-        let plain = self
-            .0
-            .open_in_place(nonce, Aad::from(id.as_bytes()), &mut buf)
-            .ok()?;
-        String::from_utf8(plain.to_vec()).ok()
+        self.0.iter().find_map(|key| {
+            let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
+            let mut buf = rest.to_vec();
+            let plain = key
+                .open_in_place(nonce, Aad::from(id.as_bytes()), &mut buf)
+                .ok()?;
+            String::from_utf8(plain.to_vec()).ok()
+        })
     }
 }
 
@@ -252,7 +276,7 @@ pub async fn redeem(
         .approval(id)
         .await
         .map_err(|e| store_down(&e))?;
-    let Some(a) = approval else {
+    let Some(mut a) = approval else {
         return Err(refusal(tool, "invalid", "is not one this broker asked for"));
     };
     if a.tool != tool.full_name || a.descriptor_hash != tool.descriptor_hash {
@@ -271,6 +295,21 @@ pub async fn redeem(
             "other_arguments",
             "was asked for other arguments",
         ));
+    }
+    // A bounded wait for the person's decision: the store is read every 250 ms, so a
+    // decision on any replica ends it.
+    let deadline =
+        tokio::time::Instant::now() + std::time::Duration::from_secs(broker.approval_wait_seconds);
+    while a.state == ApprovalState::Pending
+        && a.expires_ms > broker.now().as_millisecond()
+        && tokio::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(WAIT_POLL.min(deadline - tokio::time::Instant::now())).await;
+        match broker.store.approval(id).await {
+            Ok(Some(fresh)) => a = fresh,
+            Ok(None) => break,
+            Err(e) => return Err(store_down(&e)),
+        }
     }
     let now = broker.now().as_millisecond();
     match a.state {
@@ -330,6 +369,23 @@ mod tests {
         let other = PreviewCipher::new("another approval key, thirty-two+").unwrap();
         assert_eq!(other.open("ap1", &sealed), None);
         assert!(PreviewCipher::new("short").is_err());
+        // Rotation: the new key seals, the previous one still opens what it sealed.
+        let rotated = PreviewCipher::with_previous(
+            "another approval key, thirty-two+",
+            &["an approval key of thirty-two chars!".to_string()],
+        )
+        .unwrap();
+        assert_eq!(
+            rotated.open("ap1", &sealed).as_deref(),
+            Some(r#"{"name":"Jo"}"#)
+        );
+        let fresh = rotated.seal("ap2", "new").unwrap();
+        assert_eq!(other.open("ap2", &fresh).as_deref(), Some("new"));
+        assert_eq!(cipher.open("ap2", &fresh), None, "sealed with the new key");
+        assert!(
+            PreviewCipher::with_previous("an approval key of thirty-two chars!", &["short".into()])
+                .is_err()
+        );
     }
 
     #[test]

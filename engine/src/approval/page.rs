@@ -17,10 +17,15 @@ use serde_json::{Value, json};
 
 use crate::call::Broker;
 use crate::store::approvals::ApprovalState;
+use crate::store::ratelimit::Count;
 
 const SESSION_COOKIE: &str = "tb_approver";
 const SESSION_MS: i64 = 8 * 3600 * 1000;
 const FORM_MS: i64 = 3600 * 1000;
+/// Sign-in attempts allowed per approval in [`SIGN_IN_WINDOW_MS`].
+pub const SIGN_IN_ATTEMPTS: u32 = 10;
+/// The window of the sign-in limit.
+const SIGN_IN_WINDOW_MS: i64 = 15 * 60 * 1000;
 
 /// An HTML answer.
 #[derive(Debug)]
@@ -266,6 +271,42 @@ pub async fn sign_in(broker: &Broker, id: &str, headers: &hyper::HeaderMap, body
             "Sign-in refused",
             "This form is stale or did not come from this page. Open the approval link again.",
         );
+    }
+    // Guessing is bounded per approval, across replicas (the store counts).
+    let key = format!("approval-sign-in\u{1f}{id}");
+    match broker
+        .store
+        .count_request(
+            &key,
+            SIGN_IN_ATTEMPTS,
+            SIGN_IN_WINDOW_MS,
+            broker.now().as_millisecond(),
+        )
+        .await
+    {
+        Ok(Count::Allowed) => {}
+        Ok(Count::Refused { retry_after_ms }) => {
+            tracing::warn!(approval = %id, "approver sign-in attempts over the limit");
+            let seconds = u64::try_from(retry_after_ms)
+                .unwrap_or(1)
+                .div_ceil(1000)
+                .max(1);
+            let mut page = message(
+                429,
+                "Too many sign-in attempts",
+                &format!(
+                    "This approval has had {SIGN_IN_ATTEMPTS} sign-in attempts in {} minutes. Try again in {} minutes.",
+                    SIGN_IN_WINDOW_MS / 60_000,
+                    seconds.div_ceil(60)
+                ),
+            );
+            page.headers.push(("retry-after", seconds.to_string()));
+            return page;
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "sign-in attempts not counted; sign-in refused");
+            return unavailable();
+        }
     }
     let credential = fields.get("credential").map_or("", String::as_str);
     let Some(name) = broker.approvers.authenticate(credential) else {

@@ -31,6 +31,7 @@ pub mod tools;
 use hyper::HeaderMap;
 use serde_json::{Value, json};
 
+use crate::approval::elicit::Elicitation;
 use crate::auth::Principal;
 use crate::call::{Broker, CallInput};
 use crate::error::CallError;
@@ -297,6 +298,72 @@ fn capabilities() -> Value {
     json!({ "tools": { "listChanged": false } })
 }
 
+/// The elicitation capability and round of a 2026-07-28 `tools/call`.
+fn elicitation(params: &Value, id: &Value) -> Result<Elicitation, Reply> {
+    let can_elicit = params
+        .pointer(&format!("/_meta/{}", CAPABILITIES_KEY.replace('/', "~1")))
+        .and_then(|c| c.get("elicitation"))
+        .is_some_and(Value::is_object);
+    let responses = match params.get("inputResponses") {
+        None | Some(Value::Null) => None,
+        Some(v @ Value::Object(_)) => Some(v.clone()),
+        Some(_) => {
+            return Err(error(
+                id,
+                code::INVALID_PARAMS,
+                "`params.inputResponses` must be an object",
+                None,
+            ));
+        }
+    };
+    let state = match params.get("requestState") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => {
+            return Err(error(
+                id,
+                code::INVALID_PARAMS,
+                "`params.requestState` must be a string",
+                None,
+            ));
+        }
+    };
+    Ok(Elicitation {
+        can_elicit,
+        responses,
+        state,
+    })
+}
+
+/// A multi-round-trip answer in place of a tool result: an input-required result for
+/// a write the person must approve, or a JSON-RPC error for a refused `requestState`
+/// (see [`crate::approval::elicit`]). `None` for every other envelope.
+fn round(id: &Value, envelope: &Value) -> Option<Reply> {
+    use crate::approval::elicit::{INPUT_REQUIRED, STATE_REFUSED};
+    let details = envelope.pointer("/error/details")?;
+    match details.get("reason").and_then(Value::as_str)? {
+        INPUT_REQUIRED => Some(result(
+            id,
+            json!({
+                "resultType": "input_required",
+                "inputRequests": details.get("inputRequests")?,
+                "requestState": details.get("requestState")?,
+                "_meta": { SERVER_INFO_KEY: server_info() },
+            }),
+        )),
+        STATE_REFUSED => Some(error(
+            id,
+            code::INVALID_PARAMS,
+            envelope
+                .pointer("/error/message")
+                .and_then(Value::as_str)
+                .unwrap_or("invalid requestState"),
+            Some(json!({ "reason": details.get("refusal").cloned().unwrap_or(Value::Null) })),
+        )),
+        _ => None,
+    }
+}
+
 /// Handles one message posted to `/mcp` by an authenticated caller.
 pub async fn handle(
     broker: &Broker,
@@ -507,31 +574,30 @@ pub async fn handle(
                     None,
                 );
             }
-            let response = match tools::call_discovery(
-                broker,
+            let elicitation = if modern {
+                match elicitation(&params, &id) {
+                    Ok(e) => Some(e),
+                    Err(reply) => return reply,
+                }
+            } else {
+                None
+            };
+            let input = CallInput {
+                request_id: request_id.clone(),
                 name,
-                arguments.clone(),
+                arguments: arguments.filter(|a| !a.is_null()),
                 headers,
                 principal,
-                &request_id,
-                idempotency_key.clone(),
-            )
-            .await
-            {
-                Some(r) => r,
-                None => {
-                    broker
-                        .call(CallInput {
-                            request_id: request_id.clone(),
-                            name,
-                            arguments: arguments.filter(|a| !a.is_null()),
-                            headers,
-                            principal,
-                            idempotency_key,
-                        })
-                        .await
-                }
+                idempotency_key,
+                elicitation,
             };
+            let response = match tools::call_discovery(broker, input).await {
+                Ok(r) => r,
+                Err(input) => broker.call(input).await,
+            };
+            if let Some(reply) = round(&id, &response.body) {
+                return reply;
+            }
             // Written by hand so the envelope is serialised once: the same text is
             // `structuredContent` and, as a JSON string, `content[0].text`.
             let envelope = response.body;

@@ -206,24 +206,30 @@ fn invalid(broker: &Broker, request_id: &str, tool: &str, message: &str) -> Resp
     envelope::standard_err(&err, &meta(broker, request_id, tool), &broker.catalog.rules)
 }
 
-/// Runs a discovery tool; `None` when `name` is not one.
-pub async fn call_discovery(
+/// Runs a discovery tool; gives the input back when its name is not one.
+pub async fn call_discovery<'a>(
     broker: &Broker,
-    name: &str,
-    arguments: Option<Value>,
-    headers: &hyper::HeaderMap,
-    principal: &Principal,
-    request_id: &str,
-    idempotency_key: Option<String>,
-) -> Option<Response> {
+    input: CallInput<'a>,
+) -> Result<Response, CallInput<'a>> {
+    let name = input.name;
     if ![FIND, REFERENCE, CALL].contains(&name) {
-        return None;
+        return Err(input);
     }
+    let CallInput {
+        request_id,
+        arguments,
+        headers,
+        principal,
+        idempotency_key,
+        elicitation,
+        ..
+    } = input;
+    let request_id = request_id.as_str();
     let args = match arguments {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(map)) => map,
         Some(_) => {
-            return Some(invalid(
+            return Ok(invalid(
                 broker,
                 request_id,
                 name,
@@ -232,10 +238,10 @@ pub async fn call_discovery(
         }
     };
     let catalog = &broker.catalog;
-    Some(match name {
+    Ok(match name {
         FIND => {
             let Some(query) = text(&args, "query") else {
-                return Some(invalid(
+                return Ok(invalid(
                     broker,
                     request_id,
                     name,
@@ -285,7 +291,7 @@ pub async fn call_discovery(
         }
         _ => {
             let Some(inner) = text(&args, "name") else {
-                return Some(invalid(
+                return Ok(invalid(
                     broker,
                     request_id,
                     name,
@@ -301,6 +307,7 @@ pub async fn call_discovery(
                     headers,
                     principal,
                     idempotency_key,
+                    elicitation,
                 })
                 .await
         }

@@ -271,6 +271,7 @@ async fn fetch(
         trace_id: broker.trace_id(&request_id),
         request_id,
         idempotency: None,
+        elicitation: None,
     };
     let exec = broker
         .execute(tool, Some(serde_json::json!({})), &ctx)
