@@ -357,6 +357,7 @@ async fn main() {
                             principal: &principal,
                             idempotency_key: None,
                             elicitation: None,
+                            task_watch: None,
                         })
                         .await;
                     let body = response.body;

@@ -128,6 +128,25 @@ pub struct RequestCtx<'a> {
     pub idempotency: Option<String>,
     /// What an MCP 2026-07-28 request brought for elicitation (`/mcp` only).
     pub elicitation: Option<&'a crate::approval::elicit::Elicitation>,
+    /// Run as an MCP task: tools that wait watch their job for the task's bound instead
+    /// of their own, until the task is cancelled.
+    pub task_watch: Option<TaskWatch>,
+}
+
+/// How a call run as an MCP task watches its job.
+#[derive(Debug, Clone)]
+pub struct TaskWatch {
+    /// The longest watch.
+    pub limit: std::time::Duration,
+    /// Set when the task is cancelled: the watch ends at its next read.
+    pub stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl TaskWatch {
+    /// Whether the task was cancelled.
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
 }
 
 /// One `tools/call`.
@@ -148,6 +167,8 @@ pub struct CallInput<'a> {
     pub idempotency_key: Option<String>,
     /// The MCP door's elicitation capability and round (`None` on other doors).
     pub elicitation: Option<crate::approval::elicit::Elicitation>,
+    /// Run as an MCP task (see [`RequestCtx::task_watch`]).
+    pub task_watch: Option<TaskWatch>,
 }
 
 impl Broker {
@@ -521,6 +542,7 @@ impl Broker {
             trace_id: trace_id.clone(),
             idempotency: None,
             elicitation: input.elicitation.as_ref(),
+            task_watch: input.task_watch,
         };
         let started_at = self.now();
         let write = tool.risk == Risk::Write;
@@ -1162,7 +1184,10 @@ impl Broker {
         })
     }
 
-    fn preview(&self, tool: &Tool, request: Value, reason: PreviewReason) -> Exec {
+    fn preview(&self, tool: &Tool, mut request: Value, reason: PreviewReason) -> Exec {
+        // Credential-like fields of the request (an `apiKey` the caller passes on to the
+        // upstream) are shown redacted, as everywhere else in an answer.
+        let redacted = crate::redact::redact(&mut request, &self.catalog.rules.redaction, &[], &[]);
         let needs_confirm = matches!(
             tool.confirmation,
             ConfirmationMode::ConfirmFlag | ConfirmationMode::DryRunDefault
@@ -1179,6 +1204,7 @@ impl Broker {
         Exec {
             data: json!({ "dryRun": true, "request": request, "nextAction": next }),
             dry_run: true,
+            redacted: (redacted > 0).then_some(redacted),
             next_action: Some(next),
             summary: Some(format!("dry run of {}: nothing was sent", tool.full_name)),
             ..Exec::default()

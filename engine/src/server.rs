@@ -506,6 +506,7 @@ async fn guarded_call(
         principal,
         idempotency_key: None,
         elicitation: None,
+        task_watch: None,
     });
     match std::panic::AssertUnwindSafe(call).catch_unwind().await {
         Ok(response) => send(response),

@@ -84,7 +84,7 @@ async fn ask(broker: &TestBroker) -> (String, String) {
 }
 
 /// A page: `(status, headers, html)`.
-async fn get(broker: &TestBroker, path: &str, cookie: Option<&str>) -> (u16, String) {
+pub(crate) async fn get(broker: &TestBroker, path: &str, cookie: Option<&str>) -> (u16, String) {
     let mut headers = vec![];
     if let Some(c) = cookie {
         headers.push(("cookie", c));
@@ -129,7 +129,7 @@ fn csrf(html: &str) -> String {
 }
 
 /// Signs in as alice on an approval page: the session cookie.
-async fn sign_in(broker: &TestBroker, page: &str) -> String {
+pub(crate) async fn sign_in(broker: &TestBroker, page: &str) -> String {
     let (_, html) = get(broker, page, None).await;
     let token = csrf(&html);
     let (status, headers, _) = post_form(

@@ -30,4 +30,5 @@ mod snapshots_compiled;
 mod store;
 mod support;
 mod surface;
+mod tasks;
 mod webhook;

@@ -6,7 +6,9 @@
 //! and echoes the key and a credential-like header (a cookie) back. The broker never
 //! reflects a header itself; values of credential-like headers are also scrubbed from
 //! whatever an upstream answers. Every response body and everything logged during the test
-//! binary's run are searched for those values.
+//! binary's run are searched for those values; so are what confirmation and tasks hand
+//! out (bound previews and decoded token claims, approval pages, elicitation forms, task
+//! results).
 
 use serde_json::{Value, json};
 use wiremock::matchers::{any, path};
@@ -218,4 +220,178 @@ async fn secrets_never_reach_responses_or_logs() {
         assert!(!log_text.contains(probe), "`{probe}` leaked into the logs");
     }
     assert!(log_text.contains("tool call"), "logs were captured");
+}
+
+/// What confirmation and tasks hand out: a bound preview and its token, an approval
+/// page, an elicitation form, a task's result. None carries a key, the bearer, a header
+/// value or a credential-like argument, although each shows (or seals) the request.
+#[tokio::test]
+async fn tokens_approval_pages_forms_and_task_results_carry_no_secret() {
+    use crate::poll::GENERATION_ID;
+    let server = MockServer::start().await;
+    let echo = |extra: Value| {
+        let mut answer = secret_answer();
+        if let (Some(a), Some(e)) = (answer.as_object_mut(), extra.as_object()) {
+            a.extend(e.clone());
+        }
+        answer
+    };
+    Mock::given(path("/generations"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(echo(
+            json!({ "sdGenerationJob": { "generationId": GENERATION_ID } }),
+        )))
+        .mount(&server)
+        .await;
+    Mock::given(path(format!("/generations/{GENERATION_ID}")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(echo(
+            json!({ "generations_by_pk": { "id": GENERATION_ID, "status": "COMPLETE", "note": format!("key {UPSTREAM_KEY}") } }),
+        )))
+        .mount(&server)
+        .await;
+    Mock::given(any())
+        .respond_with(ResponseTemplate::new(200).set_body_json(secret_answer()))
+        .mount(&server)
+        .await;
+    let headers = [
+        ("x-crm-api-key", CRM_KEY),
+        ("x-imagegen-api-key", UPSTREAM_KEY),
+        ("x-trace-note", HEADER_VALUE),
+        ("cookie", COOKIE),
+    ];
+    let provider = json!({"locationId": "l", "live": {"apiKey": ARG_SECRET, "publishableKey": "pk_x"}, "test": {"apiKey": ARG_SECRET, "publishableKey": "pk"}});
+    let mut texts: Vec<(&str, String)> = Vec::new();
+
+    // Bound: the preview and its token.
+    let mut setup = Setup::all_upstreams(&server.uri());
+    setup.config = Some("confirmation = \"bound\"\n".into());
+    let bound = TestBroker::start(setup).await;
+    let (_, body) = bound
+        .call(
+            "crm.create_custom_provider_config",
+            provider.clone(),
+            &headers,
+        )
+        .await;
+    let token = body["data"]["confirmationToken"]
+        .as_str()
+        .or(body["error"]["details"]["confirmationToken"].as_str())
+        .unwrap_or_else(|| panic!("no token: {body}"))
+        .to_string();
+    texts.push(("bound preview", body.to_string()));
+    // The token's claims are readable base64: decoded, they hold no secret either.
+    use base64::Engine as _;
+    for part in token.split('.') {
+        if let Ok(bytes) = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(part) {
+            texts.push(("token claims", String::from_utf8_lossy(&bytes).into_owned()));
+        }
+    }
+
+    // Human: the approval page an approver sees, and the elicitation form.
+    let dir = tempfile::tempdir().unwrap();
+    let human = crate::approval::human_broker(&server, dir.path()).await;
+    let (_, body) = human
+        .call(
+            "crm.create_custom_provider_config",
+            provider.clone(),
+            &headers,
+        )
+        .await;
+    texts.push(("approval refusal", body.to_string()));
+    let link = body["error"]["details"]["approvalUrl"].as_str().unwrap();
+    let page = link[link.find("/approvals/").unwrap()..].to_string();
+    let session = crate::approval::sign_in(&human, &page).await;
+    let (status, html) = crate::approval::get(&human, &page, Some(&session)).await;
+    assert_eq!(status, 200);
+    assert!(html.contains("crm.create_custom_provider_config"), "{html}");
+    texts.push(("approval page", html));
+    let bearer = format!("Bearer {}", crate::support::API_KEY);
+    let mcp = |name: &str, params: Value| {
+        let mut headers: Vec<(&str, String)> =
+            headers.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        headers.extend([
+            ("authorization", bearer.clone()),
+            ("content-type", "application/json".into()),
+            ("mcp-protocol-version", "2026-07-28".into()),
+            ("mcp-method", params["method"].as_str().unwrap().to_string()),
+            ("mcp-name", name.to_string()),
+        ]);
+        (headers, params.to_string().into_bytes())
+    };
+    let meta = |capabilities: Value| {
+        json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
+            "io.modelcontextprotocol/clientInfo": { "name": "leak", "version": "1" }
+        })
+    };
+    let (h, body) = mcp(
+        "crm.create_custom_provider_config",
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "crm.create_custom_provider_config", "arguments": provider,
+            "_meta": meta(json!({ "elicitation": {} })) } }),
+    );
+    let refs: Vec<(&str, &str)> = h.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (_, _, text) = human
+        .send(reqwest::Method::POST, "/mcp", Some(body), &refs)
+        .await;
+    assert!(text.contains("input_required"), "{text}");
+    texts.push(("elicitation form", text));
+
+    // A task's result, read back with tasks/get.
+    let tasks = TestBroker::start(Setup::all_upstreams(&server.uri())).await;
+    let extension = json!({ "extensions": { "io.modelcontextprotocol/tasks": {} } });
+    let (h, body) = mcp(
+        "imagegen.generate_image_and_wait",
+        json!({ "jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "imagegen.generate_image_and_wait",
+            "arguments": { "prompt": "p", "confirm": true },
+            "_meta": meta(extension.clone()) } }),
+    );
+    let refs: Vec<(&str, &str)> = h.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (_, _, text) = tasks
+        .send(reqwest::Method::POST, "/mcp", Some(body), &refs)
+        .await;
+    let created: Value = serde_json::from_str(&text).unwrap();
+    let task = created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no task: {text}"))
+        .to_string();
+    let mut settled = String::new();
+    for _ in 0..200 {
+        let (h, body) = mcp(
+            &task,
+            json!({ "jsonrpc": "2.0", "id": 3, "method": "tasks/get", "params": {
+                "taskId": task, "_meta": meta(extension.clone()) } }),
+        );
+        let refs: Vec<(&str, &str)> = h.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let (_, _, text) = tasks
+            .send(reqwest::Method::POST, "/mcp", Some(body), &refs)
+            .await;
+        if text.contains("\"completed\"") {
+            settled = text;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        settled.contains("structuredContent"),
+        "the task never completed"
+    );
+    texts.push(("task result", settled));
+
+    let mut probes = vec![
+        UPSTREAM_KEY,
+        CRM_KEY,
+        HEADER_VALUE,
+        COOKIE,
+        ARG_SECRET,
+        crate::support::API_KEY,
+    ];
+    probes.extend(DEEP);
+    for probe in probes {
+        for (name, text) in &texts {
+            assert!(!text.contains(probe), "`{probe}` is in the {name}: {text}");
+        }
+    }
+    assert!(!logs().contains(&token), "a token reached the logs");
 }

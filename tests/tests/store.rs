@@ -318,6 +318,44 @@ async fn suite(config: &StoreConfig) {
         ApprovalState::Pending
     );
 
+    // Tasks: durable at creation, settled once from working (a cancel and a finish
+    // racing on two replicas), the heartbeat stops once settled, expired ones are gone.
+    use tool_broker::store::tasks::StoredTask;
+    let task = |id: &str| StoredTask {
+        id: id.into(),
+        owner: "k:aaaa".into(),
+        tool: "imagegen.generate_image_and_wait".into(),
+        status: "working".into(),
+        result: None,
+        created_ms: 1_000,
+        updated_ms: 1_000,
+        heartbeat_ms: 1_000,
+        expires_ms: 100_000,
+    };
+    a.create_task(&task("t1")).await.unwrap();
+    a.create_task(&task("t2")).await.unwrap();
+    assert!(a.create_task(&task("t1")).await.is_err(), "ids are unique");
+    assert_eq!(b.task("t1", 2_000).await.unwrap(), Some(task("t1")));
+    assert!(b.task_heartbeat("t1", 3_000).await.unwrap());
+    assert_eq!(
+        a.task("t1", 3_000).await.unwrap().unwrap().heartbeat_ms,
+        3_000
+    );
+    let (x, y) = tokio::join!(
+        a.settle_task("t1", "completed", Some(r#"{"isError":false}"#), 4_000),
+        b.settle_task("t1", "cancelled", None, 4_000)
+    );
+    assert!(x.unwrap() ^ y.unwrap(), "settled once");
+    let settled = b.task("t1", 5_000).await.unwrap().unwrap();
+    assert!(matches!(settled.status.as_str(), "completed" | "cancelled"));
+    assert_eq!(settled.updated_ms, 4_000);
+    assert!(
+        !a.task_heartbeat("t1", 6_000).await.unwrap(),
+        "settled: no heartbeat"
+    );
+    assert_eq!(a.task("t2", 100_000).await.unwrap(), None, "expired");
+    assert_eq!(b.prune_tasks(100_001).await.unwrap(), 2);
+
     // Spent token ids: once; pruned after their expiry.
     assert!(a.spend_token("tok-1", 1_000).await.unwrap());
     assert!(
@@ -629,6 +667,7 @@ async fn two_replicas_on_one_postgres_share_jobs_and_limits() {
         "seal_keys",
         "spent_tokens",
         "approvals",
+        "tasks",
         "schema_migrations",
     ] {
         let rows: Vec<(String,)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(

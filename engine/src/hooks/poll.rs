@@ -33,7 +33,11 @@ fn word(value: &Value) -> String {
     }
 }
 
-fn wait_for(plan: &Poll, args: &Map<String, Value>) -> Duration {
+fn wait_for(plan: &Poll, args: &Map<String, Value>, ctx: &RequestCtx<'_>) -> Duration {
+    // Run as an MCP task, the call watches its job for the task's own bound.
+    if let Some(watch) = &ctx.task_watch {
+        return watch.limit;
+    }
     match args.get(&plan.wait_arg).and_then(Value::as_f64) {
         Some(seconds) if seconds.is_finite() && seconds > 0.0 => {
             Duration::from_secs_f64(seconds).min(plan.max_wait)
@@ -53,7 +57,7 @@ pub async fn submit_and_poll(
     let Some(plan) = &tool.poll else {
         return Err(CallError::internal());
     };
-    let wait = wait_for(plan, &args);
+    let wait = wait_for(plan, &args, ctx);
     let interval = broker
         .setting(&tool.service, "poll_interval_ms")
         .and_then(Value::as_u64)
@@ -152,7 +156,12 @@ pub async fn submit_and_poll(
                 Err(e) => ("pending", String::new(), Value::Null, Some(e)),
             };
         let out_of_time = started.elapsed() + interval > wait;
-        if outcome != "pending" || out_of_time || poll_error.is_some() {
+        // A task watches through failed reads until its bound or its cancel.
+        let (as_task, cancelled) = ctx
+            .task_watch
+            .as_ref()
+            .map_or((false, false), |w| (true, w.stopped()));
+        if outcome != "pending" || out_of_time || cancelled || (poll_error.is_some() && !as_task) {
             scope["status"] = json!(status);
             scope["data"] = data;
             let mut result = eval(broker, &plan.result, &scope)?;

@@ -26,6 +26,7 @@
 
 pub mod schemas;
 pub mod surface;
+pub mod tasks;
 pub mod tools;
 
 use hyper::HeaderMap;
@@ -72,6 +73,8 @@ pub mod code {
     pub const HEADER_MISMATCH: i64 = -32020;
     /// Unknown protocol version (2026-07-28).
     pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+    /// A method needs a client capability the request did not declare (2026-07-28).
+    pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
 }
 
 /// What to send back.
@@ -93,6 +96,7 @@ fn status_of(code: i64) -> u16 {
         | code::INVALID_REQUEST
         | code::INVALID_PARAMS
         | code::HEADER_MISMATCH
+        | code::MISSING_CLIENT_CAPABILITY
         | code::UNSUPPORTED_PROTOCOL_VERSION => 400,
         _ => 200,
     }
@@ -121,6 +125,15 @@ fn result(id: &Value, result: Value) -> Reply {
         body: Some(json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string()),
         headers: Vec::new(),
     }
+}
+
+/// A 2026-07-28 result: `resultType: "complete"` and the server's info in `_meta`.
+fn complete(id: &Value, mut value: Value) -> Reply {
+    if let Value::Object(map) = &mut value {
+        map.insert("resultType".into(), json!("complete"));
+        map.insert("_meta".into(), json!({ SERVER_INFO_KEY: server_info() }));
+    }
+    result(id, value)
 }
 
 fn accepted() -> Reply {
@@ -244,6 +257,20 @@ fn modern_era(body: &Value, headers: &HeaderMap, id: &Value) -> Result<Era, Repl
             None,
         ));
     }
+    if matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel")
+        && let Some(task) = body.pointer("/params/taskId").and_then(Value::as_str)
+        && header(headers, "mcp-name")
+            .and_then(decode_header_value)
+            .as_deref()
+            != Some(task)
+    {
+        return Err(error(
+            id,
+            code::HEADER_MISMATCH,
+            "the Mcp-Name header does not match params.taskId",
+            None,
+        ));
+    }
     if !MODERN_VERSIONS.contains(&version) {
         return Err(error(
             id,
@@ -364,9 +391,53 @@ fn round(id: &Value, envelope: &Value) -> Option<Reply> {
     }
 }
 
+/// Runs one tool call: a discovery tool, else the named tool.
+pub(crate) async fn run_call(broker: &Broker, input: CallInput<'_>) -> crate::envelope::Response {
+    match tools::call_discovery(broker, input).await {
+        Ok(r) => r,
+        Err(input) => broker.call(input).await,
+    }
+}
+
+/// A `CallToolResult` as JSON text, written by hand so the envelope is serialised
+/// once: the same text is `structuredContent` and, as a JSON string, `content[0].text`.
+pub(crate) fn tool_result(envelope: &Value, modern: bool) -> String {
+    let ok = envelope.get("ok") == Some(&Value::Bool(true));
+    let text = envelope.to_string();
+    let quoted = serde_json::to_string(&text).unwrap_or_else(|_| "\"\"".into());
+    let modern_fields = if modern {
+        format!(
+            r#","resultType":"complete","_meta":{}"#,
+            json!({ SERVER_INFO_KEY: server_info() })
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        r#"{{"content":[{{"type":"text","text":{quoted}}}],"structuredContent":{text},"isError":{}{modern_fields}}}"#,
+        !ok,
+    )
+}
+
+/// Runs a call and answers its result (or its multi-round-trip step).
+async fn call_reply(broker: &Broker, id: &Value, input: CallInput<'_>, modern: bool) -> Reply {
+    let response = run_call(broker, input).await;
+    if let Some(reply) = round(id, &response.body) {
+        return reply;
+    }
+    Reply {
+        status: 200,
+        body: Some(format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#,
+            tool_result(&response.body, modern)
+        )),
+        headers: Vec::new(),
+    }
+}
+
 /// Handles one message posted to `/mcp` by an authenticated caller.
 pub async fn handle(
-    broker: &Broker,
+    broker: &std::sync::Arc<Broker>,
     headers: &HeaderMap,
     bytes: &[u8],
     principal: Result<&Principal, CallError>,
@@ -492,7 +563,10 @@ pub async fn handle(
         }
         "server/discover" => finish(json!({
             "supportedVersions": MODERN_VERSIONS,
-            "capabilities": capabilities(),
+            "capabilities": {
+                "tools": { "listChanged": false },
+                "extensions": { tasks::EXTENSION: {} },
+            },
             "serverInfo": server_info(),
             "instructions": INSTRUCTIONS,
             "cacheScope": "public",
@@ -590,37 +664,18 @@ pub async fn handle(
                 principal,
                 idempotency_key,
                 elicitation,
+                task_watch: None,
             };
-            let response = match tools::call_discovery(broker, input).await {
-                Ok(r) => r,
-                Err(input) => broker.call(input).await,
-            };
-            if let Some(reply) = round(&id, &response.body) {
-                return reply;
+            if modern && tasks::opted_in(&params) {
+                match tasks::start(broker, &id, input).await {
+                    Ok(reply) => return reply,
+                    Err(input) => return call_reply(broker, &id, input, modern).await,
+                }
             }
-            // Written by hand so the envelope is serialised once: the same text is
-            // `structuredContent` and, as a JSON string, `content[0].text`.
-            let envelope = response.body;
-            let ok = envelope.get("ok") == Some(&Value::Bool(true));
-            let text = envelope.to_string();
-            let quoted = serde_json::to_string(&text).unwrap_or_else(|_| "\"\"".into());
-            let modern_fields = if modern {
-                format!(
-                    r#","resultType":"complete","_meta":{}"#,
-                    json!({ SERVER_INFO_KEY: server_info() })
-                )
-            } else {
-                String::new()
-            };
-            let body = format!(
-                r#"{{"jsonrpc":"2.0","id":{},"result":{{"content":[{{"type":"text","text":{quoted}}}],"structuredContent":{text},"isError":{}{modern_fields}}}}}"#,
-                id, !ok,
-            );
-            Reply {
-                status: 200,
-                body: Some(body),
-                headers: Vec::new(),
-            }
+            call_reply(broker, &id, input, modern).await
+        }
+        "tasks/get" | "tasks/cancel" | "tasks/update" if modern => {
+            tasks::handle(broker, &id, method, &params, headers, principal).await
         }
         other => error(
             &id,

@@ -222,6 +222,7 @@ pub async fn call_discovery<'a>(
         principal,
         idempotency_key,
         elicitation,
+        task_watch,
         ..
     } = input;
     let request_id = request_id.as_str();
@@ -308,6 +309,7 @@ pub async fn call_discovery<'a>(
                     principal,
                     idempotency_key,
                     elicitation,
+                    task_watch,
                 })
                 .await
         }

@@ -51,6 +51,11 @@ pub const PORTABLE: &[Migration] = &[
         "approvals",
         include_str!("migrations/portable/0005_approvals.sql"),
     ),
+    (
+        6,
+        "tasks",
+        include_str!("migrations/portable/0006_tasks.sql"),
+    ),
 ];
 
 /// A backend's migrations, oldest first: its initial one, then the portable ones.

@@ -25,6 +25,7 @@ pub mod idempotency;
 pub mod jobs;
 pub mod migrate;
 pub mod ratelimit;
+pub mod tasks;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;

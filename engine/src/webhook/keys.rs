@@ -272,6 +272,7 @@ async fn fetch(
         request_id,
         idempotency: None,
         elicitation: None,
+        task_watch: None,
     };
     let exec = broker
         .execute(tool, Some(serde_json::json!({})), &ctx)

@@ -1,0 +1,338 @@
+//! Long-running tools as MCP tasks (engine/src/mcp/tasks.rs): a 2026-07-28 client that
+//! opts into the tasks extension gets a task at once for a tool that waits; `tasks/get`
+//! and `tasks/cancel` work from any replica through the store, for the task's owner
+//! only; a client that does not opt in gets today's bounded wait.
+
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::poll::{GENERATION_ID, IMAGEGEN_KEY, generation, mount_status, mount_submit};
+use crate::support::{API_KEY, Setup, TestBroker, posts};
+
+const EXTENSION: &str = "io.modelcontextprotocol/tasks";
+const TOOL: &str = "imagegen.generate_image_and_wait";
+
+async fn broker(server: &MockServer, dir: &std::path::Path) -> TestBroker {
+    let mut setup = Setup::all_upstreams(&server.uri());
+    setup.config = Some("[settings.imagegen]\npoll_interval_ms = 20\n".into());
+    setup.store = Some(
+        tool_broker::store::Store::open(&tool_broker::store::StoreConfig::Sqlite(
+            dir.to_path_buf(),
+        ))
+        .await
+        .unwrap(),
+    );
+    TestBroker::start(setup).await
+}
+
+/// A 2026-07-28 request; `tasks` declares the extension; `name` goes in `Mcp-Name`.
+async fn rpc(
+    broker: &TestBroker,
+    method: &str,
+    mut params: Value,
+    tasks: bool,
+    name: &str,
+    key: (&str, &str),
+) -> (u16, Value) {
+    let capabilities = if tasks {
+        json!({ "extensions": { EXTENSION: {} } })
+    } else {
+        json!({})
+    };
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": { "name": "test", "version": "1" }
+    });
+    let body = json!({ "jsonrpc": "2.0", "id": 5, "method": method, "params": params });
+    let bearer = format!("Bearer {API_KEY}");
+    let (status, _, text) = broker
+        .send(
+            reqwest::Method::POST,
+            "/mcp",
+            Some(body.to_string().into_bytes()),
+            &[
+                ("authorization", bearer.as_str()),
+                ("content-type", "application/json"),
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", method),
+                ("mcp-name", name),
+                key,
+            ],
+        )
+        .await;
+    (status, serde_json::from_str(&text).unwrap())
+}
+
+fn generate_args() -> Value {
+    json!({ "name": TOOL, "arguments": { "prompt": "a lighthouse", "confirm": true } })
+}
+
+/// Starts a generation as a task: its id.
+async fn start(broker: &TestBroker) -> String {
+    let (status, reply) = rpc(
+        broker,
+        "tools/call",
+        generate_args(),
+        true,
+        TOOL,
+        IMAGEGEN_KEY,
+    )
+    .await;
+    assert_eq!(status, 200, "{reply}");
+    let created = &reply["result"];
+    assert_eq!(created["resultType"], "task", "{reply}");
+    assert_eq!(created["status"], "working");
+    assert!(created.get("task").is_none() && created.get("result").is_none());
+    assert!(created["createdAt"].as_str().unwrap().starts_with("20"));
+    assert!(created["ttlMs"].as_i64().unwrap() > 0);
+    assert!(created["pollIntervalMs"].as_i64().unwrap() > 0);
+    created["taskId"].as_str().unwrap().to_string()
+}
+
+async fn get(broker: &TestBroker, task: &str, key: (&str, &str)) -> (u16, Value) {
+    rpc(
+        broker,
+        "tasks/get",
+        json!({ "taskId": task }),
+        true,
+        task,
+        key,
+    )
+    .await
+}
+
+/// Reads a task until it leaves `working` (bounded by count, not time).
+async fn settled(broker: &TestBroker, task: &str) -> Value {
+    for _ in 0..200 {
+        let (status, reply) = get(broker, task, IMAGEGEN_KEY).await;
+        assert_eq!(status, 200, "{reply}");
+        if reply["result"]["status"] != "working" {
+            return reply["result"].clone();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("task {task} never settled: {}", crate::support::logs());
+}
+
+#[tokio::test]
+async fn a_waiting_tool_answers_a_task_that_completes_and_is_read_on_another_replica() {
+    let server = MockServer::start().await;
+    mount_submit(&server).await;
+    Mock::given(method("GET"))
+        .and(path(format!("/generations/{GENERATION_ID}")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(generation("PENDING")))
+        .up_to_n_times(5)
+        .mount(&server)
+        .await;
+    mount_status(&server, 200, generation("COMPLETE")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let one = broker(&server, dir.path()).await;
+    let two = broker(&server, dir.path()).await;
+    let (_, discovered) = rpc(&one, "server/discover", json!({}), false, "", IMAGEGEN_KEY).await;
+    assert!(discovered["result"]["capabilities"]["extensions"][EXTENSION].is_object());
+
+    let task = start(&one).await;
+    // Durable at once: the other replica resolves it.
+    let (status, reply) = get(&two, &task, IMAGEGEN_KEY).await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["result"]["taskId"], task.as_str());
+    assert_eq!(reply["result"]["resultType"], "complete");
+    let done = settled(&two, &task).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let result = &done["result"];
+    assert_eq!(result["isError"], false);
+    assert_eq!(
+        result["structuredContent"]["data"]["outcome"], "done",
+        "{done}"
+    );
+    assert_eq!(result["structuredContent"]["data"]["status"], "COMPLETE");
+    assert!(result["content"][0]["text"].is_string());
+    assert!(result.get("_meta").is_none() && done.get("requestState").is_none());
+    assert_eq!(posts(&server).await, 1, "submitted once");
+    // Another caller (another upstream key) never sees it.
+    let (status, reply) = get(&two, &task, ("x-imagegen-api-key", "ik_someone_else")).await;
+    assert_eq!((status, &reply["error"]["code"]), (400, &json!(-32602)));
+    // A cancel of a finished task is the same empty ack and changes nothing.
+    let (_, reply) = rpc(
+        &one,
+        "tasks/cancel",
+        json!({ "taskId": task }),
+        true,
+        &task,
+        IMAGEGEN_KEY,
+    )
+    .await;
+    assert_eq!(reply["result"]["resultType"], "complete", "{reply}");
+    assert!(reply["result"].get("taskId").is_none() && reply["result"].get("status").is_none());
+    assert_eq!(settled(&one, &task).await["status"], "completed");
+    // No key in the stored task.
+    drop((one, two));
+    let text = crate::support::folder_text(dir.path());
+    assert!(!text.contains(IMAGEGEN_KEY.1) && !text.contains(API_KEY));
+}
+
+#[tokio::test]
+async fn a_failed_job_completes_its_task_with_the_tools_answer() {
+    let server = MockServer::start().await;
+    mount_submit(&server).await;
+    mount_status(&server, 200, generation("FAILED")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker(&server, dir.path()).await;
+    let task = start(&broker).await;
+    let done = settled(&broker, &task).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"]["data"]["outcome"],
+        "failed"
+    );
+    assert_eq!(posts(&server).await, 1);
+}
+
+#[tokio::test]
+async fn a_cancel_stops_the_watch_and_says_the_job_may_finish() {
+    let server = MockServer::start().await;
+    mount_submit(&server).await;
+    mount_status(&server, 200, generation("PENDING")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker(&server, dir.path()).await;
+    let task = start(&broker).await;
+    let (status, reply) = rpc(
+        &broker,
+        "tasks/cancel",
+        json!({ "taskId": task }),
+        true,
+        &task,
+        IMAGEGEN_KEY,
+    )
+    .await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(
+        reply["result"],
+        json!({ "resultType": "complete", "_meta": reply["result"]["_meta"] })
+    );
+    let cancelled = settled(&broker, &task).await;
+    assert_eq!(cancelled["status"], "cancelled");
+    let message = cancelled["statusMessage"].as_str().unwrap();
+    assert!(
+        message.contains("may still finish") && message.contains("imagegen.get_generation_by_id"),
+        "{message}"
+    );
+    assert!(cancelled.get("result").is_none());
+    // The broker's watch ends (at its next read after the heartbeat sees the cancel).
+    let ended = format!("task cancelled; its watch ended task={task}");
+    let mut seen = false;
+    for _ in 0..200 {
+        if crate::support::logs().contains(&ended) {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(seen, "the watch of {task} did not end");
+    let reads = server.received_requests().await.unwrap().len();
+    // Ten poll intervals later: still no new read (an ended watch reads nothing).
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(
+        server.received_requests().await.unwrap().len(),
+        reads,
+        "no read after the watch ended"
+    );
+    assert_eq!(posts(&server).await, 1, "never resubmitted");
+}
+
+#[tokio::test]
+async fn without_the_extension_calls_wait_and_task_methods_are_refused() {
+    let server = MockServer::start().await;
+    // Two generations here: one waited on, one as a task.
+    Mock::given(method("POST"))
+        .and(path("/generations"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "sdGenerationJob": { "generationId": GENERATION_ID }
+        })))
+        .expect(2)
+        .mount(&server)
+        .await;
+    mount_status(&server, 200, generation("COMPLETE")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker(&server, dir.path()).await;
+    // Not opted in: today's bounded wait, a complete result.
+    let (status, reply) = rpc(
+        &broker,
+        "tools/call",
+        generate_args(),
+        false,
+        TOOL,
+        IMAGEGEN_KEY,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(reply["result"]["resultType"], "complete", "{reply}");
+    assert_eq!(
+        reply["result"]["structuredContent"]["data"]["outcome"],
+        "done"
+    );
+    // Opted in, a tool that does not wait: a complete result, no task.
+    let (_, reply) = rpc(
+        &broker,
+        "tools/call",
+        json!({ "name": "imagegen.find_tools", "arguments": { "query": "image" } }),
+        true,
+        "imagegen.find_tools",
+        IMAGEGEN_KEY,
+    )
+    .await;
+    assert_eq!(reply["result"]["resultType"], "complete", "{reply}");
+    let task = start(&broker).await;
+    // Task methods without the extension declared: -32021 with what is missing.
+    for method in ["tasks/get", "tasks/cancel", "tasks/update"] {
+        let (status, reply) = rpc(
+            &broker,
+            method,
+            json!({ "taskId": task }),
+            false,
+            &task,
+            IMAGEGEN_KEY,
+        )
+        .await;
+        assert_eq!(
+            (status, &reply["error"]["code"]),
+            (400, &json!(-32021)),
+            "{method}"
+        );
+        assert!(
+            reply["error"]["data"]["requiredCapabilities"]["extensions"][EXTENSION].is_object()
+        );
+    }
+    // Unknown ids, a mismatched Mcp-Name, removed methods.
+    let (status, reply) = get(&broker, "no-such-task", IMAGEGEN_KEY).await;
+    assert_eq!((status, &reply["error"]["code"]), (400, &json!(-32602)));
+    let (status, reply) = rpc(
+        &broker,
+        "tasks/get",
+        json!({ "taskId": task }),
+        true,
+        "other",
+        IMAGEGEN_KEY,
+    )
+    .await;
+    assert_eq!((status, &reply["error"]["code"]), (400, &json!(-32020)));
+    for removed in ["tasks/result", "tasks/list"] {
+        let (status, reply) = rpc(
+            &broker,
+            removed,
+            json!({ "taskId": task }),
+            true,
+            &task,
+            IMAGEGEN_KEY,
+        )
+        .await;
+        assert_eq!(
+            (status, &reply["error"]["code"]),
+            (404, &json!(-32601)),
+            "{removed}"
+        );
+    }
+    assert_eq!(settled(&broker, &task).await["status"], "completed");
+}
