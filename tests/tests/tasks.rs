@@ -336,3 +336,38 @@ async fn without_the_extension_calls_wait_and_task_methods_are_refused() {
     }
     assert_eq!(settled(&broker, &task).await["status"], "completed");
 }
+
+#[tokio::test]
+async fn a_task_whose_replica_stopped_is_reported_failed() {
+    let server = MockServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker(&server, dir.path()).await;
+    // A working task whose replica last renewed its heartbeat a minute ago.
+    let now = jiff::Timestamp::now().as_millisecond();
+    let owner = tool_broker::jobs::owner("env:TOOL_BROKER_API_KEY", Some(IMAGEGEN_KEY.1));
+    broker
+        .broker
+        .store
+        .create_task(&tool_broker::store::tasks::StoredTask {
+            id: "stale-task".into(),
+            owner,
+            tool: TOOL.into(),
+            status: "working".into(),
+            result: None,
+            created_ms: now - 60_000,
+            updated_ms: now - 60_000,
+            heartbeat_ms: now - 60_000,
+            expires_ms: now + 60_000,
+        })
+        .await
+        .unwrap();
+    let failed = settled(&broker, "stale-task").await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    let message = failed["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("stopped") && message.contains("imagegen.get_generation_by_id"),
+        "{message}"
+    );
+    assert!(failed.get("result").is_none());
+    assert_eq!(failed["error"]["code"], -32603);
+}
