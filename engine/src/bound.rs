@@ -268,21 +268,15 @@ pub async fn check_claims(
 
 /// How often a replica prunes spent-token ids (at most).
 const PRUNE_EVERY_MS: i64 = 10 * 60 * 1000;
-/// When this process last pruned (Unix ms).
-static LAST_PRUNE_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+/// When this process last pruned.
+static PRUNED: crate::store::Every = crate::store::Every::new();
 
 /// Keeps `spent_tokens` small: ids of tokens expired for an hour are deleted, at most
 /// every ten minutes per process, on the way to spending a token. A failure is logged
 /// and changes nothing else.
 async fn prune_now_and_then(broker: &crate::call::Broker) {
-    use std::sync::atomic::Ordering;
     let now = broker.now().as_millisecond();
-    let last = LAST_PRUNE_MS.load(Ordering::Relaxed);
-    if now - last < PRUNE_EVERY_MS
-        || LAST_PRUNE_MS
-            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-            .is_err()
-    {
+    if !PRUNED.due(now, PRUNE_EVERY_MS) {
         return;
     }
     match broker.store.prune_spent_tokens(now - 3_600_000).await {

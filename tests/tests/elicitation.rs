@@ -74,6 +74,18 @@ fn accept(approve: bool) -> Value {
     json!({ "approval": { "action": "accept", "content": { "approve": approve } } })
 }
 
+/// The retry of a round of the tool's usual call: `response` with `state`.
+async fn answer(broker: &TestBroker, response: Value, state: &str) -> (u16, Value) {
+    call(
+        broker,
+        TOOL,
+        create(json!({})),
+        true,
+        Some((response, state)),
+    )
+    .await
+}
+
 fn state_reason(reply: &Value) -> &str {
     assert_eq!(reply["error"]["code"], -32602, "{reply}");
     reply["error"]["data"]["reason"].as_str().unwrap_or("")
@@ -108,24 +120,10 @@ async fn the_person_approves_in_the_client_and_the_write_runs_once() {
     assert!(!state.contains("Customer-Canary-Jo"));
 
     // The retry without the response is refused and keeps the state usable.
-    let (status, reply) = call(
-        &broker,
-        TOOL,
-        create(json!({})),
-        true,
-        Some((json!({}), &state)),
-    )
-    .await;
+    let (status, reply) = answer(&broker, json!({}), &state).await;
     assert_eq!((status, state_reason(&reply)), (400, "no_response"));
 
-    let (status, reply) = call(
-        &broker,
-        TOOL,
-        create(json!({})),
-        true,
-        Some((accept(true), &state)),
-    )
-    .await;
+    let (status, reply) = answer(&broker, accept(true), &state).await;
     assert_eq!(status, 200, "{reply}");
     assert_eq!(reply["result"]["isError"], false, "{reply}");
     assert_eq!(reply["result"]["structuredContent"]["data"]["id"], "cus_1");
@@ -135,14 +133,7 @@ async fn the_person_approves_in_the_client_and_the_write_runs_once() {
     assert!(!sent.contains("requestState") && !sent.contains(&state));
 
     // Replayed: refused, nothing sent.
-    let (status, reply) = call(
-        &broker,
-        TOOL,
-        create(json!({})),
-        true,
-        Some((accept(true), &state)),
-    )
-    .await;
+    let (status, reply) = answer(&broker, accept(true), &state).await;
     assert_eq!((status, state_reason(&reply)), (400, "used"));
     assert_eq!(posts(&server).await, 1);
 
@@ -181,14 +172,7 @@ async fn a_decline_or_an_unticked_form_sends_nothing() {
         accept(false),
     ] {
         let (_, state) = ask(&broker, create(json!({}))).await;
-        let (status, reply) = call(
-            &broker,
-            TOOL,
-            create(json!({})),
-            true,
-            Some((response.clone(), &state)),
-        )
-        .await;
+        let (status, reply) = answer(&broker, response.clone(), &state).await;
         assert_eq!(status, 200, "{reply}");
         assert_eq!(reply["result"]["isError"], true, "{response}");
         assert_eq!(
@@ -196,14 +180,7 @@ async fn a_decline_or_an_unticked_form_sends_nothing() {
             "confirmation_declined"
         );
         // A declined state cannot be answered again with an acceptance.
-        let (status, reply) = call(
-            &broker,
-            TOOL,
-            create(json!({})),
-            true,
-            Some((accept(true), &state)),
-        )
-        .await;
+        let (status, reply) = answer(&broker, accept(true), &state).await;
         assert_eq!((status, state_reason(&reply)), (400, "used"));
     }
     assert_eq!(posts(&server).await, 0);
@@ -245,25 +222,16 @@ async fn an_altered_or_rebound_state_is_a_protocol_error() {
         "{reply}"
     );
     // Malformed rounds are invalid params too.
-    let (status, reply) = call(
+    let (status, reply) = answer(
         &broker,
-        TOOL,
-        create(json!({})),
-        true,
-        Some((json!({ "approval": { "action": "maybe" } }), &state)),
+        json!({ "approval": { "action": "maybe" } }),
+        &state,
     )
     .await;
     assert_eq!((status, state_reason(&reply)), (400, "bad_response"));
     assert_eq!(posts(&server).await, 0);
     // The state was never spent by these: the person's acceptance still runs it.
-    let (_, reply) = call(
-        &broker,
-        TOOL,
-        create(json!({})),
-        true,
-        Some((accept(true), &state)),
-    )
-    .await;
+    let (_, reply) = answer(&broker, accept(true), &state).await;
     assert_eq!(reply["result"]["isError"], false, "{reply}");
     assert_eq!(posts(&server).await, 1);
 }

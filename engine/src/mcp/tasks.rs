@@ -235,16 +235,10 @@ async fn run(broker: Arc<Broker>, task: String, call: Owned) {
 
 /// How often a replica prunes expired tasks (at most).
 const PRUNE_EVERY_MS: i64 = 10 * 60 * 1000;
-static LAST_PRUNE_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+static PRUNED: crate::store::Every = crate::store::Every::new();
 
 async fn prune_now_and_then(broker: &Broker, now: i64) {
-    use std::sync::atomic::Ordering;
-    let last = LAST_PRUNE_MS.load(Ordering::Relaxed);
-    if now - last < PRUNE_EVERY_MS
-        || LAST_PRUNE_MS
-            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-            .is_err()
-    {
+    if !PRUNED.due(now, PRUNE_EVERY_MS) {
         return;
     }
     match broker.store.prune_tasks(now).await {

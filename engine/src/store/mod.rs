@@ -125,6 +125,35 @@ pub struct Store {
 
 /// Runs `$body` with `$pool` bound to the backend's pool; the SQL is the same for both
 /// (`$1`-style parameters, numbered in order of first use, which SQLite also reads).
+/// A per-process gate for housekeeping done on the way (pruning what expired): open at
+/// most once per period, for one caller at a time.
+pub struct Every(std::sync::atomic::AtomicI64);
+
+impl Every {
+    /// A gate that has never opened.
+    pub const fn new() -> Self {
+        Self(std::sync::atomic::AtomicI64::new(0))
+    }
+
+    /// Whether the housekeeping is due at `now_ms` (at most once per `period_ms`); the
+    /// caller that gets `true` does it.
+    pub fn due(&self, now_ms: i64, period_ms: i64) -> bool {
+        use std::sync::atomic::Ordering;
+        let last = self.0.load(Ordering::Relaxed);
+        now_ms - last >= period_ms
+            && self
+                .0
+                .compare_exchange(last, now_ms, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
+}
+
+impl Default for Every {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 macro_rules! on_pool {
     ($store:expr, $pool:ident => $body:expr) => {
         match &$store.backend {
