@@ -38,13 +38,7 @@ async fn human_broker_waiting(server: &MockServer, dir: &std::path::Path, wait: 
         hex_sha256(CREDENTIAL)
     ));
     setup.env.insert("APPROVAL_KEY".into(), APPROVAL_KEY.into());
-    setup.store = Some(
-        tool_broker::store::Store::open(&tool_broker::store::StoreConfig::Sqlite(
-            dir.to_path_buf(),
-        ))
-        .await
-        .unwrap(),
-    );
+    setup.store = Some(crate::support::sqlite_store(dir).await);
     TestBroker::start(setup).await
 }
 
@@ -275,15 +269,7 @@ async fn a_person_approves_on_the_page_and_the_write_runs_once() {
     assert_eq!(posts(&server).await, 1);
 
     // The audit names the approver; the store never holds the argument in the clear.
-    let records = broker
-        .broker
-        .store
-        .list_audit(&tool_broker::store::audit::AuditQuery {
-            limit: 50,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let records = crate::support::audit(&broker).await;
     assert!(
         records.iter().any(|r| r.outcome.as_str() == "approved"
             && r.confirmation.as_deref() == Some("human:alice"))
@@ -444,13 +430,7 @@ async fn the_approval_key_rotates_without_losing_approvals_in_flight() {
         "NEW_KEY".into(),
         "a new approval sealing key, 32+ chars".into(),
     );
-    setup.store = Some(
-        tool_broker::store::Store::open(&tool_broker::store::StoreConfig::Sqlite(
-            dir.path().to_path_buf(),
-        ))
-        .await
-        .unwrap(),
-    );
+    setup.store = Some(crate::support::sqlite_store(dir.path()).await);
     let after = TestBroker::start(setup).await;
     let session = sign_in(&after, &page).await;
     let (status, html) = get(&after, &page, Some(&session)).await;

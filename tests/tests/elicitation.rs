@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use wiremock::MockServer;
 
 use crate::approval::{KEY, create, human_broker};
-use crate::support::{API_KEY, TestBroker, posts};
+use crate::support::{TestBroker, posts};
 
 /// A 2026-07-28 `tools/call` with the headers that must match it; `elicit` declares the
 /// capability. Returns `(status, JSON-RPC reply)`.
@@ -24,38 +24,12 @@ async fn call(
     } else {
         json!({})
     };
-    let mut params = json!({
-        "name": name,
-        "arguments": arguments,
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": capabilities,
-            "io.modelcontextprotocol/clientInfo": { "name": "test", "version": "1" }
-        }
-    });
+    let mut params = json!({ "name": name, "arguments": arguments });
     if let Some((responses, state)) = round {
         params["inputResponses"] = responses;
         params["requestState"] = json!(state);
     }
-    let body = json!({ "jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": params });
-    let bearer = format!("Bearer {API_KEY}");
-    let (status, _, text) = broker
-        .send(
-            reqwest::Method::POST,
-            "/mcp",
-            Some(body.to_string().into_bytes()),
-            &[
-                ("authorization", bearer.as_str()),
-                ("content-type", "application/json"),
-                ("accept", "application/json, text/event-stream"),
-                ("mcp-protocol-version", "2026-07-28"),
-                ("mcp-method", "tools/call"),
-                ("mcp-name", name),
-                KEY,
-            ],
-        )
-        .await;
-    (status, serde_json::from_str(&text).unwrap())
+    crate::support::mcp_modern(broker, "tools/call", params, capabilities, name, &[KEY]).await
 }
 
 const TOOL: &str = "payments.post_customers";
@@ -137,15 +111,7 @@ async fn the_person_approves_in_the_client_and_the_write_runs_once() {
     assert_eq!((status, state_reason(&reply)), (400, "used"));
     assert_eq!(posts(&server).await, 1);
 
-    let records = broker
-        .broker
-        .store
-        .list_audit(&tool_broker::store::audit::AuditQuery {
-            limit: 50,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let records = crate::support::audit(&broker).await;
     assert!(
         records.iter().any(|r| r.outcome.as_str() == "approved"
             && r.confirmation.as_deref() == Some("human:elicitation")),

@@ -16,13 +16,7 @@ const TOOL: &str = "imagegen.generate_image_and_wait";
 async fn broker(server: &MockServer, dir: &std::path::Path) -> TestBroker {
     let mut setup = Setup::all_upstreams(&server.uri());
     setup.config = Some("[settings.imagegen]\npoll_interval_ms = 20\n".into());
-    setup.store = Some(
-        tool_broker::store::Store::open(&tool_broker::store::StoreConfig::Sqlite(
-            dir.to_path_buf(),
-        ))
-        .await
-        .unwrap(),
-    );
+    setup.store = Some(crate::support::sqlite_store(dir).await);
     TestBroker::start(setup).await
 }
 
@@ -30,7 +24,7 @@ async fn broker(server: &MockServer, dir: &std::path::Path) -> TestBroker {
 async fn rpc(
     broker: &TestBroker,
     method: &str,
-    mut params: Value,
+    params: Value,
     tasks: bool,
     name: &str,
     key: (&str, &str),
@@ -40,29 +34,7 @@ async fn rpc(
     } else {
         json!({})
     };
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": capabilities,
-        "io.modelcontextprotocol/clientInfo": { "name": "test", "version": "1" }
-    });
-    let body = json!({ "jsonrpc": "2.0", "id": 5, "method": method, "params": params });
-    let bearer = format!("Bearer {API_KEY}");
-    let (status, _, text) = broker
-        .send(
-            reqwest::Method::POST,
-            "/mcp",
-            Some(body.to_string().into_bytes()),
-            &[
-                ("authorization", bearer.as_str()),
-                ("content-type", "application/json"),
-                ("mcp-protocol-version", "2026-07-28"),
-                ("mcp-method", method),
-                ("mcp-name", name),
-                key,
-            ],
-        )
-        .await;
-    (status, serde_json::from_str(&text).unwrap())
+    crate::support::mcp_modern(broker, method, params, capabilities, name, &[key]).await
 }
 
 fn generate_args() -> Value {

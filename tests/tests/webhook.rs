@@ -81,11 +81,7 @@ async fn jobs(broker: &TestBroker) -> Value {
 async fn a_verified_callback_updates_the_job_once_and_nothing_else_is_stored() {
     let server = MockServer::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let store = tool_broker::store::Store::open(&tool_broker::store::StoreConfig::Sqlite(
-        dir.path().to_path_buf(),
-    ))
-    .await
-    .unwrap();
+    let store = crate::support::sqlite_store(dir.path()).await;
     let broker = broker_on(&server, true, Some(store)).await;
     let (status, _) = broker
         .call(

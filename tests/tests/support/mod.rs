@@ -369,3 +369,61 @@ pub async fn mount_customers(server: &wiremock::MockServer) {
         .mount(server)
         .await;
 }
+
+/// A SQLite store in `dir` (replicas of one test share it by sharing the folder).
+pub async fn sqlite_store(dir: &Path) -> Store {
+    Store::open(&StoreConfig::Sqlite(dir.to_path_buf()))
+        .await
+        .unwrap()
+}
+
+/// The newest 50 write-audit records of a broker's store.
+pub async fn audit(broker: &TestBroker) -> Vec<tool_broker::store::audit::AuditRecord> {
+    broker
+        .broker
+        .store
+        .list_audit(&tool_broker::store::audit::AuditQuery {
+            limit: 50,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+}
+
+/// Posts one MCP 2026-07-28 request to `/mcp` with its envelope (`_meta` with the
+/// protocol version, `capabilities` and client info) and the headers that must match
+/// it (`Mcp-Name: name`); `(status, JSON-RPC reply)`.
+pub async fn mcp_modern(
+    broker: &TestBroker,
+    method: &str,
+    mut params: Value,
+    capabilities: Value,
+    name: &str,
+    extra: &[(&str, &str)],
+) -> (u16, Value) {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": { "name": "test", "version": "1" }
+    });
+    let body = json!({ "jsonrpc": "2.0", "id": 9, "method": method, "params": params });
+    let bearer = format!("Bearer {API_KEY}");
+    let mut headers = vec![
+        ("authorization", bearer.as_str()),
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", method),
+        ("mcp-name", name),
+    ];
+    headers.extend_from_slice(extra);
+    let (status, _, text) = broker
+        .send(
+            reqwest::Method::POST,
+            "/mcp",
+            Some(body.to_string().into_bytes()),
+            &headers,
+        )
+        .await;
+    (status, serde_json::from_str(&text).unwrap())
+}
