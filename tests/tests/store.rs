@@ -562,6 +562,25 @@ async fn a_restart_on_the_same_data_folder_loses_no_job_and_the_audit_is_kept() 
         expected.as_str(),
         "same arguments, same hash"
     );
+    // The text form: one line a record, with how the write was confirmed.
+    let text = tool_broker::cli::audit_list(
+        tool_broker::cli::AuditCommand::List {
+            since: Some("1h".into()),
+            tool: Some("imagegen.create_generation".into()),
+            limit: 10,
+            format: tool_broker::cli::Format::Text,
+        },
+        &args,
+    )
+    .await
+    .unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    let first: Vec<&str> = lines[0].split_whitespace().collect();
+    assert_eq!(&first[2..5], ["executed", "flag", "ok"], "{text}");
+    assert!(lines[0].contains("imagegen.create_generation") && lines[0].contains(&expected[..16]));
+    assert!(lines[1].contains("refused") && lines[1].contains("missing_required_credentials"));
+    assert_eq!(lines[2], "2 records");
 
     // No key, bearer or argument value reached the store's files (WAL included).
     drop(broker);
