@@ -608,6 +608,7 @@ impl Broker {
             caller = %input.principal.name,
             outcome,
             duration_ms,
+            trace_id = %ctx.trace_id,
             "tool call"
         );
         let response = self.respond(tool, &trace_id, meta, duration_ms, result);

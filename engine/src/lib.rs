@@ -38,6 +38,7 @@ pub mod idempotency;
 pub mod identity;
 pub mod import;
 pub mod jobs;
+pub mod logging;
 pub mod mcp;
 pub mod metrics;
 pub mod origin;
