@@ -106,3 +106,11 @@ echo "== schemathesis against the projection (bounded)"
   --request-timeout 20 \
   --no-color \
   --mode positive
+
+echo "== the broker's log, written to a file"
+# stderr was a file: no colour codes (engine/src/logging.rs), and the calls were logged.
+if grep -q $'\x1b\[' target/client-broker.log; then
+  echo "FAIL the broker wrote colour codes into its log file"; exit 1
+fi
+grep -q "tool call" target/client-broker.log || { echo "FAIL no tool call in the broker's log"; exit 1; }
+echo "ok   no colour codes in the log file; tool calls logged"
