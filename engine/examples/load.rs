@@ -4,7 +4,9 @@
 //! per call, with the store on SQLite (a temporary folder) or PostgreSQL.
 //!
 //! Run with `bench/load.sh` (builds in release mode first). Everything stays on
-//! 127.0.0.1; every run is bounded by `--seconds` and `--max-requests`.
+//! 127.0.0.1; every run is bounded by `--seconds` and `--max-requests`. The broker logs
+//! at `BENCH_BROKER_LOG` (default `warn`) in `BENCH_BROKER_LOG_FORMAT` (default `text`)
+//! into `broker.log` in its data folder.
 //!
 //! ```text
 //! cargo run --release -p tool-broker --example load -- \
@@ -150,12 +152,21 @@ fn start_broker(
     if let Some(url) = database_url {
         command.args(["--database-url", url]);
     }
+    // The broker's logging as a deployment would run it: `BENCH_BROKER_LOG` (default
+    // `warn`, no line per call) and `BENCH_BROKER_LOG_FORMAT` (`text`/`json`); lines go
+    // to `broker.log` in the data folder, as they would to a file or a collector.
+    let level = std::env::var("BENCH_BROKER_LOG").unwrap_or_else(|_| "warn".into());
+    let format = std::env::var("BENCH_BROKER_LOG_FORMAT").unwrap_or_else(|_| "text".into());
+    std::fs::create_dir_all(data_dir).expect("create the data folder");
+    let log =
+        std::fs::File::create(data_dir.join("broker.log")).expect("create the broker's log file");
     command
         .env("TOOL_BROKER_API_KEY", KEY)
         .env("TOOL_BROKER_UPSTREAM_AGENT", format!("http://{upstream}"))
-        .env("TOOL_BROKER_LOG", "warn")
+        .env("TOOL_BROKER_LOG", level)
+        .env("TOOL_BROKER_LOG_FORMAT", format)
         .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::from(log))
         .spawn()
         .expect("start the broker binary")
 }
