@@ -54,17 +54,23 @@ impl Refusal {
         }
     }
 
-    fn message(self, tool: &str) -> String {
-        let what = match self {
-            Self::Invalid => "is not a token this broker issued (or was altered)",
+    /// What is wrong with the sealed value, as a predicate ("has expired"); shared by
+    /// confirmation tokens and MCP request states.
+    pub fn words(self) -> &'static str {
+        match self {
+            Self::Invalid => "is not one this broker issued (or was altered)",
             Self::Expired => "has expired",
             Self::Used => "was already used",
             Self::OtherTool => "was issued for another tool or another version of it",
             Self::OtherArguments => "was issued for other arguments",
             Self::OtherCaller => "was issued to another caller",
-        };
+        }
+    }
+
+    fn message(self, tool: &str) -> String {
         format!(
-            "the confirmationToken {what}: nothing was sent; call `{tool}` without a token to get its preview and a new token, and run it only after the user approves that preview"
+            "the confirmationToken {}: nothing was sent; call `{tool}` without a token to get its preview and a new token, and run it only after the user approves that preview",
+            self.words()
         )
     }
 

@@ -247,7 +247,7 @@ pub async fn answer(
         return Err(refused(
             tool,
             r.as_str(),
-            &format!("the requestState {}", state_words(r)),
+            &format!("the requestState {}", r.words()),
         ));
     }
     let approve = matches!(answer, Answer::Approve);
@@ -272,18 +272,6 @@ pub async fn answer(
                 "the user {how} in the MCP client: nothing was sent; do not retry this write unless the user asks again"
             ),
         )),
-    }
-}
-
-fn state_words(r: crate::bound::Refusal) -> &'static str {
-    use crate::bound::Refusal;
-    match r {
-        Refusal::Invalid => "is not one this broker sealed (or was altered)",
-        Refusal::Expired => "has expired",
-        Refusal::Used => "was already answered",
-        Refusal::OtherTool => "was sealed for another tool or another version of it",
-        Refusal::OtherArguments => "was sealed for other arguments",
-        Refusal::OtherCaller => "was sealed for another caller",
     }
 }
 

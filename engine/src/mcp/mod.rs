@@ -325,10 +325,14 @@ fn capabilities() -> Value {
     json!({ "tools": { "listChanged": false } })
 }
 
+/// The client capabilities a 2026-07-28 request declares in its `_meta`.
+fn client_capabilities(params: &Value) -> Option<&Value> {
+    params.get("_meta")?.get(CAPABILITIES_KEY)
+}
+
 /// The elicitation capability and round of a 2026-07-28 `tools/call`.
 fn elicitation(params: &Value, id: &Value) -> Result<Elicitation, Reply> {
-    let can_elicit = params
-        .pointer(&format!("/_meta/{}", CAPABILITIES_KEY.replace('/', "~1")))
+    let can_elicit = client_capabilities(params)
         .and_then(|c| c.get("elicitation"))
         .is_some_and(Value::is_object);
     let responses = match params.get("inputResponses") {

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{CAPABILITIES_KEY, Reply, code, complete, error, result, server_info};
+use super::{Reply, code, complete, error, result, server_info};
 use crate::auth::Principal;
 use crate::call::{Broker, CallInput, TaskWatch};
 use crate::catalog::Tool;
@@ -50,8 +50,7 @@ const STALE_MS: i64 = 30_000;
 /// Whether a 2026-07-28 request opted into tasks (`_meta` client capabilities name the
 /// extension).
 pub fn opted_in(params: &Value) -> bool {
-    params
-        .pointer(&format!("/_meta/{}", CAPABILITIES_KEY.replace('/', "~1")))
+    super::client_capabilities(params)
         .and_then(|c| c.get("extensions"))
         .and_then(|e| e.get(EXTENSION))
         .is_some_and(Value::is_object)
