@@ -544,6 +544,14 @@ impl Broker {
             elicitation: input.elicitation.as_ref(),
             task_watch: input.task_watch,
         };
+        let task_args = (ctx.task_watch.is_some() && tool.task.is_some()).then(|| {
+            input
+                .arguments
+                .as_ref()
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default()
+        });
         let started_at = self.now();
         let write = tool.risk == Risk::Write;
         let args_sha256 = write.then(|| audit_hash(input.arguments.as_ref()));
@@ -590,6 +598,14 @@ impl Broker {
                         .await
                 }
             },
+        };
+        // Run as an MCP task, a tool that answered a job at once watches it.
+        let result = match (result, &tool.task) {
+            (Ok(exec), Some(plan)) if ctx.task_watch.is_some() && !exec.dry_run => {
+                let args = task_args.unwrap_or_default();
+                Ok(crate::hooks::watch_answered_job(self, tool, plan, &args, exec, &ctx).await)
+            }
+            (result, _) => result,
         };
         let duration_ms = elapsed_ms(started);
         let ran = write_outcome(&result) == Some(crate::store::audit::Outcome::Executed);

@@ -125,6 +125,8 @@ pub struct Tool {
     pub reschedule: Option<Reschedule>,
     /// The compiled steps of a `submit_and_poll` tool.
     pub poll: Option<Poll>,
+    /// How the job this tool answers is watched when it runs as an MCP task.
+    pub task: Option<TaskPlan>,
     /// The compiled answer of a `table_lookup` tool.
     pub lookup: Option<Lookup>,
     /// Per-caller limit on upstream requests.
@@ -259,6 +261,15 @@ pub struct Poll {
     pub max_wait: Duration,
     /// Tool named in the next action for a job still running.
     pub check_tool: Option<String>,
+}
+
+/// Compiled `[tool.task]` (see [`crate::descriptor::RawTask`]).
+#[derive(Debug)]
+pub struct TaskPlan {
+    /// The watch tool's name (same service).
+    pub watch: String,
+    /// Its arguments, from `args` and `data`.
+    pub arguments: Expr,
 }
 
 /// Compiled `table_lookup` (see [`crate::descriptor::RawLookup`]).

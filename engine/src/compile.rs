@@ -141,6 +141,36 @@ pub fn compile(sources: &Sources) -> Result<Catalog, Diagnostics> {
                 }
             }
         }
+        // A task's watch: a read `submit_and_poll` tool of the same service that takes
+        // the job from its arguments (no submit choices).
+        if let Some(plan) = &tool.task {
+            let found = tools
+                .iter()
+                .find(|t| t.service == tool.service && t.name == plan.watch);
+            let fits = found.is_some_and(|t| {
+                t.risk == Risk::Read && t.poll.as_ref().is_some_and(|p| p.submit.is_empty())
+            });
+            if !fits {
+                c.diags.push_help(
+                    &tool.source.0,
+                    tool.source.1,
+                    format!(
+                        "tool `{}`: `[tool.task] watch = \"{}\"` must name a read `submit_and_poll` tool of service `{}` without submit choices{}",
+                        tool.full_name,
+                        plan.watch,
+                        tool.service,
+                        if found.is_some() { "" } else { " (no such tool)" }
+                    ),
+                    did_you_mean(
+                        &plan.watch,
+                        tools
+                            .iter()
+                            .filter(|t| t.service == tool.service && t.poll.is_some())
+                            .map(|t| t.name.as_str()),
+                    ),
+                );
+            }
+        }
         for category in tool.dispatch.iter().flat_map(|d| &d.categories) {
             let known = tools.iter().any(|t| {
                 t.service == tool.service && t.category.as_deref() == Some(category.as_str())
@@ -805,6 +835,17 @@ impl ToolCompiler<'_, '_> {
             }
             (_, None) => None,
         };
+        let task = raw.task.as_ref().and_then(|t| {
+            if raw.poll.is_some() {
+                self.err(line, format!("tool `{full}`: `[tool.task]` is for tools that answer a job at once; a `[tool.poll]` tool already watches its job"));
+                return None;
+            }
+            let arguments = self.expr(&full, "task.arguments", &t.arguments)?;
+            Some(crate::catalog::TaskPlan {
+                watch: t.watch.clone(),
+                arguments,
+            })
+        });
         let lookup = match (&action, &raw.lookup) {
             (Some(Action::Hook(Hook::TableLookup)), Some(l)) => self.lookup(&full, l, line),
             (Some(Action::Hook(Hook::TableLookup)), None) => {
@@ -936,6 +977,7 @@ impl ToolCompiler<'_, '_> {
             dispatch: raw.dispatch.clone(),
             reschedule,
             poll,
+            task,
             lookup,
             rate_limit: raw.rate_limit,
             allowlist: raw.allowlist.clone(),
@@ -1512,6 +1554,12 @@ impl ToolCompiler<'_, '_> {
                     "fields": l.fields,
                     "result": l.result.get_ref(),
                 }),
+            );
+        }
+        if let (Some(t), Some(map)) = (&raw.task, normalized.as_object_mut()) {
+            map.insert(
+                "task".into(),
+                json!({ "watch": t.watch, "arguments": t.arguments.get_ref() }),
             );
         }
         if let (Some(p), Some(map)) = (&raw.poll, normalized.as_object_mut()) {

@@ -397,6 +397,9 @@ pub struct RawTool {
     /// The steps of a `submit_and_poll` tool.
     #[serde(default)]
     pub poll: Option<RawPoll>,
+    /// How a tool that answers a job at once watches it when run as an MCP task.
+    #[serde(default)]
+    pub task: Option<RawTask>,
     /// The table and answer of a `table_lookup` tool.
     #[serde(default)]
     pub lookup: Option<RawLookup>,
@@ -740,6 +743,23 @@ pub struct RawPoll {
     /// Tool a caller uses to look at the job later (named in the next action).
     #[serde(default)]
     pub check_tool: Option<String>,
+}
+
+/// A tool that submits a job and answers its id at once (a media queue tool), run as an
+/// MCP task: after its own answer, the task watches the job through `watch` (a
+/// `submit_and_poll` read tool of the same service without submit choices, which takes
+/// the job from its arguments) for the task's bound, and settles with the tool's answer
+/// plus `data.job` (the watch's data: `outcome`, `id`, `status`, ...). A preview or a
+/// refusal settles as it is; without tasks nothing changes.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct RawTask {
+    /// The watch tool (same service).
+    pub watch: String,
+    /// Expression: the watch tool's arguments (sees `args` and `data`, the tool's own
+    /// answer); `none` means there is no job to watch.
+    #[schemars(with = "String")]
+    pub arguments: SpannedStr,
 }
 
 fn wait_arg() -> String {

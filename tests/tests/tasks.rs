@@ -15,7 +15,10 @@ const TOOL: &str = "imagegen.generate_image_and_wait";
 
 async fn broker(server: &MockServer, dir: &std::path::Path) -> TestBroker {
     let mut setup = Setup::all_upstreams(&server.uri());
-    setup.config = Some("[settings.imagegen]\npoll_interval_ms = 20\n".into());
+    setup.config = Some(
+        "[settings.imagegen]\npoll_interval_ms = 20\n[settings.media]\npoll_interval_ms = 20\n"
+            .into(),
+    );
     setup.store = Some(crate::support::sqlite_store(dir).await);
     TestBroker::start(setup).await
 }
@@ -77,8 +80,12 @@ async fn get(broker: &TestBroker, task: &str, key: (&str, &str)) -> (u16, Value)
 
 /// Reads a task until it leaves `working` (bounded by count, not time).
 async fn settled(broker: &TestBroker, task: &str) -> Value {
+    settled_as(broker, task, IMAGEGEN_KEY).await
+}
+
+async fn settled_as(broker: &TestBroker, task: &str, key: (&str, &str)) -> Value {
     for _ in 0..200 {
-        let (status, reply) = get(broker, task, IMAGEGEN_KEY).await;
+        let (status, reply) = get(broker, task, key).await;
         assert_eq!(status, 200, "{reply}");
         if reply["result"]["status"] != "working" {
             return reply["result"].clone();
@@ -342,4 +349,235 @@ async fn a_task_whose_replica_stopped_is_reported_failed() {
     );
     assert!(failed.get("result").is_none());
     assert_eq!(failed["error"]["code"], -32603);
+}
+
+const MEDIA_KEY: (&str, &str) = ("x-media-api-key", "mk_task_test_key");
+const JOB: &str = "job-duck-1";
+
+/// The media queue: a submit answering `JOB` at once, then `pending` reads of `running`
+/// before `last`.
+async fn mount_media(server: &MockServer, pending: u64, last: Value) {
+    Mock::given(method("POST"))
+        .and(path("/v1/jobs/audio-duck"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(json!({ "job_id": JOB, "cache_hit": false })),
+        )
+        .mount(server)
+        .await;
+    if pending > 0 {
+        Mock::given(method("GET"))
+            .and(path(format!("/v1/jobs/{JOB}")))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_json(json!({ "job_id": JOB, "state": "running" })),
+            )
+            .up_to_n_times(pending)
+            .mount(server)
+            .await;
+    }
+    Mock::given(method("GET"))
+        .and(path(format!("/v1/jobs/{JOB}")))
+        .respond_with(ResponseTemplate::new(200).set_body_json(last))
+        .mount(server)
+        .await;
+}
+
+fn duck() -> Value {
+    json!({ "name": "media.audio_duck", "arguments": { "voice_asset_id": "v1", "music_asset_id": "m1" } })
+}
+
+async fn job_reads(server: &MockServer) -> usize {
+    server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|r| {
+            r.method == wiremock::http::Method::GET && r.url.path().starts_with("/v1/jobs/")
+        })
+        .count()
+}
+
+#[tokio::test]
+async fn a_media_queue_tool_as_a_task_watches_its_job_until_it_ends() {
+    let server = MockServer::start().await;
+    mount_media(
+        &server,
+        3,
+        json!({ "job_id": JOB, "state": "succeeded", "output_asset_ids": ["a-out-1"] }),
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let one = broker(&server, dir.path()).await;
+    let two = broker(&server, dir.path()).await;
+    let (status, reply) = rpc(
+        &one,
+        "tools/call",
+        duck(),
+        true,
+        "media.audio_duck",
+        MEDIA_KEY,
+    )
+    .await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["result"]["resultType"], "task", "{reply}");
+    let task = reply["result"]["taskId"].as_str().unwrap().to_string();
+    let done = settled_as(&two, &task, MEDIA_KEY).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let result = &done["result"];
+    assert_eq!(result["isError"], false, "{done}");
+    let data = &result["structuredContent"]["data"];
+    // The tool's own answer, plus the job as the watch last saw it.
+    assert_eq!(data["job_id"], JOB, "{done}");
+    assert_eq!(data["cache_hit"], false);
+    assert_eq!(data["job"]["outcome"], "done", "{done}");
+    assert_eq!(data["job"]["status"], "succeeded");
+    assert_eq!(data["job"]["outputAssetIds"], json!(["a-out-1"]));
+    assert_eq!(data["job"]["statusReads"], 4);
+    assert_eq!(posts(&server).await, 1, "submitted once");
+    assert_eq!(job_reads(&server).await, 4);
+
+    // Without the extension: the queue tool's immediate answer, nothing watched.
+    let (status, reply) = rpc(
+        &one,
+        "tools/call",
+        duck(),
+        false,
+        "media.audio_duck",
+        MEDIA_KEY,
+    )
+    .await;
+    assert_eq!(status, 200, "{reply}");
+    let data = &reply["result"]["structuredContent"]["data"];
+    assert_eq!(data["job_id"], JOB, "{reply}");
+    assert!(data.get("job").is_none(), "{reply}");
+    assert_eq!(job_reads(&server).await, 4, "no read without a task");
+}
+
+#[tokio::test]
+async fn a_media_job_that_fails_or_waits_for_input_settles_its_task_with_what_to_do() {
+    for (state, outcome, words) in [
+        ("failed", "failed", "Ask the user before submitting again"),
+        ("expired", "failed", "it was not retried"),
+        ("needs_input", "waiting", "waits for input"),
+    ] {
+        let server = MockServer::start().await;
+        mount_media(&server, 1, json!({ "job_id": JOB, "state": state })).await;
+        let dir = tempfile::tempdir().unwrap();
+        let broker = broker(&server, dir.path()).await;
+        let (_, reply) = rpc(
+            &broker,
+            "tools/call",
+            duck(),
+            true,
+            "media.audio_duck",
+            MEDIA_KEY,
+        )
+        .await;
+        let task = reply["result"]["taskId"].as_str().unwrap().to_string();
+        let done = settled_as(&broker, &task, MEDIA_KEY).await;
+        assert_eq!(done["status"], "completed", "{state}: {done}");
+        let data = &done["result"]["structuredContent"]["data"];
+        assert_eq!(data["job"]["outcome"], outcome, "{state}: {done}");
+        let next = done["result"]["structuredContent"]["meta"]["next_action"].to_string()
+            + &data["job"]["nextAction"].to_string();
+        assert!(
+            next.contains(words) && next.contains(JOB),
+            "{state}: {done}"
+        );
+        assert_eq!(posts(&server).await, 1);
+    }
+}
+
+/// The media submit answers `JOB`; every read of it answers `status`.
+async fn mount_unreadable(server: &MockServer, status: u16) {
+    Mock::given(method("POST"))
+        .and(path("/v1/jobs/audio-duck"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(json!({ "job_id": JOB, "cache_hit": true })),
+        )
+        .mount(server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("/v1/jobs/{JOB}")))
+        .respond_with(ResponseTemplate::new(status))
+        .mount(server)
+        .await;
+}
+
+#[tokio::test]
+async fn a_media_task_reads_through_an_unavailable_upstream_until_it_is_cancelled() {
+    let server = MockServer::start().await;
+    mount_unreadable(&server, 503).await;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker(&server, dir.path()).await;
+    let (_, reply) = rpc(
+        &broker,
+        "tools/call",
+        duck(),
+        true,
+        "media.audio_duck",
+        MEDIA_KEY,
+    )
+    .await;
+    let task = reply["result"]["taskId"].as_str().unwrap().to_string();
+    // Several failed reads, and the task still works (bounded by count, not time).
+    for _ in 0..400 {
+        if job_reads(&server).await >= 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert!(job_reads(&server).await >= 3, "{}", crate::support::logs());
+    let (_, working) = get(&broker, &task, MEDIA_KEY).await;
+    assert_eq!(working["result"]["status"], "working", "{working}");
+    let (status, _) = rpc(
+        &broker,
+        "tasks/cancel",
+        json!({ "taskId": task }),
+        true,
+        &task,
+        MEDIA_KEY,
+    )
+    .await;
+    assert_eq!(status, 200);
+    let cancelled = settled_as(&broker, &task, MEDIA_KEY).await;
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    let message = cancelled["statusMessage"].as_str().unwrap();
+    assert!(message.contains("media.get_job"), "{message}");
+    assert_eq!(posts(&server).await, 1, "never resubmitted");
+}
+
+#[tokio::test]
+async fn a_media_task_whose_job_is_unknown_keeps_the_tools_answer_and_says_so() {
+    let server = MockServer::start().await;
+    mount_unreadable(&server, 404).await;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker(&server, dir.path()).await;
+    let (_, reply) = rpc(
+        &broker,
+        "tools/call",
+        duck(),
+        true,
+        "media.audio_duck",
+        MEDIA_KEY,
+    )
+    .await;
+    let task = reply["result"]["taskId"].as_str().unwrap().to_string();
+    let done = settled_as(&broker, &task, MEDIA_KEY).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let data = &done["result"]["structuredContent"]["data"];
+    assert_eq!(done["result"]["isError"], false, "{done}");
+    assert_eq!(
+        data["job_id"], JOB,
+        "the submitted job's id is kept: {done}"
+    );
+    assert_eq!(data["job"]["outcome"], "unknown", "{done}");
+    assert!(data["job"]["watchError"]["classification"].is_string());
+    let next = data["job"]["nextAction"].as_str().unwrap();
+    assert!(
+        next.contains("media.wait_for_job") && next.contains("Do not submit again"),
+        "{next}"
+    );
+    assert_eq!((posts(&server).await, job_reads(&server).await), (1, 1));
 }

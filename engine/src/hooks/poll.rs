@@ -11,7 +11,9 @@
 //! The submit is never repeated. Once it succeeded, the job id is in every answer: a
 //! status read that fails, or a wait that runs out, ends the call with `ok: true`, the
 //! id, `outcome: "pending"` and a next action naming the tool to check on it later.
-//! With no submit choices the id comes from the arguments (watch an existing job).
+//! With no submit choices the id comes from the arguments (watch an existing job); a
+//! failed read is then the answer, except that a call run as an MCP task reads through
+//! passing failures (see [`passing`]) until its bound.
 //!
 //! Outcomes: `done`, `failed`, `waiting` (the job needs the caller), `pending`.
 
@@ -45,6 +47,13 @@ fn wait_for(plan: &Poll, args: &Map<String, Value>, ctx: &RequestCtx<'_>) -> Dur
         Some(_) => Duration::ZERO,
         None => plan.default_wait,
     }
+}
+
+/// A failed status read worth reading through: one the error rules call retryable (an
+/// unreachable upstream, a timeout, a rate limit) or an upstream 5xx or 429 answer.
+fn passing(broker: &Broker, e: &CallError) -> bool {
+    broker.catalog.rules.retryable(e.classification)
+        || e.upstream_status.is_some_and(|s| s >= 500 || s == 429)
 }
 
 /// Runs the hook.
@@ -124,37 +133,42 @@ pub async fn submit_and_poll(
     loop {
         let status_args = eval(broker, &plan.status_arguments, &scope)?;
         reads += 1;
-        let (outcome, status, data, poll_error) =
-            match broker.execute(status_tool, Some(status_args), ctx).await {
-                Ok(read) => {
-                    let mut with_data = scope.clone();
-                    with_data["data"] = read.data.clone();
-                    let status = word(&eval(broker, &plan.status, &with_data)?);
-                    if !status.is_empty()
-                        && let Err(e) = broker
-                            .store
-                            .update_job(&tool.service, &owner, &word(&id), &status, broker.now())
-                            .await
-                    {
-                        tracing::warn!(error = %e, tool = %tool.full_name, "job status not stored");
-                    }
-                    let outcome = if plan.done.contains(&status) {
-                        "done"
-                    } else if plan.failed.contains(&status) {
-                        "failed"
-                    } else if plan.waiting.contains(&status) {
-                        "waiting"
-                    } else {
-                        "pending"
-                    };
-                    (outcome, status, read.data, None)
+        let (outcome, status, data, poll_error) = match broker
+            .execute(status_tool, Some(status_args), ctx)
+            .await
+        {
+            Ok(read) => {
+                let mut with_data = scope.clone();
+                with_data["data"] = read.data.clone();
+                let status = word(&eval(broker, &plan.status, &with_data)?);
+                if !status.is_empty()
+                    && let Err(e) = broker
+                        .store
+                        .update_job(&tool.service, &owner, &word(&id), &status, broker.now())
+                        .await
+                {
+                    tracing::warn!(error = %e, tool = %tool.full_name, "job status not stored");
                 }
-                // Nothing submitted: the caller asked to watch a job and the read
-                // failed, which is the answer.
-                Err(e) if submitted.is_null() => return Err(e),
-                // Submitted: never lose the id over a failed read.
-                Err(e) => ("pending", String::new(), Value::Null, Some(e)),
-            };
+                let outcome = if plan.done.contains(&status) {
+                    "done"
+                } else if plan.failed.contains(&status) {
+                    "failed"
+                } else if plan.waiting.contains(&status) {
+                    "waiting"
+                } else {
+                    "pending"
+                };
+                (outcome, status, read.data, None)
+            }
+            // Nothing submitted: the caller asked to watch a job and the read
+            // failed, which is the answer; run as a task, only a failure that is
+            // not worth retrying (an unknown job, a refused key) ends the watch.
+            Err(e) if submitted.is_null() && (ctx.task_watch.is_none() || !passing(broker, &e)) => {
+                return Err(e);
+            }
+            // Submitted: never lose the id over a failed read.
+            Err(e) => ("pending", String::new(), Value::Null, Some(e)),
+        };
         let out_of_time = started.elapsed() + interval > wait;
         // A task watches through failed reads until its bound or its cancel.
         let (as_task, cancelled) = ctx
@@ -203,4 +217,62 @@ pub async fn submit_and_poll(
         }
         tokio::time::sleep(interval).await;
     }
+}
+
+/// Run as an MCP task, a tool that answers a job at once (`[tool.task]`) watches it:
+/// after the tool's own answer (`exec`, sent and not a preview), its watch tool runs
+/// with the task's bound and the answer gains `data.job` (the watch's data), the watch's
+/// summary and next action. A watch that cannot run keeps the tool's answer whole and
+/// says why in `data.job` (`outcome: "unknown"`): the job was submitted, and its id is
+/// in the answer.
+pub async fn watch_answered_job(
+    broker: &Broker,
+    tool: &Tool,
+    plan: &crate::catalog::TaskPlan,
+    args: &Map<String, Value>,
+    mut exec: Exec,
+    ctx: &RequestCtx<'_>,
+) -> Exec {
+    let mut scope = broker.template_context(tool, args, ctx.headers);
+    scope["data"] = exec.data.clone();
+    let watched = async {
+        let watch_args = eval(broker, &plan.arguments, &scope)?;
+        if watch_args.is_null() {
+            return Ok(None);
+        }
+        let watch = step_tool(broker, tool, &plan.watch, ctx)?;
+        broker.execute(watch, Some(watch_args), ctx).await.map(Some)
+    }
+    .await;
+    let job = match watched {
+        Ok(None) => return exec,
+        Ok(Some(watch)) => {
+            if let Some(summary) = watch.summary {
+                exec.summary = Some(match exec.summary {
+                    Some(own) => format!("{own}; {summary}"),
+                    None => summary,
+                });
+            }
+            exec.next_action = watch.next_action.or(exec.next_action);
+            watch.data
+        }
+        Err(e) => {
+            let check = format!("{}.{}", tool.service, plan.watch);
+            json!({
+                "outcome": "unknown",
+                "watchError": { "classification": e.classification.as_str(), "message": e.message },
+                "nextAction": format!("The job was submitted but could not be watched; read it later with `{check}`. Do not submit again."),
+            })
+        }
+    };
+    match &mut exec.data {
+        Value::Object(map) => {
+            map.insert("job".into(), job);
+        }
+        other => {
+            let own = std::mem::take(other);
+            *other = json!({ "answer": own, "job": job });
+        }
+    }
+    exec
 }

@@ -2,7 +2,8 @@
 //!
 //! A `tools/call` whose `_meta` client capabilities declare the extension
 //! ([`EXTENSION`]) and that names a tool that waits (a `[tool.poll]` plan: imagegen's
-//! "... And Wait" tools, agent's Wait briefly for a task) answers at once with a
+//! "... And Wait" tools, agent's Wait briefly for a task) or one whose job a task
+//! watches (a `[tool.task]` plan: media's queue tools) answers at once with a
 //! `CreateTaskResult` (`resultType: "task"`, flat: `taskId`, `status`, `createdAt`,
 //! `lastUpdatedAt`, `ttlMs`, `pollIntervalMs`). The call runs in the background on the
 //! replica that took it, watching its job for [`WATCH`] instead of the tool's own
@@ -69,7 +70,7 @@ fn target<'a>(broker: &'a Broker, input: &CallInput<'_>) -> Option<&'a Tool> {
 /// Whether a call is run as a task: a tool that waits, which the caller may use, and
 /// that the broker will not hold for a confirmation round.
 fn runs_as_task(tool: &Tool, input: &CallInput<'_>) -> bool {
-    if tool.poll.is_none() || input.principal.check(tool).is_err() {
+    if (tool.poll.is_none() && tool.task.is_none()) || input.principal.check(tool).is_err() {
         return false;
     }
     if input
@@ -256,14 +257,17 @@ fn unknown(id: &Value) -> Reply {
     )
 }
 
-/// Where to read the job the task watched, for status messages.
+/// Where to read the job the task watched, for status messages: the check tool of the
+/// tool's poll plan, or of its task's watch tool.
 fn reader(broker: &Broker, tool: &str) -> String {
-    broker
-        .catalog
-        .resolve(tool)
-        .and_then(|t| t.poll.as_ref())
-        .and_then(|p| p.check_tool.as_deref())
-        .map(|check| format!("{}.{check}", tool.split('.').next().unwrap_or("")))
+    let resolved = broker.catalog.resolve(tool);
+    let watch = resolved
+        .and_then(|t| Some((t, t.task.as_ref()?)))
+        .and_then(|(t, plan)| broker.catalog.resolve_in(&t.service, &plan.watch));
+    watch
+        .or(resolved)
+        .and_then(|t| Some((t, t.poll.as_ref()?.check_tool.as_deref()?)))
+        .map(|(t, check)| format!("{}.{check}", t.service))
         .unwrap_or_else(|| tool.to_string())
 }
 
