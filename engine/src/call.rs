@@ -39,6 +39,10 @@ pub struct Broker {
     pub keys: Keys,
     /// Largest accepted request body.
     pub max_body_bytes: usize,
+    /// What a connection may cost (the `[server]` table).
+    pub bounds: crate::bounds::ServerBounds,
+    /// Set on shutdown: readiness answers 503 while calls in flight finish.
+    pub draining: std::sync::atomic::AtomicBool,
     /// Counters for `GET /metrics`.
     pub metrics: crate::metrics::Metrics,
     /// The durable store: jobs, rate-limit windows, the write audit.
@@ -323,7 +327,10 @@ impl Broker {
             .collect();
         let mut seed = [0u8; 8];
         let _ = getrandom::fill(&mut seed);
+        config.server.validate()?;
         Ok(Self {
+            bounds: config.server.clone(),
+            draining: std::sync::atomic::AtomicBool::new(false),
             max_body_bytes: config
                 .max_body_bytes
                 .unwrap_or(catalog.rules.limits.max_body_bytes),

@@ -775,8 +775,27 @@ fn serve_inner(
             catalog = %broker.catalog.origin,
             "tool-broker listening"
         );
+        // SIGTERM (an orchestrator stopping the broker) or Ctrl-C: drain, then stop.
         let shutdown = async {
-            let _ = tokio::signal::ctrl_c().await;
+            #[cfg(unix)]
+            {
+                use tokio::signal::unix::{SignalKind, signal};
+                match signal(SignalKind::terminate()) {
+                    Ok(mut term) => {
+                        tokio::select! {
+                            _ = term.recv() => tracing::info!("SIGTERM received"),
+                            _ = tokio::signal::ctrl_c() => tracing::info!("interrupt received"),
+                        }
+                    }
+                    Err(_) => {
+                        let _ = tokio::signal::ctrl_c().await;
+                    }
+                }
+            }
+            #[cfg(not(unix))]
+            {
+                let _ = tokio::signal::ctrl_c().await;
+            }
         };
         crate::server::serve(Arc::new(broker), listener, shutdown)
             .await

@@ -23,6 +23,10 @@
 //!
 //! [settings.media]
 //! drive_folder_id = "folder-123"
+//!
+//! [server]                        # connection limits (docs/deployment.md)
+//! header_read_timeout_ms = 10000
+//! max_connections = 4096
 //! ```
 
 use std::collections::BTreeMap;
@@ -104,6 +108,10 @@ pub struct ConfigFile {
     /// request carrying any other `Origin` is refused with 403 before any tool runs.
     #[serde(default)]
     pub allowed_origins: Vec<String>,
+    /// What a connection may cost: timeouts, the connection cap, header limits, the
+    /// shutdown grace ([`crate::bounds::ServerBounds`]; every field has a default).
+    #[serde(default)]
+    pub server: crate::bounds::ServerBounds,
 }
 
 /// One routing profile: a server-side key of one service, named by id and slug.

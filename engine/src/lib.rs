@@ -22,6 +22,7 @@ pub mod approval;
 pub mod args;
 pub mod auth;
 pub mod bound;
+pub mod bounds;
 pub mod call;
 pub mod catalog;
 pub mod cli;

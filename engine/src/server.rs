@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::FutureExt;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -33,7 +33,9 @@ use crate::error::{CallError, Classification};
 
 type HttpResponse = hyper::Response<Full<Bytes>>;
 
-/// Serves until `shutdown` completes.
+/// Serves until `shutdown` completes, then drains: the listener closes (new connections
+/// are refused), `/readyz` answers 503, every connection finishes the calls it has in
+/// flight and closes, for up to the `[server]` `shutdown_grace_ms`.
 pub async fn serve(
     broker: Arc<Broker>,
     listener: TcpListener,
@@ -48,8 +50,21 @@ pub async fn serve(
         .unwrap_or(true);
     // Webhook public keys the deployment has the broker fetch: now, then hourly.
     crate::webhook::keys::spawn_refresh(broker.clone());
+    let bounds = broker.bounds.clone();
+    let permits = Arc::new(tokio::sync::Semaphore::new(bounds.max_connections));
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .max_headers(bounds.max_headers)
+        .max_buf_size(bounds.max_header_bytes);
+    builder
+        .http2()
+        .max_header_list_size(u32::try_from(bounds.max_header_bytes).unwrap_or(u32::MAX));
+    let builder = Arc::new(builder);
+    let refused = crate::store::Every::new();
     loop {
-        let (stream, _) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(pair) => pair,
                 Err(e) => {
@@ -57,23 +72,113 @@ pub async fn serve(
                     continue;
                 }
             },
-            () = &mut shutdown => return Ok(()),
+            () = &mut shutdown => break,
+        };
+        let Ok(permit) = permits.clone().try_acquire_owned() else {
+            broker.metrics.record_status(429);
+            if refused.due(broker.now().as_millisecond(), 1_000) {
+                tracing::warn!(
+                    max_connections = bounds.max_connections,
+                    "connection refused: the broker is at its connection cap (429)"
+                );
+            }
+            tokio::spawn(crate::bounds::refuse_connection(
+                stream,
+                over_cap_body(&broker).to_string(),
+            ));
+            continue;
         };
         let broker = broker.clone();
+        let builder = builder.clone();
+        let mut stopped = stopped.clone();
         tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req| {
+            let _permit = permit;
+            let state = crate::bounds::ConnState::new();
+            let service = {
                 let broker = broker.clone();
-                async move { Ok::<_, Infallible>(handle(broker, req, loopback).await) }
-            });
-            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-            if let Err(e) = builder
-                .serve_connection(TokioIo::new(stream), service)
-                .await
-            {
-                tracing::debug!(error = %e, "connection ended with an error");
+                let state = state.clone();
+                hyper::service::service_fn(move |req| {
+                    let broker = broker.clone();
+                    let in_flight = state.request();
+                    async move {
+                        let response = handle(broker, req, loopback).await;
+                        drop(in_flight);
+                        Ok::<_, Infallible>(response)
+                    }
+                })
+            };
+            let io = TokioIo::new(crate::bounds::Watched::new(stream, state.clone()));
+            let conn = builder.serve_connection(io, service);
+            tokio::pin!(conn);
+            let watchdog = crate::bounds::watchdog(state, &broker.bounds);
+            tokio::pin!(watchdog);
+            let mut draining = false;
+            loop {
+                tokio::select! {
+                    ended = conn.as_mut() => {
+                        if let Err(e) = ended {
+                            tracing::debug!(error = %e, "connection ended with an error");
+                        }
+                        break;
+                    }
+                    expired = &mut watchdog => {
+                        // Dropping the connection closes it.
+                        match expired {
+                            crate::bounds::Expired::Idle => tracing::debug!(%peer, "idle keep-alive connection closed"),
+                            crate::bounds::Expired::HeaderRead => tracing::info!(
+                                %peer,
+                                header_read_timeout_ms = broker.bounds.header_read_timeout_ms,
+                                "slow client closed: its request head did not arrive in time"
+                            ),
+                        }
+                        break;
+                    }
+                    changed = stopped.changed(), if !draining => {
+                        draining = true;
+                        if changed.is_ok() {
+                            conn.as_mut().graceful_shutdown();
+                        }
+                    }
+                }
             }
         });
     }
+    drop(listener);
+    broker
+        .draining
+        .store(true, std::sync::atomic::Ordering::Release);
+    let open = bounds.max_connections - permits.available_permits();
+    tracing::info!(
+        open_connections = open,
+        grace_ms = bounds.shutdown_grace_ms,
+        "shutting down: no new connections; calls in flight may finish"
+    );
+    let _ = stop.send(true);
+    let all = u32::try_from(bounds.max_connections).unwrap_or(u32::MAX);
+    match tokio::time::timeout(bounds.shutdown_grace(), permits.acquire_many(all)).await {
+        Ok(_) => tracing::info!("every connection closed; stopped"),
+        Err(_) => tracing::warn!(
+            still_open = bounds.max_connections - permits.available_permits(),
+            "the shutdown grace ran out; the remaining connections are cut"
+        ),
+    }
+    Ok(())
+}
+
+/// The envelope of a connection over the cap.
+fn over_cap_body(broker: &Broker) -> Value {
+    let err = CallError::new(
+        Classification::RateLimited,
+        format!(
+            "the broker is at its limit of {} open connections; retry in a moment",
+            broker.bounds.max_connections
+        ),
+    );
+    let meta = Meta {
+        trace_id: broker.trace_id(""),
+        ..Meta::default()
+    };
+    envelope::standard_err(&err, &meta, &broker.catalog.rules).body
 }
 
 fn json_response(status: u16, body: &Value, extra: &[(&'static str, String)]) -> HttpResponse {
@@ -148,11 +253,12 @@ pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool)
         (&Method::GET, "/readyz") => {
             // Ready: the catalog is compiled and the store answers. Never the store's
             // location: only its kind.
-            let store_ready = broker.store.ping().await;
+            let draining = broker.draining.load(std::sync::atomic::Ordering::Acquire);
+            let store_ready = !draining && broker.store.ping().await;
             json_response(
                 if store_ready { 200 } else { 503 },
                 &json!({
-                    "status": if store_ready { "ready" } else { "store unreachable" },
+                    "status": if draining { "shutting down" } else if store_ready { "ready" } else { "store unreachable" },
                     "snapshotId": broker.catalog.snapshot_id,
                     "tools": broker.catalog.tools.len(),
                     "store": { "kind": broker.store.kind(), "ready": store_ready },
@@ -234,12 +340,27 @@ async fn read_body(
     broker: &Broker,
     req: Request<Incoming>,
 ) -> Result<(hyper::http::request::Parts, Bytes), CallError> {
-    read_limited(req, broker.max_body_bytes).await
+    read_limited(broker, req, broker.max_body_bytes).await
 }
 
-/// Reads a body up to `limit` bytes: a declared length over it is refused before
-/// reading, a body that grows over it while read too.
+/// How a body read ended, short of the body itself.
+enum Unread {
+    /// Over the limit (what followed was read and dropped up to the drain bound).
+    TooLarge,
+    /// The body stream broke.
+    Broken,
+}
+
+/// Reads a body up to `limit` bytes, within the `[server]` `body_read_timeout_ms`.
+///
+/// A body over the limit answers `payload_too_large` (413) in a way every ordinary
+/// client reads: the rest of the body is read and dropped, up to `over_limit_drain_bytes`
+/// beyond the limit, before the answer. Answered at once, without reading: a declared
+/// length past that bound, or a client waiting on `Expect: 100-continue` (it has not sent
+/// the body and will not). A body that does not arrive in time is `invalid_request`, and
+/// the connection closes (the log says so).
 async fn read_limited(
+    broker: &Broker,
     req: Request<Incoming>,
     limit: usize,
 ) -> Result<(hyper::http::request::Parts, Bytes), CallError> {
@@ -249,27 +370,59 @@ async fn read_limited(
             format!("the request body is over the broker's limit of {limit} bytes"),
         )
     };
+    let drain = broker.bounds.over_limit_drain_bytes;
     let declared = req
         .headers()
         .get(hyper::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > limit) {
+    let waits_to_send = req
+        .headers()
+        .get(hyper::header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    if declared.is_some_and(|n| n > limit && (waits_to_send || n - limit > drain)) {
         return Err(too_large());
     }
-    let (parts, body) = req.into_parts();
-    match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok((parts, collected.to_bytes())),
-        Err(e) => {
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some()
-            {
-                Err(too_large())
+    let (parts, mut body) = req.into_parts();
+    let timeout = broker.bounds.body_read_timeout();
+    let read = async {
+        let mut buf = bytes::BytesMut::new();
+        let mut seen = 0usize;
+        while let Some(frame) = body.frame().await {
+            let Ok(data) = frame.map_err(|_| Unread::Broken)?.into_data() else {
+                continue;
+            };
+            seen = seen.saturating_add(data.len());
+            if seen > limit {
+                if seen - limit > drain {
+                    return Err(Unread::TooLarge);
+                }
             } else {
-                Err(CallError::invalid_request(
-                    "the request body could not be read",
-                ))
+                buf.extend_from_slice(&data);
             }
+        }
+        if seen > limit {
+            Err(Unread::TooLarge)
+        } else {
+            Ok(buf.freeze())
+        }
+    };
+    match tokio::time::timeout(timeout, read).await {
+        Ok(Ok(bytes)) => Ok((parts, bytes)),
+        Ok(Err(Unread::TooLarge)) => Err(too_large()),
+        Ok(Err(Unread::Broken)) => Err(CallError::invalid_request(
+            "the request body could not be read",
+        )),
+        Err(_) => {
+            tracing::info!(
+                body_read_timeout_ms = broker.bounds.body_read_timeout_ms,
+                path = %parts.uri.path(),
+                "slow client closed: its request body did not arrive in time"
+            );
+            Err(CallError::invalid_request(format!(
+                "the request body did not arrive within {} ms; the connection is closed",
+                broker.bounds.body_read_timeout_ms
+            )))
         }
     }
 }
@@ -370,18 +523,20 @@ async fn approvals(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
     } else {
         match (&method, action) {
             (&Method::GET, "") => Some(page::view(&broker, id, req.headers()).await),
-            (&Method::POST, "sign-in" | "decision") => match read_limited(req, 16 * 1024).await {
-                Ok((parts, body)) => Some(if action == "sign-in" {
-                    page::sign_in(&broker, id, &parts.headers, &body).await
-                } else {
-                    page::decide(&broker, id, &parts.headers, &body).await
-                }),
-                Err(_) => Some(page::Page {
-                    status: 413,
-                    headers: Vec::new(),
-                    body: page::escape("The form is too large."),
-                }),
-            },
+            (&Method::POST, "sign-in" | "decision") => {
+                match read_limited(&broker, req, 16 * 1024).await {
+                    Ok((parts, body)) => Some(if action == "sign-in" {
+                        page::sign_in(&broker, id, &parts.headers, &body).await
+                    } else {
+                        page::decide(&broker, id, &parts.headers, &body).await
+                    }),
+                    Err(_) => Some(page::Page {
+                        status: 413,
+                        headers: Vec::new(),
+                        body: page::escape("The form is too large."),
+                    }),
+                }
+            }
             _ => None,
         }
     };
@@ -414,7 +569,7 @@ async fn webhook(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
         .strip_prefix("/webhooks/")
         .unwrap_or("")
         .to_string();
-    let (parts, bytes) = match read_limited(req, crate::webhook::MAX_BODY_BYTES).await {
+    let (parts, bytes) = match read_limited(&broker, req, crate::webhook::MAX_BODY_BYTES).await {
         Ok(pair) => pair,
         Err(e) => {
             let status = broker.catalog.rules.status(e.classification);

@@ -8,6 +8,7 @@
 
 mod approval;
 mod bad_input;
+mod bounds;
 mod cases;
 mod cli;
 mod confirmation;

@@ -90,7 +90,8 @@ pub struct TestBroker {
     /// The broker itself, for direct inspection.
     pub broker: Arc<Broker>,
     client: reqwest::Client,
-    _shutdown: tokio::sync::oneshot::Sender<()>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    served: Option<tokio::task::JoinHandle<()>>,
 }
 
 /// How to build a test broker.
@@ -159,7 +160,7 @@ impl TestBroker {
         let url = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let serving = broker.clone();
-        tokio::spawn(async move {
+        let served = tokio::spawn(async move {
             let _ = tool_broker::server::serve(serving, listener, async {
                 let _ = rx.await;
             })
@@ -169,7 +170,22 @@ impl TestBroker {
             url,
             broker,
             client: reqwest::Client::new(),
-            _shutdown: tx,
+            shutdown: Some(tx),
+            served: Some(served),
+        }
+    }
+
+    /// Starts the shutdown `serve` does on SIGTERM; [`TestBroker::stopped`] waits for it.
+    pub fn stop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+
+    /// Waits until `serve` has returned (after [`TestBroker::stop`]).
+    pub async fn stopped(&mut self) {
+        if let Some(served) = self.served.take() {
+            served.await.unwrap();
         }
     }
 

@@ -1,0 +1,395 @@
+//! What a connection may cost the broker: the `[server]` limits of the deployment config
+//! and the per-connection watch that enforces the time limits.
+//!
+//! hyper bounds a request head's size and header count; the rest is here:
+//! - every accepted connection holds one of `max_connections` permits; one over the cap
+//!   is answered `429 rate_limited` with `Retry-After` and closed, never held;
+//! - a connection's bytes pass through [`Watched`], which tells its [`ConnState`] when
+//!   the client sends, and the request handler marks each request in flight
+//!   ([`ConnState::request`]); [`watchdog`] closes a connection that sends no byte of a
+//!   next request for `idle_timeout_ms`, or that started a request head and has not
+//!   finished it within `header_read_timeout_ms` (slowloris), and says so in the log;
+//! - a body must arrive within `body_read_timeout_ms` (server.rs `read_limited`);
+//! - on shutdown the listener closes, readiness goes false, and connections finish their
+//!   calls for up to `shutdown_grace_ms` (server.rs `serve`).
+//!
+//! Design notes and defaults: docs/deployment.md ("Connection limits").
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use serde::Deserialize;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::Instant;
+
+/// The `[server]` table of the deployment config. Every field has a default.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "snake_case", default)]
+pub struct ServerBounds {
+    /// A request head (request line and headers) must arrive within this, counted from
+    /// its first byte.
+    pub header_read_timeout_ms: u64,
+    /// A request body must arrive whole within this, counted from the end of its head.
+    pub body_read_timeout_ms: u64,
+    /// A keep-alive connection with no request for this long is closed.
+    pub idle_timeout_ms: u64,
+    /// Connections open at once; one more is answered 429 and closed.
+    pub max_connections: usize,
+    /// Header lines of one request (more: 431 from hyper).
+    pub max_headers: usize,
+    /// Bytes of one request head (more: 431 from hyper); at least 8,192.
+    pub max_header_bytes: usize,
+    /// After SIGTERM or Ctrl-C, calls in flight may finish for this long.
+    pub shutdown_grace_ms: u64,
+    /// A body over the size limit is read and thrown away up to this many bytes beyond
+    /// the limit before the 413 answer, so a client that writes its whole body first
+    /// reads the envelope; a larger body is answered at once and the connection closed.
+    pub over_limit_drain_bytes: usize,
+}
+
+impl Default for ServerBounds {
+    fn default() -> Self {
+        Self {
+            header_read_timeout_ms: 10_000,
+            body_read_timeout_ms: 30_000,
+            idle_timeout_ms: 60_000,
+            max_connections: 4_096,
+            max_headers: 100,
+            max_header_bytes: 64 * 1024,
+            shutdown_grace_ms: 20_000,
+            over_limit_drain_bytes: 4 * 1024 * 1024,
+        }
+    }
+}
+
+impl ServerBounds {
+    /// Checks the values; the error names the setting and what it accepts.
+    pub fn validate(&self) -> Result<(), String> {
+        let positive = [
+            ("header_read_timeout_ms", self.header_read_timeout_ms),
+            ("body_read_timeout_ms", self.body_read_timeout_ms),
+            ("idle_timeout_ms", self.idle_timeout_ms),
+            ("shutdown_grace_ms", self.shutdown_grace_ms),
+            ("max_connections", self.max_connections as u64),
+            ("max_headers", self.max_headers as u64),
+        ];
+        for (name, value) in positive {
+            if value == 0 {
+                return Err(format!(
+                    "[server] {name} must be above 0 (its default is {})",
+                    default_of(name)
+                ));
+            }
+        }
+        if self.max_connections > 1_000_000 {
+            return Err(format!(
+                "[server] max_connections is {}: at most 1000000 (its default is 4096)",
+                self.max_connections
+            ));
+        }
+        if self.max_header_bytes < 8192 {
+            return Err(format!(
+                "[server] max_header_bytes is {}: it must be at least 8192 (its default is 65536)",
+                self.max_header_bytes
+            ));
+        }
+        Ok(())
+    }
+
+    /// The header read timeout.
+    pub fn header_read_timeout(&self) -> Duration {
+        Duration::from_millis(self.header_read_timeout_ms)
+    }
+
+    /// The body read timeout.
+    pub fn body_read_timeout(&self) -> Duration {
+        Duration::from_millis(self.body_read_timeout_ms)
+    }
+
+    /// The shutdown grace period.
+    pub fn shutdown_grace(&self) -> Duration {
+        Duration::from_millis(self.shutdown_grace_ms)
+    }
+}
+
+fn default_of(name: &str) -> String {
+    let d = ServerBounds::default();
+    match name {
+        "header_read_timeout_ms" => d.header_read_timeout_ms.to_string(),
+        "body_read_timeout_ms" => d.body_read_timeout_ms.to_string(),
+        "idle_timeout_ms" => d.idle_timeout_ms.to_string(),
+        "shutdown_grace_ms" => d.shutdown_grace_ms.to_string(),
+        "max_connections" => d.max_connections.to_string(),
+        "max_headers" => d.max_headers.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// What one connection is doing, shared by its I/O, its handler and its watchdog.
+/// Times are milliseconds since the connection opened.
+#[derive(Debug)]
+pub struct ConnState {
+    opened: Instant,
+    /// Requests being handled.
+    in_flight: AtomicUsize,
+    /// When the connection last became idle (opened, or its last request finished).
+    idle_since: AtomicU64,
+    /// When the first byte after becoming idle arrived (a request head starts), or
+    /// `NONE`.
+    head_started: AtomicU64,
+    /// Wakes the watchdog when a head starts or the connection becomes idle.
+    changed: tokio::sync::Notify,
+}
+
+const NONE: u64 = u64::MAX;
+
+impl ConnState {
+    /// A state for a connection opened now.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self {
+            opened: Instant::now(),
+            in_flight: AtomicUsize::new(0),
+            idle_since: AtomicU64::new(0),
+            head_started: AtomicU64::new(NONE),
+            changed: tokio::sync::Notify::new(),
+        })
+    }
+
+    fn now(&self) -> u64 {
+        u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(NONE - 1)
+    }
+
+    /// Marks a request in flight until the guard drops.
+    pub fn request(self: &Arc<Self>) -> InFlight {
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        InFlight(self.clone())
+    }
+
+    fn received(&self) {
+        if self.in_flight.load(Ordering::Acquire) == 0
+            && self.head_started.load(Ordering::Acquire) == NONE
+            && self
+                .head_started
+                .compare_exchange(NONE, self.now(), Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            self.changed.notify_one();
+        }
+    }
+}
+
+/// A request in flight on its connection; dropping it ends it.
+#[derive(Debug)]
+pub struct InFlight(Arc<ConnState>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let state = &self.0;
+        if state.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+            state.idle_since.store(state.now(), Ordering::Release);
+            state.head_started.store(NONE, Ordering::Release);
+            state.changed.notify_one();
+        }
+    }
+}
+
+/// Which time limit closed a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expired {
+    /// No request for `idle_timeout_ms`.
+    Idle,
+    /// A request head unfinished after `header_read_timeout_ms`.
+    HeaderRead,
+}
+
+/// Resolves when the connection has broken one of its time limits; never while a
+/// request is in flight (its body has its own timeout, the call its upstream's).
+pub async fn watchdog(state: Arc<ConnState>, bounds: &ServerBounds) -> Expired {
+    let idle = bounds.idle_timeout_ms;
+    let head = bounds.header_read_timeout_ms;
+    loop {
+        let now = state.now();
+        let wait_ms = if state.in_flight.load(Ordering::Acquire) > 0 {
+            idle.min(head)
+        } else {
+            let started = state.head_started.load(Ordering::Acquire);
+            if started != NONE {
+                let deadline = started.saturating_add(head);
+                if now >= deadline {
+                    return Expired::HeaderRead;
+                }
+                deadline - now
+            } else {
+                let deadline = state
+                    .idle_since
+                    .load(Ordering::Acquire)
+                    .saturating_add(idle);
+                if now >= deadline {
+                    return Expired::Idle;
+                }
+                deadline - now
+            }
+        };
+        // Wake a little after the deadline, so the check above sees it passed, or when
+        // a head starts or a request ends (a wake-up is never lost: `Notify` keeps it).
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(wait_ms.saturating_add(1))) => {}
+            () = state.changed.notified() => {}
+        }
+    }
+}
+
+/// A connection's byte stream, reporting what the client sends to its [`ConnState`].
+#[derive(Debug)]
+pub struct Watched<IO> {
+    io: IO,
+    state: Arc<ConnState>,
+}
+
+impl<IO> Watched<IO> {
+    /// Wraps `io`.
+    pub fn new(io: IO, state: Arc<ConnState>) -> Self {
+        Self { io, state }
+    }
+}
+
+impl<IO: AsyncRead + Unpin> AsyncRead for Watched<IO> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.io).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.state.received();
+        }
+        polled
+    }
+}
+
+impl<IO: AsyncWrite + Unpin> AsyncWrite for Watched<IO> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+}
+
+/// Answers a connection over the cap with `body` (a 429 envelope) and closes it: the
+/// answer is written first, then what the client sent is read and dropped for a moment
+/// (so closing does not reset the connection before the client reads the answer).
+pub async fn refuse_connection(mut stream: tokio::net::TcpStream, body: String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let head = format!(
+        "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\ncache-control: no-store\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    let work = async {
+        stream.write_all(head.as_bytes()).await?;
+        stream.write_all(body.as_bytes()).await?;
+        stream.shutdown().await?;
+        let mut sink = [0u8; 4096];
+        let mut left = 64 * 1024usize;
+        while left > 0 {
+            let n = stream.read(&mut sink).await?;
+            if n == 0 {
+                break;
+            }
+            left = left.saturating_sub(n);
+        }
+        io::Result::Ok(())
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), work).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate_and_mistakes_name_the_setting() {
+        assert_eq!(ServerBounds::default().validate(), Ok(()));
+        let zero: ServerBounds = toml::from_str("idle_timeout_ms = 0").unwrap();
+        let err = zero.validate().unwrap_err();
+        assert!(
+            err.contains("idle_timeout_ms") && err.contains("60000"),
+            "{err}"
+        );
+        let small: ServerBounds = toml::from_str("max_header_bytes = 100").unwrap();
+        assert!(small.validate().unwrap_err().contains("8192"));
+        let unknown = toml::from_str::<ServerBounds>("idle_timeout = 5").unwrap_err();
+        assert!(unknown.to_string().contains("idle_timeout_ms"), "{unknown}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_watchdog_tells_idle_from_a_slow_head_and_waits_for_calls() {
+        let bounds = ServerBounds {
+            idle_timeout_ms: 1_000,
+            header_read_timeout_ms: 300,
+            ..ServerBounds::default()
+        };
+        // Idle from the start: closed after the idle timeout.
+        let state = ConnState::new();
+        assert_eq!(watchdog(state, &bounds).await, Expired::Idle);
+        // A head that started: the header timeout, from its first byte.
+        let state = ConnState::new();
+        state.received();
+        assert_eq!(watchdog(state.clone(), &bounds).await, Expired::HeaderRead);
+        // A head that starts while the watchdog waits out the idle time wakes it: the
+        // header timeout applies from the head's first byte (virtual, paused time).
+        let state = ConnState::new();
+        let lenient = ServerBounds {
+            idle_timeout_ms: 60_000,
+            ..bounds.clone()
+        };
+        let watch = tokio::spawn({
+            let state = state.clone();
+            async move { watchdog(state, &lenient).await }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let head_at = Instant::now();
+        state.received();
+        assert_eq!(watch.await.unwrap(), Expired::HeaderRead);
+        assert!(head_at.elapsed() < Duration::from_secs(1));
+        // A request in flight is never cut; after it, the idle clock starts again.
+        let state = ConnState::new();
+        let call = state.request();
+        let watch = tokio::spawn({
+            let state = state.clone();
+            let bounds = bounds.clone();
+            async move { watchdog(state, &bounds).await }
+        });
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert!(!watch.is_finished());
+        drop(call);
+        assert_eq!(watch.await.unwrap(), Expired::Idle);
+        assert_eq!(state.head_started.load(Ordering::Acquire), NONE);
+    }
+}
