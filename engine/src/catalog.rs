@@ -67,6 +67,20 @@ pub struct Service {
     pub tables: BTreeMap<String, Value>,
     /// Tenant routing.
     pub tenancy: Option<crate::descriptor::Tenancy>,
+    /// Counts over its tools, made once when the catalog is assembled.
+    pub figures: ServiceFigures,
+}
+
+/// Counts over a service's tools that `check_connection` reports on every call, made
+/// once when the catalog is assembled (never by scanning the tools per call).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServiceFigures {
+    /// Its tools.
+    pub tools: usize,
+    /// Its agent-ready tools.
+    pub agent_ready: usize,
+    /// Whether any of its tools records a job (`[tool.response] job_id`).
+    pub records_jobs: bool,
 }
 
 /// A service's webhook spec with its JSONPaths and signed message compiled.
@@ -451,6 +465,15 @@ impl Catalog {
             let key = (tool.service.clone(), lookup_key(&tool.title));
             if title_count.get(&key) == Some(&1) {
                 index.entry(key).or_insert(i);
+            }
+        }
+        let mut services = services;
+        for tool in &tools {
+            if let Some(service) = services.get_mut(&tool.service) {
+                let f = &mut service.figures;
+                f.tools += 1;
+                f.agent_ready += usize::from(tool.tier == crate::descriptor::Tier::AgentReady);
+                f.records_jobs |= tool.response.job_id.is_some();
             }
         }
         let search = crate::search::SearchIndex::build(&rules.search, &tools);

@@ -500,6 +500,7 @@ impl<'a> Compiler<'a> {
                 context_headers: raw.context_headers.clone(),
                 tables: raw.tables.clone(),
                 tenancy: raw.tenancy.clone(),
+                figures: crate::catalog::ServiceFigures::default(),
             };
             out.insert(folder, (service, raw));
         }

@@ -66,4 +66,22 @@ fn the_shipped_catalog_compiles() {
         catalog.snapshot_id, from_disk.snapshot_id,
         "the embedded copy is the folder on disk"
     );
+    // The counts check_connection reports, made at assembly, are the tools' own.
+    for service in catalog.services.values() {
+        let tools: Vec<_> = catalog
+            .tools
+            .iter()
+            .filter(|t| t.service == service.id)
+            .collect();
+        let figures = tool_broker::catalog::ServiceFigures {
+            tools: tools.len(),
+            agent_ready: tools
+                .iter()
+                .filter(|t| t.tier == tool_broker::descriptor::Tier::AgentReady)
+                .count(),
+            records_jobs: tools.iter().any(|t| t.response.job_id.is_some()),
+        };
+        assert_eq!(service.figures, figures, "{}", service.id);
+        assert!(figures.tools > 0);
+    }
 }

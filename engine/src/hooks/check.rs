@@ -5,17 +5,11 @@ use serde_json::{Value, json};
 
 use crate::call::{Broker, Exec, RequestCtx};
 use crate::catalog::{Service, Tool};
-use crate::descriptor::Tier;
 use crate::error::CallError;
 
 /// Readiness of one service for this request.
 pub fn readiness(broker: &Broker, service: &Service, ctx: &RequestCtx<'_>) -> Value {
-    let catalog = &broker.catalog;
-    let tools: Vec<&Tool> = catalog
-        .tools
-        .iter()
-        .filter(|t| t.service == service.id)
-        .collect();
+    let figures = service.figures;
     let key_mode = match &service.credential {
         None => "none",
         Some(c) if c.server_side && broker.has_server_key(&service.id) => "byok_or_server",
@@ -24,8 +18,8 @@ pub fn readiness(broker: &Broker, service: &Service, ctx: &RequestCtx<'_>) -> Va
     let mut out = json!({
         "serviceId": service.id,
         "catalogVersion": service.catalog_version,
-        "toolCount": tools.len(),
-        "agentReadyCount": tools.iter().filter(|t| t.tier == Tier::AgentReady).count(),
+        "toolCount": figures.tools,
+        "agentReadyCount": figures.agent_ready,
         "granted": ctx.principal.services.as_ref().is_none_or(|s| s.contains(&service.id)),
         "endpointConfigured": broker.base_url(&service.id).is_some(),
         "keyMode": key_mode,
@@ -38,7 +32,7 @@ pub fn readiness(broker: &Broker, service: &Service, ctx: &RequestCtx<'_>) -> Va
     let Some(map) = out.as_object_mut() else {
         return out;
     };
-    if tools.iter().any(|t| t.response.job_id.is_some()) {
+    if figures.records_jobs {
         // Jobs are recorded in the durable store; callbacks are received where the
         // catalog has a [webhook] and the deployment its secret.
         map.insert("jobStore".into(), json!(broker.store.kind()));
