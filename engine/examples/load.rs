@@ -224,6 +224,16 @@ async fn main() {
                 .header("mcp-protocol-version", "2025-11-25")
                 .body(mcp_body.clone())
         });
+    // A local tool (no upstream): portal.check_connection, readiness of every service.
+    let local_url = format!("http://127.0.0.1:{port}/");
+    let local_body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "portal.check_connection", "arguments": {}}}).to_string();
+    let local: Arc<dyn Fn(&reqwest::Client) -> reqwest::RequestBuilder + Send + Sync> =
+        Arc::new(move |c: &reqwest::Client| {
+            c.post(&local_url)
+                .header("authorization", format!("Bearer {KEY}"))
+                .header("content-type", "application/json")
+                .body(local_body.clone())
+        });
     // A write through POST / (the stub answers it like any request): one audit record
     // per call; and the same with a fresh Idempotency-Key per call (claim, complete and
     // audit in the store).
@@ -262,6 +272,8 @@ async fn main() {
     let d = drive(direct, seconds, concurrency, max_requests).await;
     let b = drive(via_broker, seconds, concurrency, max_requests).await;
     let m = drive(via_mcp, seconds, concurrency, max_requests).await;
+    drive(local.clone(), 1, concurrency, 10_000).await;
+    let l = drive(local, seconds, concurrency, max_requests).await;
     drive(write.clone(), 1, concurrency, 10_000).await;
     let w = drive(write, seconds, concurrency, max_requests).await;
     let wi = drive(write_idempotent, seconds, concurrency, max_requests).await;
@@ -270,7 +282,7 @@ async fn main() {
     let _ = std::fs::remove_dir_all(&data_dir);
 
     println!(
-        "load: {seconds}s per target, {concurrency} connections, reads agent.list_agents (20 items, redaction on), writes agent.create_task; store {}",
+        "load: {seconds}s per target, {concurrency} connections, reads agent.list_agents (20 items, redaction on), local portal.check_connection, writes agent.create_task; store {}",
         if database_url.is_some() {
             "postgres"
         } else {
@@ -285,6 +297,7 @@ async fn main() {
         ("stub", &d),
         ("broker", &b),
         ("mcp", &m),
+        ("local", &l),
         ("write", &w),
         ("write+ik", &wi),
     ] {
