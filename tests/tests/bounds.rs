@@ -295,6 +295,38 @@ async fn an_over_limit_body_is_read_so_the_client_reads_its_413_envelope() {
     assert_eq!(until_closed(&mut stream).await, "");
 }
 
+/// Calls `media.get_job` for `job` on `POST /` in the background.
+fn call_in_background(
+    b: &TestBroker,
+    job: &str,
+) -> tokio::task::JoinHandle<reqwest::Result<reqwest::Response>> {
+    let url = b.url.clone();
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "media.get_job", "arguments": { "job_id": job } }
+    });
+    tokio::spawn(async move {
+        reqwest::Client::new()
+            .post(format!("{url}/"))
+            .bearer_auth(API_KEY)
+            .header("x-media-api-key", "mk_shutdown_test")
+            .json(&body)
+            .send()
+            .await
+    })
+}
+
+/// Waits (bounded by count) until the upstream has received a request.
+async fn until_upstream_has_it(upstream: &MockServer) {
+    for _ in 0..400 {
+        if !upstream.received_requests().await.unwrap().is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the call never reached the upstream");
+}
+
 #[tokio::test]
 async fn a_shutdown_refuses_new_connections_and_lets_calls_in_flight_finish() {
     let upstream = MockServer::start().await;
@@ -310,27 +342,9 @@ async fn a_shutdown_refuses_new_connections_and_lets_calls_in_flight_finish() {
     let mut setup = Setup::all_upstreams(&upstream.uri());
     setup.config = Some("[server]\nshutdown_grace_ms = 20000\n".into());
     let mut b = TestBroker::start(setup).await;
-    let url = b.url.clone();
-    let call = tokio::spawn(async move {
-        reqwest::Client::new()
-            .post(format!("{url}/"))
-            .bearer_auth(API_KEY)
-            .header("x-media-api-key", "mk_shutdown_test")
-            .json(&json!({
-                "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                "params": { "name": "media.get_job", "arguments": { "job_id": "j-slow" } }
-            }))
-            .send()
-            .await
-            .map(|r| r.status().as_u16())
-    });
-    // The call is in flight once the upstream has it (bounded by count).
-    for _ in 0..400 {
-        if !upstream.received_requests().await.unwrap().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let call = call_in_background(&b, "j-slow");
+    // The call is in flight once the upstream has it.
+    until_upstream_has_it(&upstream).await;
     assert_eq!(upstream.received_requests().await.unwrap().len(), 1);
     b.stop();
     b.stopped().await;
@@ -339,7 +353,7 @@ async fn a_shutdown_refuses_new_connections_and_lets_calls_in_flight_finish() {
         "readiness went false"
     );
     // The call in flight finished with its answer before serve returned.
-    assert_eq!(call.await.unwrap().unwrap(), 200);
+    assert_eq!(call.await.unwrap().unwrap().status().as_u16(), 200);
     // New connections are refused.
     assert!(
         TcpStream::connect(b.url.trim_start_matches("http://"))
@@ -359,25 +373,8 @@ async fn a_shutdown_grace_that_runs_out_stops_serving_anyway() {
     let mut setup = Setup::all_upstreams(&upstream.uri());
     setup.config = Some("[server]\nshutdown_grace_ms = 100\n".into());
     let mut b = TestBroker::start(setup).await;
-    let url = b.url.clone();
-    let call = tokio::spawn(async move {
-        reqwest::Client::new()
-            .post(format!("{url}/"))
-            .bearer_auth(API_KEY)
-            .header("x-media-api-key", "mk_shutdown_test")
-            .json(&json!({
-                "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                "params": { "name": "media.get_job", "arguments": { "job_id": "j-stuck" } }
-            }))
-            .send()
-            .await
-    });
-    for _ in 0..400 {
-        if !upstream.received_requests().await.unwrap().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let call = call_in_background(&b, "j-stuck");
+    until_upstream_has_it(&upstream).await;
     b.stop();
     // Bounded: serve returns after the grace although the call still waits upstream.
     tokio::time::timeout(Duration::from_secs(20), b.stopped())

@@ -386,6 +386,22 @@ fn duck() -> Value {
     json!({ "name": "media.audio_duck", "arguments": { "voice_asset_id": "v1", "music_asset_id": "m1" } })
 }
 
+/// Starts Audio Duck as a task: its id.
+async fn start_duck(broker: &TestBroker) -> String {
+    let (status, reply) = rpc(
+        broker,
+        "tools/call",
+        duck(),
+        true,
+        "media.audio_duck",
+        MEDIA_KEY,
+    )
+    .await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["result"]["resultType"], "task", "{reply}");
+    reply["result"]["taskId"].as_str().unwrap().to_string()
+}
+
 async fn job_reads(server: &MockServer) -> usize {
     server
         .received_requests()
@@ -410,18 +426,7 @@ async fn a_media_queue_tool_as_a_task_watches_its_job_until_it_ends() {
     let dir = tempfile::tempdir().unwrap();
     let one = broker(&server, dir.path()).await;
     let two = broker(&server, dir.path()).await;
-    let (status, reply) = rpc(
-        &one,
-        "tools/call",
-        duck(),
-        true,
-        "media.audio_duck",
-        MEDIA_KEY,
-    )
-    .await;
-    assert_eq!(status, 200, "{reply}");
-    assert_eq!(reply["result"]["resultType"], "task", "{reply}");
-    let task = reply["result"]["taskId"].as_str().unwrap().to_string();
+    let task = start_duck(&one).await;
     let done = settled_as(&two, &task, MEDIA_KEY).await;
     assert_eq!(done["status"], "completed", "{done}");
     let result = &done["result"];
@@ -465,16 +470,7 @@ async fn a_media_job_that_fails_or_waits_for_input_settles_its_task_with_what_to
         mount_media(&server, 1, json!({ "job_id": JOB, "state": state })).await;
         let dir = tempfile::tempdir().unwrap();
         let broker = broker(&server, dir.path()).await;
-        let (_, reply) = rpc(
-            &broker,
-            "tools/call",
-            duck(),
-            true,
-            "media.audio_duck",
-            MEDIA_KEY,
-        )
-        .await;
-        let task = reply["result"]["taskId"].as_str().unwrap().to_string();
+        let task = start_duck(&broker).await;
         let done = settled_as(&broker, &task, MEDIA_KEY).await;
         assert_eq!(done["status"], "completed", "{state}: {done}");
         let data = &done["result"]["structuredContent"]["data"];
@@ -511,16 +507,7 @@ async fn a_media_task_reads_through_an_unavailable_upstream_until_it_is_cancelle
     mount_unreadable(&server, 503).await;
     let dir = tempfile::tempdir().unwrap();
     let broker = broker(&server, dir.path()).await;
-    let (_, reply) = rpc(
-        &broker,
-        "tools/call",
-        duck(),
-        true,
-        "media.audio_duck",
-        MEDIA_KEY,
-    )
-    .await;
-    let task = reply["result"]["taskId"].as_str().unwrap().to_string();
+    let task = start_duck(&broker).await;
     // Several failed reads, and the task still works (bounded by count, not time).
     for _ in 0..400 {
         if job_reads(&server).await >= 3 {
@@ -554,16 +541,7 @@ async fn a_media_task_whose_job_is_unknown_keeps_the_tools_answer_and_says_so() 
     mount_unreadable(&server, 404).await;
     let dir = tempfile::tempdir().unwrap();
     let broker = broker(&server, dir.path()).await;
-    let (_, reply) = rpc(
-        &broker,
-        "tools/call",
-        duck(),
-        true,
-        "media.audio_duck",
-        MEDIA_KEY,
-    )
-    .await;
-    let task = reply["result"]["taskId"].as_str().unwrap().to_string();
+    let task = start_duck(&broker).await;
     let done = settled_as(&broker, &task, MEDIA_KEY).await;
     assert_eq!(done["status"], "completed", "{done}");
     let data = &done["result"]["structuredContent"]["data"];
