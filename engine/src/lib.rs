@@ -14,7 +14,7 @@
 //! | who calls | [`auth`], [`config`] |
 //! | one call, end to end | [`call`]: [`args`] -> [`confirm`] -> [`render`] -> [`upstream`] -> [`redact`] -> [`envelope`] |
 //! | local tools | [`hooks`] |
-//! | the HTTP front door | [`server`], [`metrics`] |
+//! | the HTTP front door | [`server`], [`bounds`] (what a connection may cost), [`metrics`] |
 //!
 //! See `engine/DESIGN.md` for the reasoning behind the shape.
 
