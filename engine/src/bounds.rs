@@ -67,42 +67,76 @@ impl Default for ServerBounds {
 }
 
 impl ServerBounds {
-    /// Checks the values; the error names the setting and what it accepts.
+    /// Checks the values; the error names the setting, what it accepts and its default.
     pub fn validate(&self) -> Result<(), String> {
-        let positive = [
-            ("header_read_timeout_ms", self.header_read_timeout_ms),
-            ("body_read_timeout_ms", self.body_read_timeout_ms),
-            ("idle_timeout_ms", self.idle_timeout_ms),
-            ("shutdown_grace_ms", self.shutdown_grace_ms),
-            ("max_connections", self.max_connections as u64),
-            ("max_headers", self.max_headers as u64),
+        let d = Self::default();
+        let as_u64 = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+        // (name, value, lowest, highest, default)
+        let ranges = [
+            (
+                "header_read_timeout_ms",
+                self.header_read_timeout_ms,
+                1,
+                u64::MAX,
+                d.header_read_timeout_ms,
+            ),
+            (
+                "body_read_timeout_ms",
+                self.body_read_timeout_ms,
+                1,
+                u64::MAX,
+                d.body_read_timeout_ms,
+            ),
+            (
+                "idle_timeout_ms",
+                self.idle_timeout_ms,
+                1,
+                u64::MAX,
+                d.idle_timeout_ms,
+            ),
+            (
+                "shutdown_grace_ms",
+                self.shutdown_grace_ms,
+                1,
+                u64::MAX,
+                d.shutdown_grace_ms,
+            ),
+            (
+                "max_connections",
+                as_u64(self.max_connections),
+                1,
+                1_000_000,
+                as_u64(d.max_connections),
+            ),
+            (
+                "max_headers",
+                as_u64(self.max_headers),
+                1,
+                u64::MAX,
+                as_u64(d.max_headers),
+            ),
+            // hyper's smallest read buffer.
+            (
+                "max_header_bytes",
+                as_u64(self.max_header_bytes),
+                8192,
+                u64::MAX,
+                as_u64(d.max_header_bytes),
+            ),
         ];
-        for (name, value) in positive {
-            if value == 0 {
+        for (name, value, lowest, highest, default) in ranges {
+            if value < lowest || value > highest {
+                let bound = if value < lowest {
+                    format!("at least {lowest}")
+                } else {
+                    format!("at most {highest}")
+                };
                 return Err(format!(
-                    "[server] {name} must be above 0 (its default is {})",
-                    default_of(name)
+                    "[server] {name} is {value}: it must be {bound} (its default is {default})"
                 ));
             }
         }
-        if self.max_connections > 1_000_000 {
-            return Err(format!(
-                "[server] max_connections is {}: at most 1000000 (its default is 4096)",
-                self.max_connections
-            ));
-        }
-        if self.max_header_bytes < 8192 {
-            return Err(format!(
-                "[server] max_header_bytes is {}: it must be at least 8192 (its default is 65536)",
-                self.max_header_bytes
-            ));
-        }
         Ok(())
-    }
-
-    /// The header read timeout.
-    pub fn header_read_timeout(&self) -> Duration {
-        Duration::from_millis(self.header_read_timeout_ms)
     }
 
     /// The body read timeout.
@@ -113,19 +147,6 @@ impl ServerBounds {
     /// The shutdown grace period.
     pub fn shutdown_grace(&self) -> Duration {
         Duration::from_millis(self.shutdown_grace_ms)
-    }
-}
-
-fn default_of(name: &str) -> String {
-    let d = ServerBounds::default();
-    match name {
-        "header_read_timeout_ms" => d.header_read_timeout_ms.to_string(),
-        "body_read_timeout_ms" => d.body_read_timeout_ms.to_string(),
-        "idle_timeout_ms" => d.idle_timeout_ms.to_string(),
-        "shutdown_grace_ms" => d.shutdown_grace_ms.to_string(),
-        "max_connections" => d.max_connections.to_string(),
-        "max_headers" => d.max_headers.to_string(),
-        _ => String::new(),
     }
 }
 
