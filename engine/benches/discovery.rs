@@ -14,7 +14,7 @@ use tool_broker::call::Broker;
 use tool_broker::compile::compile;
 use tool_broker::config::{ConfigFile, Toolset, ToolsetName};
 use tool_broker::mcp::tools::visible;
-use tool_broker::projection::document;
+use tool_broker::projection::text;
 use tool_broker::source::Sources;
 use tool_broker::store::{Store, StoreConfig};
 
@@ -61,7 +61,7 @@ fn discovery(c: &mut Criterion) {
     slow.sample_size(10)
         .measurement_time(Duration::from_secs(10));
     slow.bench_function("openapi projection: build + serialise", |b| {
-        b.iter(|| document(&catalog, black_box(false)).to_string().len())
+        b.iter(|| text(&catalog, black_box(false)).map(|t| t.len()))
     });
     slow.finish();
 }

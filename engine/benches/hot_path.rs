@@ -17,7 +17,7 @@ use tool_broker::redact::redact;
 use tool_broker::render::render;
 use tool_broker::response::{extract_data, extract_pagination, truncate};
 use tool_broker::source::Sources;
-use tool_broker::template::Templates;
+use tool_broker::template::Scope;
 
 fn upstream_answer() -> Value {
     let tasks: Vec<Value> = (0..40)
@@ -53,7 +53,7 @@ fn hot_path(c: &mut Criterion) {
     c.bench_function("list_tasks: validate+render+redact+envelope", |b| {
         b.iter(|| {
             let args = args::prepare(tool, Some(black_box(arguments.clone()))).unwrap_or_default();
-            let ctx = Templates::context(&json!({ "args": args, "ctx": {}, "settings": {} }));
+            let ctx = Scope::new(json!({ "args": args, "ctx": {}, "settings": {} }));
             let request = render(plan, &catalog.templates, &ctx);
             let mut body = black_box(answer.clone());
             let paths: Vec<&JsonPath> = tool.response.redact.iter().collect();
@@ -93,7 +93,7 @@ fn parts(c: &mut Criterion) {
     let args = args::prepare(tool, Some(arguments.clone())).unwrap_or_default();
     c.bench_function("part: context+render", |b| {
         b.iter(|| {
-            let ctx = Templates::context(&json!({ "args": args, "ctx": {}, "settings": {} }));
+            let ctx = Scope::new(json!({ "args": args, "ctx": {}, "settings": {} }));
             render(plan, &catalog.templates, &ctx).is_ok()
         })
     });

@@ -23,7 +23,7 @@ pub fn prepare(tool: &Tool, arguments: Option<Value>) -> Result<Map<String, Valu
         }
     };
     let failures: Vec<Value> = tool
-        .validator
+        .validator()?
         .iter_errors(&args)
         .map(|e| {
             let mut pointer = e.instance_path().to_string();

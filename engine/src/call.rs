@@ -28,7 +28,7 @@ use crate::hooks::{self, Hook};
 use crate::redact::redact;
 use crate::render::render;
 use crate::response::{extract_data, extract_pagination, refusal_error, select, truncate};
-use crate::template::Templates;
+use crate::template::Scope;
 use crate::upstream::{Outcome, Target, Upstream};
 
 /// The broker: catalog, callers, upstream client, deployment settings.
@@ -66,11 +66,12 @@ pub struct Broker {
     /// Routing profiles: `(service, id, slug, key)`; keys never leave the broker.
     profiles: Vec<(String, String, String, String)>,
     /// MCP `tools/list` entries of every catalog tool, built on first use.
-    pub mcp_entries: std::sync::OnceLock<Vec<Value>>,
+    pub mcp_entries: std::sync::OnceLock<Vec<crate::mcp::tools::EntryText>>,
     /// Which browser origins may call (`allowed_origins`) and the Host rule.
     pub origins: crate::origin::OriginPolicy,
-    /// The OpenAPI projection (without and with legacy tools), built on first use.
-    pub projection: [std::sync::OnceLock<String>; 2],
+    /// The OpenAPI projection text (without and with legacy tools), built on first use;
+    /// shared, not copied, by every answer.
+    pub projection: [std::sync::OnceLock<bytes::Bytes>; 2],
     upstream: Upstream,
     base_urls: BTreeMap<String, String>,
     server_keys: BTreeMap<String, String>,
@@ -928,7 +929,7 @@ impl Broker {
         let mut args = args::prepare(tool, arguments)?;
         let routed = crate::tenancy::route(self, tool, &mut args, ctx.headers)?;
         let template_ctx =
-            Templates::context(&self.routed_context(tool, &args, ctx.headers, routed.as_deref()));
+            Scope::new(self.routed_context(tool, &args, ctx.headers, routed.as_deref()));
         let templates = &self.catalog.templates;
         for rule in &tool.require {
             let ok = templates.truthy(&rule.check, &template_ctx).map_err(|e| {
@@ -975,7 +976,7 @@ impl Broker {
         tool: &Tool,
         request: &crate::render::RenderedRequest,
         args: &Map<String, Value>,
-        template_ctx: &minijinja::Value,
+        template_ctx: &Scope<'_>,
         ctx: &RequestCtx<'_>,
         max_response: Option<usize>,
     ) -> Result<Exec, CallError> {
@@ -1143,7 +1144,7 @@ impl Broker {
         id: &crate::template::Expr,
         path: &crate::catalog::JsonPath,
         body: &Value,
-        template_ctx: &minijinja::Value,
+        template_ctx: &Scope<'_>,
         ctx: &RequestCtx<'_>,
     ) {
         let job = match self.catalog.templates.eval(id, template_ctx) {
@@ -1239,7 +1240,7 @@ impl Broker {
     pub fn render_shared(&self, name: &str, ctx: &Value) -> String {
         self.catalog
             .templates
-            .render(name, &Templates::context(ctx))
+            .render(name, &Scope::borrowed(ctx))
             .unwrap_or_else(|e| {
                 tracing::error!(template = %e.name, kind = %e.kind, "shared template failed");
                 String::new()

@@ -521,11 +521,9 @@ pub fn catalog(command: CatalogCommand, root: impl Into<CatalogRoot>) -> Result<
         }
         CatalogCommand::Openapi { include_legacy } => {
             let catalog = root.load()?;
-            let _ = writeln!(
-                out,
-                "{}",
-                crate::projection::document(&catalog, include_legacy)
-            );
+            let text = crate::projection::text(&catalog, include_legacy)
+                .map_err(|e| format!("the projection did not serialise: {e}"))?;
+            let _ = writeln!(out, "{text}");
             Ok(out)
         }
         CatalogCommand::Lint => {

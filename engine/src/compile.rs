@@ -36,13 +36,47 @@ pub const REQUIRED_TEMPLATES: [&str; 2] = ["dry_run_next_action.j2", "summary_de
 
 /// Compiles a catalog root; on failure returns every problem found.
 pub fn compile(sources: &Sources) -> Result<Catalog, Diagnostics> {
+    compile_with(sources, Options::default()).map(|(catalog, _)| catalog)
+}
+
+/// What [`compile_with`] does beyond [`compile`].
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Also return every tool's normalized definition (what its descriptor hash
+    /// covers), by full name. A served catalog keeps only the hashes: the definitions,
+    /// as JSON trees, would be a fifth of its memory.
+    pub keep_definitions: bool,
+    /// Evaluate plain expressions (literals, lookups, picks) without minijinja, as
+    /// served catalogs do; `false` compiles every expression as a template, to check
+    /// that both give the same answers.
+    pub plain_expressions: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            keep_definitions: false,
+            plain_expressions: true,
+        }
+    }
+}
+
+/// Compiles a catalog root with `options`; the map holds the normalized definitions
+/// when they were asked for.
+pub fn compile_with(
+    sources: &Sources,
+    options: Options,
+) -> Result<(Catalog, BTreeMap<String, serde_json::Value>), Diagnostics> {
+    let mut definitions = BTreeMap::new();
     let mut c = Compiler {
         sources,
         diags: Diagnostics::default(),
+        definitions: options.keep_definitions.then_some(&mut definitions),
     };
     let rules = c.rules();
     let fuel = rules.as_ref().map_or(50_000, |r| r.limits.template_fuel);
     let mut templates = Templates::new(fuel);
+    templates.set_plain_expressions(options.plain_expressions);
     c.templates(&mut templates);
     let services = c.services();
     let mut tools = Vec::new();
@@ -223,7 +257,7 @@ pub fn compile(sources: &Sources) -> Result<Catalog, Diagnostics> {
     }
     let services = services.into_iter().map(|(k, (s, _))| (k, s)).collect();
     match Catalog::assemble(services, tools, rules, templates, sources.origin.clone()) {
-        Ok(catalog) => Ok(catalog),
+        Ok(catalog) => Ok((catalog, definitions)),
         Err(collisions) => {
             let mut diags = Diagnostics::default();
             for (file, line, message) in collisions {
@@ -244,6 +278,8 @@ fn service_of(path: &str) -> Option<&str> {
 struct Compiler<'a> {
     sources: &'a Sources,
     diags: Diagnostics,
+    /// Where normalized definitions go when the caller asked for them.
+    definitions: Option<&'a mut BTreeMap<String, serde_json::Value>>,
 }
 
 impl<'a> Compiler<'a> {
@@ -684,11 +720,9 @@ impl ToolCompiler<'_, '_> {
         if arguments.get("type") != Some(&json!("object")) {
             self.err(args_line, format!("tool `{full}`: the argument schema must be an object schema (`type = \"object\"`)"));
         }
-        let validator = match jsonschema::options()
-            .should_validate_formats(true)
-            .build(&arguments)
-        {
-            Ok(v) => Some(v),
+        // Built to report a bad schema here; the tool builds its own on first use.
+        let validator = match crate::catalog::argument_validator(&arguments) {
+            Ok(_) => Some(()),
             Err(e) => {
                 self.err(
                     args_line,
@@ -949,7 +983,7 @@ impl ToolCompiler<'_, '_> {
             return None;
         }
         let action = action?;
-        let validator = validator?;
+        validator?;
         let resolved = Resolved {
             arguments: &arguments,
             confirmation,
@@ -959,6 +993,9 @@ impl ToolCompiler<'_, '_> {
         };
         let normalized = self.normalized(&raw, &full, &resolved);
         let descriptor_hash = descriptor_hash(&normalized);
+        if let Some(definitions) = self.c.definitions.as_deref_mut() {
+            definitions.insert(full.clone(), normalized);
+        }
         Some(Tool {
             service: self.service.id.clone(),
             name,
@@ -985,10 +1022,9 @@ impl ToolCompiler<'_, '_> {
             require,
             response,
             arguments,
-            validator,
+            validator: std::sync::OnceLock::new(),
             output: raw.output,
             defaults,
-            normalized,
             descriptor_hash,
             source: (self.file.to_string(), line),
             provenance: raw.source.clone(),

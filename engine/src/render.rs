@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use crate::catalog::{BodyPlan, HttpPlan, PathPart};
 use crate::descriptor::BodyEncoding;
 use crate::error::{CallError, Classification};
-use crate::template::{RenderError, Templates};
+use crate::template::{RenderError, Scope, Templates};
 
 /// Characters left as they are in a path segment or query component (RFC 3986 unreserved).
 const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
@@ -80,7 +80,7 @@ pub fn flatten(key: &str, value: &Value, indexed: bool, out: &mut Vec<(String, S
 pub fn render(
     plan: &HttpPlan,
     templates: &Templates,
-    ctx: &minijinja::Value,
+    ctx: &Scope<'_>,
 ) -> Result<RenderedRequest, CallError> {
     let mut path = String::new();
     for part in &plan.segments {

@@ -292,10 +292,24 @@ pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool)
                 .uri()
                 .query()
                 .is_some_and(|q| q.split('&').any(|p| p == "include_legacy=true"));
-            let text = broker.projection[usize::from(include_legacy)].get_or_init(|| {
-                crate::projection::document(&broker.catalog, include_legacy).to_string()
-            });
-            let mut response = hyper::Response::new(Full::new(Bytes::from(text.clone())));
+            let slot = &broker.projection[usize::from(include_legacy)];
+            let text = match slot.get() {
+                Some(text) => text,
+                None => match crate::projection::text(&broker.catalog, include_legacy) {
+                    Ok(text) => slot.get_or_init(|| Bytes::from(text)),
+                    Err(e) => {
+                        // Every key is a string, so this does not happen; if it did, the
+                        // answer says so and nothing is cached.
+                        tracing::error!(error = %e, "the OpenAPI projection did not serialise");
+                        return json_response(
+                            500,
+                            &json!({ "error": "the OpenAPI projection could not be written; see the broker's log" }),
+                            &[],
+                        );
+                    }
+                },
+            };
+            let mut response = hyper::Response::new(Full::new(text.clone()));
             response.headers_mut().insert(
                 hyper::header::CONTENT_TYPE,
                 hyper::header::HeaderValue::from_static("application/json"),

@@ -17,6 +17,17 @@
 //! Two filters are added for request mapping: `pick("a", "b")` keeps only those keys
 //! of an object that are present and not `none`; `omit("a")` drops keys.
 //! Every evaluation runs with fuel, so no template can loop forever.
+//!
+//! Most expressions of a catalog are one of a few plain forms: a literal
+//! (`"2021-07-28"`), a lookup (`args.website_uid`) or a pick of argument keys
+//! (`args | pick("a", "b")`). Those are recognised at compile time and evaluated straight
+//! on the JSON context, with minijinja's exact semantics (tested against minijinja on
+//! every form the catalog uses): no template is kept for them and a call whose
+//! expressions are all plain never converts its context into minijinja values. Every
+//! other expression is compiled once per distinct source text and shared by the tools
+//! that write it.
+
+use std::sync::OnceLock;
 
 use minijinja::value::Serde;
 use minijinja::{Environment, ErrorKind, UndefinedBehavior, Value};
@@ -25,15 +36,152 @@ use minijinja::{Environment, ErrorKind, UndefinedBehavior, Value};
 #[derive(Debug)]
 pub struct Templates {
     env: Environment<'static>,
+    /// Whether plain expressions skip minijinja (always, but in differential tests).
+    plain: bool,
 }
 
-/// Name of a compiled expression in the environment.
+/// A compiled expression.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Expr {
-    /// Generated template name, e.g. `tool:hosting.x:query.category`.
+    /// Where it was written, for messages, e.g. `tool:hosting.x:query.category`.
     pub name: String,
     /// The expression as written, for hashes and messages.
     pub source: String,
+    form: Form,
+}
+
+/// How an expression is evaluated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Form {
+    /// A string, integer or boolean literal.
+    Literal(serde_json::Value),
+    /// `root.key.key`: a lookup in the context.
+    Lookup(Box<[String]>),
+    /// `root.key | pick("a", "b")`.
+    Pick(Box<[String]>, Box<[String]>),
+    /// Anything else: the name of the shared template `{% set value = (...) %}`.
+    Template(String),
+}
+
+/// What a template or expression is evaluated against: the JSON context, and its
+/// minijinja form, built only when a template needs it (once per scope).
+#[derive(Debug)]
+pub struct Scope<'a> {
+    json: std::borrow::Cow<'a, serde_json::Value>,
+    jinja: OnceLock<Value>,
+}
+
+impl Scope<'static> {
+    /// A scope owning its context.
+    pub fn new(json: serde_json::Value) -> Self {
+        Scope {
+            json: std::borrow::Cow::Owned(json),
+            jinja: OnceLock::new(),
+        }
+    }
+}
+
+impl<'a> Scope<'a> {
+    /// A scope over a context owned elsewhere.
+    pub fn borrowed(json: &'a serde_json::Value) -> Self {
+        Scope {
+            json: std::borrow::Cow::Borrowed(json),
+            jinja: OnceLock::new(),
+        }
+    }
+
+    /// The JSON context.
+    pub fn json(&self) -> &serde_json::Value {
+        &self.json
+    }
+
+    fn jinja(&self) -> &Value {
+        self.jinja.get_or_init(|| Value::from(Serde(&*self.json)))
+    }
+}
+
+/// Words minijinja reads as something other than a name.
+const KEYWORDS: [&str; 15] = [
+    "true", "false", "none", "True", "False", "None", "and", "or", "not", "in", "is", "if", "else",
+    "loop", "self",
+];
+
+fn identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !KEYWORDS.contains(&s)
+}
+
+/// A quoted string with no escapes and no quote inside.
+fn string_literal(s: &str) -> Option<&str> {
+    let quote = s.chars().next().filter(|q| *q == '"' || *q == '\'')?;
+    let inner = s.strip_prefix(quote)?.strip_suffix(quote)?;
+    (!inner.contains(quote) && !inner.contains('\\')).then_some(inner)
+}
+
+fn lookup_path(s: &str) -> Option<Box<[String]>> {
+    let parts: Vec<String> = s.split('.').map(str::to_string).collect();
+    parts
+        .iter()
+        .all(|p| identifier(p))
+        .then(|| parts.into_boxed_slice())
+}
+
+/// The plain form of an expression, if it has one.
+fn plain(source: &str) -> Option<Form> {
+    let s = source.trim();
+    if let Some(text) = string_literal(s) {
+        return Some(Form::Literal(serde_json::Value::String(text.to_string())));
+    }
+    if let Some(digits) = s.strip_prefix('-').or(Some(s))
+        && !digits.is_empty()
+        && digits.len() <= 18
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && let Ok(n) = s.parse::<i64>()
+    {
+        return Some(Form::Literal(serde_json::Value::from(n)));
+    }
+    match s {
+        "true" | "True" => return Some(Form::Literal(serde_json::Value::Bool(true))),
+        "false" | "False" => return Some(Form::Literal(serde_json::Value::Bool(false))),
+        _ => {}
+    }
+    if let Some(path) = lookup_path(s) {
+        return Some(Form::Lookup(path));
+    }
+    let (base, filter) = s.split_once('|')?;
+    let base = lookup_path(base.trim())?;
+    let inner = filter.trim().strip_prefix("pick(")?.strip_suffix(')')?;
+    let keys = inner
+        .split(',')
+        .map(|k| string_literal(k.trim()).map(str::to_string))
+        .collect::<Option<Vec<_>>>()?;
+    Some(Form::Pick(base, keys.into_boxed_slice()))
+}
+
+/// What a lookup found: a value, or undefined.
+enum Found<'v> {
+    Value(&'v serde_json::Value),
+    Undefined,
+}
+
+/// A lookup as minijinja does it under `SemiStrict`: a missing key or a key of
+/// something that is not a map is undefined; looking into undefined is an error.
+fn find<'v>(ctx: &'v serde_json::Value, path: &[String]) -> Result<Found<'v>, ()> {
+    let mut found = Found::Value(ctx);
+    for key in path {
+        found = match found {
+            Found::Undefined => return Err(()),
+            Found::Value(serde_json::Value::Object(map)) => {
+                map.get(key).map_or(Found::Undefined, Found::Value)
+            }
+            Found::Value(_) => Found::Undefined,
+        };
+    }
+    Ok(found)
 }
 
 /// Why a template or expression failed at run time. Never carries a value.
@@ -78,7 +226,13 @@ impl Templates {
         env.add_filter("merge", merge);
         env.set_fuel(Some(fuel));
         env.set_recursion_limit(64);
-        Self { env }
+        Self { env, plain: true }
+    }
+
+    /// With `false`, every expression added afterwards is compiled as a template, so a
+    /// test can check that plain forms answer exactly what minijinja answers.
+    pub fn set_plain_expressions(&mut self, plain: bool) {
+        self.plain = plain;
     }
 
     /// Parses a text template.
@@ -87,17 +241,36 @@ impl Templates {
             .add_template_owned(name.to_string(), source.to_string())
     }
 
-    /// Parses an expression and stores it under `name`.
+    /// Parses an expression written at `name` (a place, for messages).
     pub fn add_expr(&mut self, name: String, source: &str) -> Result<Expr, minijinja::Error> {
         // Parse the expression on its own first, so a syntax error points at it and not
         // at the wrapper, and so `{% ... %}` cannot be smuggled into the wrapper.
         self.env.compile_expression(source)?;
-        self.env
-            .add_template_owned(name.clone(), format!("{{% set value = ({source}) %}}"))?;
+        let form = match plain(source).filter(|_| self.plain) {
+            Some(form) => form,
+            None => {
+                // One template per distinct source, shared by every place that writes it.
+                let key = format!("expr:{source}");
+                if self.env.get_template(&key).is_err() {
+                    self.env.add_template_owned(
+                        key.clone(),
+                        format!("{{% set value = ({source}) %}}"),
+                    )?;
+                }
+                Form::Template(key)
+            }
+        };
         Ok(Expr {
             name,
             source: source.to_string(),
+            form,
         })
+    }
+
+    /// Whether an expression is evaluated without minijinja (a literal, a lookup or a
+    /// pick).
+    pub fn is_plain(expr: &Expr) -> bool {
+        !matches!(expr.form, Form::Template(_))
     }
 
     /// Whether a template of that name exists.
@@ -105,19 +278,49 @@ impl Templates {
         self.env.get_template(name).is_ok()
     }
 
-    /// Builds the context value once per call; reuse it for every evaluation.
-    pub fn context(json: &serde_json::Value) -> Value {
-        Value::from(Serde(json))
-    }
-
     /// Evaluates an expression; `None` when it is undefined or `none`.
-    pub fn eval(&self, expr: &Expr, ctx: &Value) -> Result<Option<serde_json::Value>, RenderError> {
+    pub fn eval(
+        &self,
+        expr: &Expr,
+        scope: &Scope<'_>,
+    ) -> Result<Option<serde_json::Value>, RenderError> {
+        let undefined = || RenderError {
+            name: expr.name.clone(),
+            kind: "an undefined value was used".to_string(),
+        };
+        let key = match &expr.form {
+            Form::Literal(value) => return Ok(Some(value.clone())),
+            Form::Lookup(path) => {
+                return match find(scope.json(), path).map_err(|()| undefined())? {
+                    Found::Value(serde_json::Value::Null) | Found::Undefined => Ok(None),
+                    Found::Value(value) => Ok(Some(value.clone())),
+                };
+            }
+            Form::Pick(path, keys) => {
+                let mut out = serde_json::Map::new();
+                let base = find(scope.json(), path).map_err(|()| undefined())?;
+                match base {
+                    // minijinja's `get_attr` on an undefined value is an error.
+                    Found::Undefined => return Err(undefined()),
+                    Found::Value(serde_json::Value::Object(map)) => {
+                        for key in keys {
+                            if let Some(v) = map.get(key.as_str()).filter(|v| !v.is_null()) {
+                                out.insert(key.clone(), v.clone());
+                            }
+                        }
+                    }
+                    Found::Value(_) => {}
+                }
+                return Ok(Some(serde_json::Value::Object(out)));
+            }
+            Form::Template(key) => key,
+        };
         let template = self
             .env
-            .get_template(&expr.name)
+            .get_template(key)
             .map_err(|e| render_error(&expr.name, &e))?;
         let captured = template
-            .render_captured(ctx.clone())
+            .render_captured(scope.jinja().clone())
             .map_err(|e| render_error(&expr.name, &e))?;
         let value = captured.state().lookup("value");
         match value {
@@ -131,8 +334,8 @@ impl Templates {
     }
 
     /// Whether an expression is truthy.
-    pub fn truthy(&self, expr: &Expr, ctx: &Value) -> Result<bool, RenderError> {
-        Ok(match self.eval(expr, ctx)? {
+    pub fn truthy(&self, expr: &Expr, scope: &Scope<'_>) -> Result<bool, RenderError> {
+        Ok(match self.eval(expr, scope)? {
             None | Some(serde_json::Value::Bool(false)) => false,
             Some(serde_json::Value::String(s)) => !s.is_empty(),
             Some(serde_json::Value::Array(a)) => !a.is_empty(),
@@ -143,13 +346,13 @@ impl Templates {
     }
 
     /// Renders a text template.
-    pub fn render(&self, name: &str, ctx: &Value) -> Result<String, RenderError> {
+    pub fn render(&self, name: &str, scope: &Scope<'_>) -> Result<String, RenderError> {
         let template = self
             .env
             .get_template(name)
             .map_err(|e| render_error(name, &e))?;
         template
-            .render(ctx.clone())
+            .render(scope.jinja().clone())
             .map_err(|e| render_error(name, &e))
     }
 }
@@ -242,14 +445,14 @@ mod tests {
         let c = t
             .add_expr("c".into(), "args.body | default({})")
             .unwrap_or_else(|e| panic!("{e}"));
-        let ctx = Templates::context(&json!({"args": {"limit": 5}}));
+        let ctx = Scope::new(json!({"args": {"limit": 5}}));
         assert_eq!(t.eval(&a, &ctx), Ok(Some(json!(5))));
         assert_eq!(t.eval(&b, &ctx), Ok(None));
         assert_eq!(t.eval(&c, &ctx), Ok(Some(json!({}))));
         let d = t
             .add_expr("d".into(), "args.missing or settings.folder")
             .unwrap_or_else(|e| panic!("{e}"));
-        let ctx2 = Templates::context(&json!({"args": {}, "settings": {"folder": "f"}}));
+        let ctx2 = Scope::new(json!({"args": {}, "settings": {"folder": "f"}}));
         assert_eq!(t.eval(&d, &ctx2), Ok(Some(json!("f"))));
         let e = t
             .add_expr("e".into(), "args | pick('a', 'b', 'z')")
@@ -257,9 +460,99 @@ mod tests {
         let f = t
             .add_expr("f".into(), "args | omit('a')")
             .unwrap_or_else(|e| panic!("{e}"));
-        let ctx3 = Templates::context(&json!({"args": {"a": 1, "b": null, "c": [1]}}));
+        let ctx3 = Scope::new(json!({"args": {"a": 1, "b": null, "c": [1]}}));
         assert_eq!(t.eval(&e, &ctx3), Ok(Some(json!({"a": 1}))));
         assert_eq!(t.eval(&f, &ctx3), Ok(Some(json!({"c": [1]}))));
+    }
+
+    /// Every plain form answers what minijinja answers, error or value, over contexts
+    /// with the keys missing, null, of another type, nested and present.
+    #[test]
+    fn plain_forms_answer_what_minijinja_answers() {
+        let sources = [
+            "\"2021-07-28\"",
+            "'single'",
+            "\"\"",
+            "42",
+            "-7",
+            "007",
+            "true",
+            "False",
+            "args",
+            "args.limit",
+            "args.a.b",
+            "args.a.b.c",
+            "ctx.location_id",
+            "missing",
+            "missing.x",
+            "args | pick(\"a\", \"limit\")",
+            "args | pick('a')",
+            "args.a | pick(\"b\", \"z\")",
+            "missing | pick(\"a\")",
+            "args.a.b | pick(\"c\")",
+        ];
+        let contexts = [
+            json!({}),
+            json!({"args": {}}),
+            json!({"args": null}),
+            json!({"args": "text"}),
+            json!({"args": [1, 2]}),
+            json!({"args": {"limit": 5, "a": null}}),
+            json!({"args": {"limit": null, "a": "text"}}),
+            json!({"args": {"limit": [1, {"x": 1}], "a": 3}}),
+            json!({"args": {"a": {"b": null}}, "ctx": {}}),
+            json!({"args": {"a": {"b": {"c": 1.5, "d": true}}, "limit": 0}}),
+            json!({"args": {"a": {"b": "text", "z": {"k": [null]}}}, "ctx": {"location_id": "l"}}),
+            json!({"args": {"a": {"b": 18446744073709551615u64}, "limit": -9007199254740993i64}}),
+        ];
+        let mut plain = Templates::new(10_000);
+        let mut templated = Templates::new(10_000);
+        templated.set_plain_expressions(false);
+        for (i, source) in sources.iter().enumerate() {
+            let fast = plain
+                .add_expr(format!("p{i}"), source)
+                .unwrap_or_else(|e| panic!("{source}: {e}"));
+            assert!(Templates::is_plain(&fast), "{source} has a plain form");
+            let slow = templated
+                .add_expr(format!("p{i}"), source)
+                .unwrap_or_else(|e| panic!("{source}: {e}"));
+            assert!(!Templates::is_plain(&slow));
+            for ctx in &contexts {
+                let scope = Scope::borrowed(ctx);
+                assert_eq!(
+                    plain.eval(&fast, &scope),
+                    templated.eval(&slow, &scope),
+                    "`{source}` over {ctx}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn other_expressions_are_templates_shared_by_source() {
+        let mut t = Templates::new(10_000);
+        for source in [
+            "args.a or ctx.b",
+            "args.items[0]",
+            "args | pick(\"a\") | omit(\"b\")",
+            "\"a\\\"b\"",
+            "none",
+            "args.if",
+            "99999999999999999999",
+        ] {
+            let e = t
+                .add_expr("x".into(), source)
+                .unwrap_or_else(|e| panic!("{source}: {e}"));
+            assert!(!Templates::is_plain(&e), "{source} is not plain");
+        }
+        let a = t
+            .add_expr("one".into(), "args.a or ctx.b")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let b = t
+            .add_expr("two".into(), "args.a or ctx.b")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(a.form, b.form, "one template for one source");
+        assert_ne!(a.name, b.name, "each keeps its own place for messages");
     }
 
     #[test]
@@ -267,7 +560,7 @@ mod tests {
         let mut t = Templates::new(10_000);
         t.add_template("x", "{{ missing }}")
             .unwrap_or_else(|e| panic!("{e}"));
-        assert!(t.render("x", &Templates::context(&json!({}))).is_err());
+        assert!(t.render("x", &Scope::new(json!({}))).is_err());
     }
 
     #[test]
@@ -275,7 +568,7 @@ mod tests {
         let mut t = Templates::new(1_000);
         t.add_template("loop", "{% for i in range(100000) %}{{ i }}{% endfor %}")
             .unwrap_or_else(|e| panic!("{e}"));
-        let err = t.render("loop", &Templates::context(&json!({})));
+        let err = t.render("loop", &Scope::new(json!({})));
         assert!(matches!(err, Err(RenderError { ref kind, .. }) if kind.contains("fuel")));
     }
 

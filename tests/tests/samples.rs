@@ -8,7 +8,9 @@ use tool_broker::args;
 use tool_broker::catalog::Action;
 use tool_broker::render::render;
 use tool_broker::sample::sample;
-use tool_broker::template::Templates;
+use tool_broker::template::Scope;
+
+use tool_broker::source::Sources;
 
 use crate::support::embedded_catalog;
 
@@ -32,7 +34,7 @@ fn every_tool_accepts_a_sample_of_its_schema_and_renders_a_request() {
                 continue;
             }
         };
-        let context = Templates::context(&json!({
+        let context = Scope::new(json!({
             "args": prepared,
             "ctx": { "location_id": "loc_sample" },
             "settings": { "drive_folder_id": "folder_sample" },
@@ -53,6 +55,70 @@ fn every_tool_accepts_a_sample_of_its_schema_and_renders_a_request() {
         "{} of {} tools failed:\n{}",
         failures.len(),
         checked + failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// Plain expressions (literals, lookups, picks) are evaluated without minijinja; every
+/// HTTP tool renders exactly the same request both ways, for a sample of its schema,
+/// for no arguments at all, and for every declared argument set to null, with and
+/// without the settings and context the templates read.
+#[test]
+fn plain_expressions_render_what_minijinja_renders() {
+    let plain = embedded_catalog();
+    let options = tool_broker::compile::Options {
+        plain_expressions: false,
+        ..Default::default()
+    };
+    let (templated, _) = tool_broker::compile::compile_with(&Sources::embedded(), options)
+        .unwrap_or_else(|d| panic!("{d}"));
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    for (tool, twin) in plain.tools.iter().zip(&templated.tools) {
+        assert_eq!(tool.full_name, twin.full_name);
+        let (Action::Http(plan), Action::Http(twin_plan)) = (&tool.action, &twin.action) else {
+            continue;
+        };
+        let nulls: Map<String, Value> = tool
+            .arguments
+            .get("properties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| (k.clone(), Value::Null))
+            .collect();
+        let samples = [sample(&tool.arguments), json!({}), Value::Object(nulls)];
+        for args in samples {
+            for full in [true, false] {
+                let context = if full {
+                    json!({
+                        "args": args,
+                        "ctx": { "location_id": "loc_sample" },
+                        "settings": { "drive_folder_id": "folder_sample" },
+                        "tool": { "service": tool.service, "name": tool.name },
+                    })
+                } else {
+                    json!({ "args": args })
+                };
+                let ours = render(plan, &plain.templates, &Scope::borrowed(&context))
+                    .map_err(|e| e.message);
+                let theirs = render(twin_plan, &templated.templates, &Scope::borrowed(&context))
+                    .map_err(|e| e.message);
+                if ours != theirs {
+                    failures.push(format!(
+                        "{}: {context}: plain {ours:?}, minijinja {theirs:?}",
+                        tool.full_name
+                    ));
+                }
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared > 9000, "only {compared} renders compared");
+    assert!(
+        failures.is_empty(),
+        "{} renders differ:\n{}",
+        failures.len(),
         failures.join("\n")
     );
 }

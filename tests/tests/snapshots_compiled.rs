@@ -6,13 +6,28 @@ use serde_json::{Value, json};
 use tool_broker::catalog::Action;
 use tool_broker::render::render;
 use tool_broker::source::Sources;
-use tool_broker::template::Templates;
+use tool_broker::template::Scope;
 
 use crate::support::compiled;
 
 #[test]
 fn normalized_definitions_of_one_tool_per_kind() {
-    let catalog = compiled(&Sources::embedded());
+    let options = tool_broker::compile::Options {
+        keep_definitions: true,
+        ..Default::default()
+    };
+    let (catalog, definitions) = tool_broker::compile::compile_with(&Sources::embedded(), options)
+        .unwrap_or_else(|d| panic!("{d}"));
+    assert_eq!(definitions.len(), catalog.tools.len());
+    for tool in &catalog.tools {
+        let definition = &definitions[&tool.full_name];
+        assert_eq!(
+            tool_broker::identity::descriptor_hash(definition),
+            tool.descriptor_hash,
+            "{}: the hash covers the definition returned",
+            tool.full_name
+        );
+    }
     for name in [
         "portal.call_read_tool",
         "hosting.dns_validate_dns_records_v1",
@@ -24,7 +39,7 @@ fn normalized_definitions_of_one_tool_per_kind() {
         let tool = catalog.resolve(name).unwrap();
         insta::assert_json_snapshot!(
             format!("normalized__{name}"),
-            json!({ "hash": tool.descriptor_hash, "definition": tool.normalized })
+            json!({ "hash": tool.descriptor_hash, "definition": definitions[&tool.full_name] })
         );
     }
 }
@@ -76,7 +91,7 @@ fn rendered_requests() {
             panic!("{name} is not http")
         };
         let args = tool_broker::args::prepare(tool, Some(args)).unwrap();
-        let context = Templates::context(&json!({"args": args, "ctx": ctx, "settings": {}}));
+        let context = Scope::new(json!({"args": args, "ctx": ctx, "settings": {}}));
         let request = render(plan, &catalog.templates, &context).unwrap();
         let body = request
             .body_bytes()

@@ -21,7 +21,7 @@ use crate::catalog::{Action, PathPart, Tool};
 use crate::descriptor::BodyEncoding;
 use crate::error::{CallError, Classification};
 use crate::render::RenderedRequest;
-use crate::template::Templates;
+use crate::template::Scope;
 
 fn bad(pointer: &str, message: String) -> CallError {
     CallError::validation(message.clone())
@@ -198,7 +198,7 @@ pub async fn allowlisted_request(
         body,
         encoding: BodyEncoding::Json,
     };
-    let template_ctx = Templates::context(&broker.template_context(tool, &args, ctx.headers));
+    let template_ctx = Scope::new(broker.template_context(tool, &args, ctx.headers));
     broker
         .send_rendered(
             tool,

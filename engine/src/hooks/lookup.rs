@@ -17,7 +17,7 @@ use super::steps::eval;
 use crate::call::{Broker, Exec, RequestCtx};
 use crate::catalog::Tool;
 use crate::error::CallError;
-use crate::template::Templates;
+use crate::template::Scope;
 
 fn field_text(row: &Value, field: &str) -> String {
     match row.get(field) {
@@ -82,7 +82,7 @@ pub fn table_lookup(
             row_scope["row"] = row.clone();
             let keep = catalog
                 .templates
-                .truthy(filter, &Templates::context(&row_scope))
+                .truthy(filter, &Scope::new(row_scope))
                 .map_err(|e| {
                     tracing::error!(template = %e.name, kind = %e.kind, "lookup filter failed");
                     CallError::internal()

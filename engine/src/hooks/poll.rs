@@ -25,7 +25,7 @@ use super::steps::{eval, step_tool};
 use crate::call::{Broker, Exec, RequestCtx};
 use crate::catalog::{Poll, Tool};
 use crate::error::CallError;
-use crate::template::Templates;
+use crate::template::Scope;
 
 fn word(value: &Value) -> String {
     match value {
@@ -85,7 +85,7 @@ pub async fn submit_and_poll(
                 Some(expr) => broker
                     .catalog
                     .templates
-                    .truthy(expr, &Templates::context(&scope))
+                    .truthy(expr, &Scope::borrowed(&scope))
                     .map_err(|e| {
                         tracing::error!(template = %e.name, kind = %e.kind, "poll `when` failed");
                         CallError::internal()

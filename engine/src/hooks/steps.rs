@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::call::{Broker, RequestCtx};
 use crate::catalog::Tool;
 use crate::error::CallError;
-use crate::template::{Expr, Templates};
+use crate::template::{Expr, Scope};
 
 /// A step tool of the hook tool's own service, which the caller must be allowed to run.
 /// Compile has checked that it exists and has the right risk.
@@ -30,7 +30,7 @@ pub fn eval(broker: &Broker, expr: &Expr, scope: &Value) -> Result<Value, CallEr
     broker
         .catalog
         .templates
-        .eval(expr, &Templates::context(scope))
+        .eval(expr, &Scope::borrowed(scope))
         .map(Option::unwrap_or_default)
         .map_err(|e| {
             tracing::error!(template = %e.name, kind = %e.kind, "step expression failed");

@@ -30,7 +30,7 @@ pub mod tasks;
 pub mod tools;
 
 use hyper::HeaderMap;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::approval::elicit::Elicitation;
 use crate::auth::Principal;
@@ -116,6 +116,34 @@ pub fn error(id: &Value, code: i64, message: impl Into<String>, data: Option<Val
         status: status_of(code),
         body: Some(json!({ "jsonrpc": "2.0", "id": id, "error": error }).to_string()),
         headers,
+    }
+}
+
+/// A `tools/list` result written straight from the entries' JSON text (no entry is
+/// parsed or copied into a value tree), then the other result members.
+fn list_result(id: &Value, page: &[&tools::EntryText], rest: &Map<String, Value>) -> Reply {
+    let mut body = String::with_capacity(64 + page.iter().map(|e| e.len() + 1).sum::<usize>());
+    body.push_str(r#"{"jsonrpc":"2.0","id":"#);
+    body.push_str(&id.to_string());
+    body.push_str(r#","result":{"tools":["#);
+    for (i, entry) in page.iter().enumerate() {
+        if i > 0 {
+            body.push(',');
+        }
+        body.push_str(entry);
+    }
+    body.push(']');
+    for (key, value) in rest {
+        body.push(',');
+        body.push_str(&Value::String(key.clone()).to_string());
+        body.push(':');
+        body.push_str(&value.to_string());
+    }
+    body.push_str("}}");
+    Reply {
+        status: 200,
+        body: Some(body),
+        headers: Vec::new(),
     }
 }
 
@@ -601,22 +629,27 @@ pub async fn handle(
                     return error(&id, code::INVALID_PARAMS, "`cursor` must be a string", None);
                 }
             };
-            let page: Vec<&Value> = visible
+            let page: Vec<&tools::EntryText> = visible
                 .iter()
                 .skip(offset)
                 .take(PAGE_SIZE)
                 .copied()
                 .collect();
-            let mut out = json!({ "tools": page });
+            let mut out = Map::new();
             if offset + page.len() < visible.len() {
-                out["nextCursor"] = json!(format!("{}:{snapshot}", offset + page.len()));
+                out.insert(
+                    "nextCursor".into(),
+                    json!(format!("{}:{snapshot}", offset + page.len())),
+                );
             }
             if modern {
                 // The list depends on the caller's key (its toolset and permissions).
-                out["cacheScope"] = json!("private");
-                out["ttlMs"] = json!(60_000);
+                out.insert("cacheScope".into(), json!("private"));
+                out.insert("ttlMs".into(), json!(60_000));
+                out.insert("resultType".into(), json!("complete"));
+                out.insert("_meta".into(), json!({ SERVER_INFO_KEY: server_info() }));
             }
-            finish(out)
+            list_result(&id, &page, &out)
         }
         "tools/call" => {
             let Some(name) = params.get("name").and_then(Value::as_str) else {

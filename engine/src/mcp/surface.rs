@@ -4,9 +4,8 @@
 //! a budget on it.
 
 use serde::Serialize;
-use serde_json::Value;
 
-use super::tools::{all_entries, listing};
+use super::tools::{EntryText, all_entries, listing};
 use crate::auth::Principal;
 use crate::catalog::Catalog;
 use crate::config::{Toolset, ToolsetName};
@@ -33,8 +32,8 @@ pub struct Surface {
 }
 
 /// Measures a listing.
-pub fn measure(toolset: &Toolset, listed: &[&Value]) -> Surface {
-    let sizes: Vec<usize> = listed.iter().map(|e| e.to_string().len()).collect();
+pub fn measure(toolset: &Toolset, listed: &[&EntryText]) -> Surface {
+    let sizes: Vec<usize> = listed.iter().map(|e| e.len()).collect();
     // `[` + entries joined by `,` + `]`.
     let bytes = 2 + sizes.iter().sum::<usize>() + sizes.len().saturating_sub(1);
     Surface {

@@ -77,21 +77,39 @@ pub fn entry(catalog: &Catalog, tool: &Tool) -> Value {
     })
 }
 
-/// Entries of every catalog tool, in catalog order.
-pub fn all_entries(catalog: &Catalog) -> Vec<Value> {
-    catalog.tools.iter().map(|t| entry(catalog, t)).collect()
+/// One listed entry as the JSON text `tools/list` sends: entries are kept as text, not
+/// as `serde_json::Value` trees, which took six times the memory (52 MB for the
+/// catalog) and were copied into every list answer.
+pub type EntryText = Box<str>;
+
+/// Entries of every catalog tool as JSON text, in catalog order.
+pub fn all_entries(catalog: &Catalog) -> Vec<EntryText> {
+    catalog
+        .tools
+        .iter()
+        .map(|t| entry(catalog, t).to_string().into_boxed_str())
+        .collect()
 }
 
 /// Entries of every catalog tool, built on first use and kept by the broker.
-fn entries(broker: &Broker) -> &[Value] {
+fn entries(broker: &Broker) -> &[EntryText] {
     broker
         .mcp_entries
         .get_or_init(|| all_entries(&broker.catalog))
 }
 
-fn discovery_entries() -> &'static [Value] {
-    static ENTRIES: OnceLock<Vec<Value>> = OnceLock::new();
+fn discovery_entries() -> &'static [EntryText] {
+    static ENTRIES: OnceLock<Vec<EntryText>> = OnceLock::new();
     ENTRIES.get_or_init(|| {
+        discovery_values()
+            .iter()
+            .map(|v| v.to_string().into_boxed_str())
+            .collect()
+    })
+}
+
+fn discovery_values() -> Vec<Value> {
+    {
         let output = compact_envelope_schema(EnvelopeKind::Standard);
         let annotations = |read_only: bool| {
             if read_only {
@@ -152,7 +170,7 @@ fn discovery_entries() -> &'static [Value] {
                 "annotations": annotations(false),
             }),
         ]
-    })
+    }
 }
 
 fn listed(tool: &Tool, principal: &Principal) -> bool {
@@ -160,7 +178,7 @@ fn listed(tool: &Tool, principal: &Principal) -> bool {
 }
 
 /// The entries a caller sees, in a stable order.
-pub fn visible<'a>(broker: &'a Broker, principal: &Principal) -> Vec<&'a Value> {
+pub fn visible<'a>(broker: &'a Broker, principal: &Principal) -> Vec<&'a EntryText> {
     listing(&broker.catalog, entries(broker), principal)
 }
 
@@ -168,9 +186,9 @@ pub fn visible<'a>(broker: &'a Broker, principal: &Principal) -> Vec<&'a Value> 
 /// toolset lists.
 pub fn listing<'a>(
     catalog: &Catalog,
-    entries: &'a [Value],
+    entries: &'a [EntryText],
     principal: &Principal,
-) -> Vec<&'a Value> {
+) -> Vec<&'a EntryText> {
     match &principal.toolset {
         Toolset::Named(ToolsetName::Discovery) => discovery_entries().iter().collect(),
         Toolset::Services(services) => catalog
