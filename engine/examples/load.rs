@@ -171,6 +171,20 @@ fn start_broker(
         .expect("start the broker binary")
 }
 
+/// Resident memory of a process, MB (`VmRSS` of `/proc/PID/status`; 0 where there is no
+/// `/proc`).
+fn resident_mb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb / 1024)
+}
+
 #[tokio::main]
 async fn main() {
     let binary = arg("--broker", "target/release/tool-broker");
@@ -188,19 +202,44 @@ async fn main() {
         .local_addr()
         .unwrap()
         .port();
+    let started = Instant::now();
     let mut broker = start_broker(&binary, port, stub, &data_dir, database_url.as_deref());
+    let pid = broker.id();
     let probe = reqwest::Client::new();
-    for _ in 0..100 {
+    for _ in 0..2000 {
         if probe
             .get(format!("http://127.0.0.1:{port}/readyz"))
             .send()
             .await
-            .is_ok()
+            .is_ok_and(|r| r.status().is_success())
         {
             break;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
+    let startup = started.elapsed();
+    // Resident memory at each step: after start, after one full `tools/list` and one
+    // `GET /openapi.json` (both built on first use and kept), then after each load phase.
+    let mut memory: Vec<(&str, u64)> = vec![("start", resident_mb(pid))];
+    let list = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})
+        .to_string();
+    probe
+        .post(format!("http://127.0.0.1:{port}/mcp"))
+        .header("authorization", format!("Bearer {KEY}"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(list)
+        .send()
+        .await
+        .expect("tools/list");
+    memory.push(("tools/list", resident_mb(pid)));
+    probe
+        .get(format!("http://127.0.0.1:{port}/openapi.json"))
+        .send()
+        .await
+        .expect("openapi.json");
+    memory.push(("openapi", resident_mb(pid)));
     let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "agent.list_agents", "arguments": {}}}).to_string();
     let broker_url = format!("http://127.0.0.1:{port}/");
     let via_broker: Arc<dyn Fn(&reqwest::Client) -> reqwest::RequestBuilder + Send + Sync> =
@@ -271,12 +310,16 @@ async fn main() {
     drive(direct.clone(), 1, concurrency, 10_000).await;
     let d = drive(direct, seconds, concurrency, max_requests).await;
     let b = drive(via_broker, seconds, concurrency, max_requests).await;
+    memory.push(("reads", resident_mb(pid)));
     let m = drive(via_mcp, seconds, concurrency, max_requests).await;
+    memory.push(("mcp", resident_mb(pid)));
     drive(local.clone(), 1, concurrency, 10_000).await;
     let l = drive(local, seconds, concurrency, max_requests).await;
+    memory.push(("local", resident_mb(pid)));
     drive(write.clone(), 1, concurrency, 10_000).await;
     let w = drive(write, seconds, concurrency, max_requests).await;
     let wi = drive(write_idempotent, seconds, concurrency, max_requests).await;
+    memory.push(("writes", resident_mb(pid)));
     let _ = broker.kill();
     let _ = broker.wait();
     let _ = std::fs::remove_dir_all(&data_dir);
@@ -315,5 +358,14 @@ async fn main() {
         "ratio mcp/broker: throughput {:.2}, p50 latency {:.2}",
         m.rps / b.rps,
         m.p50_us as f64 / b.p50_us.max(1) as f64
+    );
+    println!(
+        "start-up to ready: {} ms; resident MB: {}",
+        startup.as_millis(),
+        memory
+            .iter()
+            .map(|(step, mb)| format!("{step} {mb}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
 }
