@@ -106,6 +106,18 @@ const KEYWORDS: [&str; 15] = [
     "loop", "self",
 ];
 
+/// minijinja's global functions: a name that is one of them reads the function when the
+/// context lacks it, so a lookup rooted there is left to minijinja.
+const GLOBALS: [&str; 7] = [
+    "range",
+    "dict",
+    "debug",
+    "namespace",
+    "lipsum",
+    "cycler",
+    "joiner",
+];
+
 fn identifier(s: &str) -> bool {
     let mut chars = s.chars();
     chars
@@ -124,10 +136,10 @@ fn string_literal(s: &str) -> Option<&str> {
 
 fn lookup_path(s: &str) -> Option<Box<[String]>> {
     let parts: Vec<String> = s.split('.').map(str::to_string).collect();
-    parts
-        .iter()
-        .all(|p| identifier(p))
-        .then(|| parts.into_boxed_slice())
+    let global = parts
+        .first()
+        .is_some_and(|root| GLOBALS.contains(&root.as_str()));
+    (!global && parts.iter().all(|p| identifier(p))).then(|| parts.into_boxed_slice())
 }
 
 /// The plain form of an expression, if it has one.
@@ -538,6 +550,8 @@ mod tests {
             "\"a\\\"b\"",
             "none",
             "args.if",
+            "range",
+            "dict.x",
             "99999999999999999999",
         ] {
             let e = t
