@@ -155,13 +155,13 @@ pub struct Tool {
     pub arguments: Value,
     /// Argument validator, built from `arguments` on the tool's first call (see
     /// [`argument_validator`]).
-    pub validator: std::sync::OnceLock<jsonschema::Validator>,
+    pub(crate) validator: std::sync::OnceLock<jsonschema::Validator>,
     /// Output JSON Schema.
     pub output: Option<Value>,
     /// Top-level argument defaults from the schema, applied before rendering.
     pub defaults: Vec<(String, Value)>,
     /// sha256 of the canonical normalized definition (the definition itself is not
-    /// kept; `compile::compile_keeping_definitions` returns it).
+    /// kept; `compile::compile_with` returns it with `keep_definitions`).
     pub descriptor_hash: String,
     /// Source file and line of the tool.
     pub source: (String, usize),
@@ -587,6 +587,37 @@ impl Tool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A served catalog holds no validator until a tool is called; the first call builds
+    /// it and later calls reuse it, and it validates as the compile-time one did.
+    #[test]
+    fn validators_are_built_on_a_tools_first_call() {
+        let catalog = crate::compile::compile(&crate::source::Sources::embedded())
+            .unwrap_or_else(|d| panic!("{d}"));
+        assert!(catalog.tools.iter().all(|t| t.validator.get().is_none()));
+        let tool = catalog
+            .resolve("agent.create_task")
+            .unwrap_or_else(|| panic!("agent.create_task"));
+        let refused = crate::args::prepare(tool, Some(serde_json::json!({ "message": 5 })));
+        assert!(
+            refused.is_err(),
+            "the built validator refuses bad arguments"
+        );
+        let first = tool.validator.get().map(std::ptr::from_ref);
+        assert!(first.is_some());
+        let _ = crate::args::prepare(tool, Some(serde_json::json!({})));
+        assert_eq!(
+            tool.validator.get().map(std::ptr::from_ref),
+            first,
+            "built once"
+        );
+        let built = catalog
+            .tools
+            .iter()
+            .filter(|t| t.validator.get().is_some())
+            .count();
+        assert_eq!(built, 1, "only the called tool's");
+    }
 
     #[test]
     fn simple_paths_become_pointers() {

@@ -155,11 +155,17 @@ fn result(id: &Value, result: Value) -> Reply {
     }
 }
 
-/// A 2026-07-28 result: `resultType: "complete"` and the server's info in `_meta`.
+/// Marks a 2026-07-28 result complete: `resultType: "complete"` and the server's info
+/// in `_meta`.
+fn mark_complete(map: &mut Map<String, Value>) {
+    map.insert("resultType".into(), json!("complete"));
+    map.insert("_meta".into(), json!({ SERVER_INFO_KEY: server_info() }));
+}
+
+/// A 2026-07-28 result (see [`mark_complete`]).
 fn complete(id: &Value, mut value: Value) -> Reply {
     if let Value::Object(map) = &mut value {
-        map.insert("resultType".into(), json!("complete"));
-        map.insert("_meta".into(), json!({ SERVER_INFO_KEY: server_info() }));
+        mark_complete(map);
     }
     result(id, value)
 }
@@ -560,12 +566,12 @@ pub async fn handle(
         Err(reply) => return reply,
     };
     let modern = matches!(era, Era::Modern);
-    let finish = |mut value: Value| {
-        if modern && let Value::Object(map) = &mut value {
-            map.insert("resultType".into(), json!("complete"));
-            map.insert("_meta".into(), json!({ SERVER_INFO_KEY: server_info() }));
+    let finish = |value: Value| {
+        if modern {
+            complete(&id, value)
+        } else {
+            result(&id, value)
         }
-        result(&id, value)
     };
     // 2026-07-28 removed the handshake and these methods; a stateless request naming
     // one is a method the server does not implement (404, -32601).
@@ -646,8 +652,7 @@ pub async fn handle(
                 // The list depends on the caller's key (its toolset and permissions).
                 out.insert("cacheScope".into(), json!("private"));
                 out.insert("ttlMs".into(), json!(60_000));
-                out.insert("resultType".into(), json!("complete"));
-                out.insert("_meta".into(), json!({ SERVER_INFO_KEY: server_info() }));
+                mark_complete(&mut out);
             }
             list_result(&id, &page, &out)
         }

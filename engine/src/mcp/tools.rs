@@ -108,69 +108,68 @@ fn discovery_entries() -> &'static [EntryText] {
     })
 }
 
+/// The three discovery tools' entries.
 fn discovery_values() -> Vec<Value> {
-    {
-        let output = compact_envelope_schema(EnvelopeKind::Standard);
-        let annotations = |read_only: bool| {
-            if read_only {
-                json!({ "readOnlyHint": true, "openWorldHint": false })
-            } else {
-                json!({})
-            }
-        };
-        vec![
-            json!({
-                "name": FIND,
-                "title": "Find tools",
-                "description": "Ranked search over every tool you may use, across services, by what you want to do (\"list issuing cards\", \"create a contact\"). Returns names, titles, risk and one line each; read a result's full schema with get_tool_reference, run it with call_tool. Local: contacts no upstream.",
-                "inputSchema": {
-                    "type": "object",
-                    "additionalProperties": false,
-                    "required": ["query"],
-                    "properties": {
-                        "query": { "type": "string", "minLength": 1, "maxLength": 200 },
-                        "service": { "type": "string", "description": "Only this service." },
-                        "risk": { "type": "string", "enum": ["read", "write"] },
-                        "include_legacy": { "type": "boolean", "default": false },
-                        "limit": { "type": "integer", "minimum": 1, "maximum": 50, "default": 10 }
-                    }
-                },
-                "outputSchema": output,
-                "annotations": annotations(true),
-            }),
-            json!({
-                "name": REFERENCE,
-                "title": "Get a tool reference",
-                "description": "The complete descriptor of one tool by its full name (`<service>.<tool>`, an alias or a title also resolves): argument and output schemas, risk, confirmation rule, descriptor hash. Local: contacts no upstream.",
-                "inputSchema": {
-                    "type": "object",
-                    "additionalProperties": false,
-                    "required": ["name"],
-                    "properties": {
-                        "name": { "type": "string", "minLength": 3, "maxLength": 300 }
-                    }
-                },
-                "outputSchema": output,
-                "annotations": annotations(true),
-            }),
-            json!({
-                "name": CALL,
-                "title": "Call a tool",
-                "description": "Runs one tool by its full name with its arguments object, exactly as calling it directly: same permissions, confirmation rules and envelope. Read its reference first; writes need the confirmation its reference names.",
-                "inputSchema": {
-                    "type": "object",
-                    "additionalProperties": false,
-                    "required": ["name"],
-                    "properties": {
-                        "name": { "type": "string", "minLength": 3, "maxLength": 300 },
-                        "arguments": { "type": "object" }
-                    }
-                },
-                "outputSchema": output,
-                "annotations": annotations(false),
-            }),
-        ]
-    }
+    let output = compact_envelope_schema(EnvelopeKind::Standard);
+    let annotations = |read_only: bool| {
+        if read_only {
+            json!({ "readOnlyHint": true, "openWorldHint": false })
+        } else {
+            json!({})
+        }
+    };
+    vec![
+        json!({
+            "name": FIND,
+            "title": "Find tools",
+            "description": "Ranked search over every tool you may use, across services, by what you want to do (\"list issuing cards\", \"create a contact\"). Returns names, titles, risk and one line each; read a result's full schema with get_tool_reference, run it with call_tool. Local: contacts no upstream.",
+            "inputSchema": {
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["query"],
+                "properties": {
+                    "query": { "type": "string", "minLength": 1, "maxLength": 200 },
+                    "service": { "type": "string", "description": "Only this service." },
+                    "risk": { "type": "string", "enum": ["read", "write"] },
+                    "include_legacy": { "type": "boolean", "default": false },
+                    "limit": { "type": "integer", "minimum": 1, "maximum": 50, "default": 10 }
+                }
+            },
+            "outputSchema": output,
+            "annotations": annotations(true),
+        }),
+        json!({
+            "name": REFERENCE,
+            "title": "Get a tool reference",
+            "description": "The complete descriptor of one tool by its full name (`<service>.<tool>`, an alias or a title also resolves): argument and output schemas, risk, confirmation rule, descriptor hash. Local: contacts no upstream.",
+            "inputSchema": {
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["name"],
+                "properties": {
+                    "name": { "type": "string", "minLength": 3, "maxLength": 300 }
+                }
+            },
+            "outputSchema": output,
+            "annotations": annotations(true),
+        }),
+        json!({
+            "name": CALL,
+            "title": "Call a tool",
+            "description": "Runs one tool by its full name with its arguments object, exactly as calling it directly: same permissions, confirmation rules and envelope. Read its reference first; writes need the confirmation its reference names.",
+            "inputSchema": {
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["name"],
+                "properties": {
+                    "name": { "type": "string", "minLength": 3, "maxLength": 300 },
+                    "arguments": { "type": "object" }
+                }
+            },
+            "outputSchema": output,
+            "annotations": annotations(false),
+        }),
+    ]
 }
 
 fn listed(tool: &Tool, principal: &Principal) -> bool {
