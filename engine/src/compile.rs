@@ -17,7 +17,7 @@ use crate::catalog::{
 };
 use crate::descriptor::{
     ConfirmationMode, EnvelopeKind, RawHttp, RawResponse, RawTool, ServiceFile, SpannedStr,
-    ToolFile, VersionFormat,
+    VersionFormat,
 };
 use crate::diag::{Diagnostics, LineIndex, did_you_mean, line_of};
 use crate::error::Classification;
@@ -91,12 +91,10 @@ pub fn compile_with(
                 );
                 continue;
             };
-            let Some(parsed) = c.parse::<ToolFile>(file, text) else {
-                continue;
-            };
             let lines = LineIndex::new(text);
-            for raw in parsed.tool {
-                let line = lines.line(raw.name.span().start);
+            // One `[[tool]]` at a time (crate::tool_file): spans are relative to `offset`.
+            let read = crate::tool_file::read(text, |offset, raw| {
+                let line = lines.line(offset + raw.name.span().start);
                 let full = format!("{}.{}", service.0.id, raw.name.get_ref());
                 if let Some((f, l)) = seen.get(&full) {
                     c.diags.push(
@@ -104,13 +102,14 @@ pub fn compile_with(
                         line,
                         format!("tool `{full}` is defined twice (first at {f}:{l})"),
                     );
-                    continue;
+                    return;
                 }
                 seen.insert(full, (file.to_string(), line));
                 let mut tc = ToolCompiler {
                     c: &mut c,
                     file,
                     lines: &lines,
+                    offset,
                     service: &service.0,
                     service_file: &service.1,
                     rules,
@@ -119,6 +118,9 @@ pub fn compile_with(
                 if let Some(tool) = tc.compile(raw, line) {
                     tools.push(tool);
                 }
+            });
+            if let Err((offset, e)) = read {
+                c.parse_error(file, &lines, offset, &e);
             }
         }
     }
@@ -288,13 +290,18 @@ impl<'a> Compiler<'a> {
         match toml::from_str::<T>(text) {
             Ok(v) => Some(v),
             Err(e) => {
-                let line = e.span().map_or(0, |s| line_of(text, s.start));
-                let message = e.message().trim().to_string();
-                let help = unknown_field_help(&message);
-                self.diags.push_help(file, line, message, help);
+                self.parse_error(file, &LineIndex::new(text), 0, &e);
                 None
             }
         }
+    }
+
+    /// Reports a TOML error whose span is relative to byte `offset` of the file.
+    fn parse_error(&mut self, file: &str, lines: &LineIndex, offset: usize, e: &toml::de::Error) {
+        let line = e.span().map_or(0, |s| lines.line(offset + s.start));
+        let message = e.message().trim().to_string();
+        let help = unknown_field_help(&message);
+        self.diags.push_help(file, line, message, help);
     }
 
     fn rules(&mut self) -> Option<Rules> {
@@ -607,6 +614,8 @@ struct ToolCompiler<'a, 'b> {
     c: &'a mut Compiler<'b>,
     file: &'a str,
     lines: &'a LineIndex,
+    /// Byte offset of the tool's part in the file (its spans are relative to it).
+    offset: usize,
     service: &'a Service,
     service_file: &'a ServiceFile,
     rules: &'a Rules,
@@ -615,7 +624,7 @@ struct ToolCompiler<'a, 'b> {
 
 impl ToolCompiler<'_, '_> {
     fn line(&self, s: &SpannedStr) -> usize {
-        self.lines.line(s.span().start)
+        self.lines.line(self.offset + s.span().start)
     }
 
     fn err(&mut self, line: usize, message: impl Into<String>) {
@@ -675,7 +684,7 @@ impl ToolCompiler<'_, '_> {
         }
 
         // Argument schema, with the service's argument sets merged in.
-        let args_line = self.lines.line(raw.arguments.span().start);
+        let args_line = self.lines.line(self.offset + raw.arguments.span().start);
         let mut arguments = raw.arguments.get_ref().clone();
         for set in &raw.argument_sets {
             // The service's own sets first, then the shared ones of rules/argument_sets.toml.

@@ -59,5 +59,6 @@ pub mod source;
 pub mod store;
 pub mod template;
 pub mod tenancy;
+pub mod tool_file;
 pub mod upstream;
 pub mod webhook;
