@@ -30,6 +30,7 @@ use crate::rules::{
 use crate::search::RawSearch;
 use crate::source::Sources;
 use crate::template::{Expr, Templates, describe, referenced_templates};
+use crate::tool_file::Parsed;
 
 /// Shared templates the engine itself renders.
 pub const REQUIRED_TEMPLATES: [&str; 2] = ["dry_run_next_action.j2", "summary_default.j2"];
@@ -80,48 +81,61 @@ pub fn compile_with(
     c.templates(&mut templates);
     let services = c.services();
     let mut tools = Vec::new();
+    // The line of each tool's argument schema, by the tool's index.
+    let mut args_lines = Vec::new();
     if let Some(rules) = &rules {
         let mut seen: BTreeMap<String, (String, usize)> = BTreeMap::new();
+        let mut files = Vec::new();
         for (file, text) in c.tool_files() {
-            let Some(service) = service_of(file).and_then(|id| services.get(id)) else {
-                c.diags.push(
+            match service_of(file).and_then(|id| services.get(id)) {
+                Some(service) => files.push((file, text, service)),
+                None => c.diags.push(
                     file,
                     0,
                     "tool file is not in a service folder with a `service.toml`",
-                );
-                continue;
-            };
-            let lines = LineIndex::new(text);
-            // One `[[tool]]` at a time (crate::tool_file): spans are relative to `offset`.
-            let read = crate::tool_file::read(text, |offset, raw| {
-                let line = lines.line(offset + raw.name.span().start);
-                let full = format!("{}.{}", service.0.id, raw.name.get_ref());
-                if let Some((f, l)) = seen.get(&full) {
-                    c.diags.push(
-                        file,
-                        line,
-                        format!("tool `{full}` is defined twice (first at {f}:{l})"),
-                    );
-                    return;
-                }
-                seen.insert(full, (file.to_string(), line));
-                let mut tc = ToolCompiler {
-                    c: &mut c,
-                    file,
-                    lines: &lines,
-                    offset,
-                    service: &service.0,
-                    service_file: &service.1,
-                    rules,
-                    templates: &mut templates,
-                };
-                if let Some(tool) = tc.compile(raw, line) {
-                    tools.push(tool);
-                }
-            });
-            if let Err((offset, e)) = read {
-                c.parse_error(file, &lines, offset, &e);
+                ),
             }
+        }
+        let texts: Vec<&str> = files.iter().map(|(_, text, _)| *text).collect();
+        let mut lines = LineIndex::new("");
+        // Files are parsed on a second thread while this one compiles (crate::tool_file).
+        crate::tool_file::read_all(&texts, |index, parsed| {
+            let Some(&(file, _, service)) = files.get(index) else {
+                return;
+            };
+            let (offset, raw) = match parsed {
+                Parsed::File(index) => return lines = index,
+                Parsed::Error(offset, e) => return c.parse_error(file, &lines, offset, &e),
+                Parsed::Tool(offset, raw) => (offset, raw),
+            };
+            let line = lines.line(offset + raw.name.span().start);
+            let full = format!("{}.{}", service.0.id, raw.name.get_ref());
+            if let Some((f, l)) = seen.get(&full) {
+                c.diags.push(
+                    file,
+                    line,
+                    format!("tool `{full}` is defined twice (first at {f}:{l})"),
+                );
+                return;
+            }
+            seen.insert(full, (file.to_string(), line));
+            let mut tc = ToolCompiler {
+                c: &mut c,
+                file,
+                lines: &lines,
+                offset,
+                service: &service.0,
+                service_file: &service.1,
+                rules,
+                templates: &mut templates,
+            };
+            if let Some((tool, args_line)) = tc.compile(*raw, line) {
+                tools.push(tool);
+                args_lines.push(args_line);
+            }
+        });
+        for (file, line, message) in schema_problems(&tools, &args_lines) {
+            c.diags.push(&file, line, message);
         }
     }
     for tool in &tools {
@@ -269,6 +283,62 @@ pub fn compile_with(
             Err(diags)
         }
     }
+}
+
+/// Every tool's argument and output schemas that are not valid JSON Schema, as
+/// `(file, line, message)`. The validators are built (on as many threads as the machine
+/// has cores, up to four) and dropped: a tool builds its own on its first call.
+fn schema_problems(tools: &[Tool], args_lines: &[usize]) -> Vec<(String, usize, String)> {
+    let check = |tools: &[Tool], args_lines: &[usize]| {
+        let mut found = Vec::new();
+        for (tool, &args_line) in tools.iter().zip(args_lines) {
+            let full = &tool.full_name;
+            if let Err(e) = crate::catalog::argument_validator(&tool.arguments) {
+                found.push((
+                    tool.source.0.clone(),
+                    args_line,
+                    format!(
+                        "tool `{full}`: the argument schema is not a valid JSON Schema: {}",
+                        e.masked()
+                    ),
+                ));
+            }
+            if let Some(output) = &tool.output
+                && let Err(e) = jsonschema::validator_for(output)
+            {
+                found.push((
+                    tool.source.0.clone(),
+                    tool.source.1,
+                    format!(
+                        "tool `{full}`: the output schema is not a valid JSON Schema: {}",
+                        e.masked()
+                    ),
+                ));
+            }
+        }
+        found
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4));
+    let size = tools.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let running: Vec<_> = tools
+            .chunks(size)
+            .zip(args_lines.chunks(size))
+            .map(|(tools, lines)| scope.spawn(move || check(tools, lines)))
+            .collect();
+        running
+            .into_iter()
+            .flat_map(|r| {
+                r.join().unwrap_or_else(|_| {
+                    vec![(
+                        String::new(),
+                        0,
+                        "the schema check stopped unexpectedly".into(),
+                    )]
+                })
+            })
+            .collect()
+    })
 }
 
 /// Service id from a path `catalog/<id>/...`.
@@ -672,7 +742,8 @@ impl ToolCompiler<'_, '_> {
         }
     }
 
-    fn compile(&mut self, raw: RawTool, line: usize) -> Option<Tool> {
+    /// The compiled tool and the line of its argument schema.
+    fn compile(&mut self, raw: RawTool, line: usize) -> Option<(Tool, usize)> {
         let name = raw.name.get_ref().clone();
         let full = format!("{}.{name}", self.service.id);
         let before = self.c.diags.0.len();
@@ -729,31 +800,8 @@ impl ToolCompiler<'_, '_> {
         if arguments.get("type") != Some(&json!("object")) {
             self.err(args_line, format!("tool `{full}`: the argument schema must be an object schema (`type = \"object\"`)"));
         }
-        // Built to report a bad schema here; the tool builds its own on first use.
-        let validator = match crate::catalog::argument_validator(&arguments) {
-            Ok(_) => Some(()),
-            Err(e) => {
-                self.err(
-                    args_line,
-                    format!(
-                        "tool `{full}`: the argument schema is not a valid JSON Schema: {}",
-                        e.masked()
-                    ),
-                );
-                None
-            }
-        };
-        if let Some(output) = &raw.output
-            && let Err(e) = jsonschema::validator_for(output)
-        {
-            self.err(
-                line,
-                format!(
-                    "tool `{full}`: the output schema is not a valid JSON Schema: {}",
-                    e.masked()
-                ),
-            );
-        }
+        // Whether the argument and output schemas are valid JSON Schema is checked once
+        // every tool is compiled (`schema_problems`).
         let properties: BTreeSet<String> = arguments
             .get("properties")
             .and_then(Value::as_object)
@@ -992,7 +1040,6 @@ impl ToolCompiler<'_, '_> {
             return None;
         }
         let action = action?;
-        validator?;
         let resolved = Resolved {
             arguments: &arguments,
             confirmation,
@@ -1005,7 +1052,7 @@ impl ToolCompiler<'_, '_> {
         if let Some(definitions) = self.c.definitions.as_deref_mut() {
             definitions.insert(full.clone(), normalized);
         }
-        Some(Tool {
+        let tool = Tool {
             service: self.service.id.clone(),
             name,
             full_name: full,
@@ -1038,7 +1085,8 @@ impl ToolCompiler<'_, '_> {
             source: (self.file.to_string(), line),
             provenance: raw.source.clone(),
             exposed: raw.exposed,
-        })
+        };
+        Some((tool, args_line))
     }
 
     fn http(&mut self, full: &str, http: &RawHttp) -> Option<HttpPlan> {

@@ -2,7 +2,6 @@
 //! snapshot id, the committed lock file, and the diff auditors read.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -11,62 +10,91 @@ use sha2::{Digest, Sha256};
 /// Canonical JSON in the style of RFC 8785: object keys sorted by code point, no white
 /// space, integral numbers written without a fraction.
 pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
+    let mut out = Vec::new();
     write_canonical(value, &mut out);
-    out
+    // Only JSON text was written: always UTF-8.
+    String::from_utf8(out).unwrap_or_default()
 }
 
-fn write_canonical(value: &Value, out: &mut String) {
+/// Writes `value` canonically into `out` (a buffer or a hasher: writing cannot fail).
+fn write_canonical(value: &Value, out: &mut impl std::io::Write) {
     match value {
         Value::Object(map) => {
+            let _ = out.write_all(b"{");
+            // serde_json's map is ordered by key already (no `preserve_order`); sort
+            // only if that ever changes.
             let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
+            if !keys.is_sorted() {
+                keys.sort();
+            }
             for (i, key) in keys.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    let _ = out.write_all(b",");
                 }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
+                let _ = serde_json::to_writer(&mut *out, key);
+                let _ = out.write_all(b":");
                 if let Some(v) = map.get(key) {
                     write_canonical(v, out);
                 }
             }
-            out.push('}');
+            let _ = out.write_all(b"}");
         }
         Value::Array(items) => {
-            out.push('[');
+            let _ = out.write_all(b"[");
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    let _ = out.write_all(b",");
                 }
                 write_canonical(item, out);
             }
-            out.push(']');
+            let _ = out.write_all(b"]");
         }
         Value::Number(n) => match n.as_f64() {
             Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15 => {
                 let _ = write!(out, "{}", f as i64);
             }
-            _ => out.push_str(&n.to_string()),
+            _ => {
+                let _ = write!(out, "{n}");
+            }
         },
-        other => out.push_str(&other.to_string()),
+        other => {
+            let _ = serde_json::to_writer(&mut *out, other);
+        }
     }
 }
 
 /// Lowercase hex sha256.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
+    hex(&Sha256::digest(bytes))
+}
+
+fn hex(digest: &[u8]) -> String {
     let mut out = String::with_capacity(64);
-    for b in digest.iter() {
-        let _ = write!(out, "{b:02x}");
+    for b in digest {
+        let _ = std::fmt::Write::write_fmt(&mut out, format_args!("{b:02x}"));
     }
     out
 }
 
 /// The descriptor hash of a normalized tool definition.
 pub fn descriptor_hash(normalized: &Value) -> String {
-    sha256_hex(canonical_json(normalized).as_bytes())
+    let mut hasher = Hashing(Sha256::new());
+    write_canonical(normalized, &mut hasher);
+    hex(&hasher.0.finalize())
+}
+
+/// Canonical JSON written straight into the hash, without the text in between.
+struct Hashing(Sha256);
+
+impl std::io::Write for Hashing {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// `catalog-` + the first 16 hex digits of sha256 over the sorted lines

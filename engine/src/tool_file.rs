@@ -14,8 +14,13 @@
 //! document (every cut before it is a real header, so the rest is a document of its
 //! own). The rest either parses, or its error is the error a whole-file parse reports,
 //! at the same line.
+//!
+//! [`read_all`] parses the files on a second thread while the compiler compiles the tools
+//! already read (parsing is about a third of the compile), handing them over in order
+//! through a bounded channel.
 
 use crate::descriptor::{RawTool, ToolFile};
+use crate::diag::LineIndex;
 
 /// A part of a tool file: its byte offset in the file and its text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,6 +85,45 @@ pub fn read(
         }
     }
     Ok(())
+}
+
+/// What the reading thread hands the compiler, file by file and in order.
+pub enum Parsed {
+    /// A file begins: the index of its lines (every file sends one, first).
+    File(LineIndex),
+    /// A tool and the byte offset its spans are relative to.
+    Tool(usize, Box<RawTool>),
+    /// The file's parse error and the byte offset its span is relative to (the file's
+    /// last message).
+    Error(usize, toml::de::Error),
+}
+
+/// How many parsed tools may wait for the compiler (bounds the memory read ahead).
+const AHEAD: usize = 64;
+
+/// Reads `texts` on a second thread, handing what it read to `each` on this thread as
+/// `(index of the text, what)`, in order; the compile runs while the next tools parse.
+pub fn read_all(texts: &[&str], mut each: impl FnMut(usize, Parsed)) {
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel(AHEAD);
+        scope.spawn(move || {
+            for (i, text) in texts.iter().enumerate() {
+                // A send fails only when the compiler stopped listening: then stop too.
+                if tx.send((i, Parsed::File(LineIndex::new(text)))).is_err() {
+                    return;
+                }
+                let read = read(text, |offset, raw| {
+                    let _ = tx.send((i, Parsed::Tool(offset, Box::new(raw))));
+                });
+                if let Err((offset, e)) = read {
+                    let _ = tx.send((i, Parsed::Error(offset, e)));
+                }
+            }
+        });
+        for (i, parsed) in rx {
+            each(i, parsed);
+        }
+    });
 }
 
 #[cfg(test)]
