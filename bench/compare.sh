@@ -1,0 +1,271 @@
+#!/usr/bin/env bash
+# The published comparison (issue 12), in one run on any Debian-like machine:
+#   an nginx upstream answering hosting's billing catalog list (a ~300-byte JSON array),
+#   that upstream directly, an nginx reverse proxy (keepalive) in front of it, the broker
+#   (`POST /` and `POST /mcp` calling hosting.billing_get_catalog_item_list_v1, and the
+#   local tool portal.check_connection), and a peer OpenAPI-to-MCP server (FastMCP
+#   `from_openapi`, from PyPI) proxying the same upstream.
+# Figures: saturation (wrk, 1 thread, 32 connections), fixed rate (p50/p99 at 1k and
+# 5k req/s, open loop: engine/examples/rate.rs), the broker's start-up time and resident
+# memory, and memory across a soak at saturation. Writes bench/RESULTS.md (or $OUT).
+#
+#   bench/compare.sh                 # 10 s per saturation run, 10 s per rate, 60 s soak
+#   SECONDS_PER_RUN=5 SOAK_SECONDS=20 bench/compare.sh
+#
+# Installs nginx-light and wrk with apt-get when absent (as root, or with sudo), FastMCP
+# into target/bench/venv. Everything listens on 127.0.0.1 and every run is bounded.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+run_s=${SECONDS_PER_RUN:-10}
+soak_s=${SOAK_SECONDS:-60}
+out=${OUT:-bench/RESULTS.md}
+fastmcp_version=4.1.2
+
+need_apt=()
+command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || need_apt+=(nginx-light)
+command -v wrk >/dev/null || need_apt+=(wrk)
+if ((${#need_apt[@]})); then
+  sudo=""
+  [[ $(id -u) -ne 0 ]] && sudo=sudo
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${need_apt[@]}"
+fi
+nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+venv=target/bench/venv
+if [[ ! -x $venv/bin/python ]] || ! $venv/bin/python -c "import fastmcp" 2>/dev/null; then
+  python3 -m venv "$venv"
+  $venv/bin/pip install -q "fastmcp==$fastmcp_version"
+fi
+cargo build --release -q -p tool-broker --bin tool-broker --example rate
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  [[ -f $work/nginx.pid ]] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_for() { # url [extra curl args...]
+  for _ in $(seq 1 3000); do
+    if curl -fs -o /dev/null "$@"; then return 0; fi
+    sleep 0.01
+  done
+  echo "not ready: $*" >&2
+  return 1
+}
+rss_mb() { awk '/VmRSS/ {printf "%d", $2/1024}' "/proc/$1/status"; }
+
+up_port=$(free_port)
+proxy_port=$(free_port)
+broker_port=$(free_port)
+peer_port=$(free_port)
+answer='[{"id":"hostingercom-domain-com","name":".COM Domain","category":"DOMAIN","metadata":null,"prices":[{"id":"hostingercom-domain-com-usd-1y","name":".COM (1 year)","currency":"USD","price":1799,"first_period_price":999,"period":1,"period_unit":"year"}]},{"id":"vps-kvm-2","name":"KVM 2","category":"VPS","metadata":null,"prices":[]}]'
+
+cat > "$work/nginx.conf" <<EOF
+worker_processes auto;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log warn;
+daemon on;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  client_body_temp_path $work/body;
+  proxy_temp_path $work/proxy;
+  fastcgi_temp_path $work/fastcgi;
+  uwsgi_temp_path $work/uwsgi;
+  scgi_temp_path $work/scgi;
+  upstream billing { server 127.0.0.1:$up_port; keepalive 64; }
+  server {
+    listen 127.0.0.1:$up_port;
+    location / { default_type application/json; return 200 '$answer'; }
+  }
+  server {
+    listen 127.0.0.1:$proxy_port;
+    location / {
+      proxy_pass http://billing;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }
+}
+EOF
+"$nginx_bin" -c "$work/nginx.conf" -p "$work"
+wait_for "http://127.0.0.1:$up_port/api/billing/v1/catalog"
+wait_for "http://127.0.0.1:$proxy_port/api/billing/v1/catalog"
+
+# The broker: the whole catalog, hosting pointed at the nginx upstream, SQLite store.
+key=tb_bench_key
+started=$(date +%s%N)
+TOOL_BROKER_API_KEY=$key TOOL_BROKER_UPSTREAM_HOSTING="http://127.0.0.1:$up_port" \
+  TOOL_BROKER_LOG=warn target/release/tool-broker serve --listen "127.0.0.1:$broker_port" \
+  --data-dir "$work/broker" > "$work/broker.log" 2>&1 &
+broker_pid=$!
+pids+=("$broker_pid")
+wait_for "http://127.0.0.1:$broker_port/readyz"
+ready_ms=$((($(date +%s%N) - started) / 1000000))
+rss_start=$(rss_mb "$broker_pid")
+
+$venv/bin/python bench/fastmcp_peer.py "$up_port" "$peer_port" > "$work/peer.log" 2>&1 &
+pids+=("$!")
+
+call='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hosting.billing_get_catalog_item_list_v1","arguments":{}}}'
+local_call='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"portal.check_connection","arguments":{}}}'
+peer_call='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"billing_getCatalogItemListV1","arguments":{}}}'
+auth=("authorization: Bearer $key" "x-hosting-api-key: hk_bench" "content-type: application/json")
+mcp=("accept: application/json, text/event-stream" "mcp-protocol-version: 2025-11-25")
+wait_for -X POST "http://127.0.0.1:$peer_port/mcp" -H "content-type: application/json" \
+  -H "${mcp[0]}" --data "$peer_call"
+
+# name|url|body|headers (joined by ^)
+join() { local IFS='^'; echo "$*"; }
+targets=(
+  "upstream directly|http://127.0.0.1:$up_port/api/billing/v1/catalog||"
+  "nginx reverse proxy (keepalive)|http://127.0.0.1:$proxy_port/api/billing/v1/catalog||"
+  "broker \`POST /\` proxied read|http://127.0.0.1:$broker_port/|$call|$(join "${auth[@]}")"
+  "broker \`POST /mcp\` proxied read|http://127.0.0.1:$broker_port/mcp|$call|$(join "${auth[@]}" "${mcp[@]}")"
+  "broker local \`portal.check_connection\`|http://127.0.0.1:$broker_port/|$local_call|$(join "${auth[@]}")"
+  "FastMCP $fastmcp_version \`from_openapi\` (one process)|http://127.0.0.1:$peer_port/mcp|$peer_call|$(join "content-type: application/json" "${mcp[@]}")"
+)
+
+# Every target must answer 200 with the expected content before it is measured.
+check() { # url body headers
+  local args=(-fsS -o "$work/check.out")
+  local h
+  IFS='^' read -r -a hs <<< "$3"
+  for h in "${hs[@]}"; do [[ -n $h ]] && args+=(-H "$h"); done
+  [[ -n $2 ]] && args+=(-X POST --data "$2")
+  curl "${args[@]}" "$1"
+  grep -q -E 'hostingercom-domain-com|"services"|ready' "$work/check.out" || {
+    echo "unexpected answer from $1: $(head -c 300 "$work/check.out")" >&2
+    return 1
+  }
+}
+
+cat > "$work/wrk.lua" <<'EOF'
+wrk.method = os.getenv("WRK_METHOD")
+wrk.body = os.getenv("WRK_BODY")
+for line in string.gmatch(os.getenv("WRK_HEADERS") or "", "[^^]+") do
+  local name, value = line:match("^([^:]+):%s*(.*)$")
+  wrk.headers[name] = value
+end
+EOF
+
+saturation() { # url body headers -> "req/s p50 p99"
+  local method=GET
+  [[ -n $2 ]] && method=POST
+  WRK_METHOD=$method WRK_BODY=$2 WRK_HEADERS=$3 wrk -t1 -c32 -d"${run_s}s" --latency \
+    -s "$work/wrk.lua" "$1" > "$work/wrk.out"
+  if grep -q -E "Non-2xx|Socket errors" "$work/wrk.out"; then
+    grep -E "Non-2xx|Socket errors" "$work/wrk.out" >&2
+  fi
+  awk '/Requests\/sec/ {rps=$2} / 50%/ {p50=$2} / 99%/ {p99=$2} END {printf "%.0f %s %s", rps, p50, p99}' "$work/wrk.out"
+}
+
+fixed_rate() { # rate url body headers -> "p50_ms p99_ms errors"
+  local args=(--url "$2" --rate "$1" --seconds "$run_s" --connections 32)
+  [[ -n $3 ]] && args+=(--method POST --body "$3")
+  local h
+  IFS='^' read -r -a hs <<< "$4"
+  for h in "${hs[@]}"; do [[ -n $h ]] && args+=(--header "$h"); done
+  target/release/examples/rate "${args[@]}" |
+    sed -E 's/.* errors=([0-9]+) achieved=([0-9.]+) p50_us=([0-9]+) p99_us=([0-9]+).*/\3 \4 \1 \2/' |
+    awk '{printf "%.2f ms %.2f ms %d %.0f", $1/1000, $2/1000, $3, $4}'
+}
+
+field() { echo "$1" | awk -v i="$2" '{print $i}'; }
+declare -A sat fixed1 fixed5
+for t in "${targets[@]}"; do
+  IFS='|' read -r name url body headers <<< "$t"
+  check "$url" "$body" "$headers"
+  echo "== $name" >&2
+  saturation "$url" "$body" "$headers" > /dev/null # warm-up
+  sat[$name]=$(saturation "$url" "$body" "$headers")
+  # A fixed rate above what the target sustains measures only its queue: not run.
+  fixed1[$name]="- - - - - -" fixed5[$name]="- - - - - -"
+  rps=$(field "${sat[$name]}" 1)
+  ((rps > 1100)) && fixed1[$name]=$(fixed_rate 1000 "$url" "$body" "$headers")
+  ((rps > 5500)) && fixed5[$name]=$(fixed_rate 5000 "$url" "$body" "$headers")
+  echo "   saturation ${sat[$name]} | 1k ${fixed1[$name]} | 5k ${fixed5[$name]}" >&2
+done
+rss_after_runs=$(rss_mb "$broker_pid")
+
+# Soak: the proxied read at saturation for soak_s seconds, memory sampled each second.
+IFS='|' read -r _ url body headers <<< "${targets[2]}"
+soak_before=$(rss_mb "$broker_pid")
+(WRK_METHOD=POST WRK_BODY=$body WRK_HEADERS=$headers wrk -t1 -c32 -d"${soak_s}s" \
+  -s "$work/wrk.lua" "$url" > "$work/soak.out") &
+soak=$!
+soak_max=$soak_before
+while kill -0 "$soak" 2>/dev/null; do
+  m=$(rss_mb "$broker_pid")
+  ((m > soak_max)) && soak_max=$m
+  sleep 1
+done
+wait "$soak"
+soak_after=$(rss_mb "$broker_pid")
+soak_rps=$(awk '/Requests\/sec/ {printf "%.0f", $2}' "$work/soak.out")
+
+ms() { [[ $1 == - ]] && echo - || echo "$1 ms"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}'; }
+proxy_name="nginx reverse proxy (keepalive)"
+broker_name="broker \`POST /\` proxied read"
+mcp_name="broker \`POST /mcp\` proxied read"
+local_name="broker local \`portal.check_connection\`"
+peer_name="FastMCP $fastmcp_version \`from_openapi\` (one process)"
+
+{
+  echo "# Benchmark results"
+  echo
+  echo "Written by \`bench/compare.sh\` (SECONDS_PER_RUN=$run_s, SOAK_SECONDS=$soak_s) on $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
+  echo "Rerun it before comparing figures from another machine; nothing in \`cargo test\` asserts on timing."
+  echo
+  echo "## Machine"
+  echo
+  echo "- CPU: $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo), $(nproc) cores available"
+  echo "- memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo); kernel $(uname -r)"
+  echo "- $(rustc --version); $("$nginx_bin" -v 2>&1 | sed 's/.*: //'); $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}'); FastMCP $fastmcp_version on $($venv/bin/python --version)"
+  echo "- everything on loopback, sharing the same cores: the load generator, nginx, the broker and the peer"
+  echo
+  echo "The upstream is nginx answering a $(printf '%s' "$answer" | wc -c)-byte JSON array for \`GET /api/billing/v1/catalog\`; the broker calls it"
+  echo "as \`hosting.billing_get_catalog_item_list_v1\` (argument validation, request rendering, the"
+  echo "caller's key as a header, redaction, the envelope); the peer is FastMCP's \`from_openapi\` over"
+  echo "the same operation (stateless streamable HTTP, JSON answers)."
+  echo
+  echo "## Saturation and fixed rate"
+  echo
+  echo "Saturation: \`wrk -t1 -c32 -d${run_s}s --latency\` after a warm-up run of the same length."
+  echo "Fixed rate: \`target/release/examples/rate --rate R --connections 32 --seconds $run_s\` (open loop;"
+  echo "a request's latency counts from when it was due, so queueing behind a slow server is counted)."
+  echo "The last column is the rate the target sustained at the 5k setting; \`-\`: the target saturates"
+  echo "below that rate (a fixed rate above it measures only the queue, so it is not run)."
+  echo
+  echo "| target | req/s | p50 | p99 | p50 @ 1k/s | p99 @ 1k/s | p50 @ 5k/s | p99 @ 5k/s | achieved @ 5k/s |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+  for t in "${targets[@]}"; do
+    IFS='|' read -r name _ <<< "$t"
+    s=${sat[$name]} a=${fixed1[$name]} b=${fixed5[$name]}
+    echo "| $name | $(field "$s" 1) | $(field "$s" 2) | $(field "$s" 3) | $(ms "$(field "$a" 1)") | $(ms "$(field "$a" 3)") | $(ms "$(field "$b" 1)") | $(ms "$(field "$b" 3)") | $(field "$b" 6) |"
+  done
+  echo
+  echo "## Against the goals"
+  echo
+  echo "| goal | figure |"
+  echo "|---|---|"
+  echo "| proxied read >= 0.8x the nginx reverse proxy | $(ratio "$(field "${sat[$broker_name]}" 1)" "$(field "${sat[$proxy_name]}" 1)")x |"
+  echo "| p99 at 5k req/s within 2x the proxy's | broker $(field "${fixed5[$broker_name]}" 3) ms, proxy $(field "${fixed5[$proxy_name]}" 3) ms |"
+  echo "| a local tool >= 50k req/s | $(field "${sat[$local_name]}" 1) req/s |"
+  echo "| \`POST /mcp\` within 5% of \`POST /\` | $(ratio "$(field "${sat[$mcp_name]}" 1)" "$(field "${sat[$broker_name]}" 1)")x |"
+  echo "| start-up with the whole catalog < 300 ms | ${ready_ms} ms from spawn to a ready \`/readyz\` |"
+  echo "| resident < 100 MB after start | ${rss_start} MB |"
+  echo "| flat (within 10%) across ${soak_s} s at saturation | ${soak_before} MB before, ${soak_max} MB at most, ${soak_after} MB after (${soak_rps} req/s) |"
+  echo "| against the peer | $(ratio "$(field "${sat[$mcp_name]}" 1)" "$(field "${sat[$peer_name]}" 1)")x FastMCP's throughput on the MCP door |"
+  echo
+  echo "Resident memory after all the runs above (before the soak): ${rss_after_runs} MB."
+} > "$out"
+cat "$out"
