@@ -104,9 +104,15 @@ pub fn compile_with(
                 return;
             };
             let (offset, raw) = match parsed {
-                Parsed::File(index) => return lines = index,
-                Parsed::Error(offset, e) => return c.parse_error(file, &lines, offset, &e),
                 Parsed::Tool(offset, raw) => (offset, raw),
+                Parsed::File(index) => {
+                    lines = index;
+                    return;
+                }
+                Parsed::Error(offset, e) => {
+                    c.parse_error(file, &lines, offset, &e);
+                    return;
+                }
             };
             let line = lines.line(offset + raw.name.span().start);
             let full = format!("{}.{}", service.0.id, raw.name.get_ref());
