@@ -20,6 +20,9 @@
     reason = "a load tool stops on a broken setup"
 )]
 
+#[path = "support/latencies.rs"]
+mod latencies;
+
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -29,6 +32,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use latencies::Latencies;
 
 const KEY: &str = "tb_load_test_key";
 
@@ -78,10 +82,10 @@ async fn start_stub() -> SocketAddr {
 
 struct Figures {
     requests: usize,
-    errors: usize,
+    errors: u64,
     rps: f64,
-    p50_us: u128,
-    p99_us: u128,
+    p50_us: u64,
+    p99_us: u64,
 }
 
 async fn drive(
@@ -102,13 +106,13 @@ async fn drive(
                 .build()
                 .unwrap();
             let mut latencies = Vec::new();
-            let mut errors = 0;
-            while Instant::now() < deadline && latencies.len() + errors < per_task {
+            let mut errors = 0u64;
+            while Instant::now() < deadline && latencies.len() + (errors as usize) < per_task {
                 let t = Instant::now();
                 match make(&client).send().await {
                     Ok(r) if r.status().is_success() => {
                         let _ = r.bytes().await;
-                        latencies.push(t.elapsed().as_micros());
+                        latencies.push(t.elapsed().as_micros() as u64);
                     }
                     _ => errors += 1,
                 }
@@ -116,26 +120,14 @@ async fn drive(
             (latencies, errors)
         }));
     }
-    let mut all = Vec::new();
-    let mut errors = 0;
-    for t in tasks {
-        let (l, e) = t.await.unwrap();
-        all.extend(l);
-        errors += e;
-    }
+    let all = Latencies::gather(tasks).await;
     let elapsed = started.elapsed().as_secs_f64();
-    all.sort_unstable();
-    let pct = |p: f64| {
-        all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or(0)
-    };
     Figures {
-        requests: all.len(),
-        errors,
-        rps: all.len() as f64 / elapsed,
-        p50_us: pct(0.50),
-        p99_us: pct(0.99),
+        requests: all.count(),
+        errors: all.errors,
+        rps: all.count() as f64 / elapsed,
+        p50_us: all.percentile(0.50),
+        p99_us: all.percentile(0.99),
     }
 }
 

@@ -24,9 +24,14 @@
     reason = "a load tool stops on a broken setup"
 )]
 
+#[path = "support/latencies.rs"]
+mod latencies;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+use latencies::Latencies;
 
 struct Options {
     url: String,
@@ -133,28 +138,17 @@ async fn main() {
             (latencies, errors)
         }));
     }
-    let (mut all, mut errors) = (Vec::new(), 0);
-    for w in workers {
-        let (l, e) = w.await.unwrap();
-        all.extend(l);
-        errors += e;
-    }
+    let all = Latencies::gather(workers).await;
     let elapsed = start.elapsed().as_secs_f64();
-    all.sort_unstable();
-    let pct = |p: f64| {
-        all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or(0)
-    };
     println!(
         "rate={} planned={} ok={} errors={} achieved={:.1} p50_us={} p99_us={} max_us={}",
         o.rate,
         total,
-        all.len(),
-        errors,
-        all.len() as f64 / elapsed,
-        pct(0.50),
-        pct(0.99),
-        all.last().copied().unwrap_or(0)
+        all.count(),
+        all.errors,
+        all.count() as f64 / elapsed,
+        all.percentile(0.50),
+        all.percentile(0.99),
+        all.max()
     );
 }

@@ -191,10 +191,7 @@ impl Keys {
 pub fn generate_key() -> Result<String, String> {
     let mut bytes = [0u8; 24];
     getrandom::fill(&mut bytes).map_err(|e| format!("no randomness available: {e}"))?;
-    Ok(format!(
-        "tb_{}",
-        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
-    ))
+    Ok(format!("tb_{}", crate::identity::hex(&bytes)))
 }
 
 #[cfg(test)]

@@ -10,7 +10,6 @@
 //! is `confirmation_required` with its reason and sends nothing.
 
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::catalog::Tool;
 use crate::descriptor::ConfirmationMode;
@@ -119,10 +118,7 @@ pub fn digest(tool: &Tool, args: Option<&Map<String, Value>>, rules: &Confirmati
     }
     // serde_json maps are ordered by key: the text is canonical.
     let text = Value::Object(bound).to_string();
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::identity::sha256_hex(text.as_bytes())
 }
 
 /// Whether a call asks to run (rather than to be previewed): the flag its confirmation
@@ -194,7 +190,7 @@ pub async fn seal_claims(
     let id: String = {
         let mut buf = [0u8; 16];
         let _ = getrandom::fill(&mut buf);
-        buf.iter().map(|b| format!("{b:02x}")).collect()
+        crate::identity::hex(&buf)
     };
     let claims = json!({
         "id": id,

@@ -1356,13 +1356,9 @@ pub async fn audit_decision(broker: &Broker, id: &str, approver: &str, approve: 
 
 /// sha256 (hex) of the canonical JSON of a call's arguments (absent counts as `{}`).
 fn audit_hash(arguments: Option<&Value>) -> String {
-    use sha2::{Digest, Sha256};
     let empty = Value::Object(Map::new());
     let text = crate::identity::canonical_json(arguments.unwrap_or(&empty));
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::identity::sha256_hex(text.as_bytes())
 }
 
 fn elapsed_ms(started: Instant) -> u64 {

@@ -68,7 +68,8 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
-fn hex(digest: &[u8]) -> String {
+/// Lowercase hex of bytes (digests, random ids).
+pub fn hex(digest: &[u8]) -> String {
     let mut out = String::with_capacity(64);
     for b in digest {
         let _ = std::fmt::Write::write_fmt(&mut out, format_args!("{b:02x}"));

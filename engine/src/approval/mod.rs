@@ -203,7 +203,7 @@ pub async fn ask(
     if getrandom::fill(&mut raw).is_err() {
         return CallError::internal();
     }
-    let id: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+    let id = crate::identity::hex(&raw);
     let now = broker.now();
     let ttl = i64::try_from(broker.approval_ttl_seconds).unwrap_or(i64::MAX);
     let expires_ms = now

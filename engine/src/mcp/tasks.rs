@@ -98,7 +98,7 @@ fn runs_as_task(tool: &Tool, input: &CallInput<'_>) -> bool {
 fn new_id() -> String {
     let mut raw = [0u8; 16];
     let _ = getrandom::fill(&mut raw);
-    raw.iter().map(|b| format!("{b:02x}")).collect()
+    crate::identity::hex(&raw)
 }
 
 fn iso(ms: i64) -> String {

@@ -13,7 +13,6 @@
 //! upstream cannot hold one; the webhook's own proof is the authentication.
 
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::call::Broker;
@@ -164,10 +163,7 @@ fn verify(
 }
 
 fn hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::identity::sha256_hex(bytes)
 }
 
 /// Handles one callback whose body has been read (at most `MAX_BODY_BYTES + 1` bytes).
