@@ -533,17 +533,20 @@ impl Catalog {
     }
 }
 
-/// Builds the validator of an argument schema. The compiler builds every tool's once,
-/// so a schema that does not build is reported with its file and line at compile time,
-/// then drops it: a built validator is about 20 KB, 37 MB for the whole catalog, and a
+/// Builds the validator of an argument schema. The compiler checks that every tool's
+/// builds ([`crate::schema_check`]), so a schema that does not build is reported with its
+/// file and line at compile time, and keeps none: a built validator is about 20 KB, 37 MB for the whole catalog, and a
 /// served broker builds one only for the tools it is asked to run (same schema, same
 /// options, so it cannot fail then where it passed at compile time).
 pub fn argument_validator(
     schema: &Value,
 ) -> Result<jsonschema::Validator, jsonschema::ValidationError<'_>> {
-    jsonschema::options()
-        .should_validate_formats(true)
-        .build(schema)
+    argument_options().build(schema)
+}
+
+/// The options every argument validator is built with (formats are checked).
+pub fn argument_options<'i>() -> jsonschema::ValidationOptions<'i> {
+    jsonschema::options().should_validate_formats(true)
 }
 
 impl Tool {

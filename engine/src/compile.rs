@@ -68,6 +68,7 @@ pub fn compile_with(
     sources: &Sources,
     options: Options,
 ) -> Result<(Catalog, BTreeMap<String, serde_json::Value>), Diagnostics> {
+    let started = std::time::Instant::now();
     let mut definitions = BTreeMap::new();
     let mut c = Compiler {
         sources,
@@ -140,9 +141,15 @@ pub fn compile_with(
                 args_lines.push(args_line);
             }
         });
-        for (file, line, message) in schema_problems(&tools, &args_lines) {
+        let compiled = started.elapsed();
+        for (file, line, message) in crate::schema_check::problems(&tools, &args_lines) {
             c.diags.push(&file, line, message);
         }
+        tracing::debug!(
+            tools_ms = compiled.as_millis() as u64,
+            schemas_ms = (started.elapsed() - compiled).as_millis() as u64,
+            "tools compiled and their schemas checked"
+        );
     }
     for tool in &tools {
         // Step tools of multi-step hooks: raw HTTP tools of the same service, of the
@@ -289,62 +296,6 @@ pub fn compile_with(
             Err(diags)
         }
     }
-}
-
-/// Every tool's argument and output schemas that are not valid JSON Schema, as
-/// `(file, line, message)`. The validators are built (on as many threads as the machine
-/// has cores, up to four) and dropped: a tool builds its own on its first call.
-fn schema_problems(tools: &[Tool], args_lines: &[usize]) -> Vec<(String, usize, String)> {
-    let check = |tools: &[Tool], args_lines: &[usize]| {
-        let mut found = Vec::new();
-        for (tool, &args_line) in tools.iter().zip(args_lines) {
-            let full = &tool.full_name;
-            if let Err(e) = crate::catalog::argument_validator(&tool.arguments) {
-                found.push((
-                    tool.source.0.clone(),
-                    args_line,
-                    format!(
-                        "tool `{full}`: the argument schema is not a valid JSON Schema: {}",
-                        e.masked()
-                    ),
-                ));
-            }
-            if let Some(output) = &tool.output
-                && let Err(e) = jsonschema::validator_for(output)
-            {
-                found.push((
-                    tool.source.0.clone(),
-                    tool.source.1,
-                    format!(
-                        "tool `{full}`: the output schema is not a valid JSON Schema: {}",
-                        e.masked()
-                    ),
-                ));
-            }
-        }
-        found
-    };
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4));
-    let size = tools.len().div_ceil(threads).max(1);
-    std::thread::scope(|scope| {
-        let running: Vec<_> = tools
-            .chunks(size)
-            .zip(args_lines.chunks(size))
-            .map(|(tools, lines)| scope.spawn(move || check(tools, lines)))
-            .collect();
-        running
-            .into_iter()
-            .flat_map(|r| {
-                r.join().unwrap_or_else(|_| {
-                    vec![(
-                        String::new(),
-                        0,
-                        "the schema check stopped unexpectedly".into(),
-                    )]
-                })
-            })
-            .collect()
-    })
 }
 
 /// Service id from a path `catalog/<id>/...`.

@@ -51,6 +51,7 @@ pub mod response;
 pub mod rules;
 pub mod sample;
 pub mod schema;
+pub mod schema_check;
 pub mod seal;
 pub mod search;
 pub mod server;
