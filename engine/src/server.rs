@@ -182,12 +182,18 @@ fn over_cap_body(broker: &Broker) -> Value {
 }
 
 fn json_response(status: u16, body: &Value, extra: &[(&'static str, String)]) -> HttpResponse {
-    json_text_response(status, body.to_string(), extra)
+    // Straight into bytes: `Value`'s `Display` goes through `fmt` and is slower.
+    let text = serde_json::to_vec(body).unwrap_or_default();
+    json_text_response(status, text, extra)
 }
 
 /// A JSON answer whose text is already serialised.
-fn json_text_response(status: u16, body: String, extra: &[(&'static str, String)]) -> HttpResponse {
-    let mut response = hyper::Response::new(Full::new(Bytes::from(body)));
+fn json_text_response(
+    status: u16,
+    body: impl Into<Bytes>,
+    extra: &[(&'static str, String)],
+) -> HttpResponse {
+    let mut response = hyper::Response::new(Full::new(body.into()));
     *response.status_mut() =
         StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let headers = response.headers_mut();

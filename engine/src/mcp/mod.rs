@@ -150,7 +150,14 @@ fn list_result(id: &Value, page: &[&tools::EntryText], rest: &Map<String, Value>
 fn result(id: &Value, result: Value) -> Reply {
     Reply {
         status: 200,
-        body: Some(json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string()),
+        body: Some(
+            serde_json::to_string(&crate::envelope::object([
+                ("jsonrpc", json!("2.0")),
+                ("id", id.clone()),
+                ("result", result),
+            ]))
+            .unwrap_or_default(),
+        ),
         headers: Vec::new(),
     }
 }
