@@ -1091,7 +1091,7 @@ impl Broker {
                     truncate(&mut data, budget)
                 };
                 if let Some(raw) = raw {
-                    data = json!({ "data": data, "raw": raw });
+                    data = crate::envelope::object([("data", data), ("raw", raw)]);
                 }
                 Ok(Exec {
                     data,
@@ -1227,7 +1227,11 @@ impl Broker {
             }),
         );
         Exec {
-            data: json!({ "dryRun": true, "request": request, "nextAction": next }),
+            data: crate::envelope::object([
+                ("dryRun", Value::Bool(true)),
+                ("request", request),
+                ("nextAction", Value::String(next.clone())),
+            ]),
             dry_run: true,
             redacted: (redacted > 0).then_some(redacted),
             next_action: Some(next),

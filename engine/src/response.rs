@@ -126,7 +126,7 @@ fn cap(body: Value, max: usize) -> Value {
     }
     let text = body.to_string();
     if text.len() <= max {
-        return json!({ "upstreamBody": body });
+        return crate::envelope::object([("upstreamBody", body)]);
     }
     let mut end = max;
     while !text.is_char_boundary(end) {

@@ -110,12 +110,15 @@ pub fn runtime_health(
     };
     Ok(Exec {
         summary: Some(format!("{} runtime health: {status}", service.id)),
-        data: json!({
-            "status": status,
-            "readiness": readiness,
-            "observed": observed,
-            "note": "observed since this broker process started; the upstream is not probed",
-        }),
+        data: crate::envelope::object([
+            ("status", json!(status)),
+            ("readiness", readiness),
+            ("observed", observed),
+            (
+                "note",
+                json!("observed since this broker process started; the upstream is not probed"),
+            ),
+        ]),
         ..Exec::default()
     })
 }

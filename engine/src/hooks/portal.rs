@@ -133,12 +133,12 @@ pub fn check_connection(
             catalog.snapshot_id,
             if count == 1 { "" } else { "s" }
         )),
-        data: json!({
-            "authenticated": true,
-            "catalogReady": true,
-            "snapshotId": catalog.snapshot_id,
-            "services": services,
-        }),
+        data: crate::envelope::object([
+            ("authenticated", Value::Bool(true)),
+            ("catalogReady", Value::Bool(true)),
+            ("snapshotId", json!(catalog.snapshot_id)),
+            ("services", Value::Array(services)),
+        ]),
         resource: Some(json!({ "snapshotId": catalog.snapshot_id })),
         ..Exec::default()
     })
