@@ -444,24 +444,34 @@ pub(crate) async fn run_call(broker: &Broker, input: CallInput<'_>) -> crate::en
     }
 }
 
-/// A `CallToolResult` as JSON text, written by hand so the envelope is serialised
-/// once: the same text is `structuredContent` and, as a JSON string, `content[0].text`.
+/// A `CallToolResult` as JSON text (see [`write_tool_result`]).
 pub(crate) fn tool_result(envelope: &Value, modern: bool) -> String {
+    let mut out = Vec::new();
+    write_tool_result(&mut out, envelope, modern);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Appends a `CallToolResult` to `out`, written by hand so the envelope is serialised
+/// once: the same text is `structuredContent` and, as a JSON string, `content[0].text`.
+fn write_tool_result(out: &mut Vec<u8>, envelope: &Value, modern: bool) {
     let ok = envelope.get("ok") == Some(&Value::Bool(true));
-    let text = envelope.to_string();
-    let quoted = serde_json::to_string(&text).unwrap_or_else(|_| "\"\"".into());
-    let modern_fields = if modern {
-        format!(
-            r#","resultType":"complete","_meta":{}"#,
-            json!({ SERVER_INFO_KEY: server_info() })
-        )
+    // Serialising a `Value` or a `&str` into a `Vec` cannot fail.
+    let text = serde_json::to_vec(envelope).unwrap_or_default();
+    out.reserve(2 * text.len() + 160);
+    out.extend_from_slice(br#"{"content":[{"type":"text","text":"#);
+    let _ = serde_json::to_writer(&mut *out, std::str::from_utf8(&text).unwrap_or_default());
+    out.extend_from_slice(br#"}],"structuredContent":"#);
+    out.extend_from_slice(&text);
+    out.extend_from_slice(if ok {
+        br#","isError":false"#
     } else {
-        String::new()
-    };
-    format!(
-        r#"{{"content":[{{"type":"text","text":{quoted}}}],"structuredContent":{text},"isError":{}{modern_fields}}}"#,
-        !ok,
-    )
+        br#","isError":true"#
+    });
+    if modern {
+        out.extend_from_slice(br#","resultType":"complete","_meta":"#);
+        let _ = serde_json::to_writer(&mut *out, &json!({ SERVER_INFO_KEY: server_info() }));
+    }
+    out.push(b'}');
 }
 
 /// Runs a call and answers its result (or its multi-round-trip step).
@@ -470,12 +480,15 @@ async fn call_reply(broker: &Broker, id: &Value, input: CallInput<'_>, modern: b
     if let Some(reply) = round(id, &response.body) {
         return reply;
     }
+    let mut out = Vec::with_capacity(512);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    let _ = serde_json::to_writer(&mut out, id);
+    out.extend_from_slice(br#","result":"#);
+    write_tool_result(&mut out, &response.body, modern);
+    out.push(b'}');
     Reply {
         status: 200,
-        body: Some(format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#,
-            tool_result(&response.body, modern)
-        )),
+        body: Some(String::from_utf8(out).unwrap_or_default()),
         headers: Vec::new(),
     }
 }
