@@ -758,7 +758,7 @@ impl ToolCompiler<'_, '_> {
             self.err(args_line, format!("tool `{full}`: the argument schema must be an object schema (`type = \"object\"`)"));
         }
         // Whether the argument and output schemas are valid JSON Schema is checked once
-        // every tool is compiled (`schema_problems`).
+        // every tool is compiled (`crate::schema_check`).
         let properties: BTreeSet<String> = arguments
             .get("properties")
             .and_then(Value::as_object)
