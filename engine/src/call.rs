@@ -65,6 +65,9 @@ pub struct Broker {
     pub(crate) webhooks: crate::webhook::keys::Receivers,
     /// Routing profiles: `(service, id, slug, key)`; keys never leave the broker.
     profiles: Vec<(String, String, String, String)>,
+    /// Each service's readiness that does not depend on the caller
+    /// (`hooks::check::readiness`), built on first use.
+    pub(crate) readiness: std::sync::OnceLock<BTreeMap<String, serde_json::Map<String, Value>>>,
     /// MCP `tools/list` entries of every catalog tool, built on first use.
     pub mcp_entries: std::sync::OnceLock<Vec<crate::mcp::tools::EntryText>>,
     /// Which browser origins may call (`allowed_origins`) and the Host rule.
@@ -358,6 +361,7 @@ impl Broker {
                 .confirmation_ttl_seconds
                 .unwrap_or(crate::bound::DEFAULT_TTL_SECONDS),
             profiles,
+            readiness: std::sync::OnceLock::new(),
             mcp_entries: std::sync::OnceLock::new(),
             origins,
             projection: [std::sync::OnceLock::new(), std::sync::OnceLock::new()],

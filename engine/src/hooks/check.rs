@@ -1,45 +1,97 @@
 //! `check_configuration`: a service's readiness as booleans and safe mode names only.
 //! Never a key, a header value or a URL: only whether each is present.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::call::{Broker, Exec, RequestCtx};
 use crate::catalog::{Service, Tool};
 use crate::error::CallError;
 
-/// Readiness of one service for this request.
+/// Readiness of one service for this request: the service's fixed part (built once,
+/// see [`fixed_part`]) and what depends on the caller and its headers.
 pub fn readiness(broker: &Broker, service: &Service, ctx: &RequestCtx<'_>) -> Value {
+    let mut map = broker
+        .readiness
+        .get_or_init(|| {
+            broker
+                .catalog
+                .services
+                .values()
+                .map(|s| (s.id.clone(), fixed_part(broker, s)))
+                .collect()
+        })
+        .get(&service.id)
+        .cloned()
+        .unwrap_or_else(|| fixed_part(broker, service));
+    map.insert(
+        "granted".into(),
+        json!(
+            ctx.principal
+                .services
+                .as_ref()
+                .is_none_or(|s| s.contains(&service.id))
+        ),
+    );
+    map.insert(
+        "credentialPresent".into(),
+        json!(
+            service.credential.is_none() || broker.upstream_key(&service.id, ctx.headers).is_some()
+        ),
+    );
+    // Who confirms this caller's writes (DECISIONS section 8).
+    map.insert(
+        "writeConfirmation".into(),
+        json!(ctx.principal.confirmation.as_str()),
+    );
+    if service.figures.records_jobs {
+        // Callbacks are received where the catalog has a [webhook] and the deployment
+        // its secret (a fetched public key may arrive while the broker runs).
+        map.insert(
+            "webhookReceiver".into(),
+            json!(crate::webhook::ready(broker, &service.id)),
+        );
+    }
+    if let Some(tenancy) = &service.tenancy {
+        map.insert(
+            "runtimeLocationPresent".into(),
+            json!(
+                service
+                    .context_headers
+                    .get(&tenancy.context)
+                    .is_some_and(|h| ctx.headers.contains_key(h.as_str()))
+            ),
+        );
+    }
+    Value::Object(map)
+}
+
+/// What a service's readiness says whoever calls: the catalog's figures and what the
+/// deployment configured (endpoint, server keys, settings, store, routing profiles),
+/// none of which changes while the broker runs. Built once per service, on first use.
+fn fixed_part(broker: &Broker, service: &Service) -> Map<String, Value> {
     let figures = service.figures;
     let key_mode = match &service.credential {
         None => "none",
         Some(c) if c.server_side && broker.has_server_key(&service.id) => "byok_or_server",
         Some(_) => "byok",
     };
-    let mut out = json!({
-        "serviceId": service.id,
-        "catalogVersion": service.catalog_version,
-        "toolCount": figures.tools,
-        "agentReadyCount": figures.agent_ready,
-        "granted": ctx.principal.services.as_ref().is_none_or(|s| s.contains(&service.id)),
-        "endpointConfigured": broker.base_url(&service.id).is_some(),
-        "keyMode": key_mode,
-        "credentialHeader": service.credential.as_ref().map(|c| c.header.clone()),
-        "credentialPresent": service.credential.is_none()
-            || broker.upstream_key(&service.id, ctx.headers).is_some(),
-        // Who confirms this caller's writes (DECISIONS section 8).
-        "writeConfirmation": ctx.principal.confirmation.as_str(),
-    });
-    let Some(map) = out.as_object_mut() else {
-        return out;
-    };
+    let mut map = Map::new();
+    map.insert("serviceId".into(), json!(service.id));
+    map.insert("catalogVersion".into(), json!(service.catalog_version));
+    map.insert("toolCount".into(), json!(figures.tools));
+    map.insert("agentReadyCount".into(), json!(figures.agent_ready));
+    map.insert(
+        "endpointConfigured".into(),
+        json!(broker.base_url(&service.id).is_some()),
+    );
+    map.insert("keyMode".into(), json!(key_mode));
+    map.insert(
+        "credentialHeader".into(),
+        json!(service.credential.as_ref().map(|c| &c.header)),
+    );
     if figures.records_jobs {
-        // Jobs are recorded in the durable store; callbacks are received where the
-        // catalog has a [webhook] and the deployment its secret.
+        // Jobs are recorded in the durable store.
         map.insert("jobStore".into(), json!(broker.store.kind()));
-        map.insert(
-            "webhookReceiver".into(),
-            json!(crate::webhook::ready(broker, &service.id)),
-        );
     }
     if let Some(tenancy) = &service.tenancy {
         let tenants = broker
@@ -55,15 +107,6 @@ pub fn readiness(broker: &Broker, service: &Service, ctx: &RequestCtx<'_>) -> Va
             "runtimeMode".into(),
             json!(if public { "public" } else { "private" }),
         );
-        map.insert(
-            "runtimeLocationPresent".into(),
-            json!(
-                service
-                    .context_headers
-                    .get(&tenancy.context)
-                    .is_some_and(|h| ctx.headers.contains_key(h.as_str()))
-            ),
-        );
     }
     if service
         .credential
@@ -75,7 +118,7 @@ pub fn readiness(broker: &Broker, service: &Service, ctx: &RequestCtx<'_>) -> Va
             json!(broker.profile_count(&service.id)),
         );
     }
-    out
+    map
 }
 
 /// The service a local check tool belongs to (compile guarantees it exists).
