@@ -86,8 +86,7 @@ pub fn key_of(
 /// and the caller's own text never leaves the broker.
 fn upstream_key(owner: &str, tool: &str, key: &str) -> String {
     let digest = Sha256::digest(format!("{owner}\u{1f}{tool}\u{1f}{key}").as_bytes());
-    let hex: String = digest.iter().take(20).map(|b| format!("{b:02x}")).collect();
-    format!("tb-{hex}")
+    format!("tb-{}", crate::identity::hex(&digest[..20]))
 }
 
 fn conflict(message: String) -> CallError {

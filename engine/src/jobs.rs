@@ -35,8 +35,7 @@ pub fn owner(principal: &str, upstream_key: Option<&str>) -> String {
     match upstream_key {
         Some(key) => {
             let digest = Sha256::digest(key.as_bytes());
-            let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
-            format!("{principal}:{hex}")
+            format!("{principal}:{}", crate::identity::hex(&digest[..8]))
         }
         None => principal.to_string(),
     }
