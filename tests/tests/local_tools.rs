@@ -162,3 +162,41 @@ async fn check_configuration_names_each_services_own_readiness() {
     assert_eq!(payments["routingProfiles"], 0, "{payments}");
     assert_eq!(payments["keyMode"], "byok");
 }
+
+/// Each service's readiness is partly built once per broker; what depends on the
+/// request (the caller's key header, its location header) must still follow each call.
+#[tokio::test]
+async fn readiness_follows_each_requests_headers_on_one_broker() {
+    let server = MockServer::start().await;
+    let broker = TestBroker::start(Setup::all_upstreams(&server.uri())).await;
+    let crm_of = |body: &Value| {
+        body["data"]["services"]
+            .as_array()
+            .and_then(|s| s.iter().find(|s| s["serviceId"] == "crm").cloned())
+            .unwrap_or_else(|| panic!("no crm in {body}"))
+    };
+    let (status, bare) = broker.call("portal.check_connection", json!({}), &[]).await;
+    assert_eq!(status, 200, "{bare}");
+    let headers = [("x-crm-api-key", "crm-key"), ("x-crm-location-id", "loc-1")];
+    let (status, with) = broker
+        .call("portal.check_connection", json!({}), &headers)
+        .await;
+    assert_eq!(status, 200, "{with}");
+    let (bare, with) = (crm_of(&bare), crm_of(&with));
+    assert_eq!(bare["credentialPresent"], false, "{bare}");
+    assert_eq!(bare["runtimeLocationPresent"], false, "{bare}");
+    assert_eq!(with["credentialPresent"], true, "{with}");
+    assert_eq!(with["runtimeLocationPresent"], true, "{with}");
+    // The fixed part is the same on both calls.
+    for key in [
+        "toolCount",
+        "catalogVersion",
+        "keyMode",
+        "endpointConfigured",
+    ] {
+        assert_eq!(bare[key], with[key], "{key}");
+    }
+    // And a second bare call after the one with headers forgets them.
+    let (_, again) = broker.call("portal.check_connection", json!({}), &[]).await;
+    assert_eq!(crm_of(&again)["credentialPresent"], false);
+}
