@@ -49,6 +49,9 @@ pub struct ServerBounds {
     /// the limit before the 413 answer, so a client that writes its whole body first
     /// reads the envelope; a larger body is answered at once and the connection closed.
     pub over_limit_drain_bytes: usize,
+    /// Serving threads of `tool-broker serve`, each owning the connections it accepts
+    /// and its upstream pool; 0 means one per CPU the process may use.
+    pub workers: usize,
 }
 
 impl Default for ServerBounds {
@@ -62,6 +65,7 @@ impl Default for ServerBounds {
             max_header_bytes: 64 * 1024,
             shutdown_grace_ms: 20_000,
             over_limit_drain_bytes: 4 * 1024 * 1024,
+            workers: 0,
         }
     }
 }
@@ -115,6 +119,7 @@ impl ServerBounds {
                 u64::MAX,
                 as_u64(d.max_headers),
             ),
+            ("workers", as_u64(self.workers), 0, 1024, as_u64(d.workers)),
             // hyper's smallest read buffer.
             (
                 "max_header_bytes",
@@ -142,6 +147,14 @@ impl ServerBounds {
     /// The body read timeout.
     pub fn body_read_timeout(&self) -> Duration {
         Duration::from_millis(self.body_read_timeout_ms)
+    }
+
+    /// The serving threads in effect: `workers`, or one per CPU the process may use.
+    pub fn worker_threads(&self) -> usize {
+        if self.workers > 0 {
+            return self.workers;
+        }
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
     }
 
     /// The shutdown grace period.

@@ -184,7 +184,7 @@ pub enum Action {
 #[derive(Debug)]
 pub struct HttpPlan {
     /// Method.
-    pub method: reqwest::Method,
+    pub method: hyper::Method,
     /// Path template as written.
     pub path: String,
     /// Path split into literals and placeholders.

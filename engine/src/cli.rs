@@ -741,7 +741,10 @@ fn serve_inner(
     // The catalog's text is not needed once compiled (about 6.5 MB).
     drop(sources);
     let compile_ms = started.elapsed().as_millis() as u64;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // This thread's runtime holds the store's pool, background work (webhook key
+    // refresh) and the signal handling; the calls are served by worker threads, each
+    // with its own runtime (`crate::server::serve_workers`).
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
@@ -770,8 +773,10 @@ fn serve_inner(
         let listener = tokio::net::TcpListener::bind(&listen)
             .await
             .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+        let workers = broker.bounds.worker_threads();
         tracing::info!(
             listen = %listen,
+            workers,
             snapshot = %broker.catalog.snapshot_id,
             tools = broker.catalog.tools.len(),
             catalog = %broker.catalog.origin,
@@ -801,7 +806,7 @@ fn serve_inner(
                 let _ = tokio::signal::ctrl_c().await;
             }
         };
-        crate::server::serve(Arc::new(broker), listener, shutdown)
+        crate::server::serve_workers(Arc::new(broker), listener, workers, shutdown)
             .await
             .map_err(|e| format!("server failed: {e}"))
     })

@@ -516,7 +516,7 @@ impl<'a> Compiler<'a> {
             }
             if let Some(cred) = &raw.credential
                 && (cred.header != cred.header.to_ascii_lowercase()
-                    || reqwest::header::HeaderName::from_bytes(cred.header.as_bytes()).is_err())
+                    || hyper::header::HeaderName::from_bytes(cred.header.as_bytes()).is_err())
             {
                 self.diags.push(
                     path,
@@ -533,7 +533,7 @@ impl<'a> Compiler<'a> {
                 .chain(raw.context_headers.values())
                 .chain(raw.idempotency_header.iter())
             {
-                if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                if hyper::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
                     self.diags
                         .push(path, 0, format!("`{name}` is not a valid header name"));
                 }
@@ -1050,7 +1050,7 @@ impl ToolCompiler<'_, '_> {
         let method_line = self.line(&http.method);
         let method = match http.method.get_ref().as_str() {
             m @ ("GET" | "POST" | "PUT" | "PATCH" | "DELETE" | "HEAD") => {
-                reqwest::Method::from_bytes(m.as_bytes()).ok()
+                hyper::Method::from_bytes(m.as_bytes()).ok()
             }
             other => {
                 self.c.diags.push_help(
@@ -1128,7 +1128,7 @@ impl ToolCompiler<'_, '_> {
                         "tool `{full}`: header `{k}` is set by the broker and cannot be mapped"
                     ),
                 );
-            } else if reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err() {
+            } else if hyper::header::HeaderName::from_bytes(k.as_bytes()).is_err() {
                 let l = self.line(v);
                 self.err(
                     l,
@@ -1166,7 +1166,7 @@ impl ToolCompiler<'_, '_> {
             (None, None) => None,
         };
         if body.is_some()
-            && matches!(method, Some(ref m) if m == reqwest::Method::GET || m == reqwest::Method::HEAD)
+            && matches!(method, Some(ref m) if m == hyper::Method::GET || m == hyper::Method::HEAD)
         {
             self.err(
                 method_line,

@@ -22,7 +22,7 @@ const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC
 #[derive(Debug, Clone, PartialEq)]
 pub struct RenderedRequest {
     /// Method.
-    pub method: reqwest::Method,
+    pub method: hyper::Method,
     /// Path with placeholders filled and percent-encoded.
     pub path: String,
     /// Query pairs in order, unencoded.

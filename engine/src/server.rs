@@ -33,134 +33,327 @@ use crate::error::{CallError, Classification};
 
 type HttpResponse = hyper::Response<Full<Bytes>>;
 
-/// Serves until `shutdown` completes, then drains: the listener closes (new connections
-/// are refused), `/readyz` answers 503, every connection finishes the calls it has in
-/// flight and closes, for up to the `[server]` `shutdown_grace_ms`.
+/// What every accept loop of one server shares: the broker, the connection cap, the
+/// connection builder and the stop signal.
+struct Serving {
+    broker: Arc<Broker>,
+    /// The broker listens on a loopback address (the Host rule of [`crate::origin`]
+    /// applies: DNS rebinding is the way in).
+    loopback: bool,
+    permits: Arc<tokio::sync::Semaphore>,
+    builder: hyper_util::server::conn::auto::Builder<TokioExecutor>,
+    /// "Connection refused at the cap" is logged at most once a second.
+    refused: crate::store::Every,
+    /// Flips to true when the server stops accepting.
+    stopped: tokio::sync::watch::Receiver<bool>,
+}
+
+impl Serving {
+    fn new(broker: Arc<Broker>, loopback: bool) -> (Arc<Self>, tokio::sync::watch::Sender<bool>) {
+        let bounds = &broker.bounds;
+        let permits = Arc::new(tokio::sync::Semaphore::new(bounds.max_connections));
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+        builder
+            .http1()
+            .max_headers(bounds.max_headers)
+            .max_buf_size(bounds.max_header_bytes);
+        builder
+            .http2()
+            .max_header_list_size(u32::try_from(bounds.max_header_bytes).unwrap_or(u32::MAX));
+        let serving = Self {
+            broker,
+            loopback,
+            permits,
+            builder,
+            refused: crate::store::Every::new(),
+            stopped,
+        };
+        (Arc::new(serving), stop)
+    }
+
+    /// Accepts until the server stops; `place` starts serving each connection.
+    async fn accept(self: Arc<Self>, listener: TcpListener, mut place: impl FnMut(Accepted)) {
+        let mut stop = self.stopped.clone();
+        loop {
+            let (stream, peer) = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok(pair) => pair,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        continue;
+                    }
+                },
+                _ = stop.wait_for(|stopped| *stopped) => break,
+            };
+            let Ok(permit) = self.permits.clone().try_acquire_owned() else {
+                self.broker.metrics.record_status(429);
+                if self.refused.due(self.broker.now().as_millisecond(), 1_000) {
+                    tracing::warn!(
+                        max_connections = self.broker.bounds.max_connections,
+                        "connection refused: the broker is at its connection cap (429)"
+                    );
+                }
+                tokio::spawn(crate::bounds::refuse_connection(
+                    stream,
+                    over_cap_body(&self.broker).to_string(),
+                ));
+                continue;
+            };
+            place(Accepted {
+                stream,
+                peer,
+                permit,
+            });
+        }
+    }
+
+    /// Serves one connection until it ends, its watchdog closes it, or a stop has let
+    /// its calls in flight finish.
+    async fn connection(self: Arc<Self>, accepted: Accepted) {
+        let Accepted {
+            stream,
+            peer,
+            permit: _permit,
+        } = accepted;
+        let broker = &self.broker;
+        let state = crate::bounds::ConnState::new();
+        let service = {
+            let broker = broker.clone();
+            let state = state.clone();
+            let loopback = self.loopback;
+            hyper::service::service_fn(move |req| {
+                let broker = broker.clone();
+                let in_flight = state.request();
+                async move {
+                    let response = handle(broker, req, loopback).await;
+                    drop(in_flight);
+                    Ok::<_, Infallible>(response)
+                }
+            })
+        };
+        let io = TokioIo::new(crate::bounds::Watched::new(stream, state.clone()));
+        let conn = self.builder.serve_connection(io, service);
+        tokio::pin!(conn);
+        let watchdog = crate::bounds::watchdog(state, &broker.bounds);
+        tokio::pin!(watchdog);
+        let mut stopped = self.stopped.clone();
+        let mut draining = false;
+        loop {
+            tokio::select! {
+                ended = conn.as_mut() => {
+                    if let Err(e) = ended {
+                        tracing::debug!(error = %e, "connection ended with an error");
+                    }
+                    break;
+                }
+                expired = &mut watchdog => {
+                    // Dropping the connection closes it.
+                    match expired {
+                        crate::bounds::Expired::Idle => tracing::debug!(%peer, "idle keep-alive connection closed"),
+                        crate::bounds::Expired::HeaderRead => tracing::info!(
+                            %peer,
+                            header_read_timeout_ms = broker.bounds.header_read_timeout_ms,
+                            "slow client closed: its request head did not arrive in time"
+                        ),
+                    }
+                    break;
+                }
+                changed = stopped.wait_for(|stopped| *stopped), if !draining => {
+                    draining = true;
+                    if changed.is_ok() {
+                        conn.as_mut().graceful_shutdown();
+                    }
+                }
+            }
+        }
+    }
+
+    /// After the accept loops have ended: `/readyz` goes false, every connection
+    /// finishes its calls in flight and closes, for up to the shutdown grace.
+    async fn drain(&self, stop: tokio::sync::watch::Sender<bool>) {
+        let bounds = &self.broker.bounds;
+        self.broker
+            .draining
+            .store(true, std::sync::atomic::Ordering::Release);
+        let open = bounds.max_connections - self.permits.available_permits();
+        tracing::info!(
+            open_connections = open,
+            grace_ms = bounds.shutdown_grace_ms,
+            "shutting down: no new connections; calls in flight may finish"
+        );
+        let _ = stop.send(true);
+        let all = u32::try_from(bounds.max_connections).unwrap_or(u32::MAX);
+        match tokio::time::timeout(bounds.shutdown_grace(), self.permits.acquire_many(all)).await {
+            Ok(_) => tracing::info!("every connection closed; stopped"),
+            Err(_) => tracing::warn!(
+                still_open = bounds.max_connections - self.permits.available_permits(),
+                "the shutdown grace ran out; the remaining connections are cut"
+            ),
+        }
+    }
+}
+
+/// An accepted connection holding its place under the cap.
+struct Accepted {
+    stream: tokio::net::TcpStream,
+    peer: std::net::SocketAddr,
+    permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+/// A connection on its way to a worker: the socket leaves the accepting runtime and is
+/// registered with the worker's.
+struct Handoff {
+    stream: std::net::TcpStream,
+    peer: std::net::SocketAddr,
+    permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+/// A serving worker as the acceptor sees it.
+struct Worker {
+    handoff: tokio::sync::mpsc::UnboundedSender<Handoff>,
+    /// Connections it serves now (the acceptor picks the worker with the fewest).
+    open: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// Takes one off a worker's open count when its connection ends.
+struct OpenCount(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for OpenCount {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+fn is_loopback(addr: std::io::Result<std::net::SocketAddr>) -> bool {
+    addr.map(|a| a.ip().is_loopback()).unwrap_or(true)
+}
+
+/// Serves on the current runtime until `shutdown` completes, then drains: the listener
+/// closes (new connections are refused), `/readyz` answers 503, every connection
+/// finishes the calls it has in flight and closes, for up to the `[server]`
+/// `shutdown_grace_ms`. The layout of tests and embedders; `tool-broker serve` uses
+/// [`serve_workers`].
 pub async fn serve(
     broker: Arc<Broker>,
     listener: TcpListener,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
-    tokio::pin!(shutdown);
-    // The Host rule of `crate::origin` applies when the broker is reachable only from
-    // this machine, where DNS rebinding is the way in.
-    let loopback = listener
-        .local_addr()
-        .map(|a| a.ip().is_loopback())
-        .unwrap_or(true);
+    let (serving, stop) = Serving::new(broker.clone(), is_loopback(listener.local_addr()));
     // Webhook public keys the deployment has the broker fetch: now, then hourly.
-    crate::webhook::keys::spawn_refresh(broker.clone());
-    let bounds = broker.bounds.clone();
-    let permits = Arc::new(tokio::sync::Semaphore::new(bounds.max_connections));
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .max_headers(bounds.max_headers)
-        .max_buf_size(bounds.max_header_bytes);
-    builder
-        .http2()
-        .max_header_list_size(u32::try_from(bounds.max_header_bytes).unwrap_or(u32::MAX));
-    let builder = Arc::new(builder);
-    let refused = crate::store::Every::new();
-    loop {
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(pair) => pair,
-                Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
-                    continue;
-                }
-            },
-            () = &mut shutdown => break,
-        };
-        let Ok(permit) = permits.clone().try_acquire_owned() else {
-            broker.metrics.record_status(429);
-            if refused.due(broker.now().as_millisecond(), 1_000) {
-                tracing::warn!(
-                    max_connections = bounds.max_connections,
-                    "connection refused: the broker is at its connection cap (429)"
-                );
-            }
-            tokio::spawn(crate::bounds::refuse_connection(
-                stream,
-                over_cap_body(&broker).to_string(),
-            ));
-            continue;
-        };
-        let broker = broker.clone();
-        let builder = builder.clone();
-        let mut stopped = stopped.clone();
-        tokio::spawn(async move {
-            let _permit = permit;
-            let state = crate::bounds::ConnState::new();
-            let service = {
-                let broker = broker.clone();
-                let state = state.clone();
-                hyper::service::service_fn(move |req| {
-                    let broker = broker.clone();
-                    let in_flight = state.request();
-                    async move {
-                        let response = handle(broker, req, loopback).await;
-                        drop(in_flight);
-                        Ok::<_, Infallible>(response)
-                    }
-                })
-            };
-            let io = TokioIo::new(crate::bounds::Watched::new(stream, state.clone()));
-            let conn = builder.serve_connection(io, service);
-            tokio::pin!(conn);
-            let watchdog = crate::bounds::watchdog(state, &broker.bounds);
-            tokio::pin!(watchdog);
-            let mut draining = false;
-            loop {
-                tokio::select! {
-                    ended = conn.as_mut() => {
-                        if let Err(e) = ended {
-                            tracing::debug!(error = %e, "connection ended with an error");
-                        }
-                        break;
-                    }
-                    expired = &mut watchdog => {
-                        // Dropping the connection closes it.
-                        match expired {
-                            crate::bounds::Expired::Idle => tracing::debug!(%peer, "idle keep-alive connection closed"),
-                            crate::bounds::Expired::HeaderRead => tracing::info!(
-                                %peer,
-                                header_read_timeout_ms = broker.bounds.header_read_timeout_ms,
-                                "slow client closed: its request head did not arrive in time"
-                            ),
-                        }
-                        break;
-                    }
-                    changed = stopped.changed(), if !draining => {
-                        draining = true;
-                        if changed.is_ok() {
-                            conn.as_mut().graceful_shutdown();
-                        }
-                    }
-                }
-            }
-        });
+    crate::webhook::keys::spawn_refresh(broker);
+    let place = |accepted| {
+        tokio::spawn(serving.clone().connection(accepted));
+    };
+    tokio::select! {
+        () = serving.clone().accept(listener, place) => {}
+        () = shutdown => {}
     }
-    drop(listener);
-    broker
-        .draining
-        .store(true, std::sync::atomic::Ordering::Release);
-    let open = bounds.max_connections - permits.available_permits();
-    tracing::info!(
-        open_connections = open,
-        grace_ms = bounds.shutdown_grace_ms,
-        "shutting down: no new connections; calls in flight may finish"
-    );
-    let _ = stop.send(true);
-    let all = u32::try_from(bounds.max_connections).unwrap_or(u32::MAX);
-    match tokio::time::timeout(bounds.shutdown_grace(), permits.acquire_many(all)).await {
-        Ok(_) => tracing::info!("every connection closed; stopped"),
-        Err(_) => tracing::warn!(
-            still_open = bounds.max_connections - permits.available_permits(),
-            "the shutdown grace ran out; the remaining connections are cut"
-        ),
+    serving.drain(stop).await;
+    Ok(())
+}
+
+/// Serves with `workers` threads until `shutdown` completes, then drains as [`serve`]
+/// does. The calling runtime accepts and hands each connection to the worker serving
+/// the fewest; a worker is a thread with a current-thread runtime that owns what it is
+/// handed: a call runs start to end on one thread, with that thread's own upstream
+/// connection pool ([`crate::upstream::Upstream::own_pool`]), so no call waits for a
+/// wake-up from another thread (engine/DESIGN.md, "Serving threads"). The calling
+/// runtime also holds the store and background work; the workers stop when the drain
+/// has finished or its grace ran out.
+pub async fn serve_workers(
+    broker: Arc<Broker>,
+    listener: TcpListener,
+    workers: usize,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> std::io::Result<()> {
+    use std::sync::atomic::Ordering;
+    let (serving, stop) = Serving::new(broker.clone(), is_loopback(listener.local_addr()));
+    let (cut, cut_seen) = tokio::sync::watch::channel(false);
+    let mut threads = Vec::with_capacity(workers);
+    let mut pool = Vec::with_capacity(workers);
+    for n in 0..workers.max(1) {
+        let (handoff, mut handed) = tokio::sync::mpsc::unbounded_channel::<Handoff>();
+        let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let serving = serving.clone();
+        let mut cut_seen = cut_seen.clone();
+        let count = open.clone();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let thread = std::thread::Builder::new()
+            .name(format!("tool-broker-worker-{n}"))
+            .spawn(move || {
+                crate::upstream::Upstream::own_pool();
+                runtime.block_on(async move {
+                    // Until the acceptor has gone (its senders dropped).
+                    while let Some(h) = handed.recv().await {
+                        let open = OpenCount(count.clone());
+                        match tokio::net::TcpStream::from_std(h.stream) {
+                            Ok(stream) => {
+                                let accepted = Accepted {
+                                    stream,
+                                    peer: h.peer,
+                                    permit: h.permit,
+                                };
+                                let serving = serving.clone();
+                                tokio::spawn(async move {
+                                    serving.connection(accepted).await;
+                                    drop(open);
+                                });
+                            }
+                            Err(e) => {
+                                tracing::warn!(error = %e, "a worker could not take a connection")
+                            }
+                        }
+                    }
+                    let _ = cut_seen.wait_for(|cut| *cut).await;
+                });
+            })?;
+        threads.push(thread);
+        pool.push(Worker { handoff, open });
+    }
+    crate::webhook::keys::spawn_refresh(broker);
+    let place = |accepted: Accepted| {
+        let Some(worker) = pool.iter().min_by_key(|w| w.open.load(Ordering::Relaxed)) else {
+            return;
+        };
+        match accepted.stream.into_std() {
+            Ok(stream) => {
+                worker.open.fetch_add(1, Ordering::Relaxed);
+                let handoff = Handoff {
+                    stream,
+                    peer: accepted.peer,
+                    permit: accepted.permit,
+                };
+                if worker.handoff.send(handoff).is_err() {
+                    worker.open.fetch_sub(1, Ordering::Relaxed);
+                    tracing::error!("a serving worker has stopped; a connection was dropped");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "an accepted connection could not be handed to a worker")
+            }
+        }
+    };
+    tokio::select! {
+        () = serving.clone().accept(listener, place) => {}
+        () = shutdown => {}
+    }
+    // The workers serve what they hold until the drain ends; then they are cut.
+    drop(pool);
+    serving.drain(stop).await;
+    let _ = cut.send(true);
+    let joined = tokio::task::spawn_blocking(move || {
+        threads
+            .into_iter()
+            .map(std::thread::JoinHandle::join)
+            .filter(Result::is_err)
+            .count()
+    })
+    .await;
+    if !matches!(joined, Ok(0)) {
+        tracing::error!("a serving worker ended with a panic");
     }
     Ok(())
 }

@@ -1,5 +1,11 @@
 //! Sending a rendered request upstream with the caller's key, and classifying what
-//! comes back. One pooled client for the whole process.
+//! comes back.
+//!
+//! The client is hyper-util's pooled client with a rustls connector (the platform's
+//! certificate verifier; HTTP/2 when the upstream offers it over TLS). It is built on
+//! hyper directly rather than through a higher-level client: the URL is parsed once per
+//! call, and there is no redirect layer (the broker never follows redirects). A serving
+//! worker thread has its own pool ([`Upstream::own_pool`]); other threads share one.
 //!
 //! The key is placed here and nowhere else (header with prefix, or query parameter, as
 //! the service's catalog entry says). Log lines and errors are built without the URL,
@@ -7,6 +13,12 @@
 
 use std::time::Duration;
 
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::header::{HeaderName, HeaderValue};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 use serde_json::Value;
 
 use crate::catalog::Service;
@@ -14,10 +26,12 @@ use crate::descriptor::Placement;
 use crate::error::{CallError, Classification};
 use crate::render::RenderedRequest;
 
-/// The shared upstream client.
+type Pool = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// The upstream client: the shared pool, or the calling worker thread's own.
 #[derive(Debug, Clone)]
 pub struct Upstream {
-    client: reqwest::Client,
+    pool: Pool,
 }
 
 /// A successful (2xx) upstream answer, parsed.
@@ -64,20 +78,81 @@ pub struct Target<'a> {
     pub max_body_bytes: usize,
 }
 
+thread_local! {
+    /// The pool of a serving worker thread ([`Upstream::own_pool`]).
+    static OWN_POOL: std::cell::OnceCell<Pool> = const { std::cell::OnceCell::new() };
+}
+
+const USER_AGENT: &str = concat!("tool-broker/", env!("CARGO_PKG_VERSION"));
+
+fn pool() -> Result<Pool, String> {
+    let mut http = HttpConnector::new();
+    // The TLS layer takes `https://`; plain `http://` upstreams (loopback, tests) pass.
+    http.enforce_http(false);
+    http.set_connect_timeout(Some(Duration::from_secs(10)));
+    http.set_nodelay(true);
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .try_with_platform_verifier()
+        .map_err(|e| format!("cannot load the platform's certificate verifier: {e}"))?
+        .https_or_http()
+        .enable_http1()
+        .enable_http2()
+        .wrap_connector(http);
+    Ok(Client::builder(TokioExecutor::new())
+        .pool_idle_timeout(Duration::from_secs(60))
+        .pool_timer(TokioTimer::new())
+        .build(https))
+}
+
+/// A header a call sends; a name or value that HTTP cannot carry refuses the call.
+fn header(name: &str, value: &str) -> Result<(HeaderName, HeaderValue), CallError> {
+    let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+        CallError::new(
+            Classification::ValidationError,
+            format!("`{name}` is not a valid HTTP header name"),
+        )
+    })?;
+    let value = HeaderValue::from_str(value).map_err(|_| {
+        // The value is the caller's input and may be anything: never quoted.
+        CallError::new(
+            Classification::ValidationError,
+            format!("the value for the `{name}` header holds characters HTTP headers cannot carry (line breaks or control characters)"),
+        )
+    })?;
+    Ok((name, value))
+}
+
 impl Upstream {
-    /// Builds the pooled client.
+    /// Builds the shared pool.
     pub fn new() -> Result<Self, String> {
-        let client = reqwest::Client::builder()
-            .pool_idle_timeout(Duration::from_secs(60))
-            .connect_timeout(Duration::from_secs(10))
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("tool-broker/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| format!("cannot build the upstream HTTP client: {e}"))?;
-        Ok(Self { client })
+        Ok(Self { pool: pool()? })
     }
 
-    fn build(&self, req: &RenderedRequest, target: &Target<'_>) -> reqwest::RequestBuilder {
+    /// Gives the calling thread its own connection pool, used by every call sent from
+    /// it. For threads that run one current-thread runtime for their whole life (the
+    /// serving workers): a pooled connection is driven by a task of the runtime that
+    /// opened it, so a pool must not outlive its runtime, and a call that finds its
+    /// connection on its own thread needs no wake-up from another.
+    pub fn own_pool() {
+        match pool() {
+            Ok(pool) => OWN_POOL.with(|own| {
+                let _ = own.set(pool);
+            }),
+            // The shared pool serves this thread instead.
+            Err(e) => tracing::warn!(error = %e, "a worker uses the shared upstream pool"),
+        }
+    }
+
+    fn pool(&self) -> Pool {
+        OWN_POOL
+            .with(|own| own.get().cloned())
+            .unwrap_or_else(|| self.pool.clone())
+    }
+
+    fn build(
+        req: &RenderedRequest,
+        target: &Target<'_>,
+    ) -> Result<hyper::Request<Full<Bytes>>, CallError> {
         let mut query = req.query_string();
         if let (Some(cred), Some(key)) = (&target.service.credential, target.key)
             && cred.placement == Placement::Query
@@ -86,51 +161,81 @@ impl Upstream {
                 cred.name.clone(),
                 format!("{}{key}", cred.prefix),
             )]);
-            query = if query.is_empty() {
-                pair
-            } else {
-                format!("{query}&{pair}")
-            };
+            if !query.is_empty() {
+                query.push('&');
+            }
+            query.push_str(&pair);
         }
-        let url = if query.is_empty() {
-            format!("{}{}", target.base_url, req.path)
-        } else {
-            format!("{}{}?{query}", target.base_url, req.path)
+        let mut url =
+            String::with_capacity(target.base_url.len() + req.path.len() + query.len() + 1);
+        url.push_str(target.base_url);
+        url.push_str(&req.path);
+        if !query.is_empty() {
+            url.push('?');
+            url.push_str(&query);
+        }
+        // Never quoted: the query may hold the key.
+        let uri = hyper::Uri::try_from(url).map_err(|_| {
+            CallError::new(
+                Classification::ValidationError,
+                format!(
+                    "the request for the `{}` upstream does not form a valid URL",
+                    target.service.id
+                ),
+            )
+        })?;
+        let (body, content_type) = match req.body_bytes() {
+            Some((bytes, content_type)) => (Bytes::from(bytes), Some(content_type)),
+            None => (Bytes::new(), None),
         };
-        let mut builder = self
-            .client
-            .request(req.method.clone(), url)
-            .timeout(target.timeout)
-            .header("accept", "application/json");
+        let mut request = hyper::Request::new(Full::new(body));
+        *request.method_mut() = req.method.clone();
+        *request.uri_mut() = uri;
+        let headers = request.headers_mut();
+        headers.insert(
+            hyper::header::ACCEPT,
+            HeaderValue::from_static("application/json"),
+        );
+        headers.insert(
+            hyper::header::USER_AGENT,
+            HeaderValue::from_static(USER_AGENT),
+        );
         for (k, v) in &target.service.static_headers {
             // A tool's own header of the same name wins (crm `Version` per product).
             if !req.headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(k)) {
-                builder = builder.header(k.as_str(), v.as_str());
+                let (k, v) = header(k, v)?;
+                headers.append(k, v);
             }
         }
         for (k, v) in &req.headers {
-            builder = builder.header(k.as_str(), v.as_str());
+            let (k, v) = header(k, v)?;
+            headers.append(k, v);
         }
-        if let (Some(header), Some(value), true) = (
+        if let (Some(name), Some(value), true) = (
             &target.service.idempotency_header,
             target.idempotency_key,
-            req.method != reqwest::Method::GET,
+            req.method != hyper::Method::GET,
         ) {
-            builder = builder.header(header.as_str(), value);
+            let (k, v) = header(name, value)?;
+            headers.append(k, v);
         }
         if let (Some(cred), Some(key)) = (&target.service.credential, target.key)
             && cred.placement == Placement::Header
         {
-            let mut value =
-                reqwest::header::HeaderValue::from_str(&format!("{}{key}", cred.prefix))
-                    .unwrap_or_else(|_| reqwest::header::HeaderValue::from_static(""));
+            let mut value = HeaderValue::from_str(&format!("{}{key}", cred.prefix))
+                .unwrap_or_else(|_| HeaderValue::from_static(""));
             value.set_sensitive(true);
-            builder = builder.header(cred.name.as_str(), value);
+            if let Ok(name) = HeaderName::from_bytes(cred.name.as_bytes()) {
+                headers.insert(name, value);
+            }
         }
-        if let Some((bytes, content_type)) = req.body_bytes() {
-            builder = builder.header("content-type", content_type).body(bytes);
+        if let Some(content_type) = content_type {
+            headers.insert(
+                hyper::header::CONTENT_TYPE,
+                HeaderValue::from_static(content_type),
+            );
         }
-        builder
+        Ok(request)
     }
 
     /// Sends the request; idempotent reads are retried once on a connection error.
@@ -139,20 +244,44 @@ impl Upstream {
         req: &RenderedRequest,
         target: &Target<'_>,
     ) -> Result<Outcome, CallError> {
-        let idempotent = matches!(req.method, reqwest::Method::GET | reqwest::Method::HEAD);
-        let mut attempt = 0;
-        let response = loop {
-            attempt += 1;
-            match self.build(req, target).send().await {
-                Ok(r) => break r,
-                Err(e) if e.is_connect() && idempotent && attempt == 1 => {
-                    tracing::warn!(service = %target.service.id, "upstream connection failed; retrying once");
+        let service = target.service.id.as_str();
+        let pool = self.pool();
+        let exchange = async {
+            let idempotent = matches!(req.method, hyper::Method::GET | hyper::Method::HEAD);
+            let mut attempt = 0;
+            let response = loop {
+                attempt += 1;
+                match pool.request(Self::build(req, target)?).await {
+                    Ok(r) => break r,
+                    Err(e) if e.is_connect() && idempotent && attempt == 1 => {
+                        tracing::warn!(service, "upstream connection failed; retrying once");
+                    }
+                    Err(e) => {
+                        return Err(unavailable(
+                            service,
+                            if e.is_connect() {
+                                "connection failed"
+                            } else {
+                                "the request failed"
+                            },
+                        ));
+                    }
                 }
-                Err(e) => return Err(classify(&e, &target.service.id)),
+            };
+            let status = response.status().as_u16();
+            let bytes = read_capped(response.into_body(), target.max_body_bytes, service).await?;
+            Ok((status, bytes))
+        };
+        let (status, bytes) = match tokio::time::timeout(target.timeout, exchange).await {
+            Ok(exchanged) => exchanged?,
+            Err(_) => {
+                tracing::warn!(service, "upstream timed out");
+                return Err(CallError::new(
+                    Classification::UpstreamTimeout,
+                    format!("the `{service}` upstream did not answer within the tool's timeout"),
+                ));
             }
         };
-        let status = response.status().as_u16();
-        let bytes = read_capped(response, target.max_body_bytes, &target.service.id).await?;
         let parsed = if bytes.iter().all(u8::is_ascii_whitespace) {
             Ok(Value::Null)
         } else {
@@ -164,8 +293,7 @@ impl Upstream {
                 Err(_) => Err(CallError::new(
                     Classification::UpstreamUnavailable,
                     format!(
-                        "the `{}` upstream answered {status} with a body that is not JSON",
-                        target.service.id
+                        "the `{service}` upstream answered {status} with a body that is not JSON"
                     ),
                 )
                 .with_upstream_status(status)),
@@ -178,51 +306,50 @@ impl Upstream {
     }
 }
 
+/// Reads the whole answer, up to `max` bytes. One frame (the usual small answer) is
+/// kept as it came, without a copy.
 async fn read_capped(
-    mut response: reqwest::Response,
+    mut body: hyper::body::Incoming,
     max: usize,
     service: &str,
-) -> Result<Vec<u8>, CallError> {
-    let mut out = Vec::new();
-    loop {
-        match response.chunk().await {
-            Ok(Some(chunk)) => {
-                if out.len() + chunk.len() > max {
-                    return Err(CallError::new(
-                        Classification::UpstreamUnavailable,
-                        format!(
-                            "the `{service}` upstream answer is larger than the broker's limit of {max} bytes"
-                        ),
-                    ));
-                }
-                out.extend_from_slice(&chunk);
-            }
-            Ok(None) => return Ok(out),
-            Err(e) => return Err(classify(&e, service)),
-        }
-    }
-}
-
-/// Turns a transport error into a classification, without its URL.
-fn classify(err: &reqwest::Error, service: &str) -> CallError {
-    if err.is_timeout() {
-        tracing::warn!(service, "upstream timed out");
-        CallError::new(
-            Classification::UpstreamTimeout,
-            format!("the `{service}` upstream did not answer within the tool's timeout"),
-        )
-    } else {
-        let kind = if err.is_connect() {
-            "connection failed"
-        } else if err.is_body() || err.is_decode() {
-            "the answer was cut off"
-        } else {
-            "the request failed"
-        };
-        tracing::warn!(service, kind, "upstream unavailable");
+) -> Result<Bytes, CallError> {
+    let too_large = || {
         CallError::new(
             Classification::UpstreamUnavailable,
-            format!("the `{service}` upstream could not be reached: {kind}"),
+            format!(
+                "the `{service}` upstream answer is larger than the broker's limit of {max} bytes"
+            ),
         )
+    };
+    let mut first: Option<Bytes> = None;
+    let mut more: Vec<u8> = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|_| unavailable(service, "the answer was cut off"))?;
+        let Ok(chunk) = frame.into_data() else {
+            continue; // trailers
+        };
+        let held = first.as_ref().map_or(0, Bytes::len) + more.len();
+        if held + chunk.len() > max {
+            return Err(too_large());
+        }
+        match &first {
+            None if more.is_empty() => first = Some(chunk),
+            _ => {
+                if let Some(f) = first.take() {
+                    more.extend_from_slice(&f);
+                }
+                more.extend_from_slice(&chunk);
+            }
+        }
     }
+    Ok(first.unwrap_or_else(|| Bytes::from(more)))
+}
+
+/// `upstream_unavailable`, saying what failed but never the URL.
+fn unavailable(service: &str, kind: &str) -> CallError {
+    tracing::warn!(service, kind, "upstream unavailable");
+    CallError::new(
+        Classification::UpstreamUnavailable,
+        format!("the `{service}` upstream could not be reached: {kind}"),
+    )
 }

@@ -327,8 +327,8 @@ async fn until_upstream_has_it(upstream: &MockServer) {
     panic!("the call never reached the upstream");
 }
 
-#[tokio::test]
-async fn a_shutdown_refuses_new_connections_and_lets_calls_in_flight_finish() {
+/// A shutdown with a call in flight, on the test's runtime or with worker threads.
+async fn shutdown_lets_the_call_in_flight_finish(workers: Option<usize>) {
     let upstream = MockServer::start().await;
     Mock::given(method("GET"))
         .and(path("/v1/jobs/j-slow"))
@@ -341,6 +341,7 @@ async fn a_shutdown_refuses_new_connections_and_lets_calls_in_flight_finish() {
         .await;
     let mut setup = Setup::all_upstreams(&upstream.uri());
     setup.config = Some("[server]\nshutdown_grace_ms = 20000\n".into());
+    setup.workers = workers;
     let mut b = TestBroker::start(setup).await;
     let call = call_in_background(&b, "j-slow");
     // The call is in flight once the upstream has it.
@@ -364,6 +365,16 @@ async fn a_shutdown_refuses_new_connections_and_lets_calls_in_flight_finish() {
 }
 
 #[tokio::test]
+async fn a_shutdown_refuses_new_connections_and_lets_calls_in_flight_finish() {
+    shutdown_lets_the_call_in_flight_finish(None).await;
+}
+
+#[tokio::test]
+async fn with_worker_threads_a_shutdown_lets_calls_in_flight_finish() {
+    shutdown_lets_the_call_in_flight_finish(Some(2)).await;
+}
+
+#[tokio::test]
 async fn a_shutdown_grace_that_runs_out_stops_serving_anyway() {
     let upstream = MockServer::start().await;
     Mock::given(method("GET"))
@@ -372,6 +383,8 @@ async fn a_shutdown_grace_that_runs_out_stops_serving_anyway() {
         .await;
     let mut setup = Setup::all_upstreams(&upstream.uri());
     setup.config = Some("[server]\nshutdown_grace_ms = 100\n".into());
+    // Worker threads: the ones still serving are cut when the grace runs out.
+    setup.workers = Some(2);
     let mut b = TestBroker::start(setup).await;
     let call = call_in_background(&b, "j-stuck");
     until_upstream_has_it(&upstream).await;
@@ -380,9 +393,61 @@ async fn a_shutdown_grace_that_runs_out_stops_serving_anyway() {
     tokio::time::timeout(Duration::from_secs(20), b.stopped())
         .await
         .expect("serve returned after its grace");
-    assert!(!call.is_finished(), "the stuck call was still in flight");
+    // The worker that held the call was cut: the client sees the connection end.
+    let cut = tokio::time::timeout(Duration::from_secs(20), call)
+        .await
+        .expect("the cut call ended");
+    assert!(cut.unwrap().is_err(), "the call was cut, not answered");
     assert!(crate::support::logs().contains("the shutdown grace ran out"));
-    call.abort();
+}
+
+#[tokio::test]
+async fn worker_threads_serve_many_connections_at_once() {
+    let upstream = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/v1/jobs/j-many"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({ "job_id": "j-many", "state": "done" })),
+        )
+        .mount(&upstream)
+        .await;
+    let mut setup = Setup::all_upstreams(&upstream.uri());
+    setup.workers = Some(3);
+    let mut b = TestBroker::start(setup).await;
+    // Eight clients, each its own connection, five calls each, all at once.
+    let clients: Vec<_> = (0..8)
+        .map(|_| {
+            let url = b.url.clone();
+            tokio::spawn(async move {
+                let client = reqwest::Client::new();
+                let mut statuses = Vec::new();
+                for _ in 0..5 {
+                    let answer = client
+                        .post(format!("{url}/"))
+                        .bearer_auth(API_KEY)
+                        .header("x-media-api-key", "mk_workers_test")
+                        .json(&json!({
+                            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                            "params": { "name": "media.get_job", "arguments": { "job_id": "j-many" } }
+                        }))
+                        .send()
+                        .await
+                        .unwrap();
+                    let status = answer.status().as_u16();
+                    let body: Value = answer.json().await.unwrap();
+                    statuses.push((status, body["data"]["state"].clone()));
+                }
+                statuses
+            })
+        })
+        .collect();
+    for client in clients {
+        assert_eq!(client.await.unwrap(), vec![(200, json!("done")); 5]);
+    }
+    assert_eq!(upstream.received_requests().await.unwrap().len(), 40);
+    b.stop();
+    b.stopped().await;
 }
 
 #[tokio::test]

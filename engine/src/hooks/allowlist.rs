@@ -139,11 +139,11 @@ pub async fn allowlisted_request(
         .unwrap_or("GET")
         .to_ascii_uppercase();
     let method = match method_text.as_str() {
-        "GET" => reqwest::Method::GET,
-        "POST" => reqwest::Method::POST,
-        "PUT" => reqwest::Method::PUT,
-        "PATCH" => reqwest::Method::PATCH,
-        "DELETE" => reqwest::Method::DELETE,
+        "GET" => hyper::Method::GET,
+        "POST" => hyper::Method::POST,
+        "PUT" => hyper::Method::PUT,
+        "PATCH" => hyper::Method::PATCH,
+        "DELETE" => hyper::Method::DELETE,
         other => return Err(bad("/method", format!("method `{other}` is not allowed"))),
     };
     let path = args.get("path").and_then(Value::as_str).unwrap_or_default();
@@ -169,7 +169,7 @@ pub async fn allowlisted_request(
             ),
         ));
     }
-    if method != reqwest::Method::GET && args.get("confirm") != Some(&Value::Bool(true)) {
+    if method != hyper::Method::GET && args.get("confirm") != Some(&Value::Bool(true)) {
         return Err(CallError::new(
             Classification::ConfirmationRequired,
             format!(

@@ -38,7 +38,7 @@ fn path(what: &str, text: &str, errors: &mut Vec<String>) -> Option<JsonPath> {
 
 fn header_name(what: &str, name: &str, errors: &mut Vec<String>) {
     if name != name.to_ascii_lowercase()
-        || reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err()
+        || hyper::header::HeaderName::from_bytes(name.as_bytes()).is_err()
     {
         errors.push(format!(
             "[webhook] {what} `{name}` must be a lowercase header name"

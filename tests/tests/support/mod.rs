@@ -111,6 +111,9 @@ pub struct Setup {
     pub listen: Option<&'static str>,
     /// The store; a fresh in-memory SQLite store when `None`.
     pub store: Option<Store>,
+    /// Serve with this many worker threads, as `tool-broker serve` does
+    /// (`server::serve_workers`); on the test's runtime (`server::serve`) when `None`.
+    pub workers: Option<usize>,
 }
 
 impl Setup {
@@ -160,12 +163,18 @@ impl TestBroker {
         let url = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let serving = broker.clone();
-        let served = tokio::spawn(async move {
-            let _ = tool_broker::server::serve(serving, listener, async {
-                let _ = rx.await;
-            })
-            .await;
-        });
+        let shutdown = async {
+            let _ = rx.await;
+        };
+        let served = match setup.workers {
+            None => tokio::spawn(async move {
+                let _ = tool_broker::server::serve(serving, listener, shutdown).await;
+            }),
+            Some(workers) => tokio::spawn(async move {
+                let _ =
+                    tool_broker::server::serve_workers(serving, listener, workers, shutdown).await;
+            }),
+        };
         Self {
             url,
             broker,

@@ -1,0 +1,133 @@
+//! The ceiling of a Rust proxy on this machine: a bare hyper server and pooled client
+//! (no catalog, no envelope: read the body, GET the upstream, parse its JSON, answer
+//! `{"ok":true,"data":...}`) in three layouts (engine/DESIGN.md, "Serving threads").
+//!
+//!   bare_proxy mt PORT UPSTREAM N   # one multi-thread runtime of N workers, one pool
+//!   bare_proxy pc PORT UPSTREAM N   # N current-thread runtimes, SO_REUSEPORT listeners
+//!   bare_proxy sh PORT UPSTREAM N   # N current-thread runtimes on one accept queue
+//!
+//! e.g. `bare_proxy pc 19003 127.0.0.1:19001 2`, then `wrk -t1 -c32 -d5s http://127.0.0.1:19003/`.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::convert::Infallible;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+
+type C = Client<HttpConnector, Full<Bytes>>;
+
+async fn handle(
+    client: C,
+    up: &'static str,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let _body = req.into_body().collect().await.unwrap().to_bytes();
+    let uri: hyper::Uri = format!("http://{up}/api/billing/v1/catalog")
+        .parse()
+        .unwrap();
+    let r = client
+        .request(
+            Request::get(uri)
+                .header("accept", "application/json")
+                .body(Full::new(Bytes::new()))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let b = r.into_body().collect().await.unwrap().to_bytes();
+    let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+    let out = serde_json::to_vec(&serde_json::json!({"ok": true, "data": v})).unwrap();
+    Ok(Response::builder()
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(out)))
+        .unwrap())
+}
+
+async fn serve(listener: tokio::net::TcpListener, up: &'static str, current: bool) {
+    let client: C = Client::builder(TokioExecutor::new()).build_http();
+    loop {
+        let (stream, _) = listener.accept().await.unwrap();
+        let _ = stream.set_nodelay(true);
+        let client = client.clone();
+        let fut = async move {
+            let svc = hyper::service::service_fn(move |req| handle(client.clone(), up, req));
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), svc)
+                .await;
+        };
+        if current {
+            tokio::task::spawn_local(fut);
+        } else {
+            tokio::spawn(fut);
+        }
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let port: u16 = args[2].parse().unwrap();
+    let up: &'static str = Box::leak(args[3].clone().into_boxed_str());
+    let workers: usize = args[4].parse().unwrap();
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    if args[1] == "mt" {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let l = tokio::net::TcpListener::bind(addr).await.unwrap();
+            serve(l, up, false).await
+        });
+    } else if args[1] == "sh" {
+        let std_l = std::net::TcpListener::bind(addr).unwrap();
+        std_l.set_nonblocking(true).unwrap();
+        let threads: Vec<_> = (0..workers)
+            .map(|_| {
+                let l = std_l.try_clone().unwrap();
+                std::thread::spawn(move || {
+                    let rt = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .unwrap();
+                    let local = tokio::task::LocalSet::new();
+                    local.block_on(&rt, async {
+                        let l = tokio::net::TcpListener::from_std(l).unwrap();
+                        serve(l, up, true).await
+                    });
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+    } else {
+        let threads: Vec<_> = (0..workers)
+            .map(|_| {
+                std::thread::spawn(move || {
+                    let rt = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .unwrap();
+                    let local = tokio::task::LocalSet::new();
+                    local.block_on(&rt, async {
+                        let s = tokio::net::TcpSocket::new_v4().unwrap();
+                        s.set_reuseport(true).unwrap();
+                        s.set_reuseaddr(true).unwrap();
+                        s.bind(addr).unwrap();
+                        let l = s.listen(1024).unwrap();
+                        serve(l, up, true).await
+                    });
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+    }
+}
