@@ -78,6 +78,8 @@ pub struct Broker {
     upstream: Upstream,
     base_urls: BTreeMap<String, String>,
     server_keys: BTreeMap<String, String>,
+    /// The headers that carry callers' upstream keys, one entry per name.
+    credential_headers: Vec<hyper::header::HeaderName>,
     settings: BTreeMap<String, Value>,
     trace_seed: u64,
     trace_counter: AtomicU64,
@@ -332,6 +334,17 @@ impl Broker {
         let mut seed = [0u8; 8];
         let _ = getrandom::fill(&mut seed);
         config.server.validate()?;
+        let mut credential_headers: Vec<hyper::header::HeaderName> = Vec::new();
+        for service in catalog.services.values() {
+            if let Some(name) = service
+                .credential
+                .as_ref()
+                .and_then(|c| hyper::header::HeaderName::from_bytes(c.header.as_bytes()).ok())
+                && !credential_headers.contains(&name)
+            {
+                credential_headers.push(name);
+            }
+        }
         Ok(Self {
             bounds: config.server.clone(),
             draining: std::sync::atomic::AtomicBool::new(false),
@@ -344,6 +357,7 @@ impl Broker {
             upstream: Upstream::new()?,
             base_urls,
             server_keys,
+            credential_headers,
             settings,
             trace_seed: u64::from_le_bytes(seed),
             trace_counter: AtomicU64::new(0),
@@ -493,30 +507,32 @@ impl Broker {
         self.server_keys.contains_key(service)
     }
 
-    /// Secrets of this request, searched for in upstream answers.
+    /// Secrets of this request, searched for in upstream answers: the server-side,
+    /// webhook and routing-profile keys, then from the request's headers (read once)
+    /// every upstream key a service's credential header carries, the bearer token, and
+    /// the value of every header with a credential-like name.
     pub(crate) fn secrets<'a>(&'a self, headers: &'a hyper::HeaderMap) -> Vec<&'a str> {
         let mut out: Vec<&str> = Vec::new();
         out.extend(self.server_keys.values().map(String::as_str));
         out.extend(self.webhooks.secrets());
         out.extend(self.profiles.iter().map(|p| p.3.as_str()));
-        for service in self.catalog.services.values() {
-            if let Some(k) = self.upstream_key(&service.id, headers) {
-                out.push(k);
-            }
-        }
-        if let Some(token) = headers
-            .get(hyper::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split_once(' ').map(|(_, t)| t.trim()))
-        {
-            out.push(token);
-        }
         let redaction = &self.catalog.rules.redaction;
         for (name, value) in headers {
-            if redaction.is_secret_key(name.as_str())
-                && let Ok(v) = value.to_str()
+            let Ok(value) = value.to_str() else {
+                continue;
+            };
+            if self.credential_headers.contains(name) {
+                let key = value.trim();
+                if !key.is_empty() {
+                    out.push(key);
+                }
+            } else if name == hyper::header::AUTHORIZATION
+                && let Some((_, token)) = value.split_once(' ')
             {
-                out.push(v);
+                out.push(token.trim());
+            }
+            if redaction.is_secret_key(name.as_str()) {
+                out.push(value);
             }
         }
         out
@@ -1205,12 +1221,28 @@ impl Broker {
                 context.insert(tenancy.context.clone(), json!(location));
             }
         }
-        json!({
-            "args": args,
-            "ctx": context,
-            "settings": self.settings.get(&tool.service).cloned().unwrap_or_else(|| json!({})),
-            "tool": { "service": tool.service, "name": tool.name, "title": tool.title },
-        })
+        // Built from copies, not through `json!` (which would serialise `args` into a
+        // new tree): this context is made for every call.
+        let text = |s: &str| Value::String(s.to_string());
+        crate::envelope::object([
+            ("args", Value::Object(args.clone())),
+            ("ctx", Value::Object(context)),
+            (
+                "settings",
+                self.settings
+                    .get(&tool.service)
+                    .cloned()
+                    .unwrap_or_else(|| Value::Object(Map::new())),
+            ),
+            (
+                "tool",
+                crate::envelope::object([
+                    ("service", text(&tool.service)),
+                    ("name", text(&tool.name)),
+                    ("title", text(&tool.title)),
+                ]),
+            ),
+        ])
     }
 
     fn preview(&self, tool: &Tool, mut request: Value, reason: PreviewReason) -> Exec {

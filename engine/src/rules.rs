@@ -1,7 +1,7 @@
 //! Cross-cutting rules from `rules/*.toml`: error statuses, default redaction keys,
 //! confirmation policies and limits. Parsed strictly, compiled once.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -130,9 +130,40 @@ impl Rules {
 pub struct Redaction {
     /// Replacement value.
     pub replacement: String,
-    keys: HashSet<String>,
+    keys: NameSet,
     suffixes: Vec<String>,
-    keep: HashSet<String>,
+    keep: NameSet,
+}
+
+/// A small set of short names, looked up by length, then by comparing the few of that
+/// length: no hashing. The redaction sets hold a few dozen names and are asked about
+/// every key of every upstream answer and every request header.
+#[derive(Debug, Clone, Default)]
+struct NameSet {
+    by_len: Vec<Vec<Box<[u8]>>>,
+}
+
+impl NameSet {
+    fn new(names: impl IntoIterator<Item = String>) -> Self {
+        let mut set = Self::default();
+        for name in names {
+            if set.by_len.len() <= name.len() {
+                set.by_len.resize(name.len() + 1, Vec::new());
+            }
+            if let Some(same) = set.by_len.get_mut(name.len())
+                && !same.iter().any(|n| **n == *name.as_bytes())
+            {
+                same.push(name.into_bytes().into_boxed_slice());
+            }
+        }
+        set
+    }
+
+    fn contains(&self, name: &[u8]) -> bool {
+        self.by_len
+            .get(name.len())
+            .is_some_and(|same| same.iter().any(|n| n.last() == name.last() && **n == *name))
+    }
 }
 
 /// Lowercase with `_`, `-` and spaces removed.
@@ -148,9 +179,9 @@ impl Redaction {
     pub fn compile(raw: RawRedaction) -> Self {
         Self {
             replacement: raw.replacement,
-            keys: raw.keys.iter().map(|k| normalize_key(k)).collect(),
+            keys: NameSet::new(raw.keys.iter().map(|k| normalize_key(k))),
             suffixes: raw.suffixes.iter().map(|k| normalize_key(k)).collect(),
-            keep: raw.keep.iter().map(|k| normalize_key(k)).collect(),
+            keep: NameSet::new(raw.keep.iter().map(|k| normalize_key(k))),
         }
     }
 
@@ -166,19 +197,23 @@ impl Redaction {
                     len += 1;
                 }
             }
-            // ASCII in, ASCII out: always valid UTF-8.
-            let k = std::str::from_utf8(&buf[..len]).unwrap_or_default();
-            self.matches(k)
+            self.matches(buf.get(..len).unwrap_or_default())
         } else {
-            self.matches(&normalize_key(key))
+            self.matches(normalize_key(key).as_bytes())
         }
     }
 
-    fn matches(&self, k: &str) -> bool {
+    /// `k` normalized.
+    fn matches(&self, k: &[u8]) -> bool {
         if self.keep.contains(k) {
             return false;
         }
-        self.keys.contains(k) || self.suffixes.iter().any(|s| k.ends_with(s.as_str()))
+        // The last byte first: most keys end otherwise, and then no comparison is made.
+        self.keys.contains(k)
+            || self
+                .suffixes
+                .iter()
+                .any(|s| k.last() == s.as_bytes().last() && k.ends_with(s.as_bytes()))
     }
 }
 
@@ -243,5 +278,33 @@ mod tests {
         for k in ["next_page_token", "nextPageToken", "name", "tokens_used"] {
             assert!(!r.is_secret_key(k), "{k}");
         }
+    }
+
+    #[test]
+    fn names_of_every_length_are_told_apart_without_hashing() {
+        let r = Redaction::compile(RawRedaction {
+            replacement: "[REDACTED]".into(),
+            keys: vec!["id".into(), "x".into(), "cookie".into(), "session".into()],
+            suffixes: vec![],
+            keep: vec![],
+        });
+        for k in ["ID", "x", "Cookie", "SESSION", "se_ssion"] {
+            assert!(r.is_secret_key(k), "{k}");
+        }
+        // Same lengths as a key but other names; longer and shorter than any; empty;
+        // past the 64-byte stack buffer; not ASCII.
+        for k in [
+            "ab",
+            "y",
+            "cookiz",
+            "sessio",
+            "sessions",
+            "",
+            &"x".repeat(80),
+            "séssion",
+        ] {
+            assert!(!r.is_secret_key(k), "{k}");
+        }
+        assert!(r.is_secret_key(&format!("{}-", "session")));
     }
 }
