@@ -327,10 +327,9 @@ fn era(body: &Value, headers: &HeaderMap, id: &Value) -> Result<Era, Reply> {
     let method = body.get("method").and_then(Value::as_str).unwrap_or("");
     let header_version = header(headers, "mcp-protocol-version");
     let modern = body
-        .pointer(&format!(
-            "/params/_meta/{}",
-            PROTOCOL_KEY.replace('/', "~1")
-        ))
+        .get("params")
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(PROTOCOL_KEY))
         .is_some()
         || header_version.is_some_and(|v| MODERN_VERSIONS.contains(&v))
         || method == "server/discover";
