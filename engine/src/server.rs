@@ -315,26 +315,36 @@ pub async fn serve_workers(
     }
     crate::webhook::keys::spawn_refresh(broker);
     let place = |accepted: Accepted| {
-        let Some(worker) = pool.iter().min_by_key(|w| w.open.load(Ordering::Relaxed)) else {
-            return;
+        let mut handoff = match accepted.stream.into_std() {
+            Ok(stream) => Handoff {
+                stream,
+                peer: accepted.peer,
+                permit: accepted.permit,
+            },
+            Err(e) => {
+                tracing::warn!(error = %e, "an accepted connection could not be handed to a worker");
+                return;
+            }
         };
-        match accepted.stream.into_std() {
-            Ok(stream) => {
-                worker.open.fetch_add(1, Ordering::Relaxed);
-                let handoff = Handoff {
-                    stream,
-                    peer: accepted.peer,
-                    permit: accepted.permit,
-                };
-                if worker.handoff.send(handoff).is_err() {
-                    worker.open.fetch_sub(1, Ordering::Relaxed);
-                    tracing::error!("a serving worker has stopped; a connection was dropped");
+        // The worker serving the fewest; one that has stopped (it cannot, short of a
+        // bug) is passed over from then on.
+        for _ in 0..pool.len() {
+            let Some(worker) = pool.iter().min_by_key(|w| w.open.load(Ordering::Relaxed)) else {
+                return;
+            };
+            worker.open.fetch_add(1, Ordering::Relaxed);
+            match worker.handoff.send(handoff) {
+                Ok(()) => return,
+                Err(tokio::sync::mpsc::error::SendError(back)) => {
+                    worker.open.store(usize::MAX / 2, Ordering::Relaxed);
+                    tracing::error!(
+                        "a serving worker has stopped; its connections go to the others"
+                    );
+                    handoff = back;
                 }
             }
-            Err(e) => {
-                tracing::warn!(error = %e, "an accepted connection could not be handed to a worker")
-            }
         }
+        tracing::error!("no serving worker is left; a connection was dropped");
     };
     tokio::select! {
         () = serving.clone().accept(listener, place) => {}

@@ -49,6 +49,69 @@ async fn a_slow_upstream_is_upstream_timeout() {
     assert_eq!(envelope["error"]["retryable"], true);
 }
 
+const HEADER_TOOL: &str = r#"
+[[tool]]
+name = "tagged_job"
+title = "Tagged Job"
+description = "A test tool that sends an argument as a header."
+tier = "agent_ready"
+risk = "read"
+[tool.http]
+method = "GET"
+path = "/v1/tagged"
+[tool.http.headers]
+X-Tag = "args.tag"
+[tool.arguments]
+type = "object"
+required = ["tag"]
+properties = { tag = { type = "string" } }
+"#;
+
+#[tokio::test]
+async fn an_argument_a_header_cannot_carry_is_refused_and_nothing_is_sent() {
+    let server = MockServer::start().await;
+    Mock::given(any())
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"ok": 1})))
+        .mount(&server)
+        .await;
+    let mut setup = Setup::all_upstreams(&server.uri());
+    setup.sources = Some(sources_with(&[("catalog/media/tagged.toml", HEADER_TOOL)]));
+    let b = TestBroker::start(setup).await;
+    let (status, envelope) = b
+        .call(
+            "media.tagged_job",
+            json!({ "tag": "a\r\nX-Injected: secret-value" }),
+            &[("x-media-api-key", "mk_1234567")],
+        )
+        .await;
+    assert_eq!(
+        (status, classification(&envelope)),
+        (422, "validation_error"),
+        "{envelope}"
+    );
+    let message = envelope["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("X-Tag") || message.contains("x-tag"),
+        "{message}"
+    );
+    assert!(
+        !message.contains("secret-value"),
+        "the value is never quoted: {message}"
+    );
+    assert!(server.received_requests().await.unwrap().is_empty());
+    // An ordinary value is sent as the header.
+    let (status, _) = b
+        .call(
+            "media.tagged_job",
+            json!({ "tag": "blue" }),
+            &[("x-media-api-key", "mk_1234567")],
+        )
+        .await;
+    assert_eq!(status, 200);
+    let sent = server.received_requests().await.unwrap();
+    assert_eq!(sent[0].headers.get("x-tag").unwrap(), "blue");
+}
+
 #[tokio::test]
 async fn an_unreachable_upstream_is_upstream_unavailable() {
     let b = TestBroker::start(Setup::all_upstreams(&closed_port_url())).await;
