@@ -84,31 +84,17 @@ fn main() {
             let l = tokio::net::TcpListener::bind(addr).await.unwrap();
             serve(l, up, false).await
         });
-    } else if args[1] == "sh" {
-        let std_l = std::net::TcpListener::bind(addr).unwrap();
-        std_l.set_nonblocking(true).unwrap();
-        let threads: Vec<_> = (0..workers)
-            .map(|_| {
-                let l = std_l.try_clone().unwrap();
-                std::thread::spawn(move || {
-                    let rt = tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                        .unwrap();
-                    let local = tokio::task::LocalSet::new();
-                    local.block_on(&rt, async {
-                        let l = tokio::net::TcpListener::from_std(l).unwrap();
-                        serve(l, up, true).await
-                    });
-                })
-            })
-            .collect();
-        for t in threads {
-            t.join().unwrap();
-        }
     } else {
+        // One accept queue shared by every thread (`sh`), or a listener per thread on
+        // the same port (`pc`, SO_REUSEPORT).
+        let shared = (args[1] == "sh").then(|| {
+            let l = std::net::TcpListener::bind(addr).unwrap();
+            l.set_nonblocking(true).unwrap();
+            l
+        });
         let threads: Vec<_> = (0..workers)
             .map(|_| {
+                let own = shared.as_ref().map(|l| l.try_clone().unwrap());
                 std::thread::spawn(move || {
                     let rt = tokio::runtime::Builder::new_current_thread()
                         .enable_all()
@@ -116,11 +102,16 @@ fn main() {
                         .unwrap();
                     let local = tokio::task::LocalSet::new();
                     local.block_on(&rt, async {
-                        let s = tokio::net::TcpSocket::new_v4().unwrap();
-                        s.set_reuseport(true).unwrap();
-                        s.set_reuseaddr(true).unwrap();
-                        s.bind(addr).unwrap();
-                        let l = s.listen(1024).unwrap();
+                        let l = match own {
+                            Some(l) => tokio::net::TcpListener::from_std(l).unwrap(),
+                            None => {
+                                let s = tokio::net::TcpSocket::new_v4().unwrap();
+                                s.set_reuseport(true).unwrap();
+                                s.set_reuseaddr(true).unwrap();
+                                s.bind(addr).unwrap();
+                                s.listen(1024).unwrap()
+                            }
+                        };
                         serve(l, up, true).await
                     });
                 })
