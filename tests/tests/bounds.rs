@@ -475,4 +475,18 @@ fn a_bad_server_setting_stops_the_broker_with_its_name() {
             .unwrap_err()
             .to_string();
     assert!(unknown.contains("header_read_timeout_ms"), "{unknown}");
+    // Serving threads: 0 is one per CPU, a number is taken as given, past 1024 refused.
+    let config: tool_broker::config::ConfigFile =
+        toml::from_str("[server]\nworkers = 3\n").unwrap();
+    assert_eq!(config.server.worker_threads(), 3);
+    let config: tool_broker::config::ConfigFile = toml::from_str("").unwrap();
+    assert_eq!(config.server.workers, 0);
+    assert!(config.server.worker_threads() >= 1);
+    let config: tool_broker::config::ConfigFile =
+        toml::from_str("[server]\nworkers = 5000\n").unwrap();
+    let err = config.server.validate().unwrap_err();
+    assert!(
+        err.contains("workers") && err.contains("at most 1024"),
+        "{err}"
+    );
 }
