@@ -416,8 +416,7 @@ impl Broker {
         headers
             .get(cred.header.as_str())
             .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
+            .and_then(caller_key)
             .or_else(|| {
                 cred.server_side
                     .then(|| self.server_keys.get(service).map(String::as_str))
@@ -522,10 +521,7 @@ impl Broker {
                 continue;
             };
             if self.credential_headers.contains(name) {
-                let key = value.trim();
-                if !key.is_empty() {
-                    out.push(key);
-                }
+                out.extend(caller_key(value));
             } else if name == hyper::header::AUTHORIZATION
                 && let Some((_, token)) = value.split_once(' ')
             {
@@ -1414,4 +1410,9 @@ pub fn unknown_tool(catalog: &Catalog, name: &str) -> CallError {
         Classification::UnknownTool,
         format!("no tool named `{name}`{hint}"),
     )
+}
+
+/// The upstream key a credential header's value holds: trimmed, and none when blank.
+fn caller_key(value: &str) -> Option<&str> {
+    Some(value.trim()).filter(|key| !key.is_empty())
 }
