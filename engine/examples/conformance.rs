@@ -333,9 +333,9 @@ async fn main() {
                 }
                 headers.insert("x-crm-location-id", "loc_conformance".parse().unwrap());
                 for tool in tools {
-                    let mut args = sample(&tool.arguments);
-                    let props = tool
-                        .arguments
+                    let schema = tool.arguments.value();
+                    let mut args = sample(&schema);
+                    let props = schema
                         .get("properties")
                         .and_then(Value::as_object)
                         .cloned()

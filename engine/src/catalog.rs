@@ -152,12 +152,17 @@ pub struct Tool {
     /// Response mapping.
     pub response: ResponsePlan,
     /// Argument JSON Schema.
-    pub arguments: Value,
+    pub arguments: SchemaText,
+    /// The argument names the schema declares (`properties`), sorted.
+    pub argument_names: Vec<String>,
+    /// Whether the schema refuses arguments it does not declare
+    /// (`additionalProperties = false`).
+    pub closed_arguments: bool,
     /// Argument validator, built from `arguments` on the tool's first call (see
     /// [`argument_validator`]).
     pub(crate) validator: std::sync::OnceLock<jsonschema::Validator>,
     /// Output JSON Schema.
-    pub output: Option<Value>,
+    pub output: Option<SchemaText>,
     /// Top-level argument defaults from the schema, applied before rendering.
     pub defaults: Vec<(String, Value)>,
     /// sha256 of the canonical normalized definition (the definition itself is not
@@ -533,6 +538,42 @@ impl Catalog {
     }
 }
 
+/// A JSON Schema kept as its compact JSON text. Parsed into a `Value` it would take
+/// about ten times the memory (a B-tree node per object): the catalog's argument and
+/// output schemas were 40 MB of a served broker's 57 MB of heap. A served broker reads
+/// a schema only to build a tool's validator, its listing or its description
+/// (engine/DESIGN.md "Schemas are kept as text").
+#[derive(Debug, Clone)]
+pub struct SchemaText(Box<serde_json::value::RawValue>);
+
+impl SchemaText {
+    /// The compact text of `schema`.
+    pub fn new(schema: &Value) -> Self {
+        Self(
+            serde_json::value::to_raw_value(schema)
+                .unwrap_or_else(|_| serde_json::value::RawValue::NULL.to_owned()),
+        )
+    }
+
+    /// The schema, parsed.
+    pub fn value(&self) -> Value {
+        // The text was written from a `Value`: it always parses.
+        serde_json::from_str(self.0.get()).unwrap_or_default()
+    }
+
+    /// The compact JSON text.
+    pub fn text(&self) -> &str {
+        self.0.get()
+    }
+}
+
+impl serde::Serialize for SchemaText {
+    /// Written as the JSON it holds (inside `json!`, parsed into a `Value`).
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
 /// Builds the validator of an argument schema. The compiler checks that every tool's
 /// builds ([`crate::schema_check`]), so a schema that does not build is reported with its
 /// file and line at compile time, and keeps none: a built validator is about 20 KB, 37 MB for the whole catalog, and a
@@ -555,13 +596,20 @@ impl Tool {
         if let Some(v) = self.validator.get() {
             return Ok(v);
         }
-        match argument_validator(&self.arguments) {
+        match argument_validator(&self.arguments.value()) {
             Ok(v) => Ok(self.validator.get_or_init(|| v)),
             Err(e) => {
                 tracing::error!(tool = %self.full_name, error = %e.masked(), "argument schema did not build");
                 Err(crate::error::CallError::internal())
             }
         }
+    }
+
+    /// Whether the argument schema declares `name` in its `properties`.
+    pub fn declares(&self, name: &str) -> bool {
+        self.argument_names
+            .binary_search_by(|n| n.as_str().cmp(name))
+            .is_ok()
     }
 
     /// Keys this tool answers to: native name, canonical (hyphenated) name, aliases.

@@ -13,7 +13,8 @@ use serde_json::{Value, json};
 use toml::Spanned;
 
 use crate::catalog::{
-    Action, BodyPlan, Catalog, HttpPlan, JsonPath, PathPart, Require, ResponsePlan, Service, Tool,
+    Action, BodyPlan, Catalog, HttpPlan, JsonPath, PathPart, Require, ResponsePlan, SchemaText,
+    Service, Tool,
 };
 use crate::descriptor::{
     ConfirmationMode, EnvelopeKind, RawHttp, RawResponse, RawTool, ServiceFile, SpannedStr,
@@ -22,7 +23,7 @@ use crate::descriptor::{
 use crate::diag::{Diagnostics, LineIndex, did_you_mean, line_of};
 use crate::error::Classification;
 use crate::hooks::Hook;
-use crate::identity::{LOCK_PATH, descriptor_hash};
+use crate::identity::{LOCK_PATH, descriptor_hash_with};
 use crate::rules::RawArgumentSets;
 use crate::rules::{
     Confirmation, Limits, RawConfirmation, RawErrors, RawRedaction, Redaction, Rules,
@@ -62,6 +63,16 @@ impl Default for Options {
     }
 }
 
+/// Drops `values` on a thread of their own: the parsed schemas are tens of megabytes of
+/// small allocations, and freeing them took about a seventh of the compile's
+/// instructions on the thread a start-up waits for.
+fn drop_aside<T: Send + 'static>(values: T) {
+    // When no thread can start, the closure and the values in it are dropped here.
+    let _ = std::thread::Builder::new()
+        .name("tool-broker-drop".into())
+        .spawn(move || drop(values));
+}
+
 /// Compiles a catalog root with `options`; the map holds the normalized definitions
 /// when they were asked for.
 pub fn compile_with(
@@ -82,8 +93,9 @@ pub fn compile_with(
     c.templates(&mut templates);
     let services = c.services();
     let mut tools = Vec::new();
-    // The line of each tool's argument schema, by the tool's index.
-    let mut args_lines = Vec::new();
+    // Each tool's schemas as parsed, by the tool's index: checked once every tool is
+    // compiled, then dropped (the tools keep them as text).
+    let mut schemas = Vec::new();
     if let Some(rules) = &rules {
         let mut seen: BTreeMap<String, (String, usize)> = BTreeMap::new();
         let mut files = Vec::new();
@@ -136,13 +148,13 @@ pub fn compile_with(
                 rules,
                 templates: &mut templates,
             };
-            if let Some((tool, args_line)) = tc.compile(*raw, line) {
+            if let Some((tool, parsed)) = tc.compile(*raw, line) {
                 tools.push(tool);
-                args_lines.push(args_line);
+                schemas.push(parsed);
             }
         });
         let compiled = started.elapsed();
-        for (file, line, message) in crate::schema_check::problems(&tools, &args_lines) {
+        for (file, line, message) in crate::schema_check::problems(&tools, &schemas) {
             c.diags.push(&file, line, message);
         }
         tracing::debug!(
@@ -150,6 +162,7 @@ pub fn compile_with(
             schemas_ms = (started.elapsed() - compiled).as_millis() as u64,
             "tools compiled and their schemas checked"
         );
+        drop_aside(schemas);
     }
     for tool in &tools {
         // Step tools of multi-step hooks: raw HTTP tools of the same service, of the
@@ -699,8 +712,12 @@ impl ToolCompiler<'_, '_> {
         }
     }
 
-    /// The compiled tool and the line of its argument schema.
-    fn compile(&mut self, raw: RawTool, line: usize) -> Option<(Tool, usize)> {
+    /// The compiled tool and its schemas as parsed, for the schema check.
+    fn compile(
+        &mut self,
+        raw: RawTool,
+        line: usize,
+    ) -> Option<(Tool, crate::schema_check::Schemas)> {
         let name = raw.name.get_ref().clone();
         let full = format!("{}.{name}", self.service.id);
         let before = self.c.diags.0.len();
@@ -1004,9 +1021,17 @@ impl ToolCompiler<'_, '_> {
             timeout_ms,
             item_budget,
         };
-        let normalized = self.normalized(&raw, &full, &resolved);
-        let descriptor_hash = descriptor_hash(&normalized);
+        let mut normalized = self.normalized(&raw, &full, &resolved);
+        // The schemas are most of a definition: hashed where they are, not copied in.
+        let output = raw.output.as_ref().unwrap_or(&Value::Null);
+        let hashed = [("arguments", &arguments), ("output", output)];
+        let descriptor_hash = descriptor_hash_with(&normalized, &hashed);
         if let Some(definitions) = self.c.definitions.as_deref_mut() {
+            if let Some(map) = normalized.as_object_mut() {
+                for (name, schema) in hashed {
+                    map.insert(name.into(), schema.clone());
+                }
+            }
             definitions.insert(full.clone(), normalized);
         }
         let tool = Tool {
@@ -1034,16 +1059,23 @@ impl ToolCompiler<'_, '_> {
             allowlist: raw.allowlist.clone(),
             require,
             response,
-            arguments,
+            arguments: SchemaText::new(&arguments),
+            argument_names: properties.into_iter().collect(),
+            closed_arguments: arguments.get("additionalProperties") == Some(&Value::Bool(false)),
             validator: std::sync::OnceLock::new(),
-            output: raw.output,
+            output: raw.output.as_ref().map(SchemaText::new),
             defaults,
             descriptor_hash,
             source: (self.file.to_string(), line),
             provenance: raw.source.clone(),
             exposed: raw.exposed,
         };
-        Some((tool, args_line))
+        let schemas = crate::schema_check::Schemas {
+            arguments,
+            output: raw.output,
+            line: args_line,
+        };
+        Some((tool, schemas))
     }
 
     fn http(&mut self, full: &str, http: &RawHttp) -> Option<HttpPlan> {
@@ -1515,8 +1547,7 @@ impl ToolCompiler<'_, '_> {
                 "summary": opt(&raw.response.summary),
                 "upstream_errors": raw.response.upstream_errors,
             },
-            "arguments": arguments,
-            "output": raw.output,
+            // "arguments" and "output" are hashed in place (see `compile`).
             "fill_defaults": raw.fill_defaults,
             "exposed": raw.exposed,
             "source": raw.source,

@@ -20,24 +20,14 @@ pub fn canonical_json(value: &Value) -> String {
 fn write_canonical(value: &Value, out: &mut impl std::io::Write) {
     match value {
         Value::Object(map) => {
-            let _ = out.write_all(b"{");
             // serde_json's map is ordered by key already (no `preserve_order`); sort
             // only if that ever changes.
-            let mut keys: Vec<&String> = map.keys().collect();
-            if !keys.is_sorted() {
-                keys.sort();
+            let mut entries: Vec<(&str, &Value)> =
+                map.iter().map(|(k, v)| (k.as_str(), v)).collect();
+            if !entries.is_sorted_by_key(|(k, _)| *k) {
+                entries.sort_by_key(|(k, _)| *k);
             }
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    let _ = out.write_all(b",");
-                }
-                let _ = serde_json::to_writer(&mut *out, key);
-                let _ = out.write_all(b":");
-                if let Some(v) = map.get(key) {
-                    write_canonical(v, out);
-                }
-            }
-            let _ = out.write_all(b"}");
+            write_object(&entries, out);
         }
         Value::Array(items) => {
             let _ = out.write_all(b"[");
@@ -63,6 +53,20 @@ fn write_canonical(value: &Value, out: &mut impl std::io::Write) {
     }
 }
 
+/// An object of `entries`, already sorted by key, written canonically.
+fn write_object(entries: &[(&str, &Value)], out: &mut impl std::io::Write) {
+    let _ = out.write_all(b"{");
+    for (i, (key, value)) in entries.iter().enumerate() {
+        if i > 0 {
+            let _ = out.write_all(b",");
+        }
+        let _ = serde_json::to_writer(&mut *out, key);
+        let _ = out.write_all(b":");
+        write_canonical(value, out);
+    }
+    let _ = out.write_all(b"}");
+}
+
 /// Lowercase hex sha256.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
@@ -79,23 +83,31 @@ pub fn hex(digest: &[u8]) -> String {
 
 /// The descriptor hash of a normalized tool definition.
 pub fn descriptor_hash(normalized: &Value) -> String {
-    let mut hasher = Hashing(Sha256::new());
-    write_canonical(normalized, &mut hasher);
-    hex(&hasher.0.finalize())
+    descriptor_hash_with(normalized, &[])
 }
 
-/// Canonical JSON written straight into the hash, without the text in between.
-struct Hashing(Sha256);
-
-impl std::io::Write for Hashing {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.update(bytes);
-        Ok(bytes.len())
+/// The descriptor hash of `normalized` with the top-level fields `extra` added, as if
+/// they were in it (a field of `normalized` with the same name gives way). The compiler
+/// hashes a tool's argument and output schemas this way instead of copying them into
+/// its normalized definition: they are most of its size.
+pub fn descriptor_hash_with(normalized: &Value, extra: &[(&str, &Value)]) -> String {
+    // The canonical text in one buffer, then one hash: cheaper than feeding the hash
+    // each punctuation mark.
+    let mut text = Vec::with_capacity(8 * 1024);
+    match normalized {
+        Value::Object(map) if !extra.is_empty() => {
+            let mut entries: Vec<(&str, &Value)> = map
+                .iter()
+                .map(|(k, v)| (k.as_str(), v))
+                .filter(|(k, _)| !extra.iter().any(|(name, _)| name == k))
+                .chain(extra.iter().copied())
+                .collect();
+            entries.sort_by_key(|(k, _)| *k);
+            write_object(&entries, &mut text);
+        }
+        other => write_canonical(other, &mut text),
     }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+    hex(&Sha256::digest(&text))
 }
 
 /// `catalog-` + the first 16 hex digits of sha256 over the sorted lines
@@ -268,6 +280,23 @@ mod tests {
             canonical_json(&v),
             r#"{"a":{"c":true,"d":null},"b":[1,2,"x"]}"#
         );
+    }
+
+    #[test]
+    fn hashing_with_extra_fields_is_hashing_them_in_place() {
+        let whole = json!({"a": 1, "arguments": {"type": "object"}, "name": "t", "output": null, "z": [2.0]});
+        let without = json!({"a": 1, "name": "t", "z": [2.0], "output": "given way"});
+        let schema = json!({"type": "object"});
+        let extra = [("arguments", &schema), ("output", &Value::Null)];
+        assert_eq!(
+            descriptor_hash_with(&without, &extra),
+            descriptor_hash(&whole)
+        );
+        assert_eq!(
+            descriptor_hash(&whole),
+            sha256_hex(canonical_json(&whole).as_bytes())
+        );
+        assert_ne!(descriptor_hash(&without), descriptor_hash(&whole));
     }
 
     fn lock(version: &str, hash: &str) -> Lock {

@@ -53,18 +53,28 @@ impl Role {
 /// kept: the schema that uses it fails, and its error is rebuilt for the message.
 type Patterns = Arc<Mutex<HashMap<String, bool>>>;
 
+/// A compiled tool's schemas as parsed, kept for the check only (a tool keeps them as
+/// text, [`crate::catalog::SchemaText`]).
+#[derive(Debug)]
+pub struct Schemas {
+    /// The argument schema, the tool's argument sets merged in.
+    pub arguments: Value,
+    /// The output schema.
+    pub output: Option<Value>,
+    /// The line of the tool's `[tool.arguments]`.
+    pub line: usize,
+}
+
 /// Every tool's argument and output schemas that are not valid JSON Schema, as
-/// `(file, line, message)`, in tool order. `args_lines[i]` is the line of tool `i`'s
-/// `[tool.arguments]`.
-pub fn problems(tools: &[Tool], args_lines: &[usize]) -> Vec<(String, usize, String)> {
-    let schemas: Vec<_> = tools
+/// `(file, line, message)`, in tool order. `schemas[i]` are tool `i`'s.
+pub fn problems(tools: &[Tool], schemas: &[Schemas]) -> Vec<(String, usize, String)> {
+    let pairs: Vec<_> = schemas
         .iter()
-        .map(|t| (&t.arguments, t.output.as_ref()))
+        .map(|s| (&s.arguments, s.output.as_ref()))
         .collect();
     let mut found = Vec::new();
-    for ((tool, &args_line), (arguments, output)) in
-        tools.iter().zip(args_lines).zip(errors(&schemas))
-    {
+    for ((tool, parsed), (arguments, output)) in tools.iter().zip(schemas).zip(errors(&pairs)) {
+        let args_line = parsed.line;
         let problems = [
             (Role::Arguments, arguments, args_line),
             (Role::Output, output, tool.source.1),

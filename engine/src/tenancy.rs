@@ -25,16 +25,9 @@ fn mismatch(message: String) -> CallError {
     CallError::new(Classification::TenantMismatch, message)
 }
 
-fn declares(tool: &Tool, name: &str) -> bool {
-    tool.arguments
-        .get("properties")
-        .and_then(Value::as_object)
-        .is_some_and(|p| p.contains_key(name))
-}
-
 /// Whether routing applies to a tool of a service with `tenancy`.
 pub fn applies(tool: &Tool, tenancy: &Tenancy) -> bool {
-    declares(tool, &tenancy.tenant_arg) || declares(tool, &tenancy.location_arg)
+    tool.declares(&tenancy.tenant_arg) || tool.declares(&tenancy.location_arg)
 }
 
 /// Routes one call; returns the location templates see as `ctx.<context>`, if any.
@@ -78,7 +71,7 @@ pub fn route(
                 )));
             }
             // Public runtime mode: the header's location wins.
-            if declares(tool, &tenancy.location_arg) {
+            if tool.declares(&tenancy.location_arg) {
                 args.insert(tenancy.location_arg.clone(), Value::String(r.clone()));
             }
             Some(r.clone())

@@ -23,7 +23,7 @@ fn every_tool_accepts_a_sample_of_its_schema_and_renders_a_request() {
         let Action::Http(plan) = &tool.action else {
             continue;
         };
-        let arguments = sample(&tool.arguments);
+        let arguments = sample(&tool.arguments.value());
         let prepared: Map<String, Value> = match args::prepare(tool, Some(arguments.clone())) {
             Ok(a) => a,
             Err(e) => {
@@ -80,14 +80,15 @@ fn plain_expressions_render_what_minijinja_renders() {
             continue;
         };
         let nulls: Map<String, Value> = tool
-            .arguments
-            .get("properties")
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
-            .map(|(k, _)| (k.clone(), Value::Null))
+            .argument_names
+            .iter()
+            .map(|k| (k.clone(), Value::Null))
             .collect();
-        let samples = [sample(&tool.arguments), json!({}), Value::Object(nulls)];
+        let samples = [
+            sample(&tool.arguments.value()),
+            json!({}),
+            Value::Object(nulls),
+        ];
         for args in samples {
             for full in [true, false] {
                 let context = if full {
@@ -151,11 +152,10 @@ async fn every_local_tool_answers_a_sample_without_an_internal_error() {
         if !matches!(tool.action, Action::Hook(_)) || !tool.exposed {
             continue;
         }
-        let mut arguments = sample(&tool.arguments);
+        let mut arguments = sample(&tool.arguments.value());
         if let Some(obj) = arguments.as_object_mut() {
-            let props = tool.arguments["properties"].as_object();
             for (flag, value) in [("confirm", json!(true)), ("wait_seconds", json!(0))] {
-                if props.is_some_and(|p| p.contains_key(flag)) {
+                if tool.declares(flag) {
                     obj.insert(flag.into(), value);
                 }
             }

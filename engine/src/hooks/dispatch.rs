@@ -91,11 +91,9 @@ pub async fn category_dispatch(
             merged.insert(k.clone(), v.clone());
         }
     }
-    let accepts = raw.arguments.get("properties").and_then(Value::as_object);
-    let closed = raw.arguments.get("additionalProperties") == Some(&Value::Bool(false));
-    if closed && let Some(props) = accepts {
+    if raw.closed_arguments {
         merged.retain(|k, _| {
-            props.contains_key(k) || args.get("arguments").and_then(|a| a.get(k)).is_some()
+            raw.declares(k) || args.get("arguments").and_then(|a| a.get(k)).is_some()
         });
     }
     let mut exec = broker

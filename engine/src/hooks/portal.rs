@@ -50,10 +50,9 @@ pub async fn call_read_tool(
     // The portal's profile arguments route the inner call when its tool takes them.
     let mut arguments = args.get("arguments").cloned();
     if let Some(Value::Object(inner)) = &mut arguments {
-        let declared = tool.arguments.get("properties").and_then(Value::as_object);
         for profile in ["profileId", "profileSlug"] {
             if let Some(p) = str_arg(&args, profile)
-                && declared.is_some_and(|d| d.contains_key(profile))
+                && tool.declares(profile)
             {
                 inner.insert(profile.to_string(), Value::String(p.to_string()));
             }

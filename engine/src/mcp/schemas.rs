@@ -39,8 +39,9 @@ const DROPPED: [&str; 2] = ["$schema", "$id"];
 ///
 /// Every value it accepts, the broker accepts.
 pub fn published_input(catalog: &Catalog, tool: &Tool) -> Value {
-    let Value::Object(map) = &tool.arguments else {
-        return tool.arguments.clone();
+    let arguments = tool.arguments.value();
+    let Value::Object(map) = &arguments else {
+        return arguments;
     };
     let rules = &catalog.rules.confirmation;
     let idle: Vec<&str> = match tool.confirmation {
