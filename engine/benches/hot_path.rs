@@ -73,8 +73,8 @@ fn hot_path(c: &mut Criterion) {
                 truncation,
                 ..Meta::default()
             };
-            let response = envelope::standard_ok(data, &meta);
-            black_box((request.is_ok(), response.body.to_string()))
+            let response = envelope::standard_ok(data, meta);
+            black_box((request.is_ok(), response.to_json()))
         })
     });
 }
@@ -115,9 +115,7 @@ fn parts(c: &mut Criterion) {
         b.iter(|| {
             let body = black_box(answer.clone());
             let data = extract_data(tool, body);
-            envelope::standard_ok(data, &Meta::default())
-                .body
-                .to_string()
+            envelope::standard_ok(data, Meta::default()).to_json()
         })
     });
 }

@@ -556,7 +556,7 @@ impl Broker {
             return if portal_name {
                 self.portal_response(input.name, &trace_id, Err(err))
             } else {
-                envelope::standard_err(&err, &meta, &self.catalog.rules)
+                envelope::standard_err(&err, meta, &self.catalog.rules)
             };
         };
         let mut ctx = RequestCtx {
@@ -691,11 +691,11 @@ impl Broker {
                 meta.truncation = exec.truncation;
                 meta.redacted = exec.redacted;
                 meta.dispatched_to = exec.dispatched_to;
-                envelope::standard_ok(exec.data, &meta)
+                envelope::standard_ok(exec.data, meta)
             }
             Err(err) => {
                 meta.upstream_status = err.upstream_status;
-                envelope::standard_err(&err, &meta, &self.catalog.rules)
+                envelope::standard_err(&err, meta, &self.catalog.rules)
             }
         }
     }

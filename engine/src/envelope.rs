@@ -10,51 +10,55 @@ use crate::error::CallError;
 use crate::rules::Rules;
 
 /// Safe metadata of a standard envelope. Never a header value, key or token.
+///
+/// Serialised as the struct, in place in its envelope ([`Response::meta`]); the fields are
+/// declared in the order of their JSON names, so the text is the one a `Value` (whose
+/// keys are sorted) gave.
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Meta {
-    /// The JSON-RPC id, as a string.
-    pub request_id: String,
-    /// The broker's trace id for this call.
-    pub trace_id: String,
-    /// Service id, when the tool resolved.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub service: Option<String>,
-    /// Full tool name, when the tool resolved.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool: Option<String>,
     /// The service's catalog version.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub catalog_version: Option<String>,
-    /// The tool's descriptor hash.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub descriptor_hash: Option<String>,
-    /// Catalog snapshot id.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub snapshot_id: Option<String>,
-    /// Time spent in the broker and upstream, in milliseconds.
-    pub duration_ms: u64,
-    /// Whether this was a dry-run preview.
-    pub dry_run: bool,
-    /// The upstream HTTP status, when the upstream answered.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub upstream_status: Option<u16>,
-    /// Pagination figures copied from the upstream answer.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pagination: Option<Value>,
-    /// Lists cut to the item budget: `{ pointer, total, returned }` each.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub truncation: Vec<Truncation>,
-    /// How many values redaction replaced.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub redacted: Option<usize>,
-    /// The raw tool a wrapper ran.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub dispatched_to: Option<String>,
     /// Present (`true`) when the tool consumes upstream credits (class `spend` or
     /// `credits`), also on previews and failures.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub consumes_credits: bool,
+    /// The tool's descriptor hash.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub descriptor_hash: Option<String>,
+    /// The raw tool a wrapper ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dispatched_to: Option<String>,
+    /// Whether this was a dry-run preview.
+    pub dry_run: bool,
+    /// Time spent in the broker and upstream, in milliseconds.
+    pub duration_ms: u64,
+    /// Pagination figures copied from the upstream answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pagination: Option<Value>,
+    /// How many values redaction replaced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redacted: Option<usize>,
+    /// The JSON-RPC id, as a string.
+    pub request_id: String,
+    /// Service id, when the tool resolved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service: Option<String>,
+    /// Catalog snapshot id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot_id: Option<String>,
+    /// Full tool name, when the tool resolved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// The broker's trace id for this call.
+    pub trace_id: String,
+    /// Lists cut to the item budget: `{ pointer, returned, total }` each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub truncation: Vec<Truncation>,
+    /// The upstream HTTP status, when the upstream answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upstream_status: Option<u16>,
 }
 
 /// One truncated list.
@@ -62,10 +66,10 @@ pub struct Meta {
 pub struct Truncation {
     /// JSON pointer of the list inside `data`.
     pub pointer: String,
-    /// Items the upstream returned.
-    pub total: usize,
     /// Items kept.
     pub returned: usize,
+    /// Items the upstream returned.
+    pub total: usize,
 }
 
 /// A finished response: HTTP status, body, extra headers.
@@ -73,10 +77,59 @@ pub struct Truncation {
 pub struct Response {
     /// HTTP status.
     pub status: u16,
-    /// The envelope.
+    /// The envelope; without its `meta` when [`Response::meta`] holds it.
     pub body: Value,
+    /// A standard envelope's `meta`, kept as the struct and written in its place when the
+    /// envelope is serialised ([`Response::to_json`]): built as a `Value` it cost a tree
+    /// of a dozen strings per call, built, written and dropped.
+    pub meta: Option<Box<Meta>>,
     /// Extra headers (e.g. `Retry-After`).
     pub headers: Vec<(&'static str, String)>,
+}
+
+impl Response {
+    /// The envelope's JSON text.
+    pub fn to_json(&self) -> Vec<u8> {
+        // Serialising a `Value` and a `Meta` into a `Vec` cannot fail.
+        serde_json::to_vec(&Whole(self)).unwrap_or_default()
+    }
+
+    /// The whole envelope as a `Value` (for readers that look into it).
+    pub fn envelope(&self) -> Value {
+        let mut body = self.body.clone();
+        if let (Some(meta), Value::Object(map)) = (&self.meta, &mut body) {
+            map.insert(
+                "meta".into(),
+                serde_json::to_value(meta).unwrap_or_default(),
+            );
+        }
+        body
+    }
+}
+
+/// A response's envelope with its `meta` in place, keys in the order a `Value` keeps them.
+struct Whole<'a>(&'a Response);
+
+impl Serialize for Whole<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let (Some(meta), Value::Object(map)) = (&self.0.meta, &self.0.body) else {
+            return self.0.body.serialize(serializer);
+        };
+        let mut out = serializer.serialize_map(Some(map.len() + 1))?;
+        let mut placed = false;
+        for (key, value) in map {
+            if !placed && key.as_str() > "meta" {
+                out.serialize_entry("meta", meta)?;
+                placed = true;
+            }
+            out.serialize_entry(key, value)?;
+        }
+        if !placed {
+            out.serialize_entry("meta", meta)?;
+        }
+        out.end()
+    }
 }
 
 /// The error object of both envelopes.
@@ -107,15 +160,15 @@ fn retry_headers(err: &CallError) -> Vec<(&'static str, String)> {
 }
 
 /// A standard success envelope.
-pub fn standard_ok(data: Value, meta: &Meta) -> Response {
+pub fn standard_ok(data: Value, meta: Meta) -> Response {
     Response {
         status: 200,
         body: object([
             ("ok", Value::Bool(true)),
             ("data", data),
-            ("meta", json!(meta)),
             ("error", Value::Null),
         ]),
+        meta: Some(Box::new(meta)),
         headers: Vec::new(),
     }
 }
@@ -132,15 +185,15 @@ pub fn object<const N: usize>(fields: [(&str, Value); N]) -> Value {
 }
 
 /// A standard failure envelope with the classification's status.
-pub fn standard_err(err: &CallError, meta: &Meta, rules: &Rules) -> Response {
+pub fn standard_err(err: &CallError, meta: Meta, rules: &Rules) -> Response {
     Response {
         status: rules.status(err.classification),
         body: object([
             ("ok", Value::Bool(false)),
             ("data", Value::Null),
-            ("meta", json!(meta)),
             ("error", error_object(err, rules)),
         ]),
+        meta: Some(Box::new(meta)),
         headers: retry_headers(err),
     }
 }
@@ -178,6 +231,7 @@ pub fn portal(p: Portal, err: Option<&CallError>, rules: &Rules) -> Response {
     };
     Response {
         status,
+        meta: None,
         body: object([
             ("ok", Value::Bool(err.is_none())),
             ("serviceId", Value::String(p.service_id)),
@@ -213,18 +267,34 @@ mod tests {
             upstream_status: Some(200),
             ..Meta::default()
         };
-        let ok = standard_ok(data.clone(), &meta).body;
+        let ok = standard_ok(data.clone(), meta.clone());
         let expected = json!({ "ok": true, "data": data, "meta": meta, "error": null });
-        assert_eq!(ok.to_string(), expected.to_string());
+        assert_eq!(ok.envelope().to_string(), expected.to_string());
+        // Written with `meta` in place: the same text as the whole `Value`.
+        assert_eq!(
+            String::from_utf8(ok.to_json()).unwrap(),
+            expected.to_string()
+        );
 
         let catalog = crate::compile::compile(&crate::source::Sources::embedded())
             .unwrap_or_else(|d| panic!("{d}"));
         let rules = &catalog.rules;
         let err = CallError::new(crate::error::Classification::Forbidden, "not granted");
-        let failed = standard_err(&err, &meta, rules).body;
+        let mut meta = meta;
+        meta.truncation = vec![Truncation {
+            pointer: "/items".into(),
+            returned: 1,
+            total: 3,
+        }];
+        meta.pagination = Some(json!({"next": "b", "count": 3}));
+        let failed = standard_err(&err, meta.clone(), rules);
         let expected =
             json!({ "ok": false, "data": null, "meta": meta, "error": error_object(&err, rules) });
-        assert_eq!(failed.to_string(), expected.to_string());
+        assert_eq!(failed.envelope().to_string(), expected.to_string());
+        assert_eq!(
+            String::from_utf8(failed.to_json()).unwrap(),
+            expected.to_string()
+        );
 
         let p = Portal {
             service_id: "portal".into(),
@@ -236,7 +306,9 @@ mod tests {
             pagination: json!({"page": 1}),
             next_action: Some("call x".into()),
         };
-        let body = portal(p.clone(), None, rules).body;
+        let portal = portal(p.clone(), None, rules);
+        assert_eq!(portal.to_json(), serde_json::to_vec(&portal.body).unwrap());
+        let body = portal.body;
         let expected = json!({
             "ok": true, "serviceId": p.service_id, "toolName": p.tool_name,
             "traceId": p.trace_id, "summary": p.summary, "data": p.data,

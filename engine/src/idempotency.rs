@@ -141,6 +141,7 @@ pub async fn begin(
                 return Ok(Begin::Replay(Response {
                     status,
                     body,
+                    meta: None,
                     headers: vec![(REPLAYED, "true".to_string())],
                 }));
             }
@@ -176,7 +177,7 @@ pub async fn finish(store: &Store, held: &Held, ran: bool, response: &Response) 
                 &held.tool,
                 &held.key,
                 response.status,
-                &response.body.to_string(),
+                &String::from_utf8(response.to_json()).unwrap_or_default(),
             )
             .await
     } else {

@@ -381,7 +381,7 @@ fn over_cap_body(broker: &Broker) -> Value {
         trace_id: broker.trace_id(""),
         ..Meta::default()
     };
-    envelope::standard_err(&err, &meta, &broker.catalog.rules).body
+    envelope::standard_err(&err, meta, &broker.catalog.rules).envelope()
 }
 
 fn json_response(status: u16, body: &Value, extra: &[(&'static str, String)]) -> HttpResponse {
@@ -417,7 +417,7 @@ fn json_text_response(
 }
 
 fn send(r: Response) -> HttpResponse {
-    json_response(r.status, &r.body, &r.headers)
+    json_text_response(r.status, r.to_json(), &r.headers)
 }
 
 /// Refuses a request whose `Origin` or `Host` fails [`crate::origin`], in the shape its
@@ -901,7 +901,7 @@ fn failure(broker: &Broker, request_id: &str, err: CallError) -> HttpResponse {
         trace_id: broker.trace_id(request_id),
         ..Meta::default()
     };
-    send(envelope::standard_err(&err, &meta, &broker.catalog.rules))
+    send(envelope::standard_err(&err, meta, &broker.catalog.rules))
 }
 
 /// The JSON-RPC id as a string, when present and well-typed.

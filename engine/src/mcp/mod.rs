@@ -444,18 +444,17 @@ pub(crate) async fn run_call(broker: &Broker, input: CallInput<'_>) -> crate::en
 }
 
 /// A `CallToolResult` as JSON text (see [`write_tool_result`]).
-pub(crate) fn tool_result(envelope: &Value, modern: bool) -> String {
+pub(crate) fn tool_result(response: &crate::envelope::Response, modern: bool) -> String {
     let mut out = Vec::new();
-    write_tool_result(&mut out, envelope, modern);
+    write_tool_result(&mut out, response, modern);
     String::from_utf8(out).unwrap_or_default()
 }
 
 /// Appends a `CallToolResult` to `out`, written by hand so the envelope is serialised
 /// once: the same text is `structuredContent` and, as a JSON string, `content[0].text`.
-fn write_tool_result(out: &mut Vec<u8>, envelope: &Value, modern: bool) {
-    let ok = envelope.get("ok") == Some(&Value::Bool(true));
-    // Serialising a `Value` or a `&str` into a `Vec` cannot fail.
-    let text = serde_json::to_vec(envelope).unwrap_or_default();
+fn write_tool_result(out: &mut Vec<u8>, response: &crate::envelope::Response, modern: bool) {
+    let ok = response.body.get("ok") == Some(&Value::Bool(true));
+    let text = response.to_json();
     out.reserve(2 * text.len() + 160);
     out.extend_from_slice(br#"{"content":[{"type":"text","text":"#);
     let _ = serde_json::to_writer(&mut *out, std::str::from_utf8(&text).unwrap_or_default());
@@ -483,7 +482,7 @@ async fn call_reply(broker: &Broker, id: &Value, input: CallInput<'_>, modern: b
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     let _ = serde_json::to_writer(&mut out, id);
     out.extend_from_slice(br#","result":"#);
-    write_tool_result(&mut out, &response.body, modern);
+    write_tool_result(&mut out, &response, modern);
     out.push(b'}');
     Reply {
         status: 200,

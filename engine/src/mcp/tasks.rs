@@ -200,7 +200,7 @@ async fn run(broker: Arc<Broker>, task: String, call: Owned) {
     let (status, text) = loop {
         tokio::select! {
             done = &mut running => break match done {
-                Ok(response) => ("completed", super::tool_result(&response.body, true)),
+                Ok(response) => ("completed", super::tool_result(&response, true)),
                 Err(_) => {
                     tracing::error!(task = %task, "a task's call panicked; the task failed");
                     ("failed", json!({ "code": -32603, "message": "the broker failed while running this call; the upstream job may still finish" }).to_string())

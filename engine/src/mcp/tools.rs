@@ -220,7 +220,7 @@ fn meta(broker: &Broker, request_id: &str, tool: &str) -> Meta {
 fn invalid(broker: &Broker, request_id: &str, tool: &str, message: &str) -> Response {
     let err = CallError::validation(message.to_string())
         .with_details(json!([{ "pointer": "", "message": message }]));
-    envelope::standard_err(&err, &meta(broker, request_id, tool), &broker.catalog.rules)
+    envelope::standard_err(&err, meta(broker, request_id, tool), &broker.catalog.rules)
 }
 
 /// Runs a discovery tool; gives the input back when its name is not one.
@@ -285,7 +285,7 @@ pub async fn call_discovery<'a>(
             envelope::standard_ok(
                 json!({ "query": query, "total": hits.len(), "results": results,
                         "next": "call_tool with a result's fullName and its required arguments; get_tool_reference for the full schema" }),
-                &meta(broker, request_id, name),
+                meta(broker, request_id, name),
             )
         }
         REFERENCE => {
@@ -294,15 +294,15 @@ pub async fn call_discovery<'a>(
                 Some(tool) => match principal.check(tool) {
                     Ok(()) => envelope::standard_ok(
                         descriptor(catalog, tool),
-                        &meta(broker, request_id, name),
+                        meta(broker, request_id, name),
                     ),
                     Err(e) => {
-                        envelope::standard_err(&e, &meta(broker, request_id, name), &catalog.rules)
+                        envelope::standard_err(&e, meta(broker, request_id, name), &catalog.rules)
                     }
                 },
                 None => envelope::standard_err(
                     &unknown_tool(catalog, wanted),
-                    &meta(broker, request_id, name),
+                    meta(broker, request_id, name),
                     &catalog.rules,
                 ),
             }
