@@ -68,6 +68,9 @@ pub struct Broker {
     /// Each service's readiness that does not depend on the caller
     /// (`hooks::check::readiness`), built on first use.
     pub(crate) readiness: std::sync::OnceLock<BTreeMap<String, serde_json::Map<String, Value>>>,
+    /// `portal.check_connection` answers by what they depend on
+    /// (`hooks::portal::check_connection`), as JSON text with their service count.
+    pub(crate) connection_answers: std::sync::Mutex<crate::hooks::ConnectionAnswers>,
     /// MCP `tools/list` entries of every catalog tool, built on first use.
     pub mcp_entries: std::sync::OnceLock<Vec<crate::mcp::tools::EntryText>>,
     /// Which browser origins may call (`allowed_origins`) and the Host rule.
@@ -101,6 +104,9 @@ impl std::fmt::Debug for Broker {
 pub struct Exec {
     /// The result.
     pub data: Value,
+    /// The result as JSON text instead (then `data` is null): a local answer built once
+    /// and kept (`hooks::portal::check_connection`). Read both with [`Exec::take_data`].
+    pub data_text: Option<std::sync::Arc<serde_json::value::RawValue>>,
     /// Upstream status, when contacted.
     pub upstream_status: Option<u16>,
     /// Pagination figures.
@@ -121,6 +127,17 @@ pub struct Exec {
     pub dispatched_to: Option<String>,
     /// A preview that answered a confirmation token (mode `bound`; audited).
     pub token_issued: bool,
+}
+
+impl Exec {
+    /// The result as a `Value`, whichever form it has.
+    pub fn take_data(&mut self) -> Value {
+        match self.data_text.take() {
+            // The text was written from a `Value`: it always parses.
+            Some(text) => serde_json::from_str(text.get()).unwrap_or_default(),
+            None => self.data.take(),
+        }
+    }
 }
 
 /// The request-scoped facts a tool may use.
@@ -376,6 +393,7 @@ impl Broker {
                 .unwrap_or(crate::bound::DEFAULT_TTL_SECONDS),
             profiles,
             readiness: std::sync::OnceLock::new(),
+            connection_answers: std::sync::Mutex::default(),
             mcp_entries: std::sync::OnceLock::new(),
             origins,
             projection: [std::sync::OnceLock::new(), std::sync::OnceLock::new()],
@@ -684,14 +702,15 @@ impl Broker {
         meta.snapshot_id = Some(self.catalog.snapshot_id.clone());
         meta.duration_ms = duration_ms;
         match result {
-            Ok(exec) => {
+            Ok(mut exec) => {
+                let data = exec.take_data();
                 meta.dry_run = exec.dry_run;
                 meta.upstream_status = exec.upstream_status;
                 meta.pagination = exec.pagination;
                 meta.truncation = exec.truncation;
                 meta.redacted = exec.redacted;
                 meta.dispatched_to = exec.dispatched_to;
-                envelope::standard_ok(exec.data, meta)
+                envelope::standard_ok(data, meta)
             }
             Err(err) => {
                 meta.upstream_status = err.upstream_status;
@@ -761,6 +780,7 @@ impl Broker {
                     trace_id: trace_id.to_string(),
                     summary: exec.summary.unwrap_or_default(),
                     data: exec.data,
+                    data_text: exec.data_text,
                     resource: exec.resource.unwrap_or(Value::Null),
                     pagination: exec.pagination.unwrap_or(Value::Null),
                     next_action: exec.next_action,

@@ -3,7 +3,10 @@
 //! (`additionalProperties: false`) and every envelope the tests see is validated
 //! against them.
 
+use std::sync::Arc;
+
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::error::CallError;
@@ -83,6 +86,8 @@ pub struct Response {
     /// envelope is serialised ([`Response::to_json`]): built as a `Value` it cost a tree
     /// of a dozen strings per call, built, written and dropped.
     pub meta: Option<Box<Meta>>,
+    /// A result kept as JSON text, written in place of `data` (which `body` then lacks).
+    pub data: Option<Arc<RawValue>>,
     /// Extra headers (e.g. `Retry-After`).
     pub headers: Vec<(&'static str, String)>,
 }
@@ -97,36 +102,68 @@ impl Response {
     /// The whole envelope as a `Value` (for readers that look into it).
     pub fn envelope(&self) -> Value {
         let mut body = self.body.clone();
-        if let (Some(meta), Value::Object(map)) = (&self.meta, &mut body) {
-            map.insert(
-                "meta".into(),
-                serde_json::to_value(meta).unwrap_or_default(),
-            );
+        if let Value::Object(map) = &mut body {
+            for (key, value) in self.kept_apart() {
+                map.insert(key.into(), serde_json::to_value(value).unwrap_or_default());
+            }
         }
         body
     }
+
+    /// The fields kept apart from `body`, by name in order.
+    fn kept_apart(&self) -> Vec<(&'static str, Apart<'_>)> {
+        let mut apart = Vec::new();
+        if let Some(data) = &self.data {
+            apart.push(("data", Apart::Text(data)));
+        }
+        if let Some(meta) = &self.meta {
+            apart.push(("meta", Apart::Meta(meta)));
+        }
+        apart
+    }
 }
 
-/// A response's envelope with its `meta` in place, keys in the order a `Value` keeps them.
+/// A field kept apart from a response's body.
+enum Apart<'a> {
+    /// A standard envelope's `meta`.
+    Meta(&'a Meta),
+    /// A result's JSON text.
+    Text(&'a RawValue),
+}
+
+impl Serialize for Apart<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Apart::Meta(meta) => meta.serialize(serializer),
+            Apart::Text(text) => text.serialize(serializer),
+        }
+    }
+}
+
+/// A response's envelope with the fields kept apart in place, keys in the order a `Value`
+/// keeps them.
 struct Whole<'a>(&'a Response);
 
 impl Serialize for Whole<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let (Some(meta), Value::Object(map)) = (&self.0.meta, &self.0.body) else {
+        let apart = self.0.kept_apart();
+        let Value::Object(map) = &self.0.body else {
             return self.0.body.serialize(serializer);
         };
-        let mut out = serializer.serialize_map(Some(map.len() + 1))?;
-        let mut placed = false;
+        if apart.is_empty() {
+            return self.0.body.serialize(serializer);
+        }
+        let mut out = serializer.serialize_map(Some(map.len() + apart.len()))?;
+        let mut next = apart.iter().peekable();
         for (key, value) in map {
-            if !placed && key.as_str() > "meta" {
-                out.serialize_entry("meta", meta)?;
-                placed = true;
+            while let Some((name, field)) = next.next_if(|(name, _)| *name < key.as_str()) {
+                out.serialize_entry(name, field)?;
             }
             out.serialize_entry(key, value)?;
         }
-        if !placed {
-            out.serialize_entry("meta", meta)?;
+        for (name, field) in next {
+            out.serialize_entry(name, field)?;
         }
         out.end()
     }
@@ -169,6 +206,7 @@ pub fn standard_ok(data: Value, meta: Meta) -> Response {
             ("error", Value::Null),
         ]),
         meta: Some(Box::new(meta)),
+        data: None,
         headers: Vec::new(),
     }
 }
@@ -194,6 +232,7 @@ pub fn standard_err(err: &CallError, meta: Meta, rules: &Rules) -> Response {
             ("error", error_object(err, rules)),
         ]),
         meta: Some(Box::new(meta)),
+        data: None,
         headers: retry_headers(err),
     }
 }
@@ -211,6 +250,8 @@ pub struct Portal {
     pub summary: String,
     /// Tool result.
     pub data: Value,
+    /// The tool result as JSON text instead of `data` (see `call::Exec::data_text`).
+    pub data_text: Option<Arc<RawValue>>,
     /// The resource acted on, or null.
     pub resource: Value,
     /// Pagination, or null.
@@ -229,24 +270,31 @@ pub fn portal(p: Portal, err: Option<&CallError>, rules: &Rules) -> Response {
             retry_headers(e),
         ),
     };
+    let data_text = p.data_text.filter(|_| err.is_none());
+    let mut body = object([
+        ("ok", Value::Bool(err.is_none())),
+        ("serviceId", Value::String(p.service_id)),
+        ("toolName", Value::String(p.tool_name)),
+        ("traceId", Value::String(p.trace_id)),
+        ("summary", Value::String(p.summary)),
+        ("data", if err.is_none() { p.data } else { Value::Null }),
+        ("resource", p.resource),
+        ("pagination", p.pagination),
+        (
+            "nextAction",
+            p.next_action.map_or(Value::Null, Value::String),
+        ),
+        ("error", error),
+    ]);
+    if let (Some(_), Value::Object(map)) = (&data_text, &mut body) {
+        // Written in place from its text (`Response::data`).
+        map.remove("data");
+    }
     Response {
         status,
         meta: None,
-        body: object([
-            ("ok", Value::Bool(err.is_none())),
-            ("serviceId", Value::String(p.service_id)),
-            ("toolName", Value::String(p.tool_name)),
-            ("traceId", Value::String(p.trace_id)),
-            ("summary", Value::String(p.summary)),
-            ("data", if err.is_none() { p.data } else { Value::Null }),
-            ("resource", p.resource),
-            ("pagination", p.pagination),
-            (
-                "nextAction",
-                p.next_action.map_or(Value::Null, Value::String),
-            ),
-            ("error", error),
-        ]),
+        data: data_text,
+        body,
         headers,
     }
 }
@@ -305,9 +353,20 @@ mod tests {
             resource: Value::Null,
             pagination: json!({"page": 1}),
             next_action: Some("call x".into()),
+            data_text: None,
+        };
+        let as_text = Portal {
+            data: Value::Null,
+            data_text: Some(Arc::from(serde_json::value::to_raw_value(&p.data).unwrap())),
+            ..p.clone()
         };
         let portal = portal(p.clone(), None, rules);
         assert_eq!(portal.to_json(), serde_json::to_vec(&portal.body).unwrap());
+        // A result kept as text is written in its place: the same text, the same value.
+        let as_text = super::portal(as_text, None, rules);
+        assert!(as_text.body.get("data").is_none());
+        assert_eq!(as_text.to_json(), portal.to_json());
+        assert_eq!(as_text.envelope(), portal.body);
         let body = portal.body;
         let expected = json!({
             "ok": true, "serviceId": p.service_id, "toolName": p.tool_name,

@@ -142,6 +142,7 @@ pub async fn begin(
                     status,
                     body,
                     meta: None,
+                    data: None,
                     headers: vec![(REPLAYED, "true".to_string())],
                 }));
             }

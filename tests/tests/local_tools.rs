@@ -200,3 +200,70 @@ async fn readiness_follows_each_requests_headers_on_one_broker() {
     let (_, again) = broker.call("portal.check_connection", json!({}), &[]).await;
     assert_eq!(crm_of(&again)["credentialPresent"], false);
 }
+
+/// `check_connection` keeps its answers by what they depend on; a kept answer still
+/// follows who calls and what it asks: a key limited to some services, a `serviceId`,
+/// and back to the whole list.
+#[tokio::test]
+async fn kept_connection_answers_follow_the_caller_and_the_service_asked() {
+    let server = MockServer::start().await;
+    let mut setup = Setup::all_upstreams(&server.uri());
+    setup.config = Some(format!(
+        "[[keys]]\nname = \"crm-only\"\nsha256 = \"{}\"\nservices = [\"crm\", \"portal\"]\n",
+        tool_broker::identity::sha256_hex(b"tb_crm_only_key_1")
+    ));
+    let broker = TestBroker::start(setup).await;
+    let ids = |body: &Value| -> Vec<String> {
+        body["data"]["services"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no services in {body}"))
+            .iter()
+            .map(|s| s["serviceId"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    let (status, all) = broker.call("portal.check_connection", json!({}), &[]).await;
+    assert_eq!(status, 200, "{all}");
+    let everyone = ids(&all);
+    assert!(everyone.len() > 2, "{all}");
+    assert!(
+        all["summary"]
+            .as_str()
+            .is_some_and(|s| s.ends_with(&format!("ready with {} services", everyone.len()))),
+        "{all}"
+    );
+    let (status, limited) = broker
+        .call_as(
+            "tb_crm_only_key_1",
+            "portal.check_connection",
+            json!({}),
+            &[],
+        )
+        .await;
+    assert_eq!(status, 200, "{limited}");
+    let theirs = ids(&limited);
+    assert!(theirs.contains(&"crm".to_string()), "{limited}");
+    assert!(
+        theirs.iter().all(|id| id == "crm" || id == "portal"),
+        "{limited}"
+    );
+    let (status, one) = broker
+        .call(
+            "portal.check_connection",
+            json!({"serviceId": "hosting"}),
+            &[],
+        )
+        .await;
+    assert_eq!(status, 200, "{one}");
+    assert_eq!(ids(&one), ["hosting"]);
+    assert!(
+        one["summary"]
+            .as_str()
+            .is_some_and(|s| s.ends_with("ready with 1 service")),
+        "{one}"
+    );
+    // The whole list again, answered from what was kept: the same data as the first.
+    let (_, again) = broker.call("portal.check_connection", json!({}), &[]).await;
+    assert_eq!(again["data"], all["data"]);
+    assert_ne!(again["traceId"], all["traceId"]);
+    assert!(again.get("meta").is_none(), "{again}");
+}

@@ -7,9 +7,74 @@ use crate::call::{Broker, Exec, RequestCtx};
 use crate::catalog::{Service, Tool};
 use crate::error::CallError;
 
+/// What a service's readiness says that depends on the caller, its headers and the
+/// broker's state: everything [`readiness`] adds to the service's fixed part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallerPart {
+    /// The caller may use the service.
+    pub granted: bool,
+    /// The caller sent the service's key, or the service needs none.
+    pub credential_present: bool,
+    /// Whether callbacks are received (services that record jobs only).
+    pub webhook_receiver: Option<bool>,
+    /// Whether the caller sent the runtime location header (services with tenancy only).
+    pub location_present: Option<bool>,
+}
+
+impl CallerPart {
+    /// The caller's part of `service`'s readiness.
+    pub fn of(broker: &Broker, service: &Service, ctx: &RequestCtx<'_>) -> Self {
+        Self {
+            granted: ctx
+                .principal
+                .services
+                .as_ref()
+                .is_none_or(|s| s.contains(&service.id)),
+            credential_present: service.credential.is_none()
+                || broker.upstream_key(&service.id, ctx.headers).is_some(),
+            // Callbacks are received where the catalog has a [webhook] and the deployment
+            // its secret (a fetched public key may arrive while the broker runs).
+            webhook_receiver: service
+                .figures
+                .records_jobs
+                .then(|| crate::webhook::ready(broker, &service.id)),
+            location_present: service.tenancy.as_ref().map(|tenancy| {
+                service
+                    .context_headers
+                    .get(&tenancy.context)
+                    .is_some_and(|h| ctx.headers.contains_key(h.as_str()))
+            }),
+        }
+    }
+
+    /// One byte of a cache key (`hooks::portal`): each fact a bit, absent facts apart
+    /// from false ones.
+    pub fn key_byte(self) -> u8 {
+        let bit = |on: bool, at: u8| u8::from(on) << at;
+        let opt = |v: Option<bool>, at: u8| match v {
+            None => 0,
+            Some(on) => (1 << at) | bit(on, at + 1),
+        };
+        bit(self.granted, 0)
+            | bit(self.credential_present, 1)
+            | opt(self.webhook_receiver, 2)
+            | opt(self.location_present, 4)
+    }
+}
+
 /// Readiness of one service for this request: the service's fixed part (built once,
 /// see [`fixed_part`]) and what depends on the caller and its headers.
 pub fn readiness(broker: &Broker, service: &Service, ctx: &RequestCtx<'_>) -> Value {
+    readiness_with(broker, service, CallerPart::of(broker, service, ctx), ctx)
+}
+
+/// [`readiness`] with the caller's part already found.
+pub fn readiness_with(
+    broker: &Broker,
+    service: &Service,
+    caller: CallerPart,
+    ctx: &RequestCtx<'_>,
+) -> Value {
     let mut map = broker
         .readiness
         .get_or_init(|| {
@@ -23,44 +88,18 @@ pub fn readiness(broker: &Broker, service: &Service, ctx: &RequestCtx<'_>) -> Va
         .get(&service.id)
         .cloned()
         .unwrap_or_else(|| fixed_part(broker, service));
-    map.insert(
-        "granted".into(),
-        json!(
-            ctx.principal
-                .services
-                .as_ref()
-                .is_none_or(|s| s.contains(&service.id))
-        ),
-    );
-    map.insert(
-        "credentialPresent".into(),
-        json!(
-            service.credential.is_none() || broker.upstream_key(&service.id, ctx.headers).is_some()
-        ),
-    );
+    map.insert("granted".into(), json!(caller.granted));
+    map.insert("credentialPresent".into(), json!(caller.credential_present));
     // Who confirms this caller's writes (DECISIONS section 8).
     map.insert(
         "writeConfirmation".into(),
         json!(ctx.principal.confirmation.as_str()),
     );
-    if service.figures.records_jobs {
-        // Callbacks are received where the catalog has a [webhook] and the deployment
-        // its secret (a fetched public key may arrive while the broker runs).
-        map.insert(
-            "webhookReceiver".into(),
-            json!(crate::webhook::ready(broker, &service.id)),
-        );
+    if let Some(ready) = caller.webhook_receiver {
+        map.insert("webhookReceiver".into(), json!(ready));
     }
-    if let Some(tenancy) = &service.tenancy {
-        map.insert(
-            "runtimeLocationPresent".into(),
-            json!(
-                service
-                    .context_headers
-                    .get(&tenancy.context)
-                    .is_some_and(|h| ctx.headers.contains_key(h.as_str()))
-            ),
-        );
+    if let Some(present) = caller.location_present {
+        map.insert("runtimeLocationPresent".into(), json!(present));
     }
     Value::Object(map)
 }

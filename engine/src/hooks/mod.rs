@@ -27,7 +27,7 @@ pub use navigation::{
     FindFilters, capabilities, endpoint_coverage, find_tools, text, tool_reference,
 };
 pub use poll::{submit_and_poll, watch_answered_job};
-pub use portal::{call_read_tool, check_connection};
+pub use portal::{ConnectionAnswers, call_read_tool, check_connection};
 pub use reschedule::reschedule_overdue;
 
 /// The hook registry.

@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::check::CallerPart;
 use crate::call::{Broker, Exec, RequestCtx, unknown_tool};
 use crate::descriptor::Risk;
 use crate::error::{CallError, Classification};
@@ -58,7 +59,8 @@ pub async fn call_read_tool(
             }
         }
     }
-    let inner = broker.execute(tool, arguments, ctx).await?;
+    let mut inner = broker.execute(tool, arguments, ctx).await?;
+    let data = inner.take_data();
     let service = catalog.services.get(&tool.service);
     let mut pagination = inner.pagination.unwrap_or_else(|| json!({}));
     if !inner.truncation.is_empty()
@@ -73,14 +75,14 @@ pub async fn call_read_tool(
     let summary = inner
         .summary
         .clone()
-        .unwrap_or_else(|| broker.summary(tool, &inner.data));
+        .unwrap_or_else(|| broker.summary(tool, &data));
     Ok(Exec {
         summary: Some(if summary.is_empty() {
             format!("{}: ok", tool.title)
         } else {
             summary
         }),
-        data: inner.data,
+        data,
         resource: Some(json!({
             "serviceId": tool.service,
             "toolName": tool.name,
@@ -93,6 +95,17 @@ pub async fn call_read_tool(
         ..Exec::default()
     })
 }
+
+/// `portal.check_connection` answers kept by what they depend on: the caller's write
+/// confirmation, the `serviceId` asked for, and each service's caller part
+/// ([`super::check::CallerPart`]). The rest of an answer is fixed while the broker runs,
+/// so an answer is built once per such state and then served as its text. Bounded: at
+/// [`MAX_ANSWERS`] states the map is emptied and refilled.
+pub type ConnectionAnswers =
+    std::collections::HashMap<Vec<u8>, (std::sync::Arc<serde_json::value::RawValue>, usize)>;
+
+/// The most `portal.check_connection` answers a broker keeps.
+pub const MAX_ANSWERS: usize = 256;
 
 /// `portal.check_connection`.
 pub fn check_connection(
@@ -113,31 +126,60 @@ pub fn check_connection(
         ))
         .with_details(json!([{ "pointer": "/serviceId", "message": "unknown service id" }])));
     }
-    let services: Vec<Value> = catalog
+    let parts: Vec<_> = catalog
         .services
         .values()
-        .filter(|s| only.is_none_or(|id| id == s.id))
-        .filter(|s| {
-            ctx.principal
-                .services
-                .as_ref()
-                .is_none_or(|allowed| allowed.contains(&s.id))
-        })
-        .map(|s| super::check::readiness(broker, s, ctx))
+        .map(|s| (s, CallerPart::of(broker, s, ctx)))
         .collect();
-    let count = services.len();
+    let confirmation = ctx.principal.confirmation.as_str();
+    let mut key =
+        Vec::with_capacity(confirmation.len() + only.map_or(0, str::len) + parts.len() + 2);
+    key.extend_from_slice(confirmation.as_bytes());
+    key.push(0);
+    key.extend_from_slice(only.unwrap_or_default().as_bytes());
+    key.push(0);
+    key.extend(parts.iter().map(|(_, part)| part.key_byte()));
+    let kept = broker
+        .connection_answers
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(&key)
+        .cloned();
+    let (text, count) = match kept {
+        Some(kept) => kept,
+        None => {
+            let services: Vec<Value> = parts
+                .into_iter()
+                .filter(|(s, part)| only.is_none_or(|id| id == s.id) && part.granted)
+                .map(|(s, part)| super::check::readiness_with(broker, s, part, ctx))
+                .collect();
+            let count = services.len();
+            let data = crate::envelope::object([
+                ("authenticated", Value::Bool(true)),
+                ("catalogReady", Value::Bool(true)),
+                ("snapshotId", json!(catalog.snapshot_id)),
+                ("services", Value::Array(services)),
+            ]);
+            let text = serde_json::value::to_raw_value(&data).map_err(|_| CallError::internal())?;
+            let answer = (std::sync::Arc::from(text), count);
+            let mut answers = broker
+                .connection_answers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if answers.len() >= MAX_ANSWERS {
+                answers.clear();
+            }
+            answers.insert(key, answer.clone());
+            answer
+        }
+    };
     Ok(Exec {
         summary: Some(format!(
             "authenticated; catalog {} ready with {count} service{}",
             catalog.snapshot_id,
             if count == 1 { "" } else { "s" }
         )),
-        data: crate::envelope::object([
-            ("authenticated", Value::Bool(true)),
-            ("catalogReady", Value::Bool(true)),
-            ("snapshotId", json!(catalog.snapshot_id)),
-            ("services", Value::Array(services)),
-        ]),
+        data_text: Some(text),
         resource: Some(json!({ "snapshotId": catalog.snapshot_id })),
         ..Exec::default()
     })
