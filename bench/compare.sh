@@ -39,6 +39,12 @@ if [[ ! -x $venv/bin/python ]] || ! $venv/bin/python -c "import fastmcp" 2>/dev/
 fi
 cargo build --release -q -p tool-broker --bin tool-broker --example rate
 
+# CPU time the hypervisor took from this machine during the run (the `steal` column of
+# /proc/stat): on a shared virtual machine it can change every figure below; reported with
+# the machine so a reader knows how far to trust a run.
+cpu_times() { awk '/^cpu / {t=0; for (i=2; i<=9; i++) t+=$i; print t, $9}' /proc/stat; }
+read -r cpu_total0 cpu_steal0 < <(cpu_times)
+
 work=$(mktemp -d)
 pids=()
 cleanup() {
@@ -265,6 +271,8 @@ peer_name="FastMCP $fastmcp_version \`from_openapi\` (one process)"
   echo "- memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo); kernel $(uname -r)"
   echo "- $(rustc --version); $("$nginx_bin" -v 2>&1 | sed 's/.*: //'); $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}'); FastMCP $fastmcp_version on $($venv/bin/python --version)"
   echo "- everything on loopback, sharing the same cores: the load generator, nginx, the broker and the peer"
+  read -r cpu_total1 cpu_steal1 < <(cpu_times)
+  echo "- CPU time stolen by the hypervisor during the run: $(awk -v t=$((cpu_total1 - cpu_total0)) -v s=$((cpu_steal1 - cpu_steal0)) 'BEGIN {printf "%.1f%%", t ? 100 * s / t : 0}') (above a few percent, figures of this run are not comparable with another's)"
   echo
   echo "The upstream is nginx answering a $(printf '%s' "$answer" | wc -c)-byte JSON array for \`GET /api/billing/v1/catalog\`; the broker calls it"
   echo "as \`hosting.billing_get_catalog_item_list_v1\` (argument validation, request rendering, the"
