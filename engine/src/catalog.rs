@@ -155,6 +155,9 @@ pub struct Tool {
     pub arguments: SchemaText,
     /// The argument names the schema declares (`properties`), sorted.
     pub argument_names: Vec<String>,
+    /// The required arguments and their types, as a search hit lists them
+    /// ([`crate::describe::required_arguments`]), compiled once.
+    pub required_arguments: SchemaText,
     /// Whether the schema refuses arguments it does not declare
     /// (`additionalProperties = false`).
     pub closed_arguments: bool,
@@ -559,11 +562,6 @@ impl SchemaText {
     pub fn value(&self) -> Value {
         // The text was written from a `Value`: it always parses.
         serde_json::from_str(self.0.get()).unwrap_or_default()
-    }
-
-    /// The compact JSON text.
-    pub fn text(&self) -> &str {
-        self.0.get()
     }
 }
 

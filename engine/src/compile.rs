@@ -1061,6 +1061,9 @@ impl ToolCompiler<'_, '_> {
             response,
             arguments: SchemaText::new(&arguments),
             argument_names: properties.into_iter().collect(),
+            required_arguments: SchemaText::new(&Value::Object(
+                crate::describe::required_arguments(&arguments),
+            )),
             closed_arguments: arguments.get("additionalProperties") == Some(&Value::Bool(false)),
             validator: std::sync::OnceLock::new(),
             output: raw.output.as_ref().map(SchemaText::new),

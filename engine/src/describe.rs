@@ -148,7 +148,7 @@ pub fn summary(catalog: &Catalog, tool: &Tool) -> Value {
         "summary": one_line(&tool.description),
         "risk": tool.risk,
         "classes": tool.classes,
-        "required": required_arguments(&tool.arguments.value()),
+        "required": tool.required_arguments,
         "category": tool.category,
         "tier": tool.tier,
         "method": method,
