@@ -558,6 +558,11 @@ impl SchemaText {
         )
     }
 
+    /// The compact JSON text.
+    pub fn as_str(&self) -> &str {
+        self.0.get()
+    }
+
     /// The schema, parsed.
     pub fn value(&self) -> Value {
         // The text was written from a `Value`: it always parses.

@@ -63,16 +63,6 @@ impl Default for Options {
     }
 }
 
-/// Drops `values` on a thread of their own: the parsed schemas are tens of megabytes of
-/// small allocations, and freeing them took about a seventh of the compile's
-/// instructions on the thread a start-up waits for.
-fn drop_aside<T: Send + 'static>(values: T) {
-    // When no thread can start, the closure and the values in it are dropped here.
-    let _ = std::thread::Builder::new()
-        .name("tool-broker-drop".into())
-        .spawn(move || drop(values));
-}
-
 /// Compiles a catalog root with `options`; the map holds the normalized definitions
 /// when they were asked for.
 pub fn compile_with(
@@ -93,10 +83,10 @@ pub fn compile_with(
     c.templates(&mut templates);
     let services = c.services();
     let mut tools = Vec::new();
-    // Each tool's schemas as parsed, by the tool's index: checked once every tool is
-    // compiled, then dropped (the tools keep them as text).
-    let mut schemas = Vec::new();
     if let Some(rules) = &rules {
+        // Each tool's schemas as parsed go to the check as the tool is compiled, and are
+        // dropped there (the tools keep them as text).
+        let mut checker = crate::schema_check::Checker::start();
         let mut seen: BTreeMap<String, (String, usize)> = BTreeMap::new();
         let mut files = Vec::new();
         for (file, text) in c.tool_files() {
@@ -149,12 +139,13 @@ pub fn compile_with(
                 templates: &mut templates,
             };
             if let Some((tool, parsed)) = tc.compile(*raw, line) {
+                checker.submit(&tool.arguments, tool.output.as_ref(), parsed);
                 tools.push(tool);
-                schemas.push(parsed);
             }
         });
         let compiled = started.elapsed();
-        for (file, line, message) in crate::schema_check::problems(&tools, &schemas) {
+        let checked = checker.finish();
+        for (file, line, message) in crate::schema_check::problems(&tools, checked) {
             c.diags.push(&file, line, message);
         }
         tracing::debug!(
@@ -162,7 +153,6 @@ pub fn compile_with(
             schemas_ms = (started.elapsed() - compiled).as_millis() as u64,
             "tools compiled and their schemas checked"
         );
-        drop_aside(schemas);
     }
     for tool in &tools {
         // Step tools of multi-step hooks: raw HTTP tools of the same service, of the

@@ -3,10 +3,17 @@
 //! A served broker builds a tool's validator on the tool's first call
 //! ([`crate::catalog::Tool::validator`]); the compiler must therefore know, before a request
 //! arrives, that every schema builds. Building all of them is the largest part of a
-//! start-up, so the check does the same work once where the catalog repeats itself:
+//! start-up, so the check does the same work once where the catalog repeats itself, and
+//! does it while the compile goes on ([`Checker`]):
 //!
 //! - identical schemas are built once (of 1,817 argument schemas 1,419 are distinct, of
-//!   931 output schemas 612), and a problem is reported at every tool that has it;
+//!   931 output schemas 612), and a problem is reported at every tool that has it. Two
+//!   schemas are the same when their compact text is: the tool keeps that text anyway
+//!   ([`crate::catalog::SchemaText`]), and serde_json writes a parsed schema's keys
+//!   sorted, so equal schemas have equal text;
+//! - each distinct schema goes, as parsed, to the check threads as soon as its tool is
+//!   compiled, and is dropped there once built: the parsed schemas never all wait in
+//!   memory together, and the check overlaps the compile instead of following it;
 //! - a `pattern` is compiled once per distinct pattern (1,502 patterns, 12 distinct):
 //!   the check builds each schema with a `pattern` keyword that looks its regex up in a
 //!   shared table, where the first schema to use a pattern builds `{"pattern": ...}` with
@@ -16,13 +23,13 @@
 //! The check's validators are dropped: they never validate a call.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use jsonschema::{Keyword, ValidationError, ValidationOptions};
 use serde_json::{Map, Value, json};
 
-use crate::catalog::Tool;
+use crate::catalog::{SchemaText, Tool};
 
 /// Which of a tool's schemas a distinct schema was found as; the two are built with
 /// different options, so identical argument and output schemas are checked apart.
@@ -53,8 +60,8 @@ impl Role {
 /// kept: the schema that uses it fails, and its error is rebuilt for the message.
 type Patterns = Arc<Mutex<HashMap<String, bool>>>;
 
-/// A compiled tool's schemas as parsed, kept for the check only (a tool keeps them as
-/// text, [`crate::catalog::SchemaText`]).
+/// A compiled tool's schemas as parsed, handed to the check (a tool keeps them as text,
+/// [`crate::catalog::SchemaText`]).
 #[derive(Debug)]
 pub struct Schemas {
     /// The argument schema, the tool's argument sets merged in.
@@ -65,19 +72,166 @@ pub struct Schemas {
     pub line: usize,
 }
 
+/// A distinct schema to build: its number, role and parsed form.
+type Job = (usize, Role, Value);
+
+/// The check of every tool's schemas, running beside the compile: [`Checker::submit`]
+/// each compiled tool's schemas, in tool order, then [`Checker::finish`].
+pub struct Checker {
+    /// Distinct schemas to build, to the check threads; `None` once finishing.
+    jobs: Option<mpsc::Sender<Job>>,
+    /// `(distinct schema, its error)` from the check threads.
+    results: mpsc::Receiver<(usize, Option<String>)>,
+    workers: Vec<std::thread::JoinHandle<()>>,
+    /// Set when there is no check thread to build a schema: then it is built here.
+    inline: Option<Patterns>,
+    /// `(distinct schema, its error)` of those built here.
+    built_here: Vec<(usize, Option<String>)>,
+    /// The number of each distinct schema, by its compact text.
+    arguments: HashMap<String, usize>,
+    outputs: HashMap<String, usize>,
+    /// Each submitted tool's `(argument schema, output schema, line of its arguments)`.
+    tools: Vec<(usize, Option<usize>, usize)>,
+    distinct: usize,
+}
+
+impl Checker {
+    /// Starts as many check threads as the machine has cores, up to four.
+    pub fn start() -> Self {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4));
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let queue = Arc::new(Mutex::new(queue));
+        let (done, results) = mpsc::channel();
+        let patterns: Patterns = Arc::default();
+        let workers: Vec<_> = (0..threads)
+            .filter_map(|i| {
+                let (queue, done, patterns) = (queue.clone(), done.clone(), patterns.clone());
+                std::thread::Builder::new()
+                    .name(format!("schema-check-{i}"))
+                    .spawn(move || {
+                        loop {
+                            let job = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
+                            // The sender is gone once every schema was handed out.
+                            let Ok((id, role, schema)) = job else { return };
+                            let error = check(role, &schema, &patterns);
+                            drop(schema);
+                            if done.send((id, error)).is_err() {
+                                return;
+                            }
+                        }
+                    })
+                    .ok()
+            })
+            .collect();
+        // Without a thread to build them, schemas are built as they are submitted.
+        let inline = workers.is_empty().then_some(patterns);
+        Self {
+            jobs: (!workers.is_empty()).then_some(jobs),
+            results,
+            workers,
+            inline,
+            built_here: Vec::new(),
+            arguments: HashMap::new(),
+            outputs: HashMap::new(),
+            tools: Vec::new(),
+            distinct: 0,
+        }
+    }
+
+    /// Hands over the next compiled tool's schemas, as parsed and as the compact text
+    /// the tool keeps: each one not seen before goes to the check threads, the others
+    /// are dropped here.
+    pub fn submit(
+        &mut self,
+        arguments: &SchemaText,
+        output: Option<&SchemaText>,
+        schemas: Schemas,
+    ) {
+        let arguments = self.intern(Role::Arguments, arguments.as_str(), schemas.arguments);
+        let output = output
+            .zip(schemas.output)
+            .map(|(text, parsed)| self.intern(Role::Output, text.as_str(), parsed));
+        self.tools.push((arguments, output, schemas.line));
+    }
+
+    /// The number of the distinct schema with `text`, sending `parsed` to be built when
+    /// it is new.
+    fn intern(&mut self, role: Role, text: &str, parsed: Value) -> usize {
+        let seen = match role {
+            Role::Arguments => &mut self.arguments,
+            Role::Output => &mut self.outputs,
+        };
+        if let Some(&id) = seen.get(text) {
+            return id;
+        }
+        let id = self.distinct;
+        self.distinct += 1;
+        seen.insert(text.to_string(), id);
+        let parsed = match (&self.inline, &self.jobs) {
+            (None, Some(jobs)) => match jobs.send((id, role, parsed)) {
+                Ok(()) => return id,
+                // Every check thread is gone (they stopped unexpectedly): build it here.
+                Err(mpsc::SendError((_, _, parsed))) => parsed,
+            },
+            _ => parsed,
+        };
+        let patterns = self.inline.get_or_insert_with(Patterns::default);
+        let error = check(role, &parsed, patterns);
+        self.built_here.push((id, error));
+        id
+    }
+
+    /// Waits for the last schemas to be built; what the check found of each submitted
+    /// tool, in the order they were submitted.
+    pub fn finish(mut self) -> Vec<Found> {
+        drop(self.jobs.take());
+        let mut errors: Vec<Option<Option<String>>> = vec![None; self.distinct];
+        for (id, error) in self.built_here.drain(..).chain(self.results.iter()) {
+            if let Some(slot) = errors.get_mut(id) {
+                *slot = Some(error);
+            }
+        }
+        for worker in self.workers.drain(..) {
+            let _ = worker.join();
+        }
+        // A schema whose thread stopped before building it has no result.
+        let error = |id: usize| -> Option<String> {
+            match errors.get(id) {
+                Some(Some(error)) => error.clone(),
+                _ => Some("the schema check stopped unexpectedly".into()),
+            }
+        };
+        self.tools
+            .iter()
+            .map(|&(arguments, output, line)| Found {
+                arguments: error(arguments),
+                output: output.and_then(error),
+                line,
+            })
+            .collect()
+    }
+}
+
+/// What the check found of one tool's schemas.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// Why the argument schema does not build, if it does not.
+    pub arguments: Option<String>,
+    /// Why the output schema does not build, if it does not.
+    pub output: Option<String>,
+    /// The line of the tool's `[tool.arguments]`.
+    pub line: usize,
+}
+
 /// Every tool's argument and output schemas that are not valid JSON Schema, as
-/// `(file, line, message)`, in tool order. `schemas[i]` are tool `i`'s.
-pub fn problems(tools: &[Tool], schemas: &[Schemas]) -> Vec<(String, usize, String)> {
-    let pairs: Vec<_> = schemas
-        .iter()
-        .map(|s| (&s.arguments, s.output.as_ref()))
-        .collect();
+/// `(file, line, message)`, in tool order. `checked[i]` is what the check found of
+/// tool `i`.
+pub fn problems(tools: &[Tool], checked: Vec<Found>) -> Vec<(String, usize, String)> {
     let mut found = Vec::new();
-    for ((tool, parsed), (arguments, output)) in tools.iter().zip(schemas).zip(errors(&pairs)) {
-        let args_line = parsed.line;
+    for (tool, checked) in tools.iter().zip(checked) {
         let problems = [
-            (Role::Arguments, arguments, args_line),
-            (Role::Output, output, tool.source.1),
+            (Role::Arguments, checked.arguments, checked.line),
+            (Role::Output, checked.output, tool.source.1),
         ];
         for (role, error, line) in problems {
             if let Some(message) = error {
@@ -94,103 +248,6 @@ pub fn problems(tools: &[Tool], schemas: &[Schemas]) -> Vec<(String, usize, Stri
         }
     }
     found
-}
-
-/// For each `(argument schema, output schema)`, the error building each gives, if any.
-/// Distinct schemas are built once, on as many threads as the machine has cores, up to
-/// four.
-fn errors<'s>(schemas: &[(&'s Value, Option<&'s Value>)]) -> Vec<(Option<String>, Option<String>)> {
-    let mut distinct: Vec<(Role, &'s Value)> = Vec::new();
-    // By (role, fingerprint), the indexes in `distinct` of the schemas with it.
-    let mut index: HashMap<(Role, u64), Vec<usize>> = HashMap::new();
-    let mut intern = |role: Role, schema: &'s Value| -> usize {
-        let mut hasher = std::hash::DefaultHasher::new();
-        fingerprint(schema, &mut hasher);
-        let same = index.entry((role, hasher.finish())).or_default();
-        if let Some(&at) = same.iter().find(|&&at| distinct[at].1 == schema) {
-            return at;
-        }
-        distinct.push((role, schema));
-        same.push(distinct.len() - 1);
-        distinct.len() - 1
-    };
-    let at: Vec<(usize, Option<usize>)> = schemas
-        .iter()
-        .map(|&(arguments, output)| {
-            let arguments = intern(Role::Arguments, arguments);
-            (arguments, output.map(|o| intern(Role::Output, o)))
-        })
-        .collect();
-    let built = check_all(&distinct);
-    let error = |i: usize| built.get(i).cloned().flatten();
-    at.into_iter()
-        .map(|(arguments, output)| (error(arguments), output.and_then(error)))
-        .collect()
-}
-
-/// Feeds a JSON value's structure to `hasher`, so equal values hash alike (serde_json's
-/// maps keep their keys sorted). Cheaper than writing the value out as text.
-fn fingerprint(value: &Value, hasher: &mut impl Hasher) {
-    match value {
-        Value::Null => hasher.write_u8(0),
-        Value::Bool(b) => {
-            hasher.write_u8(1);
-            b.hash(hasher);
-        }
-        Value::Number(n) => {
-            hasher.write_u8(2);
-            n.hash(hasher);
-        }
-        Value::String(s) => {
-            hasher.write_u8(3);
-            s.hash(hasher);
-        }
-        Value::Array(items) => {
-            hasher.write_u8(4);
-            hasher.write_usize(items.len());
-            for item in items {
-                fingerprint(item, hasher);
-            }
-        }
-        Value::Object(map) => {
-            hasher.write_u8(5);
-            hasher.write_usize(map.len());
-            for (key, item) in map {
-                key.hash(hasher);
-                fingerprint(item, hasher);
-            }
-        }
-    }
-}
-
-/// Builds every schema of `distinct`; the error message of each that does not build.
-fn check_all(distinct: &[(Role, &Value)]) -> Vec<Option<String>> {
-    let patterns: Patterns = Arc::default();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4));
-    let size = distinct.len().div_ceil(threads).max(1);
-    std::thread::scope(|scope| {
-        let running: Vec<_> = distinct
-            .chunks(size)
-            .map(|chunk| {
-                let patterns = patterns.clone();
-                scope.spawn(move || {
-                    chunk
-                        .iter()
-                        .map(|&(role, schema)| check(role, schema, &patterns))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        running
-            .into_iter()
-            .zip(distinct.chunks(size))
-            .flat_map(|(r, chunk)| {
-                r.join().unwrap_or_else(|_| {
-                    vec![Some("the schema check stopped unexpectedly".into()); chunk.len()]
-                })
-            })
-            .collect()
-    })
 }
 
 /// Builds one schema as a served broker would, with each `pattern` looked up in
@@ -253,6 +310,25 @@ impl<'i> Keyword<'i> for Checked {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each pair's `(argument error, output error)`, checked as the compiler checks them.
+    fn errors(pairs: &[(&Value, Option<&Value>)]) -> Vec<(Option<String>, Option<String>)> {
+        let mut checker = Checker::start();
+        for (arguments, output) in pairs {
+            let schemas = Schemas {
+                arguments: (*arguments).clone(),
+                output: output.cloned(),
+                line: 1,
+            };
+            let output = output.map(SchemaText::new);
+            checker.submit(&SchemaText::new(arguments), output.as_ref(), schemas);
+        }
+        checker
+            .finish()
+            .into_iter()
+            .map(|c| (c.arguments, c.output))
+            .collect()
+    }
 
     fn message(schema: &Value) -> String {
         crate::catalog::argument_validator(schema)
