@@ -79,7 +79,7 @@ fn hot_path(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, hot_path, parts, serialize_only);
+criterion_group!(benches, hot_path, parts, serialize_only, answer);
 criterion_main!(benches);
 
 fn parts(c: &mut Criterion) {
@@ -129,4 +129,37 @@ fn serialize_only(c: &mut Criterion) {
         b.iter(|| black_box(&answer).to_string())
     });
     println!("answer bytes: {}", answer.to_string().len());
+}
+
+/// An upstream answer's bytes to `data`'s text, both ways: the tree (parse, redact,
+/// truncate, write) and one pass (`tool_broker::scan`). Same text out (asserted once).
+fn answer(c: &mut Criterion) {
+    let catalog = compile(&Sources::embedded()).unwrap_or_else(|d| panic!("{d}"));
+    let rules = &catalog.rules.redaction;
+    let secrets = ["secret-key-value"];
+    let billing = br#"[{"id":"hostingercom-domain-com","name":".COM Domain","category":"DOMAIN","metadata":null,"prices":[{"id":"hostingercom-domain-com-usd-1y","name":".COM (1 year)","currency":"USD","price":1799,"first_period_price":999,"period":1,"period_unit":"year"}]},{"id":"vps-kvm-2","name":"KVM 2","category":"VPS","metadata":null,"prices":[]}]"#.to_vec();
+    let tasks = upstream_answer().to_string().into_bytes();
+    let tree = |bytes: &[u8]| {
+        let mut body: Value = serde_json::from_slice(bytes).unwrap_or_default();
+        let redacted = redact(&mut body, rules, &[], &secrets);
+        let truncation = truncate(&mut body, 50);
+        (
+            serde_json::to_string(&body).unwrap_or_default(),
+            redacted,
+            truncation,
+        )
+    };
+    for (name, bytes) in [("billing 331 B", &billing), ("tasks 40 items", &tasks)] {
+        let one = tool_broker::scan::scan(bytes, rules, &secrets, Some(50))
+            .unwrap_or_else(|_| panic!("{name}: not JSON"));
+        if (one.text.clone(), one.redacted, one.truncation.clone()) != tree(bytes) {
+            panic!("{name}: the two paths differ");
+        }
+        c.bench_function(&format!("answer {name}: tree"), |b| {
+            b.iter(|| tree(black_box(bytes)))
+        });
+        c.bench_function(&format!("answer {name}: one pass"), |b| {
+            b.iter(|| tool_broker::scan::scan(black_box(bytes), rules, &secrets, Some(50)))
+        });
+    }
 }

@@ -130,6 +130,13 @@ pub struct Exec {
 }
 
 impl Exec {
+    /// Puts a result kept as text into `data` (for readers that look into it).
+    pub fn materialize(&mut self) {
+        if self.data_text.is_some() {
+            self.data = self.take_data();
+        }
+    }
+
     /// The result as a `Value`, whichever form it has.
     pub fn take_data(&mut self) -> Value {
         match self.data_text.take() {
@@ -138,6 +145,16 @@ impl Exec {
             None => self.data.take(),
         }
     }
+}
+
+/// The form a caller of a tool wants its result in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Want {
+    /// A `Value` in [`Exec::data`]: a hook reads into the result of its step tools.
+    Value,
+    /// JSON text in [`Exec::data_text`] where the tool's plan allows it (an answer in
+    /// one pass, [`crate::scan`]): the envelope only writes the result out.
+    Text,
 }
 
 /// The request-scoped facts a tool may use.
@@ -643,7 +660,8 @@ impl Broker {
         };
         // Run as an MCP task, a tool that answered a job at once watches it.
         let result = match (result, &tool.task) {
-            (Ok(exec), Some(plan)) if ctx.task_watch.is_some() && !exec.dry_run => {
+            (Ok(mut exec), Some(plan)) if ctx.task_watch.is_some() && !exec.dry_run => {
+                exec.materialize();
                 let args = task_args.unwrap_or_default();
                 Ok(crate::hooks::watch_answered_job(self, tool, plan, &args, exec, &ctx).await)
             }
@@ -702,15 +720,17 @@ impl Broker {
         meta.snapshot_id = Some(self.catalog.snapshot_id.clone());
         meta.duration_ms = duration_ms;
         match result {
-            Ok(mut exec) => {
-                let data = exec.take_data();
+            Ok(exec) => {
                 meta.dry_run = exec.dry_run;
                 meta.upstream_status = exec.upstream_status;
                 meta.pagination = exec.pagination;
                 meta.truncation = exec.truncation;
                 meta.redacted = exec.redacted;
                 meta.dispatched_to = exec.dispatched_to;
-                envelope::standard_ok(data, meta)
+                match exec.data_text {
+                    Some(text) => envelope::standard_ok_text(text, meta),
+                    None => envelope::standard_ok(exec.data, meta),
+                }
             }
             Err(err) => {
                 meta.upstream_status = err.upstream_status;
@@ -809,7 +829,20 @@ impl Broker {
         arguments: Option<Value>,
         ctx: &RequestCtx<'_>,
     ) -> Result<Exec, CallError> {
-        self.execute_as(tool, arguments, ctx, false).await
+        self.execute_as(tool, arguments, ctx, false, Want::Value)
+            .await
+    }
+
+    /// [`Broker::execute`] for a call whose result goes straight into its envelope: the
+    /// result may be JSON text ([`Want::Text`]).
+    async fn execute_for_envelope(
+        &self,
+        tool: &Tool,
+        arguments: Option<Value>,
+        ctx: &RequestCtx<'_>,
+    ) -> Result<Exec, CallError> {
+        self.execute_as(tool, arguments, ctx, false, Want::Text)
+            .await
     }
 
     /// Runs a write under its caller's confirmation mode (DECISIONS section 8). Under
@@ -826,7 +859,7 @@ impl Broker {
         use crate::config::WriteConfirmation;
         let mode = ctx.principal.confirmation;
         if mode == WriteConfirmation::Flag || tool.risk != Risk::Write {
-            return self.execute(tool, arguments, ctx).await;
+            return self.execute_for_envelope(tool, arguments, ctx).await;
         }
         let rules = &self.catalog.rules.confirmation;
         let map = arguments.as_ref().and_then(Value::as_object);
@@ -836,16 +869,16 @@ impl Broker {
             let spend = crate::bound::asks_to_run(tool, map, rules);
             if let Some(id) = approval_id {
                 crate::approval::redeem(self, tool, ctx, &caller, &digest, &id, spend).await?;
-                return self.execute(tool, arguments, ctx).await;
+                return self.execute_for_envelope(tool, arguments, ctx).await;
             }
             if !spend {
                 // A preview (or the spec's own refusal without its flag): free.
-                return self.execute(tool, arguments, ctx).await;
+                return self.execute_for_envelope(tool, arguments, ctx).await;
             }
             let elicitation = ctx.elicitation.filter(|e| e.applies());
             if let Some(e) = elicitation.filter(|e| e.state.is_some()) {
                 crate::approval::elicit::answer(self, tool, ctx, (&caller, &digest), e).await?;
-                return self.execute(tool, arguments, ctx).await;
+                return self.execute_for_envelope(tool, arguments, ctx).await;
             }
             // What the person will see: the preview of exactly this request.
             let preview = self.approval_preview(tool, arguments, ctx).await?;
@@ -859,7 +892,7 @@ impl Broker {
         if let Some(token) = token {
             let spend = crate::bound::asks_to_run(tool, map, rules);
             crate::bound::redeem(self, tool, &caller, &digest, &token, spend).await?;
-            return self.execute(tool, arguments, ctx).await;
+            return self.execute_for_envelope(tool, arguments, ctx).await;
         }
         // No token: the preview and a token for exactly this request.
         let result = self.execute_unconfirmed(tool, arguments, ctx).await;
@@ -882,6 +915,7 @@ impl Broker {
         );
         match result {
             Ok(mut exec) => {
+                exec.materialize();
                 if let Value::Object(data) = &mut exec.data {
                     data.insert("confirmationToken".into(), json!(issued.token));
                     data.insert(
@@ -920,7 +954,8 @@ impl Broker {
             map.remove(&rules.confirm_arg);
             map.remove(&rules.apply_arg);
         }
-        self.execute_as(tool, arguments, ctx, true).await
+        self.execute_as(tool, arguments, ctx, true, Want::Text)
+            .await
     }
 
     /// What an approver is shown: the tool's preview of this request (a hook tool's
@@ -961,6 +996,7 @@ impl Broker {
         arguments: Option<Value>,
         ctx: &RequestCtx<'_>,
         preview_only: bool,
+        want: Want,
     ) -> Result<Exec, CallError> {
         let mut args = args::prepare(tool, arguments)?;
         let routed = crate::tenancy::route(self, tool, &mut args, ctx.headers)?;
@@ -998,7 +1034,7 @@ impl Broker {
                     )
                     .await?;
                 }
-                self.send_rendered(tool, &request, &args, &template_ctx, ctx, None)
+                self.send_rendered(tool, &request, &args, &template_ctx, ctx, (None, want))
                     .await
             }
         }
@@ -1006,7 +1042,8 @@ impl Broker {
 
     /// Sends a rendered request of `tool` upstream and turns the answer into its result:
     /// key (profile, BYOK or server-side), refusals classified, redaction, job recording,
-    /// shaping and truncation. `max_response` lowers the largest answer read.
+    /// shaping and truncation. `max_response` lowers the largest answer read; `want` says
+    /// whether the result may be JSON text.
     pub async fn send_rendered(
         &self,
         tool: &Tool,
@@ -1014,7 +1051,7 @@ impl Broker {
         args: &Map<String, Value>,
         template_ctx: &Scope<'_>,
         ctx: &RequestCtx<'_>,
-        max_response: Option<usize>,
+        (max_response, want): (Option<usize>, Want),
     ) -> Result<Exec, CallError> {
         let templates = &self.catalog.templates;
         let Some(base_url) = self.base_url(&tool.service) else {
@@ -1062,7 +1099,11 @@ impl Broker {
                 Err(refusal_error(tool, refusal, &self.catalog.rules, &secrets))
             }
             Outcome::Answer(answer) => {
-                let mut body = answer.body;
+                let asked = Asked::of(&tool.response, args, tool.item_budget);
+                if want == Want::Text && asked.one_pass(&tool.response) {
+                    return self.one_pass(tool, &answer, &secrets, asked.budget);
+                }
+                let mut body = answer.json(&tool.service)?;
                 let mut paths: Vec<&JsonPath> = tool.response.redact.iter().collect();
                 for (unless, extra) in &tool.response.redact_unless {
                     let keep = templates.truthy(unless, template_ctx).map_err(|e| {
@@ -1099,32 +1140,16 @@ impl Broker {
                         .await;
                 }
                 let plan = &tool.response;
-                let flag = |name: &Option<String>| name.as_ref().and_then(|n| args.get(n));
-                let raw = (flag(&plan.raw_arg) == Some(&Value::Bool(true))).then(|| body.clone());
+                let raw = asked.raw.then(|| body.clone());
                 let mut data = extract_data(tool, body);
-                let fields: Option<Vec<String>> =
-                    flag(&plan.fields_arg).and_then(Value::as_array).map(|f| {
-                        f.iter()
-                            .filter_map(Value::as_str)
-                            .map(String::from)
-                            .collect()
-                    });
-                if let Some(fields) = fields.filter(|f| !f.is_empty()) {
+                if let Some(fields) = asked.fields {
                     data = crate::shape::project(data, &fields);
-                } else if plan.mode_arg.is_some()
-                    && flag(&plan.mode_arg).and_then(Value::as_str) != Some("full")
-                {
+                } else if asked.compact {
                     data = crate::shape::compact(data, plan.compact_fields.as_ref());
                 }
-                let budget = flag(&plan.budget_arg)
-                    .and_then(Value::as_u64)
-                    .and_then(|n| usize::try_from(n).ok())
-                    .filter(|n| *n > 0)
-                    .unwrap_or(tool.item_budget);
-                let truncation = if flag(&plan.compact_arg) == Some(&Value::Bool(false)) {
-                    Vec::new()
-                } else {
-                    truncate(&mut data, budget)
+                let truncation = match asked.budget {
+                    Some(budget) => truncate(&mut data, budget),
+                    None => Vec::new(),
                 };
                 if let Some(raw) = raw {
                     data = crate::envelope::object([("data", data), ("raw", raw)]);
@@ -1139,6 +1164,39 @@ impl Broker {
                 })
             }
         }
+    }
+
+    /// The result of an answer written in one pass ([`crate::scan`]): the same text,
+    /// redaction count and truncation the tree path gives, kept as text.
+    fn one_pass(
+        &self,
+        tool: &Tool,
+        answer: &crate::upstream::UpstreamAnswer,
+        secrets: &[&str],
+        budget: Option<usize>,
+    ) -> Result<Exec, CallError> {
+        let scanned = if answer.is_empty() {
+            crate::scan::Scanned {
+                text: "null".into(),
+                redacted: 0,
+                truncation: Vec::new(),
+            }
+        } else {
+            let rules = &self.catalog.rules.redaction;
+            crate::scan::scan(&answer.bytes, rules, secrets, budget)
+                .map_err(|_| crate::upstream::not_json(&tool.service, answer.status))?
+        };
+        let text = serde_json::value::RawValue::from_string(scanned.text).map_err(|_| {
+            tracing::error!(tool = %tool.full_name, "an answer written in one pass is not JSON");
+            CallError::internal()
+        })?;
+        Ok(Exec {
+            data_text: Some(Arc::from(text)),
+            upstream_status: Some(answer.status),
+            truncation: scanned.truncation,
+            redacted: Some(scanned.redacted),
+            ..Exec::default()
+        })
     }
 
     async fn run_hook(
@@ -1319,6 +1377,61 @@ impl Broker {
 /// How a write call ended, for the audit and idempotency: `None` for a dry-run preview
 /// (not a write); executed when a request went upstream (an answer, or a timeout after
 /// sending); refused when nothing was sent.
+/// What a call's arguments ask of its answer's shape (`response.*_arg`).
+struct Asked {
+    /// The whole redacted answer beside `data` (`raw_arg` true).
+    raw: bool,
+    /// Only these fields of each item (`fields_arg`, when it names any).
+    fields: Option<Vec<String>>,
+    /// Compact items (`mode_arg` other than `"full"`, when the tool has one).
+    compact: bool,
+    /// The item budget lists are cut to; `None` when `compact_arg` is false.
+    budget: Option<usize>,
+}
+
+impl Asked {
+    fn of(plan: &crate::catalog::ResponsePlan, args: &Map<String, Value>, default: usize) -> Self {
+        let flag = |name: &Option<String>| name.as_ref().and_then(|n| args.get(n));
+        let fields: Option<Vec<String>> = flag(&plan.fields_arg)
+            .and_then(Value::as_array)
+            .map(|f| {
+                f.iter()
+                    .filter_map(Value::as_str)
+                    .map(String::from)
+                    .collect()
+            })
+            .filter(|f: &Vec<String>| !f.is_empty());
+        let compact = fields.is_none()
+            && plan.mode_arg.is_some()
+            && flag(&plan.mode_arg).and_then(Value::as_str) != Some("full");
+        let budget = flag(&plan.budget_arg)
+            .and_then(Value::as_u64)
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(default);
+        Self {
+            raw: flag(&plan.raw_arg) == Some(&Value::Bool(true)),
+            fields,
+            compact,
+            budget: (flag(&plan.compact_arg) != Some(&Value::Bool(false))).then_some(budget),
+        }
+    }
+
+    /// Whether the answer can be written in one pass: nothing selected, redacted by
+    /// path, read for pagination or a job, or reshaped; only cut to the budget.
+    fn one_pass(&self, plan: &crate::catalog::ResponsePlan) -> bool {
+        !self.raw
+            && self.fields.is_none()
+            && !self.compact
+            && plan.data.is_none()
+            && plan.redact.is_empty()
+            && plan.redact_unless.is_empty()
+            && plan.pagination.is_empty()
+            && plan.job_id.is_none()
+            && plan.job_status.is_none()
+    }
+}
+
 fn write_outcome(result: &Result<Exec, CallError>) -> Option<crate::store::audit::Outcome> {
     use crate::store::audit::Outcome;
     match result {

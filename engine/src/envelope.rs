@@ -211,6 +211,18 @@ pub fn standard_ok(data: Value, meta: Meta) -> Response {
     }
 }
 
+/// A standard success envelope whose `data` is kept as JSON text (an answer written in
+/// one pass, [`crate::scan`]) and written in place by [`Response::to_json`].
+pub fn standard_ok_text(data: Arc<RawValue>, meta: Meta) -> Response {
+    Response {
+        status: 200,
+        body: object([("ok", Value::Bool(true)), ("error", Value::Null)]),
+        meta: Some(Box::new(meta)),
+        data: Some(data),
+        headers: Vec::new(),
+    }
+}
+
 /// A JSON object of `fields`, each value moved in. (`json!` would copy every value
 /// through serde: for a tool's data, a second build of the whole answer per call.)
 pub fn object<const N: usize>(fields: [(&str, Value); N]) -> Value {

@@ -50,6 +50,7 @@ pub mod render;
 pub mod response;
 pub mod rules;
 pub mod sample;
+pub mod scan;
 pub mod schema;
 pub mod schema_check;
 pub mod seal;

@@ -34,13 +34,39 @@ pub struct Upstream {
     pool: Pool,
 }
 
-/// A successful (2xx) upstream answer, parsed.
+/// A successful (2xx) upstream answer, as it came: parsed by [`UpstreamAnswer::json`],
+/// or written in one pass ([`crate::scan`]).
 #[derive(Debug, Clone)]
 pub struct UpstreamAnswer {
     /// Status.
     pub status: u16,
-    /// Parsed JSON body (`null` when empty).
-    pub body: Value,
+    /// The body's bytes.
+    pub bytes: Bytes,
+}
+
+impl UpstreamAnswer {
+    /// Whether the body holds nothing but whitespace (then the answer is `null`).
+    pub fn is_empty(&self) -> bool {
+        self.bytes.iter().all(u8::is_ascii_whitespace)
+    }
+
+    /// The body parsed (`null` when empty); an answer that is not JSON is
+    /// `upstream_unavailable`, as [`not_json`] says.
+    pub fn json(&self, service: &str) -> Result<Value, CallError> {
+        if self.is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_json::from_slice(&self.bytes).map_err(|_| not_json(service, self.status))
+    }
+}
+
+/// A 2xx answer whose body is not JSON.
+pub fn not_json(service: &str, status: u16) -> CallError {
+    CallError::new(
+        Classification::UpstreamUnavailable,
+        format!("the `{service}` upstream answered {status} with a body that is not JSON"),
+    )
+    .with_upstream_status(status)
 }
 
 /// A non-2xx answer: status and parsed (or textual) body, not yet redacted.
@@ -282,27 +308,16 @@ impl Upstream {
                 ));
             }
         };
-        let parsed = if bytes.iter().all(u8::is_ascii_whitespace) {
-            Ok(Value::Null)
+        if (200..300).contains(&status) {
+            return Ok(Outcome::Answer(UpstreamAnswer { status, bytes }));
+        }
+        let body = if bytes.iter().all(u8::is_ascii_whitespace) {
+            Value::Null
         } else {
             serde_json::from_slice::<Value>(&bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
         };
-        if (200..300).contains(&status) {
-            match parsed {
-                Ok(body) => Ok(Outcome::Answer(UpstreamAnswer { status, body })),
-                Err(_) => Err(CallError::new(
-                    Classification::UpstreamUnavailable,
-                    format!(
-                        "the `{service}` upstream answered {status} with a body that is not JSON"
-                    ),
-                )
-                .with_upstream_status(status)),
-            }
-        } else {
-            let body = parsed
-                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
-            Ok(Outcome::Refusal(UpstreamRefusal { status, body }))
-        }
+        Ok(Outcome::Refusal(UpstreamRefusal { status, body }))
     }
 }
 

@@ -87,3 +87,186 @@ async fn a_bad_mode_or_field_path_is_refused_before_sending() {
     }
     assert!(server.received_requests().await.unwrap().is_empty());
 }
+
+const PROBE_KEY: &str = "hk_ONEPASS_probe_key_5e1";
+
+const PROBE_SERVICE: &str = r#"
+id = "probe"
+title = "One-pass probe"
+description = "A test service whose two tools read the same answer, one in one pass."
+catalog_version = "probe-2026.11.24.1"
+version_format = "service_dotted_date"
+[credential]
+header = "x-probe-api-key"
+placement = "header"
+name = "x-api-key"
+"#;
+
+/// `plain` is written in one pass; `whole` selects `$`, which takes the tree path.
+const PROBE_TOOLS: &str = r#"
+[[tool]]
+name = "plain"
+title = "Plain"
+description = "Reads the answer as it is."
+tier = "agent_ready"
+risk = "read"
+item_budget = 2
+[tool.http]
+method = "GET"
+path = "/answer"
+[tool.arguments]
+type = "object"
+
+[[tool]]
+name = "whole"
+title = "Whole"
+description = "Reads the answer through a selection of all of it."
+tier = "agent_ready"
+risk = "read"
+item_budget = 2
+[tool.http]
+method = "GET"
+path = "/answer"
+[tool.arguments]
+type = "object"
+[tool.response]
+data = "$"
+"#;
+
+/// The text of `data` in an envelope's JSON text (its keys are in order: `data` first,
+/// then `error`).
+fn data_text(envelope: &str) -> &str {
+    let start = envelope.find(r#"{"data":"#).map(|i| i + 8).unwrap();
+    let end = envelope.rfind(r#","error":"#).unwrap();
+    &envelope[start..end]
+}
+
+#[tokio::test]
+async fn an_answer_in_one_pass_is_the_answer_the_tree_gives() {
+    // Keys out of order and repeated, credential-like keys (one null), the caller's key
+    // echoed in a string, escapes, numbers serde_json rewrites, lists over the budget.
+    let answers = [
+        format!(
+            r#"{{"zeta":[1,2,3],"alpha":{{"b":"x\u00e9\/","a":1.0}},"dup":1,"dup":{{"password":"p"}},"api_key":"k","nil_token":null,"items":[{{"n":"echo {PROBE_KEY}"}},{{"n":"é"}},3],"num":1e2,"list/odd~":[1,2,3]}}"#
+        ),
+        r#"[{"b":1,"a":2},{"secret":{"deep":"x"}},3,4]"#.to_string(),
+        "  ".to_string(),
+        r#"{"cut": [1, 2"#.to_string(),
+    ];
+    for answer in answers {
+        let server = MockServer::start().await;
+        Mock::given(method("GET"))
+            .and(path("/answer"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_raw(answer.clone().into_bytes(), "application/json"),
+            )
+            .mount(&server)
+            .await;
+        let mut setup = Setup::all_upstreams(&server.uri());
+        setup.sources = Some(crate::support::sources_with(&[
+            ("catalog/probe/service.toml", PROBE_SERVICE),
+            ("catalog/probe/tools.toml", PROBE_TOOLS),
+        ]));
+        setup.upstreams.insert("probe".into(), server.uri());
+        let b = TestBroker::start(setup).await;
+        let bearer = format!("Bearer {}", crate::support::API_KEY);
+        let headers = [
+            ("authorization", bearer.as_str()),
+            ("content-type", "application/json"),
+            ("x-probe-api-key", PROBE_KEY),
+        ];
+        let mut seen = Vec::new();
+        for tool in ["probe.plain", "probe.whole"] {
+            let rpc = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                              "params": { "name": tool, "arguments": {} } });
+            let (status, _, text) = b
+                .send(
+                    reqwest::Method::POST,
+                    "/",
+                    Some(rpc.to_string().into_bytes()),
+                    &headers,
+                )
+                .await;
+            assert!(!text.contains(PROBE_KEY), "{tool}: {text}");
+            let envelope: Value = serde_json::from_str(&text).unwrap();
+            crate::support::check_envelope(&envelope);
+            seen.push((status, text, envelope));
+        }
+        let (plain, whole) = (&seen[0], &seen[1]);
+        assert_eq!(plain.0, whole.0, "{answer}: {} / {}", plain.1, whole.1);
+        assert_eq!(plain.2["ok"], whole.2["ok"], "{answer}");
+        assert_eq!(plain.2["error"], whole.2["error"], "{answer}");
+        for field in ["redacted", "truncation", "upstreamStatus"] {
+            assert_eq!(
+                plain.2["meta"][field], whole.2["meta"][field],
+                "{answer}: {field}"
+            );
+        }
+        // Byte for byte: key order, numbers and escapes as serde_json writes them.
+        assert_eq!(data_text(&plain.1), data_text(&whole.1), "{answer}");
+    }
+}
+
+#[tokio::test]
+async fn an_answer_in_one_pass_redacts_cuts_and_counts() {
+    let server = MockServer::start().await;
+    let answer = format!(
+        r#"{{"zeta":[1,2,3],"api_key":"k","nil_token":null,"note":"echo {PROBE_KEY}","alpha":{{"b":1,"a":2}}}}"#
+    );
+    Mock::given(method("GET"))
+        .and(path("/answer"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(answer, "application/json"))
+        .mount(&server)
+        .await;
+    let mut setup = Setup::all_upstreams(&server.uri());
+    setup.sources = Some(crate::support::sources_with(&[
+        ("catalog/probe/service.toml", PROBE_SERVICE),
+        ("catalog/probe/tools.toml", PROBE_TOOLS),
+    ]));
+    setup.upstreams.insert("probe".into(), server.uri());
+    let b = TestBroker::start(setup).await;
+    let bearer = format!("Bearer {}", crate::support::API_KEY);
+    let headers = [
+        ("authorization", bearer.as_str()),
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", "2025-11-25"),
+        ("x-probe-api-key", PROBE_KEY),
+    ];
+    let rpc = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                      "params": { "name": "probe.plain", "arguments": {} } });
+    let expected = r#"{"alpha":{"a":2,"b":1},"api_key":"[REDACTED]","nil_token":null,"note":"[REDACTED]","zeta":[1,2]}"#;
+    for door in ["/", "/mcp"] {
+        let (status, _, text) = b
+            .send(
+                reqwest::Method::POST,
+                door,
+                Some(rpc.to_string().into_bytes()),
+                &headers,
+            )
+            .await;
+        assert_eq!(status, 200, "{door}: {text}");
+        let envelope: Value = serde_json::from_str(&text).unwrap();
+        let envelope = match door {
+            "/" => envelope,
+            _ => envelope["result"]["structuredContent"].clone(),
+        };
+        assert_eq!(
+            envelope["data"],
+            serde_json::from_str::<Value>(expected).unwrap()
+        );
+        assert_eq!(envelope["meta"]["redacted"], 2, "{door}: {text}");
+        assert_eq!(
+            envelope["meta"]["truncation"],
+            json!([{ "pointer": "/zeta", "returned": 2, "total": 3 }]),
+            "{door}"
+        );
+        if door == "/" {
+            assert!(
+                text.starts_with(&format!(r#"{{"data":{expected},"error":null,"#)),
+                "{text}"
+            );
+        }
+    }
+}

@@ -206,7 +206,7 @@ pub async fn allowlisted_request(
             &args,
             &template_ctx,
             ctx,
-            Some(rule.max_response_bytes),
+            (Some(rule.max_response_bytes), crate::call::Want::Value),
         )
         .await
 }

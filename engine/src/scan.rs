@@ -1,0 +1,541 @@
+//! One pass over an upstream answer: the JSON text of `data` written straight from the
+//! answer's bytes, for tools whose response plan needs no tree (engine/DESIGN.md "An
+//! answer in one pass").
+//!
+//! The tree path parses the answer into a `Value`, redacts it ([`crate::redact`]), cuts
+//! its lists ([`crate::response::truncate`]) and writes it out again. For a tool with no
+//! `response.data` selection, no JSONPath redaction, no pagination, no job to record and
+//! no shaping asked, that is one copy of the answer with a few values replaced, and
+//! [`scan`] makes that copy in one pass, with no allocation per value:
+//!
+//! - every value is checked as serde_json checks it: the same grammar, the same nesting
+//!   limit, the same strings and numbers (a string with an escape, or a number that is
+//!   not a plain integer, is decoded by serde_json itself and written as it writes it);
+//! - every credential-like key's value is replaced ([`Redaction::is_secret_key`]), a null
+//!   one kept, and every string holding one of this request's secrets;
+//! - an object's members are written in the order of their keys, the last of equal keys
+//!   kept, as a `Value`'s map keeps them;
+//! - the top-level lists (`data` itself, or every list directly under it) are cut to the
+//!   item budget, the items cut still checked and their redactions counted.
+//!
+//! So the text is byte for byte the one the tree path writes, with the same count of
+//! redacted values and the same truncation records; the tests hold the two paths to
+//! that on every answer they know, and on every prefix of each.
+
+use std::borrow::Cow;
+
+use crate::envelope::Truncation;
+use crate::rules::Redaction;
+
+/// Secrets shorter than this are not searched for in strings (as in [`crate::redact`]).
+const MIN_SECRET_LEN: usize = 6;
+
+/// The nesting serde_json allows: a value inside 127 lists or objects, no deeper.
+const DEPTH_LIMIT: usize = 128;
+
+/// What a pass produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scanned {
+    /// The JSON text of `data`.
+    pub text: String,
+    /// Values redaction replaced.
+    pub redacted: usize,
+    /// Lists cut to the item budget, as [`crate::response::truncate`] records them.
+    pub truncation: Vec<Truncation>,
+}
+
+/// The answer is not one JSON value (or nests deeper than serde_json allows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotJson;
+
+/// Writes the answer `body` (not empty, not all whitespace) as `data`: redacted by key
+/// and by `secrets`, its top-level lists cut to `budget` items when there is one.
+pub fn scan(
+    body: &[u8],
+    rules: &Redaction,
+    secrets: &[&str],
+    budget: Option<usize>,
+) -> Result<Scanned, NotJson> {
+    let src = std::str::from_utf8(body).map_err(|_| NotJson)?;
+    let mut replacement = Vec::new();
+    serde_json::to_writer(&mut replacement, &rules.replacement).map_err(|_| NotJson)?;
+    let secrets: Vec<&str> = secrets
+        .iter()
+        .copied()
+        .filter(|s| s.len() >= MIN_SECRET_LEN)
+        .collect();
+    let mut s = Scanner {
+        src,
+        bytes: body,
+        pos: 0,
+        out: Vec::with_capacity(body.len() + 16),
+        rules,
+        secrets: &secrets,
+        replacement,
+        redacted: 0,
+        members: Vec::new(),
+        scratch: Vec::new(),
+        depth_left: DEPTH_LIMIT,
+        budget,
+        truncation: Vec::new(),
+    };
+    s.skip_ws();
+    s.value(Level::Top)?;
+    s.skip_ws();
+    if s.pos != s.bytes.len() {
+        return Err(NotJson);
+    }
+    // Only whole values were written, each from valid UTF-8 or by serde_json.
+    let text = String::from_utf8(s.out).map_err(|_| NotJson)?;
+    Ok(Scanned {
+        text,
+        redacted: s.redacted,
+        truncation: s.truncation,
+    })
+}
+
+/// Where a value sits, for the item budget.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Level {
+    /// `data` itself.
+    Top,
+    /// Anywhere deeper.
+    Inner,
+}
+
+/// An object member written to the output, kept until its object closes.
+struct Member<'a> {
+    key: Cow<'a, str>,
+    /// Its `"key":value` text in the output.
+    start: usize,
+    end: usize,
+    /// Values redaction replaced inside it.
+    redacted: usize,
+    /// Its list, when it was cut.
+    truncation: Option<Truncation>,
+}
+
+struct Scanner<'a, 'r> {
+    src: &'a str,
+    bytes: &'a [u8],
+    pos: usize,
+    out: Vec<u8>,
+    rules: &'r Redaction,
+    secrets: &'r [&'r str],
+    /// The replacement as a JSON string.
+    replacement: Vec<u8>,
+    redacted: usize,
+    /// The members of the objects being read, innermost last.
+    members: Vec<Member<'a>>,
+    /// Room to put an object's members in key order.
+    scratch: Vec<u8>,
+    depth_left: usize,
+    budget: Option<usize>,
+    truncation: Vec<Truncation>,
+}
+
+impl<'a> Scanner<'a, '_> {
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.pos).copied()
+    }
+
+    fn skip_ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\n' | b'\t' | b'\r')) {
+            self.pos += 1;
+        }
+    }
+
+    fn value(&mut self, level: Level) -> Result<(), NotJson> {
+        match self.peek().ok_or(NotJson)? {
+            b'{' => self.object(level == Level::Top),
+            b'[' => {
+                let budget = match level {
+                    Level::Inner => None,
+                    _ => self.budget,
+                };
+                let (total, returned) = self.array(budget)?;
+                if level == Level::Top && total > returned {
+                    self.truncation.push(Truncation {
+                        pointer: String::new(),
+                        total,
+                        returned,
+                    });
+                }
+                Ok(())
+            }
+            b'"' => {
+                let (text, plain) = self.string()?;
+                if self.secrets.iter().any(|secret| text.contains(secret)) {
+                    self.out.extend_from_slice(&self.replacement);
+                    self.redacted += 1;
+                } else {
+                    self.write_string(&text, plain)?;
+                }
+                Ok(())
+            }
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            b'-' | b'0'..=b'9' => self.number(),
+            _ => Err(NotJson),
+        }
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Result<(), NotJson> {
+        if !self
+            .bytes
+            .get(self.pos..)
+            .unwrap_or_default()
+            .starts_with(word)
+        {
+            return Err(NotJson);
+        }
+        self.pos += word.len();
+        self.out.extend_from_slice(word);
+        Ok(())
+    }
+
+    /// A number: a plain integer is copied; anything else is read and written by
+    /// serde_json, which also rejects what is not a number.
+    fn number(&mut self) -> Result<(), NotJson> {
+        let start = self.pos;
+        while matches!(
+            self.peek(),
+            Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')
+        ) {
+            self.pos += 1;
+        }
+        let token = self.src.get(start..self.pos).ok_or(NotJson)?;
+        let digits = token.strip_prefix('-').unwrap_or(token);
+        let plain = !digits.is_empty()
+            && digits.len() <= 18
+            && digits.bytes().all(|b| b.is_ascii_digit())
+            && (!digits.starts_with('0') || token == "0");
+        if plain {
+            self.out.extend_from_slice(token.as_bytes());
+        } else {
+            let number: serde_json::Number = serde_json::from_str(token).map_err(|_| NotJson)?;
+            serde_json::to_writer(&mut self.out, &number).map_err(|_| NotJson)?;
+        }
+        Ok(())
+    }
+
+    /// A string at `pos`: its text, and whether that is exactly what lay between the
+    /// quotes (no escape), so it can be copied as it came.
+    fn string(&mut self) -> Result<(Cow<'a, str>, bool), NotJson> {
+        let open = self.pos;
+        let start = open + 1;
+        let mut i = start;
+        loop {
+            match self.bytes.get(i).copied().ok_or(NotJson)? {
+                b'"' => {
+                    self.pos = i + 1;
+                    let text = self.src.get(start..i).ok_or(NotJson)?;
+                    return Ok((Cow::Borrowed(text), true));
+                }
+                b'\\' => break,
+                b if b < 0x20 => return Err(NotJson),
+                _ => i += 1,
+            }
+        }
+        // An escape: find the closing quote, then let serde_json decode the string.
+        loop {
+            match self.bytes.get(i).copied().ok_or(NotJson)? {
+                b'\\' => i += 2,
+                b'"' => break,
+                _ => i += 1,
+            }
+        }
+        let decoded: String =
+            serde_json::from_str(self.src.get(open..=i).ok_or(NotJson)?).map_err(|_| NotJson)?;
+        self.pos = i + 1;
+        Ok((Cow::Owned(decoded), false))
+    }
+
+    fn write_string(&mut self, text: &str, plain: bool) -> Result<(), NotJson> {
+        if plain {
+            self.out.push(b'"');
+            self.out.extend_from_slice(text.as_bytes());
+            self.out.push(b'"');
+            Ok(())
+        } else {
+            serde_json::to_writer(&mut self.out, text).map_err(|_| NotJson)
+        }
+    }
+
+    fn enter(&mut self) -> Result<(), NotJson> {
+        self.depth_left -= 1;
+        if self.depth_left == 0 {
+            return Err(NotJson);
+        }
+        self.pos += 1;
+        Ok(())
+    }
+
+    /// A list, its items past `budget` read but not written. `(items, items written)`.
+    fn array(&mut self, budget: Option<usize>) -> Result<(usize, usize), NotJson> {
+        self.enter()?;
+        self.out.push(b'[');
+        let keep = budget.unwrap_or(usize::MAX);
+        let mut total = 0;
+        self.skip_ws();
+        if self.peek() == Some(b']') {
+            self.pos += 1;
+        } else {
+            loop {
+                self.skip_ws();
+                if total < keep {
+                    if total > 0 {
+                        self.out.push(b',');
+                    }
+                    self.value(Level::Inner)?;
+                } else {
+                    let mark = self.out.len();
+                    self.value(Level::Inner)?;
+                    self.out.truncate(mark);
+                }
+                total += 1;
+                self.skip_ws();
+                match self.peek().ok_or(NotJson)? {
+                    b',' => self.pos += 1,
+                    b']' => {
+                        self.pos += 1;
+                        break;
+                    }
+                    _ => return Err(NotJson),
+                }
+            }
+        }
+        self.out.push(b']');
+        self.depth_left += 1;
+        Ok((total, total.min(keep)))
+    }
+
+    /// An object; `top` when it is `data` itself (its lists are cut).
+    fn object(&mut self, top: bool) -> Result<(), NotJson> {
+        self.enter()?;
+        self.out.push(b'{');
+        let frame = self.members.len();
+        let content = self.out.len();
+        let mut in_order = true;
+        self.skip_ws();
+        if self.peek() == Some(b'}') {
+            self.pos += 1;
+        } else {
+            loop {
+                self.skip_ws();
+                if self.peek() != Some(b'"') {
+                    return Err(NotJson);
+                }
+                let (key, plain) = self.string()?;
+                self.skip_ws();
+                if self.peek() != Some(b':') {
+                    return Err(NotJson);
+                }
+                self.pos += 1;
+                self.skip_ws();
+                if self.members.len() > frame {
+                    self.out.push(b',');
+                }
+                let start = self.out.len();
+                self.write_string(&key, plain)?;
+                self.out.push(b':');
+                let before = self.redacted;
+                let mut truncation = None;
+                if self.rules.is_secret_key(&key) {
+                    // Read (it must be JSON) but not written, nor looked into.
+                    let mark = self.out.len();
+                    self.value(Level::Inner)?;
+                    let null = self.out.get(mark..) == Some(b"null".as_slice());
+                    self.out.truncate(mark);
+                    self.redacted = before;
+                    if null {
+                        self.out.extend_from_slice(b"null");
+                    } else {
+                        self.out.extend_from_slice(&self.replacement);
+                        self.redacted += 1;
+                    }
+                } else if top && self.peek() == Some(b'[') {
+                    let (total, returned) = self.array(self.budget)?;
+                    truncation = (total > returned).then(|| Truncation {
+                        pointer: format!("/{}", key.replace('~', "~0").replace('/', "~1")),
+                        total,
+                        returned,
+                    });
+                } else {
+                    self.value(Level::Inner)?;
+                }
+                if let Some(last) = self.members.get(frame..).and_then(<[Member]>::last)
+                    && last.key >= key
+                {
+                    in_order = false;
+                }
+                self.members.push(Member {
+                    key,
+                    start,
+                    end: self.out.len(),
+                    redacted: self.redacted - before,
+                    truncation,
+                });
+                self.skip_ws();
+                match self.peek().ok_or(NotJson)? {
+                    b',' => self.pos += 1,
+                    b'}' => {
+                        self.pos += 1;
+                        break;
+                    }
+                    _ => return Err(NotJson),
+                }
+            }
+        }
+        if !in_order {
+            self.reorder(frame, content);
+        }
+        if top {
+            let cut = self.members.drain(frame..).filter_map(|m| m.truncation);
+            self.truncation.extend(cut);
+        }
+        self.members.truncate(frame);
+        self.out.push(b'}');
+        self.depth_left += 1;
+        Ok(())
+    }
+
+    /// Rewrites the members of the object whose text starts at `content` in the order of
+    /// their keys, keeping the last of equal keys (and only its redactions).
+    fn reorder(&mut self, frame: usize, content: usize) {
+        let members = self.members.split_off(frame);
+        let mut order: Vec<usize> = (0..members.len()).collect();
+        order.sort_by(|&a, &b| {
+            let key = |i: usize| members.get(i).map(|m| &m.key);
+            key(a).cmp(&key(b))
+        });
+        self.scratch.clear();
+        self.scratch
+            .extend_from_slice(self.out.get(content..).unwrap_or_default());
+        self.out.truncate(content);
+        let mut kept: Vec<Member<'a>> = Vec::with_capacity(members.len());
+        let mut members: Vec<Option<Member<'a>>> = members.into_iter().map(Some).collect();
+        for (n, &i) in order.iter().enumerate() {
+            let Some(member) = members.get_mut(i).and_then(Option::take) else {
+                continue;
+            };
+            // Sorted stably: of equal keys the last written comes last, and wins.
+            if order
+                .get(n + 1)
+                .and_then(|&next| members.get(next).and_then(Option::as_ref))
+                .is_some_and(|next| next.key == member.key)
+            {
+                self.redacted -= member.redacted;
+                continue;
+            }
+            if !kept.is_empty() {
+                self.out.push(b',');
+            }
+            let start = self.out.len();
+            let text = self
+                .scratch
+                .get(member.start - content..member.end - content)
+                .unwrap_or_default();
+            self.out.extend_from_slice(text);
+            kept.push(Member {
+                start,
+                end: self.out.len(),
+                ..member
+            });
+        }
+        self.members.extend(kept);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    /// The project's own redaction rules.
+    fn rules() -> Redaction {
+        let raw: crate::rules::RawRedaction =
+            toml::from_str(include_str!("../../rules/redaction.toml")).unwrap();
+        Redaction::compile(raw)
+    }
+
+    /// What the tree path makes of `body`: parse, redact, cut, write.
+    fn tree(body: &str, secrets: &[&str], budget: Option<usize>) -> Result<Scanned, NotJson> {
+        let mut value: Value = serde_json::from_str(body).map_err(|_| NotJson)?;
+        let redacted = crate::redact::redact(&mut value, &rules(), &[], secrets);
+        let truncation = match budget {
+            Some(b) => crate::response::truncate(&mut value, b),
+            None => Vec::new(),
+        };
+        Ok(Scanned {
+            text: value.to_string(),
+            redacted,
+            truncation,
+        })
+    }
+
+    fn same(body: &str, secrets: &[&str], budget: Option<usize>) {
+        assert_eq!(
+            scan(body.as_bytes(), &rules(), secrets, budget),
+            tree(body, secrets, budget),
+            "answer: {body:?}, budget {budget:?}"
+        );
+    }
+
+    /// Answers that exercise every rule; each also cut at every byte (a cut answer is
+    /// not JSON, or is a shorter one, and both paths must agree which).
+    const ANSWERS: &[&str] = &[
+        r#"[{"id":"hostingercom-domain-com","name":".COM Domain","category":"DOMAIN","metadata":null,"prices":[{"id":"x-usd-1y","price":1799,"first_period_price":999,"period":1}]},{"id":"vps-kvm-2","prices":[]}]"#,
+        r#"{"zeta":1,"alpha":{"b":2,"a":[3,2,1]},"items":[1,2,3,4,5],"more":[],"api_key":"sk_live_123456","password":null}"#,
+        r#"{"a":1,"a":2,"b":{"token":"x","token":null},"c":[1,2,3,4],"c":[9]}"#,
+        r#"{"token":"t1","token":{"deep":"v"},"x":"tb_echo_secret_value here"}"#,
+        r#" { "k\u0065y" : "v\nw\u00e9\ud83d\ude00" , "plain" : "é✓" , "esc/\"q" : "\/" } "#,
+        r#"[1.0, -0, 0, -0.0, 1e2, 1E-2, 12345678901234567890, -9223372036854775809, 123456789012345678, 0.1, 2.5e308, 1e400]"#,
+        r#"[true,false,null,[],{},[[]],{"":""}]"#,
+        r#"["tb\u005fecho_secret_value", {"p\u0061ssword": "v", "n": "tb_echo_secret_valu"}]"#,
+        r#""just a string with tb_echo_secret_value""#,
+        r#"{"list/with~odd":[1,2,3],"nested":{"x":[1,2,3]},"Authorization":"Bearer abc","X-Api-Key":5}"#,
+        r#"[01]"#,
+        r#"[1,]"#,
+        r#"{"a" 1}"#,
+        r#"[truex]"#,
+        r#"["\ud800"]"#,
+        r#"["tab	inside"]"#,
+        r#"[1] x"#,
+        r#"{"a":1,}"#,
+        r#"[-]"#,
+        r#"[1.]"#,
+        r#"[.5]"#,
+        r#"[+1]"#,
+        r#"["\x"]"#,
+    ];
+
+    #[test]
+    fn writes_what_the_tree_path_writes() {
+        let secrets = ["tb_echo_secret_value", "short"];
+        for answer in ANSWERS {
+            for budget in [None, Some(0), Some(1), Some(2), Some(100)] {
+                same(answer, &secrets, budget);
+            }
+            for cut in (1..answer.len()).filter(|&n| answer.is_char_boundary(n)) {
+                same(&answer[..cut], &secrets, Some(2));
+            }
+        }
+    }
+
+    #[test]
+    fn nests_as_deep_as_serde_json_and_no_deeper() {
+        for depth in [1, 126, 127, 128, 129, 400] {
+            let body = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+            same(&body, &[], None);
+            let body = format!("{}1{}", r#"{"a":"#.repeat(depth), "}".repeat(depth));
+            same(&body, &[], Some(1));
+        }
+    }
+
+    #[test]
+    fn rejects_what_is_not_utf8() {
+        assert_eq!(scan(b"[\"\xff\"]", &rules(), &[], None), Err(NotJson));
+    }
+}
