@@ -106,7 +106,7 @@ pub struct Exec {
     pub data: Value,
     /// The result as JSON text instead (then `data` is null): a local answer built once
     /// and kept (`hooks::portal::check_connection`). Read both with [`Exec::take_data`].
-    pub data_text: Option<std::sync::Arc<serde_json::value::RawValue>>,
+    pub data_text: Option<std::sync::Arc<str>>,
     /// Upstream status, when contacted.
     pub upstream_status: Option<u16>,
     /// Pagination figures.
@@ -141,7 +141,7 @@ impl Exec {
     pub fn take_data(&mut self) -> Value {
         match self.data_text.take() {
             // The text was written from a `Value`: it always parses.
-            Some(text) => serde_json::from_str(text.get()).unwrap_or_default(),
+            Some(text) => serde_json::from_str(&text).unwrap_or_default(),
             None => self.data.take(),
         }
     }
@@ -1186,12 +1186,8 @@ impl Broker {
             crate::scan::scan(&answer.bytes, rules, secrets, budget)
                 .map_err(|_| crate::upstream::not_json(&tool.service, answer.status))?
         };
-        let text = serde_json::value::RawValue::from_string(scanned.text).map_err(|_| {
-            tracing::error!(tool = %tool.full_name, "an answer written in one pass is not JSON");
-            CallError::internal()
-        })?;
         Ok(Exec {
-            data_text: Some(Arc::from(text)),
+            data_text: Some(Arc::from(scanned.text)),
             upstream_status: Some(answer.status),
             truncation: scanned.truncation,
             redacted: Some(scanned.redacted),

@@ -6,7 +6,6 @@
 use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::error::CallError;
@@ -87,16 +86,40 @@ pub struct Response {
     /// of a dozen strings per call, built, written and dropped.
     pub meta: Option<Box<Meta>>,
     /// A result kept as JSON text, written in place of `data` (which `body` then lacks).
-    pub data: Option<Arc<RawValue>>,
+    /// Always whole JSON: a local answer written from a `Value`, or an upstream answer
+    /// written in one pass ([`crate::scan`]).
+    pub data: Option<Arc<str>>,
     /// Extra headers (e.g. `Retry-After`).
     pub headers: Vec<(&'static str, String)>,
 }
 
 impl Response {
-    /// The envelope's JSON text.
+    /// The envelope's JSON text: `body` with the fields kept apart written in their
+    /// places, keys in the order a `Value` keeps them.
     pub fn to_json(&self) -> Vec<u8> {
-        // Serialising a `Value` and a `Meta` into a `Vec` cannot fail.
-        serde_json::to_vec(&Whole(self)).unwrap_or_default()
+        let apart = self.kept_apart();
+        let map = match &self.body {
+            Value::Object(map) if !apart.is_empty() => map,
+            // Serialising a `Value` into a `Vec` cannot fail.
+            body => return serde_json::to_vec(body).unwrap_or_default(),
+        };
+        let text = self.data.as_ref().map_or(0, |d| d.len());
+        let mut out = Vec::with_capacity(text + 512);
+        out.push(b'{');
+        let mut next = apart.into_iter().peekable();
+        for (key, value) in map {
+            while let Some((name, field)) = next.next_if(|(name, _)| *name < key.as_str()) {
+                entry(&mut out, name, |out| field.write(out));
+            }
+            entry(&mut out, key, |out| {
+                let _ = serde_json::to_writer(out, value);
+            });
+        }
+        for (name, field) in next {
+            entry(&mut out, name, |out| field.write(out));
+        }
+        out.push(b'}');
+        out
     }
 
     /// The whole envelope as a `Value` (for readers that look into it).
@@ -104,7 +127,7 @@ impl Response {
         let mut body = self.body.clone();
         if let Value::Object(map) = &mut body {
             for (key, value) in self.kept_apart() {
-                map.insert(key.into(), serde_json::to_value(value).unwrap_or_default());
+                map.insert(key.into(), value.value());
             }
         }
         body
@@ -123,49 +146,44 @@ impl Response {
     }
 }
 
+/// Appends `"key":value` to an object being written in `out`, after a comma unless it
+/// is the first member.
+fn entry(out: &mut Vec<u8>, key: &str, value: impl FnOnce(&mut Vec<u8>)) {
+    if out.last() != Some(&b'{') {
+        out.push(b',');
+    }
+    let _ = serde_json::to_writer(&mut *out, key);
+    out.push(b':');
+    value(out);
+}
+
 /// A field kept apart from a response's body.
 enum Apart<'a> {
     /// A standard envelope's `meta`.
     Meta(&'a Meta),
     /// A result's JSON text.
-    Text(&'a RawValue),
+    Text(&'a str),
 }
 
-impl Serialize for Apart<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+impl Apart<'_> {
+    /// Appends the field's JSON text.
+    fn write(&self, out: &mut Vec<u8>) {
         match self {
-            Apart::Meta(meta) => meta.serialize(serializer),
-            Apart::Text(text) => text.serialize(serializer),
+            // Serialising a `Meta` into a `Vec` cannot fail.
+            Apart::Meta(meta) => {
+                let _ = serde_json::to_writer(out, meta);
+            }
+            Apart::Text(text) => out.extend_from_slice(text.as_bytes()),
         }
     }
-}
 
-/// A response's envelope with the fields kept apart in place, keys in the order a `Value`
-/// keeps them.
-struct Whole<'a>(&'a Response);
-
-impl Serialize for Whole<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let apart = self.0.kept_apart();
-        let Value::Object(map) = &self.0.body else {
-            return self.0.body.serialize(serializer);
-        };
-        if apart.is_empty() {
-            return self.0.body.serialize(serializer);
+    /// The field as a `Value`.
+    fn value(&self) -> Value {
+        match self {
+            Apart::Meta(meta) => serde_json::to_value(meta).unwrap_or_default(),
+            // The text is whole JSON (see `Response::data`).
+            Apart::Text(text) => serde_json::from_str(text).unwrap_or_default(),
         }
-        let mut out = serializer.serialize_map(Some(map.len() + apart.len()))?;
-        let mut next = apart.iter().peekable();
-        for (key, value) in map {
-            while let Some((name, field)) = next.next_if(|(name, _)| *name < key.as_str()) {
-                out.serialize_entry(name, field)?;
-            }
-            out.serialize_entry(key, value)?;
-        }
-        for (name, field) in next {
-            out.serialize_entry(name, field)?;
-        }
-        out.end()
     }
 }
 
@@ -213,7 +231,7 @@ pub fn standard_ok(data: Value, meta: Meta) -> Response {
 
 /// A standard success envelope whose `data` is kept as JSON text (an answer written in
 /// one pass, [`crate::scan`]) and written in place by [`Response::to_json`].
-pub fn standard_ok_text(data: Arc<RawValue>, meta: Meta) -> Response {
+pub fn standard_ok_text(data: Arc<str>, meta: Meta) -> Response {
     Response {
         status: 200,
         body: object([("ok", Value::Bool(true)), ("error", Value::Null)]),
@@ -263,7 +281,7 @@ pub struct Portal {
     /// Tool result.
     pub data: Value,
     /// The tool result as JSON text instead of `data` (see `call::Exec::data_text`).
-    pub data_text: Option<Arc<RawValue>>,
+    pub data_text: Option<Arc<str>>,
     /// The resource acted on, or null.
     pub resource: Value,
     /// Pagination, or null.
@@ -369,7 +387,7 @@ mod tests {
         };
         let as_text = Portal {
             data: Value::Null,
-            data_text: Some(Arc::from(serde_json::value::to_raw_value(&p.data).unwrap())),
+            data_text: Some(Arc::from(p.data.to_string())),
             ..p.clone()
         };
         let portal = portal(p.clone(), None, rules);

@@ -133,6 +133,10 @@ pub struct Redaction {
     keys: NameSet,
     suffixes: Vec<String>,
     keep: NameSet,
+    /// The last two bytes of every normalized key and suffix, as bits `(a << 8) | b`
+    /// (`a` is 0 for a one-byte name): a key whose normalized end is not among them
+    /// names nothing secret, known without normalizing it whole.
+    tails: Vec<u64>,
 }
 
 /// A small set of short names, looked up by length, then by comparing the few of that
@@ -177,17 +181,60 @@ pub fn normalize_key(key: &str) -> String {
 impl Redaction {
     /// Compiles the raw redaction rule.
     pub fn compile(raw: RawRedaction) -> Self {
+        let keys: Vec<String> = raw.keys.iter().map(|k| normalize_key(k)).collect();
+        let suffixes: Vec<String> = raw.suffixes.iter().map(|k| normalize_key(k)).collect();
+        let mut tails = vec![0u64; 1024];
+        // A one-byte suffix ends keys whatever byte comes before it: no quick answer.
+        let mut all = suffixes.iter().all(|s| s.len() >= 2);
+        for name in keys.iter().chain(&suffixes) {
+            match Self::tail(name.as_bytes().iter().copied().rev()) {
+                Some(bit) => {
+                    if let Some(word) = tails.get_mut(bit / 64) {
+                        *word |= 1 << (bit % 64);
+                    }
+                }
+                // An empty name (it matches every key's end): no quick answer.
+                None => all = false,
+            }
+        }
         Self {
             replacement: raw.replacement,
-            keys: NameSet::new(raw.keys.iter().map(|k| normalize_key(k))),
-            suffixes: raw.suffixes.iter().map(|k| normalize_key(k)).collect(),
+            keys: NameSet::new(keys),
+            suffixes,
             keep: NameSet::new(raw.keep.iter().map(|k| normalize_key(k))),
+            tails: if all { tails } else { Vec::new() },
         }
+    }
+
+    /// The bit of a normalized name's last two bytes, from its bytes last first (already
+    /// normalized or not: `_`, `-` and spaces are skipped, letters lowered); `None` for a
+    /// name with no byte left.
+    fn tail(mut rev: impl Iterator<Item = u8>) -> Option<usize> {
+        let mut kept = rev
+            .by_ref()
+            .filter(|b| !matches!(b, b'_' | b'-' | b' '))
+            .map(|b| b.to_ascii_lowercase());
+        let last = kept.next()?;
+        let before = kept.next().unwrap_or(0);
+        Some((usize::from(before) << 8) | usize::from(last))
     }
 
     /// Whether a key names a credential-like value. Called for every key of every
     /// upstream answer, so short ASCII keys are normalized on the stack.
     pub fn is_secret_key(&self, key: &str) -> bool {
+        if !self.tails.is_empty() && key.is_ascii() {
+            // Most keys end otherwise than every secret name: no need to look further.
+            let Some(bit) = Self::tail(key.bytes().rev()) else {
+                return false;
+            };
+            let known = self
+                .tails
+                .get(bit / 64)
+                .is_some_and(|word| word & (1 << (bit % 64)) != 0);
+            if !known {
+                return false;
+            }
+        }
         let mut buf = [0u8; 64];
         let mut len = 0;
         if key.len() <= buf.len() && key.is_ascii() {
@@ -260,6 +307,70 @@ mod tests {
             suffixes: vec!["token".into()],
             keep: vec!["next_page_token".into()],
         })
+    }
+
+    /// The quick answer from a key's last two bytes never differs from the whole check.
+    #[test]
+    fn the_quick_answer_agrees_with_the_whole_check() {
+        let project: RawRedaction =
+            toml::from_str(include_str!("../../rules/redaction.toml")).unwrap();
+        let one_byte = RawRedaction {
+            replacement: "x".into(),
+            keys: vec!["k".into()],
+            suffixes: vec!["z".into()],
+            keep: vec![],
+        };
+        let keys = [
+            "id",
+            "name",
+            "k",
+            "K",
+            "z",
+            "az",
+            "a_z",
+            "api_key",
+            "API-KEY",
+            "apiKey",
+            "x-api-key",
+            "Authorization",
+            "refresh_token",
+            "next_page_token",
+            "pageToken",
+            "csrfToken",
+            "token_",
+            "to ken",
+            "password",
+            "pass_word",
+            "Password2",
+            "secret",
+            "client_secret",
+            "mysecretkey",
+            "private-key",
+            "cookie",
+            "set-cookie",
+            "tokens",
+            "",
+            "_",
+            "-_ ",
+            "period_unit",
+            "first_period_price",
+            "metadata",
+            "Kelvin\u{212a}",
+            "ключ_token",
+        ];
+        for rules in [
+            redaction(),
+            Redaction::compile(project),
+            Redaction::compile(one_byte),
+        ] {
+            for key in keys {
+                assert_eq!(
+                    rules.is_secret_key(key),
+                    rules.matches(normalize_key(key).as_bytes()),
+                    "{key:?}"
+                );
+            }
+        }
     }
 
     #[test]

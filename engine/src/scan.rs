@@ -33,6 +33,45 @@ const MIN_SECRET_LEN: usize = 6;
 /// The nesting serde_json allows: a value inside 127 lists or objects, no deeper.
 const DEPTH_LIMIT: usize = 128;
 
+/// The bytes that end the plain part of a string: a quote, a backslash, a control
+/// character (which serde_json refuses inside a string).
+const STOP: [bool; 256] = {
+    let mut stop = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        stop[b] = true;
+        b += 1;
+    }
+    stop[b'"' as usize] = true;
+    stop[b'\\' as usize] = true;
+    stop
+};
+
+/// Strings up to this long are searched for secrets by hand.
+const SHORT: usize = 64;
+
+/// Whether `needle` occurs in the short `hay`: each place its first byte occurs, compared.
+fn holds(hay: &[u8], needle: &[u8]) -> bool {
+    let Some((&first, rest)) = needle.split_first() else {
+        return true;
+    };
+    let Some(last_start) = hay.len().checked_sub(needle.len()) else {
+        return false;
+    };
+    let mut from = 0;
+    while let Some(at) = hay
+        .get(from..=last_start)
+        .and_then(|h| memchr::memchr(first, h))
+    {
+        let start = from + at;
+        if hay.get(start + 1..).is_some_and(|h| h.starts_with(rest)) {
+            return true;
+        }
+        from = start + 1;
+    }
+    false
+}
+
 /// What a pass produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Scanned {
@@ -59,10 +98,10 @@ pub fn scan(
     let src = std::str::from_utf8(body).map_err(|_| NotJson)?;
     let mut replacement = Vec::new();
     serde_json::to_writer(&mut replacement, &rules.replacement).map_err(|_| NotJson)?;
-    let secrets: Vec<&str> = secrets
+    let secrets: Vec<&[u8]> = secrets
         .iter()
-        .copied()
         .filter(|s| s.len() >= MIN_SECRET_LEN)
+        .map(|s| s.as_bytes())
         .collect();
     let mut s = Scanner {
         src,
@@ -71,6 +110,7 @@ pub fn scan(
         out: Vec::with_capacity(body.len() + 16),
         rules,
         secrets: &secrets,
+        finders: None,
         replacement,
         redacted: 0,
         members: Vec::new(),
@@ -121,7 +161,11 @@ struct Scanner<'a, 'r> {
     pos: usize,
     out: Vec<u8>,
     rules: &'r Redaction,
-    secrets: &'r [&'r str],
+    /// This request's secrets long enough to look for.
+    secrets: &'r [&'r [u8]],
+    /// Searchers for them, built for the first long string (building one costs more than
+    /// looking through a short string by hand).
+    finders: Option<Vec<memchr::memmem::Finder<'r>>>,
     /// The replacement as a JSON string.
     replacement: Vec<u8>,
     redacted: usize,
@@ -165,7 +209,7 @@ impl<'a> Scanner<'a, '_> {
             }
             b'"' => {
                 let (text, plain) = self.string()?;
-                if self.secrets.iter().any(|secret| text.contains(secret)) {
+                if self.holds_secret(text.as_bytes()) {
                     self.out.extend_from_slice(&self.replacement);
                     self.redacted += 1;
                 } else {
@@ -179,6 +223,21 @@ impl<'a> Scanner<'a, '_> {
             b'-' | b'0'..=b'9' => self.number(),
             _ => Err(NotJson),
         }
+    }
+
+    /// Whether `text` holds one of this request's secrets.
+    fn holds_secret(&mut self, text: &[u8]) -> bool {
+        if text.len() <= SHORT {
+            return self.secrets.iter().any(|secret| holds(text, secret));
+        }
+        let secrets = self.secrets;
+        let finders = self.finders.get_or_insert_with(|| {
+            secrets
+                .iter()
+                .map(memchr::memmem::Finder::new)
+                .collect()
+        });
+        finders.iter().any(|f| f.find(text).is_some())
     }
 
     fn literal(&mut self, word: &[u8]) -> Result<(), NotJson> {
@@ -225,18 +284,20 @@ impl<'a> Scanner<'a, '_> {
     fn string(&mut self) -> Result<(Cow<'a, str>, bool), NotJson> {
         let open = self.pos;
         let start = open + 1;
-        let mut i = start;
-        loop {
-            match self.bytes.get(i).copied().ok_or(NotJson)? {
-                b'"' => {
-                    self.pos = i + 1;
-                    let text = self.src.get(start..i).ok_or(NotJson)?;
-                    return Ok((Cow::Borrowed(text), true));
-                }
-                b'\\' => break,
-                b if b < 0x20 => return Err(NotJson),
-                _ => i += 1,
+        let rest = self.bytes.get(start..).unwrap_or_default();
+        let mut i = start
+            + rest
+                .iter()
+                .position(|&b| STOP[usize::from(b)])
+                .ok_or(NotJson)?;
+        match self.bytes.get(i).copied().ok_or(NotJson)? {
+            b'"' => {
+                self.pos = i + 1;
+                let text = self.src.get(start..i).ok_or(NotJson)?;
+                return Ok((Cow::Borrowed(text), true));
             }
+            b'\\' => {}
+            _ => return Err(NotJson),
         }
         // An escape: find the closing quote, then let serde_json decode the string.
         loop {
@@ -402,34 +463,33 @@ impl<'a> Scanner<'a, '_> {
     }
 
     /// Rewrites the members of the object whose text starts at `content` in the order of
-    /// their keys, keeping the last of equal keys (and only its redactions).
+    /// their keys, keeping the last of equal keys (and only its redactions). Sorts the
+    /// members where they are (a short slice sorts without allocating).
     fn reorder(&mut self, frame: usize, content: usize) {
-        let members = self.members.split_off(frame);
-        let mut order: Vec<usize> = (0..members.len()).collect();
-        order.sort_by(|&a, &b| {
-            let key = |i: usize| members.get(i).map(|m| &m.key);
-            key(a).cmp(&key(b))
-        });
+        let Some(members) = self.members.get_mut(frame..) else {
+            return;
+        };
+        // Stable: of equal keys the last written stays last, and wins.
+        members.sort_by(|a, b| a.key.cmp(&b.key));
         self.scratch.clear();
         self.scratch
             .extend_from_slice(self.out.get(content..).unwrap_or_default());
         self.out.truncate(content);
-        let mut kept: Vec<Member<'a>> = Vec::with_capacity(members.len());
-        let mut members: Vec<Option<Member<'a>>> = members.into_iter().map(Some).collect();
-        for (n, &i) in order.iter().enumerate() {
-            let Some(member) = members.get_mut(i).and_then(Option::take) else {
-                continue;
+        let mut kept = frame;
+        for i in frame..self.members.len() {
+            let replaced = self
+                .members
+                .get(i + 1)
+                .zip(self.members.get(i))
+                .is_some_and(|(next, this)| next.key == this.key);
+            let Some(member) = self.members.get_mut(i) else {
+                break;
             };
-            // Sorted stably: of equal keys the last written comes last, and wins.
-            if order
-                .get(n + 1)
-                .and_then(|&next| members.get(next).and_then(Option::as_ref))
-                .is_some_and(|next| next.key == member.key)
-            {
+            if replaced {
                 self.redacted -= member.redacted;
                 continue;
             }
-            if !kept.is_empty() {
+            if kept > frame {
                 self.out.push(b',');
             }
             let start = self.out.len();
@@ -438,13 +498,12 @@ impl<'a> Scanner<'a, '_> {
                 .get(member.start - content..member.end - content)
                 .unwrap_or_default();
             self.out.extend_from_slice(text);
-            kept.push(Member {
-                start,
-                end: self.out.len(),
-                ..member
-            });
+            member.start = start;
+            member.end = self.out.len();
+            self.members.swap(kept, i);
+            kept += 1;
         }
-        self.members.extend(kept);
+        self.members.truncate(kept);
     }
 }
 
@@ -531,6 +590,33 @@ mod tests {
             same(&body, &[], None);
             let body = format!("{}1{}", r#"{"a":"#.repeat(depth), "}".repeat(depth));
             same(&body, &[], Some(1));
+        }
+    }
+
+    #[test]
+    fn finds_secrets_in_short_and_long_strings() {
+        for (hay, needle, found) in [
+            ("abc", "abc", true),
+            ("xxabcxx", "abc", true),
+            ("ababac", "abac", true),
+            ("ababab", "abac", false),
+            ("ab", "abc", false),
+            ("", "a", false),
+        ] {
+            assert_eq!(
+                holds(hay.as_bytes(), needle.as_bytes()),
+                found,
+                "{hay} {needle}"
+            );
+        }
+        let secret = "tb_long_secret_value";
+        for pad in [0, 10, 60, 100, 5000] {
+            let body = format!(r#"["{}{secret}{}"]"#, "x".repeat(pad), "y".repeat(pad));
+            let scanned = scan(body.as_bytes(), &rules(), &[secret], None).unwrap();
+            assert_eq!(scanned.text, r#"["[REDACTED]"]"#, "{pad}");
+            let body = format!(r#"["{}"]"#, "x".repeat(pad));
+            let scanned = scan(body.as_bytes(), &rules(), &[secret], None).unwrap();
+            assert_eq!(scanned.redacted, 0, "{pad}");
         }
     }
 

@@ -101,8 +101,7 @@ pub async fn call_read_tool(
 /// ([`super::check::CallerPart`]). The rest of an answer is fixed while the broker runs,
 /// so an answer is built once per such state and then served as its text. Bounded: at
 /// [`MAX_ANSWERS`] states the map is emptied and refilled.
-pub type ConnectionAnswers =
-    std::collections::HashMap<Vec<u8>, (std::sync::Arc<serde_json::value::RawValue>, usize)>;
+pub type ConnectionAnswers = std::collections::HashMap<Vec<u8>, (std::sync::Arc<str>, usize)>;
 
 /// The most `portal.check_connection` answers a broker keeps.
 pub const MAX_ANSWERS: usize = 256;
@@ -160,7 +159,7 @@ pub fn check_connection(
                 ("snapshotId", json!(catalog.snapshot_id)),
                 ("services", Value::Array(services)),
             ]);
-            let text = serde_json::value::to_raw_value(&data).map_err(|_| CallError::internal())?;
+            let text = serde_json::to_string(&data).map_err(|_| CallError::internal())?;
             let answer = (std::sync::Arc::from(text), count);
             let mut answers = broker
                 .connection_answers
