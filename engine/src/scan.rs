@@ -115,6 +115,7 @@ pub fn scan(
         redacted: 0,
         members: Vec::new(),
         scratch: Vec::new(),
+        order: Vec::new(),
         depth_left: DEPTH_LIMIT,
         budget,
         truncation: Vec::new(),
@@ -173,6 +174,8 @@ struct Scanner<'a, 'r> {
     members: Vec<Member<'a>>,
     /// Room to put an object's members in key order.
     scratch: Vec<u8>,
+    /// Room to sort an object's members' indexes.
+    order: Vec<usize>,
     depth_left: usize,
     budget: Option<usize>,
     truncation: Vec<Truncation>,
@@ -208,12 +211,12 @@ impl<'a> Scanner<'a, '_> {
                 Ok(())
             }
             b'"' => {
-                let (text, plain) = self.string()?;
+                let (text, quoted) = self.string()?;
                 if self.holds_secret(text.as_bytes()) {
                     self.out.extend_from_slice(&self.replacement);
                     self.redacted += 1;
                 } else {
-                    self.write_string(&text, plain)?;
+                    self.write_string(&text, quoted)?;
                 }
                 Ok(())
             }
@@ -231,12 +234,9 @@ impl<'a> Scanner<'a, '_> {
             return self.secrets.iter().any(|secret| holds(text, secret));
         }
         let secrets = self.secrets;
-        let finders = self.finders.get_or_insert_with(|| {
-            secrets
-                .iter()
-                .map(memchr::memmem::Finder::new)
-                .collect()
-        });
+        let finders = self
+            .finders
+            .get_or_insert_with(|| secrets.iter().map(memchr::memmem::Finder::new).collect());
         finders.iter().any(|f| f.find(text).is_some())
     }
 
@@ -279,9 +279,9 @@ impl<'a> Scanner<'a, '_> {
         Ok(())
     }
 
-    /// A string at `pos`: its text, and whether that is exactly what lay between the
-    /// quotes (no escape), so it can be copied as it came.
-    fn string(&mut self) -> Result<(Cow<'a, str>, bool), NotJson> {
+    /// A string at `pos`: its text, and when that is exactly what lay between the quotes
+    /// (no escape) the string as it came, quotes included, to be copied.
+    fn string(&mut self) -> Result<(Cow<'a, str>, Option<&'a [u8]>), NotJson> {
         let open = self.pos;
         let start = open + 1;
         let rest = self.bytes.get(start..).unwrap_or_default();
@@ -294,7 +294,8 @@ impl<'a> Scanner<'a, '_> {
             b'"' => {
                 self.pos = i + 1;
                 let text = self.src.get(start..i).ok_or(NotJson)?;
-                return Ok((Cow::Borrowed(text), true));
+                let quoted = self.bytes.get(open..=i).ok_or(NotJson)?;
+                return Ok((Cow::Borrowed(text), Some(quoted)));
             }
             b'\\' => {}
             _ => return Err(NotJson),
@@ -310,17 +311,18 @@ impl<'a> Scanner<'a, '_> {
         let decoded: String =
             serde_json::from_str(self.src.get(open..=i).ok_or(NotJson)?).map_err(|_| NotJson)?;
         self.pos = i + 1;
-        Ok((Cow::Owned(decoded), false))
+        Ok((Cow::Owned(decoded), None))
     }
 
-    fn write_string(&mut self, text: &str, plain: bool) -> Result<(), NotJson> {
-        if plain {
-            self.out.push(b'"');
-            self.out.extend_from_slice(text.as_bytes());
-            self.out.push(b'"');
-            Ok(())
-        } else {
-            serde_json::to_writer(&mut self.out, text).map_err(|_| NotJson)
+    /// Writes a string: copied as it came when it had no escape, else as serde_json
+    /// writes it.
+    fn write_string(&mut self, text: &str, quoted: Option<&[u8]>) -> Result<(), NotJson> {
+        match quoted {
+            Some(quoted) => {
+                self.out.extend_from_slice(quoted);
+                Ok(())
+            }
+            None => serde_json::to_writer(&mut self.out, text).map_err(|_| NotJson),
         }
     }
 
@@ -388,7 +390,7 @@ impl<'a> Scanner<'a, '_> {
                 if self.peek() != Some(b'"') {
                     return Err(NotJson);
                 }
-                let (key, plain) = self.string()?;
+                let (key, quoted) = self.string()?;
                 self.skip_ws();
                 if self.peek() != Some(b':') {
                     return Err(NotJson);
@@ -399,7 +401,7 @@ impl<'a> Scanner<'a, '_> {
                     self.out.push(b',');
                 }
                 let start = self.out.len();
-                self.write_string(&key, plain)?;
+                self.write_string(&key, quoted)?;
                 self.out.push(b':');
                 let before = self.redacted;
                 let mut truncation = None;
@@ -450,9 +452,9 @@ impl<'a> Scanner<'a, '_> {
             }
         }
         if !in_order {
+            // Cuts are only of `data`'s own members, recorded in key order.
             self.reorder(frame, content);
-        }
-        if top {
+        } else if top {
             let cut = self.members.drain(frame..).filter_map(|m| m.truncation);
             self.truncation.extend(cut);
         }
@@ -463,47 +465,51 @@ impl<'a> Scanner<'a, '_> {
     }
 
     /// Rewrites the members of the object whose text starts at `content` in the order of
-    /// their keys, keeping the last of equal keys (and only its redactions). Sorts the
-    /// members where they are (a short slice sorts without allocating).
+    /// their keys, keeping the last of equal keys (and only its redactions and cut). Sorts
+    /// their indexes, not the members (a short slice sorts without allocating).
     fn reorder(&mut self, frame: usize, content: usize) {
-        let Some(members) = self.members.get_mut(frame..) else {
-            return;
-        };
+        self.order.clear();
+        self.order.extend(frame..self.members.len());
+        let members = &self.members;
+        let key = |i: usize| members.get(i).map(|m| &m.key);
         // Stable: of equal keys the last written stays last, and wins.
-        members.sort_by(|a, b| a.key.cmp(&b.key));
+        self.order.sort_by(|&a, &b| key(a).cmp(&key(b)));
         self.scratch.clear();
         self.scratch
             .extend_from_slice(self.out.get(content..).unwrap_or_default());
         self.out.truncate(content);
-        let mut kept = frame;
-        for i in frame..self.members.len() {
-            let replaced = self
-                .members
-                .get(i + 1)
-                .zip(self.members.get(i))
-                .is_some_and(|(next, this)| next.key == this.key);
-            let Some(member) = self.members.get_mut(i) else {
+        let mut first = true;
+        for n in 0..self.order.len() {
+            let Some(&i) = self.order.get(n) else {
                 break;
+            };
+            let replaced = match (self.order.get(n + 1), self.members.get(i)) {
+                (Some(&next), Some(this)) => {
+                    self.members.get(next).is_some_and(|m| m.key == this.key)
+                }
+                _ => false,
+            };
+            let Some(member) = self.members.get_mut(i) else {
+                continue;
             };
             if replaced {
                 self.redacted -= member.redacted;
+                member.truncation = None;
                 continue;
             }
-            if kept > frame {
+            if !first {
                 self.out.push(b',');
             }
-            let start = self.out.len();
+            first = false;
             let text = self
                 .scratch
                 .get(member.start - content..member.end - content)
                 .unwrap_or_default();
             self.out.extend_from_slice(text);
-            member.start = start;
-            member.end = self.out.len();
-            self.members.swap(kept, i);
-            kept += 1;
+            if let Some(cut) = member.truncation.take() {
+                self.truncation.push(cut);
+            }
         }
-        self.members.truncate(kept);
     }
 }
 
