@@ -1,5 +1,6 @@
-//! Discovery paths: ranked find over one service's tools, one MCP `tools/list` page,
-//! and building the OpenAPI projection (done once per process, then served from memory).
+//! Discovery paths: ranked find over one service's tools, a whole `find_tools` answer
+//! (ranking, rows, written out), one MCP `tools/list` page, and building the OpenAPI
+//! projection (done once per process, then served from memory).
 //!
 //! Run: `cargo bench -p tool-broker --bench discovery`. Figures: `bench/README.md`.
 #![allow(clippy::panic, reason = "a benchmark with a broken setup should stop")]
@@ -10,7 +11,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use tool_broker::auth::Principal;
-use tool_broker::call::Broker;
+use tool_broker::call::{Broker, RequestCtx};
 use tool_broker::compile::compile;
 use tool_broker::config::{ConfigFile, Toolset, ToolsetName};
 use tool_broker::mcp::tools::visible;
@@ -49,6 +50,32 @@ fn discovery(c: &mut Criterion) {
                 .search("crm", black_box("create a contact"), |_| true)
         })
     });
+    let find = catalog
+        .resolve("payments.find_tools")
+        .unwrap_or_else(|| panic!("payments.find_tools missing"));
+    let headers = hyper::HeaderMap::new();
+    let caller = Principal::unrestricted("bench");
+    c.bench_function(
+        "find answer: payments 'list issuing cards' (ranking + 10 rows, written)",
+        |b| {
+            b.iter(|| {
+                let ctx = RequestCtx {
+                    principal: &caller,
+                    headers: &headers,
+                    request_id: "1".into(),
+                    trace_id: "t".into(),
+                    idempotency: None,
+                    elicitation: None,
+                    task_watch: None,
+                };
+                let args = serde_json::json!({ "query": black_box("list issuing cards") });
+                let exec = runtime
+                    .block_on(broker.execute(find, Some(args), &ctx))
+                    .unwrap_or_else(|e| panic!("{}", e.message));
+                serde_json::to_vec(&exec.data).map_or(0, |text| text.len())
+            })
+        },
+    );
     let _ = visible(&broker, &principal); // build the entry cache once
     c.bench_function("mcp tools/list: one page of 100 (entries cached)", |b| {
         b.iter(|| {

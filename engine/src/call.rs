@@ -105,7 +105,8 @@ pub struct Exec {
     /// The result.
     pub data: Value,
     /// The result as JSON text instead (then `data` is null): a local answer built once
-    /// and kept (`hooks::portal::check_connection`). Read both with [`Exec::take_data`].
+    /// and kept (`hooks::portal::check_connection`), or an upstream answer written in one
+    /// pass ([`crate::scan`]). Always whole JSON. Read both with [`Exec::take_data`].
     pub data_text: Option<std::sync::Arc<str>>,
     /// Upstream status, when contacted.
     pub upstream_status: Option<u16>,
@@ -140,7 +141,7 @@ impl Exec {
     /// The result as a `Value`, whichever form it has.
     pub fn take_data(&mut self) -> Value {
         match self.data_text.take() {
-            // The text was written from a `Value`: it always parses.
+            // Whole JSON, written from a `Value` or by `scan`: it always parses.
             Some(text) => serde_json::from_str(&text).unwrap_or_default(),
             None => self.data.take(),
         }

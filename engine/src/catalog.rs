@@ -33,7 +33,7 @@ pub struct Catalog {
     pub origin: String,
     /// Ranked search over each service's tools (`find_tools`).
     pub search: crate::search::SearchIndex,
-    index: HashMap<(String, String), usize>,
+    index: LookupIndex,
 }
 
 /// One service.
@@ -437,6 +437,45 @@ impl Catalog {
         origin: String,
     ) -> Result<Self, Vec<(String, usize, String)>> {
         tools.sort_by(|a, b| a.full_name.cmp(&b.full_name));
+        // The search index is the largest part of assembling: it is built on a thread of
+        // its own while this one builds the lookup index and the lock.
+        let (search, assembled) = std::thread::scope(|scope| {
+            let search = std::thread::Builder::new()
+                .name("tool-broker-search".into())
+                .spawn_scoped(scope, || {
+                    crate::search::SearchIndex::build(&rules.search, &tools)
+                })
+                .ok();
+            let assembled = Self::lookup(services, &tools).map(|(index, services)| {
+                // The lock holds its snapshot id (hashed once).
+                let snapshot = lock_of(&services, &tools).snapshot_id;
+                (index, services, snapshot)
+            });
+            let search = search.and_then(|s| s.join().ok());
+            (search, assembled)
+        });
+        let (index, services, snapshot_id) = assembled?;
+        // Without its thread (it could not start or stopped), the index is built here.
+        let search =
+            search.unwrap_or_else(|| crate::search::SearchIndex::build(&rules.search, &tools));
+        Ok(Self {
+            services,
+            tools,
+            rules,
+            templates,
+            snapshot_id,
+            origin,
+            search,
+            index,
+        })
+    }
+
+    /// The lookup index of `tools` (sorted by full name) and the services with their
+    /// figures; the collisions of names and aliases when there are any.
+    fn lookup(
+        services: BTreeMap<String, Service>,
+        tools: &[Tool],
+    ) -> Result<(LookupIndex, BTreeMap<String, Service>), Vec<Collision>> {
         let mut index = HashMap::new();
         let mut collisions = Vec::new();
         for (i, tool) in tools.iter().enumerate() {
@@ -464,7 +503,7 @@ impl Catalog {
         // Titles resolve too, where exactly one tool of the service has that title and
         // it is nobody's name or alias.
         let mut title_count: HashMap<(String, String), usize> = HashMap::new();
-        for tool in &tools {
+        for tool in tools {
             *title_count
                 .entry((tool.service.clone(), lookup_key(&tool.title)))
                 .or_default() += 1;
@@ -476,7 +515,7 @@ impl Catalog {
             }
         }
         let mut services = services;
-        for tool in &tools {
+        for tool in tools {
             if let Some(service) = services.get_mut(&tool.service) {
                 let f = &mut service.figures;
                 f.tools += 1;
@@ -484,19 +523,7 @@ impl Catalog {
                 f.records_jobs |= tool.response.job_id.is_some();
             }
         }
-        let search = crate::search::SearchIndex::build(&rules.search, &tools);
-        let mut catalog = Self {
-            services,
-            tools,
-            rules,
-            templates,
-            snapshot_id: String::new(),
-            origin,
-            search,
-            index,
-        };
-        catalog.snapshot_id = snapshot_id(&catalog.lock());
-        Ok(catalog)
+        Ok((index, services))
     }
 
     /// Resolves `<service>.<tool>` by native name, canonical name, alias or unique title.
@@ -520,25 +547,36 @@ impl Catalog {
 
     /// The lock of this catalog: versions and hashes.
     pub fn lock(&self) -> Lock {
-        let mut lock = Lock::default();
-        for (id, service) in &self.services {
-            lock.services.insert(
-                id.clone(),
-                LockedService {
-                    catalog_version: service.catalog_version.clone(),
-                    tools: BTreeMap::new(),
-                },
-            );
-        }
-        for tool in &self.tools {
-            if let Some(s) = lock.services.get_mut(&tool.service) {
-                s.tools
-                    .insert(tool.full_name.clone(), tool.descriptor_hash.clone());
-            }
-        }
-        lock.snapshot_id = snapshot_id(&lock);
-        lock
+        lock_of(&self.services, &self.tools)
     }
+}
+
+/// Two tools answering to one name, as `(file, line, message)`.
+type Collision = (String, usize, String);
+
+/// A catalog's lookup index: `(service, lookup key)` -> the tool's index.
+type LookupIndex = HashMap<(String, String), usize>;
+
+/// The lock of `services` and `tools`: versions and hashes.
+fn lock_of(services: &BTreeMap<String, Service>, tools: &[Tool]) -> Lock {
+    let mut lock = Lock::default();
+    for (id, service) in services {
+        lock.services.insert(
+            id.clone(),
+            LockedService {
+                catalog_version: service.catalog_version.clone(),
+                tools: BTreeMap::new(),
+            },
+        );
+    }
+    for tool in tools {
+        if let Some(s) = lock.services.get_mut(&tool.service) {
+            s.tools
+                .insert(tool.full_name.clone(), tool.descriptor_hash.clone());
+        }
+    }
+    lock.snapshot_id = snapshot_id(&lock);
+    lock
 }
 
 /// A JSON Schema kept as its compact JSON text. Parsed into a `Value` it would take
