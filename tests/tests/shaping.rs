@@ -133,6 +133,26 @@ type = "object"
 data = "$"
 "#;
 
+/// A broker with the probe service, whose upstream answers `answer` (as it is, with a
+/// JSON content type) to `GET /answer`.
+async fn probe_broker(answer: &str) -> (MockServer, TestBroker) {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/answer"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_raw(answer.as_bytes().to_vec(), "application/json"),
+        )
+        .mount(&server)
+        .await;
+    let mut setup = Setup::all_upstreams(&server.uri());
+    setup.sources = Some(crate::support::sources_with(&[
+        ("catalog/probe/service.toml", PROBE_SERVICE),
+        ("catalog/probe/tools.toml", PROBE_TOOLS),
+    ]));
+    setup.upstreams.insert("probe".into(), server.uri());
+    (server, TestBroker::start(setup).await)
+}
+
 /// The text of `data` in an envelope's JSON text (its keys are in order: `data` first,
 /// then `error`).
 fn data_text(envelope: &str) -> &str {
@@ -154,22 +174,7 @@ async fn an_answer_in_one_pass_is_the_answer_the_tree_gives() {
         r#"{"cut": [1, 2"#.to_string(),
     ];
     for answer in answers {
-        let server = MockServer::start().await;
-        Mock::given(method("GET"))
-            .and(path("/answer"))
-            .respond_with(
-                ResponseTemplate::new(200)
-                    .set_body_raw(answer.clone().into_bytes(), "application/json"),
-            )
-            .mount(&server)
-            .await;
-        let mut setup = Setup::all_upstreams(&server.uri());
-        setup.sources = Some(crate::support::sources_with(&[
-            ("catalog/probe/service.toml", PROBE_SERVICE),
-            ("catalog/probe/tools.toml", PROBE_TOOLS),
-        ]));
-        setup.upstreams.insert("probe".into(), server.uri());
-        let b = TestBroker::start(setup).await;
+        let (_server, b) = probe_broker(&answer).await;
         let bearer = format!("Bearer {}", crate::support::API_KEY);
         let headers = [
             ("authorization", bearer.as_str()),
@@ -210,22 +215,10 @@ async fn an_answer_in_one_pass_is_the_answer_the_tree_gives() {
 
 #[tokio::test]
 async fn an_answer_in_one_pass_redacts_cuts_and_counts() {
-    let server = MockServer::start().await;
     let answer = format!(
         r#"{{"zeta":[1,2,3],"api_key":"k","nil_token":null,"note":"echo {PROBE_KEY}","alpha":{{"b":1,"a":2}}}}"#
     );
-    Mock::given(method("GET"))
-        .and(path("/answer"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(answer, "application/json"))
-        .mount(&server)
-        .await;
-    let mut setup = Setup::all_upstreams(&server.uri());
-    setup.sources = Some(crate::support::sources_with(&[
-        ("catalog/probe/service.toml", PROBE_SERVICE),
-        ("catalog/probe/tools.toml", PROBE_TOOLS),
-    ]));
-    setup.upstreams.insert("probe".into(), server.uri());
-    let b = TestBroker::start(setup).await;
+    let (_server, b) = probe_broker(&answer).await;
     let bearer = format!("Bearer {}", crate::support::API_KEY);
     let headers = [
         ("authorization", bearer.as_str()),
