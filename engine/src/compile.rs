@@ -23,7 +23,7 @@ use crate::descriptor::{
 use crate::diag::{Diagnostics, LineIndex, did_you_mean, line_of};
 use crate::error::Classification;
 use crate::hooks::Hook;
-use crate::identity::{LOCK_PATH, descriptor_hash_with};
+use crate::identity::{Field, LOCK_PATH, compact_is_canonical, descriptor_hash_with};
 use crate::rules::RawArgumentSets;
 use crate::rules::{
     Confirmation, Limits, RawConfirmation, RawErrors, RawRedaction, Redaction, Rules,
@@ -298,6 +298,15 @@ pub fn compile_with(
             diags.sort();
             Err(diags)
         }
+    }
+}
+
+/// A schema as hashed into its tool's descriptor: its compact text where that is its
+/// canonical text, else the parsed value.
+fn schema_field<'a>(text: Option<&'a SchemaText>, value: &'a Value) -> Field<'a> {
+    match text.map(SchemaText::as_str) {
+        Some(text) if compact_is_canonical(text) => Field::Canonical(text),
+        _ => Field::Value(value),
     }
 }
 
@@ -1012,13 +1021,19 @@ impl ToolCompiler<'_, '_> {
             item_budget,
         };
         let mut normalized = self.normalized(&raw, &full, &resolved);
-        // The schemas are most of a definition: hashed where they are, not copied in.
+        // The schemas are most of a definition: hashed where they are, not copied in,
+        // and from the compact text the tool keeps where that is their canonical text.
         let output = raw.output.as_ref().unwrap_or(&Value::Null);
-        let hashed = [("arguments", &arguments), ("output", output)];
+        let arguments_text = SchemaText::new(&arguments);
+        let output_text = raw.output.as_ref().map(SchemaText::new);
+        let hashed = [
+            ("arguments", schema_field(Some(&arguments_text), &arguments)),
+            ("output", schema_field(output_text.as_ref(), output)),
+        ];
         let descriptor_hash = descriptor_hash_with(&normalized, &hashed);
         if let Some(definitions) = self.c.definitions.as_deref_mut() {
             if let Some(map) = normalized.as_object_mut() {
-                for (name, schema) in hashed {
+                for (name, schema) in [("arguments", &arguments), ("output", output)] {
                     map.insert(name.into(), schema.clone());
                 }
             }
@@ -1049,14 +1064,14 @@ impl ToolCompiler<'_, '_> {
             allowlist: raw.allowlist.clone(),
             require,
             response,
-            arguments: SchemaText::new(&arguments),
+            arguments: arguments_text,
             argument_names: properties.into_iter().collect(),
             required_arguments: SchemaText::new(&Value::Object(
                 crate::describe::required_arguments(&arguments),
             )),
             closed_arguments: arguments.get("additionalProperties") == Some(&Value::Bool(false)),
             validator: std::sync::OnceLock::new(),
-            output: raw.output.as_ref().map(SchemaText::new),
+            output: output_text,
             defaults,
             descriptor_hash,
             source: (self.file.to_string(), line),

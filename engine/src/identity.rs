@@ -86,28 +86,63 @@ pub fn descriptor_hash(normalized: &Value) -> String {
     descriptor_hash_with(normalized, &[])
 }
 
+/// A field hashed into a descriptor beside its normalized definition.
+#[derive(Debug, Clone, Copy)]
+pub enum Field<'a> {
+    /// A value, written canonically.
+    Value(&'a Value),
+    /// A value's canonical text, already written (a schema whose compact text is
+    /// canonical, [`crate::catalog::SchemaText::canonical`]).
+    Canonical(&'a str),
+}
+
 /// The descriptor hash of `normalized` with the top-level fields `extra` added, as if
 /// they were in it (a field of `normalized` with the same name gives way). The compiler
 /// hashes a tool's argument and output schemas this way instead of copying them into
-/// its normalized definition: they are most of its size.
-pub fn descriptor_hash_with(normalized: &Value, extra: &[(&str, &Value)]) -> String {
+/// its normalized definition: they are most of its size, and their compact text is
+/// usually their canonical text already.
+pub fn descriptor_hash_with(normalized: &Value, extra: &[(&str, Field<'_>)]) -> String {
     // The canonical text in one buffer, then one hash: cheaper than feeding the hash
     // each punctuation mark.
     let mut text = Vec::with_capacity(8 * 1024);
     match normalized {
         Value::Object(map) if !extra.is_empty() => {
-            let mut entries: Vec<(&str, &Value)> = map
+            let mut entries: Vec<(&str, Field<'_>)> = map
                 .iter()
-                .map(|(k, v)| (k.as_str(), v))
+                .map(|(k, v)| (k.as_str(), Field::Value(v)))
                 .filter(|(k, _)| !extra.iter().any(|(name, _)| name == k))
                 .chain(extra.iter().copied())
                 .collect();
             entries.sort_by_key(|(k, _)| *k);
-            write_object(&entries, &mut text);
+            text.push(b'{');
+            for (i, (key, field)) in entries.iter().enumerate() {
+                if i > 0 {
+                    text.push(b',');
+                }
+                let _ = serde_json::to_writer(&mut text, key);
+                text.push(b':');
+                match field {
+                    Field::Value(value) => write_canonical(value, &mut text),
+                    Field::Canonical(canonical) => text.extend_from_slice(canonical.as_bytes()),
+                }
+            }
+            text.push(b'}');
         }
         other => write_canonical(other, &mut text),
     }
     hex(&Sha256::digest(&text))
+}
+
+/// Whether the compact JSON text serde_json wrote of a value is its canonical text. The
+/// two differ only where a float is whole and below 2^53 (canonical text writes it as an
+/// integer), and serde_json writes such a float as digits, `.`, digits; a float it
+/// writes with an exponent alone is 1e16 or more, or not whole, and written alike by
+/// both. So a text with no digit-dot-digit anywhere (strings included: a version number
+/// in a description only sends the schema the longer way) is canonical.
+pub fn compact_is_canonical(compact: &str) -> bool {
+    let bytes = compact.as_bytes();
+    let digit = |i: usize| bytes.get(i).is_some_and(u8::is_ascii_digit);
+    !memchr::memchr_iter(b'.', bytes).any(|i| i > 0 && digit(i - 1) && digit(i + 1))
 }
 
 /// `catalog-` + the first 16 hex digits of sha256 over the sorted lines
@@ -283,11 +318,48 @@ mod tests {
     }
 
     #[test]
+    fn compact_text_is_canonical_unless_it_holds_a_float() {
+        for (value, canonical) in [
+            (
+                json!({"a": [1, -2, 30], "e": "e.g. 1e3", "t": true, "f": false}),
+                true,
+            ),
+            (json!({"k\"e.y": "x\\\". 1"}), true),
+            // A version number in a string: sent the longer way, never wrongly.
+            (json!({"d": "v1.5"}), false),
+            (json!({"m": 2.0}), false),
+            (json!({"m": 2.5}), false),
+            (json!([1e300, 1e-7, -1e16]), true),
+            (json!(u64::MAX), true),
+        ] {
+            let compact = value.to_string();
+            assert_eq!(compact_is_canonical(&compact), canonical, "{compact}");
+            if canonical {
+                assert_eq!(compact, canonical_json(&value), "{compact}");
+            }
+        }
+    }
+
+    #[test]
     fn hashing_with_extra_fields_is_hashing_them_in_place() {
         let whole = json!({"a": 1, "arguments": {"type": "object"}, "name": "t", "output": null, "z": [2.0]});
         let without = json!({"a": 1, "name": "t", "z": [2.0], "output": "given way"});
         let schema = json!({"type": "object"});
-        let extra = [("arguments", &schema), ("output", &Value::Null)];
+        let extra = [
+            ("arguments", Field::Value(&schema)),
+            ("output", Field::Value(&Value::Null)),
+        ];
+        assert_eq!(
+            descriptor_hash_with(&without, &extra),
+            descriptor_hash(&whole)
+        );
+        // A schema's compact text in place of the schema: the same hash.
+        let text = schema.to_string();
+        assert!(compact_is_canonical(&text));
+        let extra = [
+            ("arguments", Field::Canonical(&text)),
+            ("output", Field::Value(&Value::Null)),
+        ];
         assert_eq!(
             descriptor_hash_with(&without, &extra),
             descriptor_hash(&whole)
