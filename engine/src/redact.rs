@@ -10,7 +10,7 @@ use crate::catalog::JsonPath;
 use crate::rules::Redaction;
 
 /// Secrets shorter than this are not searched for in strings (too many false hits).
-const MIN_SECRET_LEN: usize = 6;
+pub(crate) const MIN_SECRET_LEN: usize = 6;
 
 /// Redacts in place; returns how many values were replaced.
 pub fn redact(

@@ -25,10 +25,8 @@
 use std::borrow::Cow;
 
 use crate::envelope::Truncation;
+use crate::redact::MIN_SECRET_LEN;
 use crate::rules::Redaction;
-
-/// Secrets shorter than this are not searched for in strings (as in [`crate::redact`]).
-const MIN_SECRET_LEN: usize = 6;
 
 /// The nesting serde_json allows: a value inside 127 lists or objects, no deeper.
 const DEPTH_LIMIT: usize = 128;
