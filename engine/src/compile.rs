@@ -714,7 +714,7 @@ impl ToolCompiler<'_, '_> {
     /// The compiled tool and its schemas as parsed, for the schema check.
     fn compile(
         &mut self,
-        raw: RawTool,
+        mut raw: RawTool,
         line: usize,
     ) -> Option<(Tool, crate::schema_check::Schemas)> {
         let name = raw.name.get_ref().clone();
@@ -729,7 +729,8 @@ impl ToolCompiler<'_, '_> {
 
         // Argument schema, with the service's argument sets merged in.
         let args_line = self.lines.line(self.offset + raw.arguments.span().start);
-        let mut arguments = raw.arguments.get_ref().clone();
+        // Taken, not copied: the definition hashes the schema apart (`schema_field`).
+        let mut arguments = std::mem::take(raw.arguments.get_mut());
         for set in &raw.argument_sets {
             // The service's own sets first, then the shared ones of rules/argument_sets.toml.
             let Some(props) = self

@@ -75,11 +75,17 @@ pub struct Schemas {
 /// A distinct schema to build: its number, role and parsed form.
 type Job = (usize, Role, Value);
 
+/// How many distinct schemas go to the check threads in one message: a check thread is
+/// woken once per batch, not once per schema.
+const BATCH: usize = 8;
+
 /// The check of every tool's schemas, running beside the compile: [`Checker::submit`]
 /// each compiled tool's schemas, in tool order, then [`Checker::finish`].
 pub struct Checker {
     /// Distinct schemas to build, to the check threads; `None` once finishing.
-    jobs: Option<mpsc::Sender<Job>>,
+    jobs: Option<mpsc::Sender<Vec<Job>>>,
+    /// Distinct schemas gathered for the next batch.
+    pending: Vec<Job>,
     /// `(distinct schema, its error)` from the check threads.
     results: mpsc::Receiver<(usize, Option<String>)>,
     workers: Vec<std::thread::JoinHandle<()>>,
@@ -98,8 +104,8 @@ pub struct Checker {
 impl Checker {
     /// Starts as many check threads as the machine has cores, up to four.
     pub fn start() -> Self {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4));
-        let (jobs, queue) = mpsc::channel::<Job>();
+        let threads = std::thread::available_parallelism().map_or(1, |n| (n.get() - 1).clamp(1, 4));
+        let (jobs, queue) = mpsc::channel::<Vec<Job>>();
         let queue = Arc::new(Mutex::new(queue));
         let (done, results) = mpsc::channel();
         let patterns: Patterns = Arc::default();
@@ -110,13 +116,15 @@ impl Checker {
                     .name(format!("schema-check-{i}"))
                     .spawn(move || {
                         loop {
-                            let job = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
+                            let jobs = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
                             // The sender is gone once every schema was handed out.
-                            let Ok((id, role, schema)) = job else { return };
-                            let error = check(role, &schema, &patterns);
-                            drop(schema);
-                            if done.send((id, error)).is_err() {
-                                return;
+                            let Ok(jobs) = jobs else { return };
+                            for (id, role, schema) in jobs {
+                                let error = check(role, &schema, &patterns);
+                                drop(schema);
+                                if done.send((id, error)).is_err() {
+                                    return;
+                                }
                             }
                         }
                     })
@@ -127,6 +135,7 @@ impl Checker {
         let inline = workers.is_empty().then_some(patterns);
         Self {
             jobs: (!workers.is_empty()).then_some(jobs),
+            pending: Vec::with_capacity(BATCH),
             results,
             workers,
             inline,
@@ -167,23 +176,37 @@ impl Checker {
         let id = self.distinct;
         self.distinct += 1;
         seen.insert(text.to_string(), id);
-        let parsed = match (&self.inline, &self.jobs) {
-            (None, Some(jobs)) => match jobs.send((id, role, parsed)) {
-                Ok(()) => return id,
-                // Every check thread is gone (they stopped unexpectedly): build it here.
-                Err(mpsc::SendError((_, _, parsed))) => parsed,
+        self.pending.push((id, role, parsed));
+        if self.pending.len() >= BATCH || self.inline.is_some() {
+            self.hand_over();
+        }
+        id
+    }
+
+    /// Sends the gathered schemas to the check threads, or builds them here when there
+    /// is no check thread (or every one stopped unexpectedly).
+    fn hand_over(&mut self) {
+        let batch = std::mem::replace(&mut self.pending, Vec::with_capacity(BATCH));
+        let batch = match (&self.inline, &self.jobs) {
+            (None, Some(jobs)) => match jobs.send(batch) {
+                Ok(()) => return,
+                Err(mpsc::SendError(batch)) => batch,
             },
-            _ => parsed,
+            _ => batch,
         };
         let patterns = self.inline.get_or_insert_with(Patterns::default);
-        let error = check(role, &parsed, patterns);
-        self.built_here.push((id, error));
-        id
+        for (id, role, parsed) in batch {
+            let error = check(role, &parsed, patterns);
+            self.built_here.push((id, error));
+        }
     }
 
     /// Waits for the last schemas to be built; what the check found of each submitted
     /// tool, in the order they were submitted.
     pub fn finish(mut self) -> Vec<Found> {
+        if !self.pending.is_empty() {
+            self.hand_over();
+        }
         drop(self.jobs.take());
         let mut errors: Vec<Option<Option<String>>> = vec![None; self.distinct];
         for (id, error) in self.built_here.drain(..).chain(self.results.iter()) {

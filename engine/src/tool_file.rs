@@ -98,30 +98,52 @@ pub enum Parsed {
     Error(usize, toml::de::Error),
 }
 
-/// How many parsed tools may wait for the compiler (bounds the memory read ahead).
-const AHEAD: usize = 64;
+/// How many parsed tools go over in one message: the compiler and the reader each wake
+/// the other once per batch, not once per tool.
+const BATCH: usize = 16;
+
+/// How many batches may wait for the compiler (with [`BATCH`], bounds the memory read
+/// ahead to 64 tools).
+const AHEAD: usize = 4;
 
 /// Reads `texts` on a second thread, handing what it read to `each` on this thread as
 /// `(index of the text, what)`, in order; the compile runs while the next tools parse.
 pub fn read_all(texts: &[&str], mut each: impl FnMut(usize, Parsed)) {
     std::thread::scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::sync_channel(AHEAD);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<(usize, Parsed)>>(AHEAD);
         scope.spawn(move || {
+            let mut batch = Vec::with_capacity(BATCH);
+            // A send fails only when the compiler stopped listening: then stop too.
+            let pass = |batch: &mut Vec<(usize, Parsed)>, item: (usize, Parsed)| {
+                batch.push(item);
+                batch.len() < BATCH
+                    || tx
+                        .send(std::mem::replace(batch, Vec::with_capacity(BATCH)))
+                        .is_ok()
+            };
             for (i, text) in texts.iter().enumerate() {
-                // A send fails only when the compiler stopped listening: then stop too.
-                if tx.send((i, Parsed::File(LineIndex::new(text)))).is_err() {
+                if !pass(&mut batch, (i, Parsed::File(LineIndex::new(text)))) {
                     return;
                 }
+                let mut open = true;
                 let read = read(text, |offset, raw| {
-                    let _ = tx.send((i, Parsed::Tool(offset, Box::new(raw))));
+                    open = open && pass(&mut batch, (i, Parsed::Tool(offset, Box::new(raw))));
                 });
                 if let Err((offset, e)) = read {
-                    let _ = tx.send((i, Parsed::Error(offset, e)));
+                    open = open && pass(&mut batch, (i, Parsed::Error(offset, e)));
+                }
+                if !open {
+                    return;
                 }
             }
+            if !batch.is_empty() {
+                let _ = tx.send(batch);
+            }
         });
-        for (i, parsed) in rx {
-            each(i, parsed);
+        for batch in rx {
+            for (i, parsed) in batch {
+                each(i, parsed);
+            }
         }
     });
 }
