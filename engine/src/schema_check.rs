@@ -102,7 +102,9 @@ pub struct Checker {
 }
 
 impl Checker {
-    /// Starts as many check threads as the machine has cores, up to four.
+    /// Starts one check thread fewer than the machine has cores (at least one, at most
+    /// four): the compiling thread and the file reader need a core between them, and on
+    /// two cores a second check thread only takes turns with them.
     pub fn start() -> Self {
         let threads = std::thread::available_parallelism().map_or(1, |n| (n.get() - 1).clamp(1, 4));
         let (jobs, queue) = mpsc::channel::<Vec<Job>>();
