@@ -661,8 +661,7 @@ impl Broker {
         };
         // Run as an MCP task, a tool that answered a job at once watches it.
         let result = match (result, &tool.task) {
-            (Ok(mut exec), Some(plan)) if ctx.task_watch.is_some() && !exec.dry_run => {
-                exec.materialize();
+            (Ok(exec), Some(plan)) if ctx.task_watch.is_some() && !exec.dry_run => {
                 let args = task_args.unwrap_or_default();
                 Ok(crate::hooks::watch_answered_job(self, tool, plan, &args, exec, &ctx).await)
             }

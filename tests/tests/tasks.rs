@@ -460,6 +460,42 @@ async fn a_media_queue_tool_as_a_task_watches_its_job_until_it_ends() {
 }
 
 #[tokio::test]
+async fn a_task_tool_whose_answer_takes_one_pass_still_watches_its_job() {
+    // Audio Duck without its `[tool.response] job_id`: its answer is written in one pass
+    // (crate::scan) and kept as text; the watch must still read the job id out of it.
+    let jobs = tool_broker::source::Sources::embedded()
+        .files
+        .remove("catalog/media/jobs.toml")
+        .unwrap();
+    let plain = jobs.replacen("[tool.response]\njob_id = \"$.job_id\"\n", "", 1);
+    assert_ne!(plain, jobs, "audio_duck's response plan was not found");
+    let server = MockServer::start().await;
+    mount_media(
+        &server,
+        1,
+        json!({ "job_id": JOB, "state": "succeeded", "output_asset_ids": ["a-out-1"] }),
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut setup = Setup::all_upstreams(&server.uri());
+    setup.config = Some("[settings.media]\npoll_interval_ms = 20\n".into());
+    setup.store = Some(crate::support::sqlite_store(dir.path()).await);
+    setup.sources = Some(crate::support::sources_with(&[(
+        "catalog/media/jobs.toml",
+        &plain,
+    )]));
+    let broker = TestBroker::start(setup).await;
+    let task = start_duck(&broker).await;
+    let done = settled_as(&broker, &task, MEDIA_KEY).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let data = &done["result"]["structuredContent"]["data"];
+    assert_eq!(data["job_id"], JOB, "{done}");
+    assert_eq!(data["job"]["status"], "succeeded", "{done}");
+    assert_eq!(data["job"]["outputAssetIds"], json!(["a-out-1"]));
+    assert_eq!(job_reads(&server).await, 2);
+}
+
+#[tokio::test]
 async fn a_media_job_that_fails_or_waits_for_input_settles_its_task_with_what_to_do() {
     for (state, outcome, words) in [
         ("failed", "failed", "Ask the user before submitting again"),

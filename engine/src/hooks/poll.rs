@@ -233,6 +233,8 @@ pub async fn watch_answered_job(
     mut exec: Exec,
     ctx: &RequestCtx<'_>,
 ) -> Exec {
+    // An answer that took one pass is text: the watch reads into it, and adds `job`.
+    exec.materialize();
     let mut scope = broker.template_context(tool, args, ctx.headers);
     scope["data"] = exec.data.clone();
     let watched = async {
