@@ -5,6 +5,8 @@
 //!   bare_proxy mt PORT UPSTREAM N   # one multi-thread runtime of N workers, one pool
 //!   bare_proxy pc PORT UPSTREAM N   # N current-thread runtimes, SO_REUSEPORT listeners
 //!   bare_proxy sh PORT UPSTREAM N   # N current-thread runtimes on one accept queue
+//!   bare_proxy pd PORT UPSTREAM N   # as `pc`, upstream connections held per thread by
+//!                                   # hand (hyper's `client::conn::http1`, no pool)
 //!
 //! e.g. `bare_proxy pc 19003 127.0.0.1:19001 2`, then `wrk -t1 -c32 -d5s http://127.0.0.1:19003/`.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -48,6 +50,72 @@ async fn handle(
         .unwrap())
 }
 
+thread_local! {
+    /// `pd`: this thread's idle upstream connections.
+    static IDLE: std::cell::RefCell<Vec<hyper::client::conn::http1::SendRequest<Full<Bytes>>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `pd`: the upstream exchange on a connection of this thread's own.
+async fn handle_direct(
+    up: &'static str,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let _body = req.into_body().collect().await.unwrap().to_bytes();
+    let idle = IDLE.with(|idle| {
+        let mut idle = idle.borrow_mut();
+        while let Some(s) = idle.pop() {
+            if s.is_ready() {
+                return Some(s);
+            }
+        }
+        None
+    });
+    let mut sender = match idle {
+        Some(s) => s,
+        None => {
+            let stream = tokio::net::TcpStream::connect(up).await.unwrap();
+            let _ = stream.set_nodelay(true);
+            let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+                .await
+                .unwrap();
+            tokio::task::spawn_local(conn);
+            sender
+        }
+    };
+    let r = sender
+        .send_request(
+            Request::get("/api/billing/v1/catalog")
+                .header("host", up)
+                .header("accept", "application/json")
+                .body(Full::new(Bytes::new()))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let b = r.into_body().collect().await.unwrap().to_bytes();
+    IDLE.with(|idle| idle.borrow_mut().push(sender));
+    let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+    let out = serde_json::to_vec(&serde_json::json!({"ok": true, "data": v})).unwrap();
+    Ok(Response::builder()
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(out)))
+        .unwrap())
+}
+
+async fn serve_direct(listener: tokio::net::TcpListener, up: &'static str) {
+    loop {
+        let (stream, _) = listener.accept().await.unwrap();
+        let _ = stream.set_nodelay(true);
+        tokio::task::spawn_local(async move {
+            let svc = hyper::service::service_fn(move |req| handle_direct(up, req));
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), svc)
+                .await;
+        });
+    }
+}
+
 async fn serve(listener: tokio::net::TcpListener, up: &'static str, current: bool) {
     let client: C = Client::builder(TokioExecutor::new()).build_http();
     loop {
@@ -87,6 +155,7 @@ fn main() {
     } else {
         // One accept queue shared by every thread (`sh`), or a listener per thread on
         // the same port (`pc`, SO_REUSEPORT).
+        let direct = args[1] == "pd";
         let shared = (args[1] == "sh").then(|| {
             let l = std::net::TcpListener::bind(addr).unwrap();
             l.set_nonblocking(true).unwrap();
@@ -112,7 +181,11 @@ fn main() {
                                 s.listen(1024).unwrap()
                             }
                         };
-                        serve(l, up, true).await
+                        if direct {
+                            serve_direct(l, up).await
+                        } else {
+                            serve(l, up, true).await
+                        }
                     });
                 })
             })
