@@ -86,8 +86,6 @@ impl Serving {
                 },
                 _ = stop.wait_for(|stopped| *stopped) => break,
             };
-            // Answers go out whole in one write; none waits for the last one's ack.
-            let _ = stream.set_nodelay(true);
             let Ok(permit) = self.permits.clone().try_acquire_owned() else {
                 self.broker.metrics.record_status(429);
                 if self.refused.due(self.broker.now().as_millisecond(), 1_000) {
