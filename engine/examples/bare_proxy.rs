@@ -42,12 +42,7 @@ async fn handle(
         .await
         .unwrap();
     let b = r.into_body().collect().await.unwrap().to_bytes();
-    let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
-    let out = serde_json::to_vec(&serde_json::json!({"ok": true, "data": v})).unwrap();
-    Ok(Response::builder()
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(out)))
-        .unwrap())
+    Ok(reply(&b))
 }
 
 thread_local! {
@@ -95,12 +90,17 @@ async fn handle_direct(
         .unwrap();
     let b = r.into_body().collect().await.unwrap().to_bytes();
     IDLE.with(|idle| idle.borrow_mut().push(sender));
-    let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+    Ok(reply(&b))
+}
+
+/// The upstream's JSON answer parsed and written again inside `{"ok":true,"data":...}`.
+fn reply(upstream: &[u8]) -> Response<Full<Bytes>> {
+    let v: serde_json::Value = serde_json::from_slice(upstream).unwrap();
     let out = serde_json::to_vec(&serde_json::json!({"ok": true, "data": v})).unwrap();
-    Ok(Response::builder()
+    Response::builder()
         .header("content-type", "application/json")
         .body(Full::new(Bytes::from(out)))
-        .unwrap())
+        .unwrap()
 }
 
 async fn serve_direct(listener: tokio::net::TcpListener, up: &'static str) {

@@ -14,7 +14,17 @@ const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 const TOOL: &str = "imagegen.generate_image_and_wait";
 
 async fn broker(server: &MockServer, dir: &std::path::Path) -> TestBroker {
+    broker_over(server, dir, None).await
+}
+
+/// [`broker`] over other catalog sources.
+async fn broker_over(
+    server: &MockServer,
+    dir: &std::path::Path,
+    sources: Option<tool_broker::source::Sources>,
+) -> TestBroker {
     let mut setup = Setup::all_upstreams(&server.uri());
+    setup.sources = sources;
     setup.config = Some(
         "[settings.imagegen]\npoll_interval_ms = 20\n[settings.media]\npoll_interval_ms = 20\n"
             .into(),
@@ -477,14 +487,8 @@ async fn a_task_tool_whose_answer_takes_one_pass_still_watches_its_job() {
     )
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let mut setup = Setup::all_upstreams(&server.uri());
-    setup.config = Some("[settings.media]\npoll_interval_ms = 20\n".into());
-    setup.store = Some(crate::support::sqlite_store(dir.path()).await);
-    setup.sources = Some(crate::support::sources_with(&[(
-        "catalog/media/jobs.toml",
-        &plain,
-    )]));
-    let broker = TestBroker::start(setup).await;
+    let sources = crate::support::sources_with(&[("catalog/media/jobs.toml", &plain)]);
+    let broker = broker_over(&server, dir.path(), Some(sources)).await;
     let task = start_duck(&broker).await;
     let done = settled_as(&broker, &task, MEDIA_KEY).await;
     assert_eq!(done["status"], "completed", "{done}");
