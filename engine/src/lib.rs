@@ -34,6 +34,7 @@ pub mod descriptor;
 pub mod diag;
 pub mod envelope;
 pub mod error;
+pub mod held;
 pub mod hooks;
 pub mod idempotency;
 pub mod identity;

@@ -5,7 +5,8 @@
 //! certificate verifier; HTTP/2 when the upstream offers it over TLS). It is built on
 //! hyper directly rather than through a higher-level client: the URL is parsed once per
 //! call, and there is no redirect layer (the broker never follows redirects). A serving
-//! worker thread has its own pool ([`Upstream::own_pool`]); other threads share one.
+//! worker thread has its own pool ([`Upstream::own_pool`]) and holds its plain-HTTP
+//! connections itself, without a pool ([`crate::held`]); other threads share one pool.
 //!
 //! The key is placed here and nowhere else (header with prefix, or query parameter, as
 //! the service's catalog entry says). Log lines and errors are built without the URL,
@@ -160,6 +161,7 @@ impl Upstream {
     /// opened it, so a pool must not outlive its runtime, and a call that finds its
     /// connection on its own thread needs no wake-up from another.
     pub fn own_pool() {
+        crate::held::hold_here();
         match pool() {
             Ok(pool) => OWN_POOL.with(|own| {
                 let _ = own.set(pool);
@@ -275,20 +277,33 @@ impl Upstream {
         let exchange = async {
             let idempotent = matches!(req.method, hyper::Method::GET | hyper::Method::HEAD);
             let mut attempt = 0;
-            let response = loop {
+            let (response, lease) = loop {
                 attempt += 1;
-                match pool.request(Self::build(req, target)?).await {
-                    Ok(r) => break r,
-                    Err(e) if e.is_connect() && idempotent && attempt == 1 => {
+                let request = Self::build(req, target)?;
+                let sent = match crate::held::origin(request.uri()) {
+                    // A serving worker's own connection (plain HTTP, crate::held).
+                    Some(origin) => crate::held::exchange(origin, request)
+                        .await
+                        .map(|(r, lease)| (r, Some(lease))),
+                    None => pool.request(request).await.map(|r| (r, None)).map_err(|e| {
+                        if e.is_connect() {
+                            crate::held::Failed::Connect
+                        } else {
+                            crate::held::Failed::Request
+                        }
+                    }),
+                };
+                match sent {
+                    Ok(pair) => break pair,
+                    Err(crate::held::Failed::Connect) if idempotent && attempt == 1 => {
                         tracing::warn!(service, "upstream connection failed; retrying once");
                     }
-                    Err(e) => {
+                    Err(failed) => {
                         return Err(unavailable(
                             service,
-                            if e.is_connect() {
-                                "connection failed"
-                            } else {
-                                "the request failed"
+                            match failed {
+                                crate::held::Failed::Connect => "connection failed",
+                                crate::held::Failed::Request => "the request failed",
                             },
                         ));
                     }
@@ -296,6 +311,10 @@ impl Upstream {
             };
             let status = response.status().as_u16();
             let bytes = read_capped(response.into_body(), target.max_body_bytes, service).await?;
+            // Read to its end: the connection may carry the next call.
+            if let Some(lease) = lease {
+                lease.give_back();
+            }
             Ok((status, bytes))
         };
         let (status, bytes) = match tokio::time::timeout(target.timeout, exchange).await {

@@ -15,6 +15,7 @@ mod confirmation;
 mod diagnostics;
 mod elicitation;
 mod failures;
+mod held;
 mod idempotency;
 mod import;
 mod leak;
