@@ -47,8 +47,7 @@ type Idle = Vec<(Authority, Vec<(Sender, Instant)>)>;
 
 thread_local! {
     /// This thread's idle connections; `None` on threads that do not hold connections.
-    static HELD: RefCell<Option<Idle>> =
-        const { RefCell::new(None) };
+    static HELD: RefCell<Option<Idle>> = const { RefCell::new(None) };
 }
 
 /// Makes the calling thread hold its own plain-HTTP upstream connections. For threads
@@ -125,7 +124,6 @@ fn take_idle(origin: &Authority) -> Option<Sender> {
     })
 }
 
-/// Opens a connection to `origin` and starts the task that drives it.
 /// `host` or `host:port` of an authority, without user information: as written when it
 /// has none (no copy), else rebuilt. `with_default_port`: `:80` is written.
 fn host_port(origin: &Authority, with_default_port: bool) -> std::borrow::Cow<'_, str> {
@@ -137,6 +135,7 @@ fn host_port(origin: &Authority, with_default_port: bool) -> std::borrow::Cow<'_
     }
 }
 
+/// Opens a connection to `origin` and starts the task that drives it.
 async fn open(origin: &Authority) -> Result<Sender, Failed> {
     let address = host_port(origin, true).into_owned();
     let stream = tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(address))
