@@ -22,8 +22,10 @@ fn write_canonical(value: &Value, out: &mut impl std::io::Write) {
         Value::Object(map) => {
             // serde_json's map is ordered by key already (no `preserve_order`); sort
             // only if that ever changes.
-            let mut entries: Vec<(&str, &Value)> =
-                map.iter().map(|(k, v)| (k.as_str(), v)).collect();
+            let mut entries: Vec<(&str, Field<'_>)> = map
+                .iter()
+                .map(|(k, v)| (k.as_str(), Field::Value(v)))
+                .collect();
             if !entries.is_sorted_by_key(|(k, _)| *k) {
                 entries.sort_by_key(|(k, _)| *k);
             }
@@ -54,15 +56,20 @@ fn write_canonical(value: &Value, out: &mut impl std::io::Write) {
 }
 
 /// An object of `entries`, already sorted by key, written canonically.
-fn write_object(entries: &[(&str, &Value)], out: &mut impl std::io::Write) {
+fn write_object(entries: &[(&str, Field<'_>)], out: &mut impl std::io::Write) {
     let _ = out.write_all(b"{");
-    for (i, (key, value)) in entries.iter().enumerate() {
+    for (i, (key, field)) in entries.iter().enumerate() {
         if i > 0 {
             let _ = out.write_all(b",");
         }
         let _ = serde_json::to_writer(&mut *out, key);
         let _ = out.write_all(b":");
-        write_canonical(value, out);
+        match field {
+            Field::Value(value) => write_canonical(value, out),
+            Field::Canonical(canonical) => {
+                let _ = out.write_all(canonical.as_bytes());
+            }
+        }
     }
     let _ = out.write_all(b"}");
 }
@@ -114,19 +121,7 @@ pub fn descriptor_hash_with(normalized: &Value, extra: &[(&str, Field<'_>)]) -> 
                 .chain(extra.iter().copied())
                 .collect();
             entries.sort_by_key(|(k, _)| *k);
-            text.push(b'{');
-            for (i, (key, field)) in entries.iter().enumerate() {
-                if i > 0 {
-                    text.push(b',');
-                }
-                let _ = serde_json::to_writer(&mut text, key);
-                text.push(b':');
-                match field {
-                    Field::Value(value) => write_canonical(value, &mut text),
-                    Field::Canonical(canonical) => text.extend_from_slice(canonical.as_bytes()),
-                }
-            }
-            text.push(b'}');
+            write_object(&entries, &mut text);
         }
         other => write_canonical(other, &mut text),
     }
