@@ -7,6 +7,8 @@
 //!   bare_proxy sh PORT UPSTREAM N   # N current-thread runtimes on one accept queue
 //!   bare_proxy pd PORT UPSTREAM N   # as `pc`, upstream connections held per thread by
 //!                                   # hand (hyper's `client::conn::http1`, no pool)
+//!   bare_proxy pr PORT UPSTREAM N   # as `pd`, the upstream exchange written and read
+//!                                   # inline by the call (httparse, no connection task)
 //!
 //! e.g. `bare_proxy pc 19003 127.0.0.1:19001 2`, then `wrk -t1 -c32 -d5s http://127.0.0.1:19003/`.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -93,6 +95,60 @@ async fn handle_direct(
     Ok(reply(&b))
 }
 
+thread_local! {
+    /// `pr`: this thread's idle upstream streams.
+    static RAW: std::cell::RefCell<Vec<tokio::net::TcpStream>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `pr`: the upstream exchange written and read by the call itself.
+async fn handle_raw(
+    up: &'static str,
+    req: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _body = req.into_body().collect().await.unwrap().to_bytes();
+    let mut stream = match RAW.with(|raw| raw.borrow_mut().pop()) {
+        Some(s) => s,
+        None => {
+            let s = tokio::net::TcpStream::connect(up).await.unwrap();
+            let _ = s.set_nodelay(true);
+            s
+        }
+    };
+    let head = format!(
+        "GET /api/billing/v1/catalog HTTP/1.1\r\nhost: {up}\r\naccept: application/json\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut buf = Vec::with_capacity(4096);
+    let (body_at, length) = loop {
+        let n = stream.read_buf(&mut buf).await.unwrap();
+        assert!(n > 0, "upstream closed");
+        let mut headers = [httparse::EMPTY_HEADER; 32];
+        let mut answer = httparse::Response::new(&mut headers);
+        if let httparse::Status::Complete(at) = answer.parse(&buf).unwrap() {
+            let length = answer
+                .headers
+                .iter()
+                .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+                .map(|h| {
+                    std::str::from_utf8(h.value)
+                        .unwrap()
+                        .parse::<usize>()
+                        .unwrap()
+                })
+                .unwrap();
+            break (at, length);
+        }
+    };
+    while buf.len() < body_at + length {
+        let n = stream.read_buf(&mut buf).await.unwrap();
+        assert!(n > 0, "upstream closed");
+    }
+    RAW.with(|raw| raw.borrow_mut().push(stream));
+    Ok(reply(&buf[body_at..body_at + length]))
+}
+
 /// The upstream's JSON answer parsed and written again inside `{"ok":true,"data":...}`.
 fn reply(upstream: &[u8]) -> Response<Full<Bytes>> {
     let v: serde_json::Value = serde_json::from_slice(upstream).unwrap();
@@ -103,15 +159,20 @@ fn reply(upstream: &[u8]) -> Response<Full<Bytes>> {
         .unwrap()
 }
 
-async fn serve_direct(listener: tokio::net::TcpListener, up: &'static str) {
+async fn serve_direct(listener: tokio::net::TcpListener, up: &'static str, raw: bool) {
     loop {
         let (stream, _) = listener.accept().await.unwrap();
         let _ = stream.set_nodelay(true);
         tokio::task::spawn_local(async move {
-            let svc = hyper::service::service_fn(move |req| handle_direct(up, req));
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), svc)
-                .await;
+            let builder = hyper::server::conn::http1::Builder::new();
+            let io = TokioIo::new(stream);
+            let _ = if raw {
+                let svc = hyper::service::service_fn(move |req| handle_raw(up, req));
+                builder.serve_connection(io, svc).await
+            } else {
+                let svc = hyper::service::service_fn(move |req| handle_direct(up, req));
+                builder.serve_connection(io, svc).await
+            };
         });
     }
 }
@@ -155,7 +216,8 @@ fn main() {
     } else {
         // One accept queue shared by every thread (`sh`), or a listener per thread on
         // the same port (`pc`, SO_REUSEPORT).
-        let direct = args[1] == "pd";
+        let direct = args[1] == "pd" || args[1] == "pr";
+        let raw = args[1] == "pr";
         let shared = (args[1] == "sh").then(|| {
             let l = std::net::TcpListener::bind(addr).unwrap();
             l.set_nonblocking(true).unwrap();
@@ -182,7 +244,7 @@ fn main() {
                             }
                         };
                         if direct {
-                            serve_direct(l, up).await
+                            serve_direct(l, up, raw).await
                         } else {
                             serve(l, up, true).await
                         }

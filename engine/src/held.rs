@@ -1,33 +1,46 @@
-//! Plain-HTTP upstream connections held by a serving worker thread, without a pool.
+//! Plain-HTTP upstream exchanges of a serving worker thread: written and read by the
+//! call itself, on connections the thread holds without a pool.
 //!
 //! A serving worker ([`crate::server::serve_workers`]) runs one current-thread runtime
 //! for its whole life, and every call it serves runs on it; so its upstream connections
-//! need no pool shared between threads: no map behind a lock, no checkout future, no
-//! idle timer task. This thread keeps a list of idle connections per upstream origin; a
-//! call takes the last one put back (or opens one), sends on it with hyper's
-//! `client::conn::http1`, reads the answer and puts the connection back.
+//! need no pool shared between threads, and no task of their own: the call that takes an
+//! idle connection writes its request head and body in one write, reads the answer's
+//! head (`httparse`, the parser hyper uses) and body on the same task, and puts the
+//! connection back. No channel between a request and a connection task, no wake-up of
+//! another task per call (measured in engine/DESIGN.md, "The upstream client").
 //!
-//! What hyper-util's pool did that is kept here: an idle connection the upstream closed
-//! is not used (its driving task has ended: `is_closed`); one that turns out closed as
-//! the request goes out hands the request back unsent (`try_send_request`) and it goes
-//! on another connection; idle connections are dropped after [`IDLE_FOR`]; a new
-//! connection has [`CONNECT_TIMEOUT`] and `TCP_NODELAY`; the `Host` header is the URI's
-//! host with its port unless it is 80, and the request line carries the path and query
-//! only. A connection whose answer was not read to its end is dropped, not put back.
+//! HTTP/1.1 as a client must speak it (RFC 9112):
+//! - the request line is origin-form; `Host` is the URI's host with its port unless it
+//!   is 80 (never user information); `content-length` when there is a body or the
+//!   method carries one;
+//! - interim (1xx) answers are skipped; `101` is refused;
+//! - the body is framed by `transfer-encoding: chunked` (trailers read and dropped), by
+//!   `content-length` (several differing values refused), or by the connection's end;
+//!   `HEAD`, `204` and `304` answers have none;
+//! - a connection is put back only when its answer was read exactly to its end, the
+//!   upstream spoke HTTP/1.1 and did not say `connection: close`, and nothing followed
+//!   the answer;
+//! - the answer's head is bounded ([`MAX_HEAD_BYTES`], [`MAX_HEADERS`]) and its body by
+//!   the caller's limit, known before reading when the upstream declares its length.
+//!
+//! Idle connections: one the upstream closed while idle is noticed before the request
+//! goes out (the runtime has seen it readable; a read finds its end) and never used; one
+//! idle longer than [`IDLE_FOR`] is dropped. A reused connection that ends before any
+//! byte of the answer came (the upstream closed it as the request crossed) is retried
+//! on another connection when the method is idempotent. A new connection has
+//! [`CONNECT_TIMEOUT`] and `TCP_NODELAY`.
 //!
 //! Only `http://` upstreams are held here: over TLS the pooled client stays (HTTP/2 by
-//! ALPN, the certificate verifier). Measured in engine/DESIGN.md ("The upstream client").
+//! ALPN, the certificate verifier).
 
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::body::Incoming;
-use hyper::client::conn::http1::SendRequest;
-use hyper::header::HeaderValue;
+use bytes::{Buf, Bytes, BytesMut};
 use hyper::http::uri::Authority;
-use hyper_util::rt::TokioIo;
+use hyper::{Method, Request};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 
 /// An idle connection older than this is dropped (the pool's `pool_idle_timeout`).
 pub const IDLE_FOR: Duration = Duration::from_secs(60);
@@ -38,12 +51,19 @@ const MAX_IDLE: usize = 256;
 /// How long opening a connection may take (the pool's connector's timeout).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-type Sender = SendRequest<Full<Bytes>>;
+/// The longest answer head (status line, headers, and a chunked body's trailers).
+pub const MAX_HEAD_BYTES: usize = 64 * 1024;
+
+/// The most headers an answer may have.
+pub const MAX_HEADERS: usize = 128;
+
+/// Read buffer: most answers fit in one.
+const READ_CHUNK: usize = 8 * 1024;
 
 /// Idle connections by origin (the URI's authority), each with when it was put back. A
 /// list, not a map: a thread talks to a few upstreams, and comparing a few short
 /// strings is cheaper than hashing one.
-type Idle = Vec<(Authority, Vec<(Sender, Instant)>)>;
+type Idle = Vec<(Authority, Vec<(TcpStream, Instant)>)>;
 
 thread_local! {
     /// This thread's idle connections; `None` on threads that do not hold connections.
@@ -51,8 +71,8 @@ thread_local! {
 }
 
 /// Makes the calling thread hold its own plain-HTTP upstream connections. For threads
-/// that run one current-thread runtime for their whole life (a connection is driven by
-/// a task of the runtime that opened it).
+/// that run one current-thread runtime for their whole life (a connection is registered
+/// with the runtime that opened it).
 pub fn hold_here() {
     HELD.with(|held| *held.borrow_mut() = Some(Vec::new()));
 }
@@ -72,56 +92,66 @@ pub fn origin(uri: &hyper::Uri) -> Option<Authority> {
 pub enum Failed {
     /// No connection could be opened.
     Connect,
-    /// The request or its answer broke.
+    /// The request could not be sent, or the connection ended before any answer.
     Request,
+    /// The answer is not HTTP/1.x as a client reads it (or its head is over the limit).
+    Malformed,
+    /// The connection ended inside the answer.
+    CutOff,
+    /// The answer's body is over the caller's limit.
+    TooLarge,
 }
 
-/// A connection lent to one exchange: put back once its answer has been read whole.
+/// An upstream's answer, read whole.
 #[derive(Debug)]
-pub struct Lease {
-    origin: Authority,
-    sender: Sender,
+pub struct Answer {
+    /// Status (never 1xx).
+    pub status: u16,
+    /// The body, de-chunked.
+    pub body: Bytes,
 }
 
-impl Lease {
-    /// Puts the connection back for the next call to this origin.
-    pub fn give_back(self) {
-        let Lease { origin, sender } = self;
-        if sender.is_closed() {
-            return;
-        }
-        HELD.with(|held| {
-            let mut held = held.borrow_mut();
-            let Some(held) = held.as_mut() else { return };
-            let at = match held.iter().position(|(o, _)| *o == origin) {
-                Some(at) => at,
-                None => {
-                    held.push((origin, Vec::new()));
-                    held.len() - 1
-                }
-            };
-            if let Some((_, idle)) = held.get_mut(at)
-                && idle.len() < MAX_IDLE
-            {
-                idle.push((sender, Instant::now()));
+/// Puts a connection back for the next call to this origin.
+fn give_back(origin: &Authority, stream: TcpStream) {
+    HELD.with(|held| {
+        let mut held = held.borrow_mut();
+        let Some(held) = held.as_mut() else { return };
+        let at = match held.iter().position(|(o, _)| o == origin) {
+            Some(at) => at,
+            None => {
+                held.push((origin.clone(), Vec::new()));
+                held.len() - 1
             }
-        });
-    }
+        };
+        if let Some((_, idle)) = held.get_mut(at)
+            && idle.len() < MAX_IDLE
+        {
+            idle.push((stream, Instant::now()));
+        }
+    });
 }
 
 /// The last idle connection to `origin` that is still open and young enough.
-fn take_idle(origin: &Authority) -> Option<Sender> {
+fn take_idle(origin: &Authority) -> Option<TcpStream> {
     HELD.with(|held| {
         let mut held = held.borrow_mut();
         let (_, idle) = held.as_mut()?.iter_mut().find(|(o, _)| o == origin)?;
         let now = Instant::now();
-        while let Some((sender, since)) = idle.pop() {
-            if !sender.is_closed() && now.duration_since(since) < IDLE_FOR {
-                return Some(sender);
+        while let Some((stream, since)) = idle.pop() {
+            if now.duration_since(since) < IDLE_FOR && still_open(&stream) {
+                return Some(stream);
             }
         }
         None
     })
+}
+
+/// Whether an idle connection can carry a request: nothing to read on it. Without a
+/// system call unless the runtime has seen it readable (its end, or bytes nobody asked
+/// for: either way it is not used).
+fn still_open(stream: &TcpStream) -> bool {
+    let mut probe = [0u8; 1];
+    matches!(stream.try_read(&mut probe), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
 }
 
 /// `host` or `host:port` of an authority, without user information: as written when it
@@ -135,62 +165,313 @@ fn host_port(origin: &Authority, with_default_port: bool) -> std::borrow::Cow<'_
     }
 }
 
-/// Opens a connection to `origin` and starts the task that drives it.
-async fn open(origin: &Authority) -> Result<Sender, Failed> {
+/// Opens a connection to `origin`.
+async fn open(origin: &Authority) -> Result<TcpStream, Failed> {
     let address = host_port(origin, true).into_owned();
-    let stream = tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(address))
+    let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address))
         .await
         .map_err(|_| Failed::Connect)?
         .map_err(|_| Failed::Connect)?;
     let _ = stream.set_nodelay(true);
-    let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|_| Failed::Connect)?;
-    tokio::spawn(async move {
-        if let Err(e) = connection.await {
-            tracing::debug!(error = %e, "upstream connection ended with an error");
-        }
-    });
-    Ok(sender)
+    Ok(stream)
 }
 
-/// Sends `request` (an absolute `http://` URI) to `origin` on a held connection: the
-/// answer's head, and the connection to give back once its body is read.
+/// The request as it goes on the wire: head and body in one buffer (one write).
+fn wire(origin: &Authority, request: &Request<Bytes>) -> Vec<u8> {
+    let body = request.body();
+    let headers = request.headers();
+    let mut out = Vec::with_capacity(256 + body.len());
+    out.extend_from_slice(request.method().as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(
+        request
+            .uri()
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+            .as_bytes(),
+    );
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+    if !headers.contains_key(hyper::header::HOST) {
+        out.extend_from_slice(b"host: ");
+        out.extend_from_slice(host_port(origin, false).as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    for (name, value) in headers {
+        // Names and values are checked by `http` (no CR or LF can be in them).
+        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    let carries_body = matches!(
+        *request.method(),
+        Method::POST | Method::PUT | Method::PATCH
+    );
+    if (carries_body || !body.is_empty()) && !headers.contains_key(hyper::header::CONTENT_LENGTH) {
+        out.extend_from_slice(b"content-length: ");
+        out.extend_from_slice(body.len().to_string().as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(body);
+    out
+}
+
+/// Sends `request` (an absolute `http://` URI) to `origin` on a held connection and reads
+/// its answer, the body up to `max_body` bytes.
 pub async fn exchange(
-    origin: Authority,
-    mut request: hyper::Request<Full<Bytes>>,
-) -> Result<(hyper::Response<Incoming>, Lease), Failed> {
-    if !request.headers().contains_key(hyper::header::HOST) {
-        // The host and a port other than 80 (as hyper-util's client writes it).
-        if let Ok(value) = HeaderValue::from_str(&host_port(&origin, false)) {
-            request.headers_mut().insert(hyper::header::HOST, value);
+    origin: &Authority,
+    request: &Request<Bytes>,
+    max_body: usize,
+) -> Result<Answer, Failed> {
+    let wire = wire(origin, request);
+    let head_only = request.method() == Method::HEAD;
+    let retry_stale = matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE
+    );
+    loop {
+        let (mut stream, reused) = match take_idle(origin) {
+            Some(stream) => (stream, true),
+            None => (open(origin).await?, false),
+        };
+        let read = match stream.write_all(&wire).await {
+            Ok(()) => read_answer(&mut stream, head_only, max_body).await,
+            Err(_) => Err(Failed::Request),
+        };
+        match read {
+            Ok((answer, reusable)) => {
+                if reusable {
+                    give_back(origin, stream);
+                }
+                return Ok(answer);
+            }
+            // Closed by the upstream as the request crossed: nothing was answered.
+            Err(Failed::Request) if reused && retry_stale => continue,
+            Err(failed) => return Err(failed),
         }
     }
-    let path = request
-        .uri()
-        .path_and_query()
-        .cloned()
-        .unwrap_or_else(|| hyper::http::uri::PathAndQuery::from_static("/"));
-    *request.uri_mut() = hyper::Uri::from(path);
-    // Idle connections first; one found closed as the request goes out gives the
-    // request back unsent, and the next is tried. A new connection is the last try.
-    loop {
-        let (mut sender, reused) = match take_idle(&origin) {
-            Some(sender) => (sender, true),
-            None => (open(&origin).await?, false),
-        };
-        if sender.ready().await.is_err() {
-            if reused {
-                continue;
+}
+
+/// What the answer's head says about its body and its connection.
+struct Framing {
+    status: u16,
+    chunked: bool,
+    length: Option<usize>,
+    keep_alive: bool,
+}
+
+/// Reads one answer: its status and body, and whether the connection may carry another.
+async fn read_answer<R: AsyncRead + Unpin>(
+    stream: &mut R,
+    head_only: bool,
+    max_body: usize,
+) -> Result<(Answer, bool), Failed> {
+    let mut buf = BytesMut::with_capacity(READ_CHUNK);
+    let mut got_any = false;
+    let framing = loop {
+        match parse_head(&buf)? {
+            Some((used, framing)) => {
+                buf.advance(used);
+                if (100..200).contains(&framing.status) {
+                    continue; // interim answer; the final one follows
+                }
+                break framing;
             }
-            return Err(Failed::Request);
+            None if buf.len() > MAX_HEAD_BYTES => return Err(Failed::Malformed),
+            None => {
+                if fill(stream, &mut buf).await? == 0 {
+                    return Err(if got_any {
+                        Failed::CutOff
+                    } else {
+                        Failed::Request
+                    });
+                }
+                got_any = true;
+            }
         }
-        match sender.try_send_request(request).await {
-            Ok(response) => return Ok((response, Lease { origin, sender })),
-            Err(mut e) => match e.take_message() {
-                Some(unsent) if reused => request = unsent,
-                _ => return Err(Failed::Request),
+    };
+    let status = framing.status;
+    if head_only || status == 204 || status == 304 {
+        let reusable = framing.keep_alive && buf.is_empty();
+        return Ok((
+            Answer {
+                status,
+                body: Bytes::new(),
             },
+            reusable,
+        ));
+    }
+    if framing.chunked {
+        let body = read_chunked(stream, &mut buf, max_body).await?;
+        let reusable = framing.keep_alive && buf.is_empty();
+        return Ok((Answer { status, body }, reusable));
+    }
+    match framing.length {
+        Some(length) => {
+            if length > max_body {
+                return Err(Failed::TooLarge);
+            }
+            if buf.len() < length {
+                buf.reserve(length - buf.len());
+            }
+            while buf.len() < length {
+                if fill(stream, &mut buf).await? == 0 {
+                    return Err(Failed::CutOff);
+                }
+            }
+            let body = buf.split_to(length).freeze();
+            let reusable = framing.keep_alive && buf.is_empty();
+            Ok((Answer { status, body }, reusable))
+        }
+        // Framed by the connection's end: read to it; the connection is done.
+        None => {
+            while fill(stream, &mut buf).await? > 0 {
+                if buf.len() > max_body {
+                    return Err(Failed::TooLarge);
+                }
+            }
+            if buf.len() > max_body {
+                return Err(Failed::TooLarge);
+            }
+            Ok((
+                Answer {
+                    status,
+                    body: buf.freeze(),
+                },
+                false,
+            ))
+        }
+    }
+}
+
+/// Reads more of the answer into `buf`: how many bytes came (0 at the connection's end).
+async fn fill<R: AsyncRead + Unpin>(stream: &mut R, buf: &mut BytesMut) -> Result<usize, Failed> {
+    if buf.capacity() - buf.len() < READ_CHUNK / 2 {
+        buf.reserve(READ_CHUNK);
+    }
+    stream.read_buf(buf).await.map_err(|_| Failed::CutOff)
+}
+
+/// The answer's head if `buf` holds all of it: its length and what it says.
+fn parse_head(buf: &[u8]) -> Result<Option<(usize, Framing)>, Failed> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut answer = httparse::Response::new(&mut headers);
+    let used = match answer.parse(buf) {
+        Ok(httparse::Status::Complete(used)) => used,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(_) => return Err(Failed::Malformed),
+    };
+    let status = answer.code.ok_or(Failed::Malformed)?;
+    if status == 101 {
+        return Err(Failed::Malformed); // no protocol switch was asked for
+    }
+    let mut framing = Framing {
+        status,
+        chunked: false,
+        length: None,
+        keep_alive: answer.version == Some(1),
+    };
+    let mut transfer_coded = false;
+    for header in answer.headers.iter() {
+        let name = header.name;
+        if name.eq_ignore_ascii_case("content-length") {
+            let length = std::str::from_utf8(header.value)
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .ok_or(Failed::Malformed)?;
+            if framing.length.is_some_and(|l| l != length) {
+                return Err(Failed::Malformed);
+            }
+            framing.length = Some(length);
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            transfer_coded = true;
+            // Chunked only when it is the last coding applied.
+            framing.chunked = header
+                .value
+                .rsplit(|b| *b == b',')
+                .next()
+                .is_some_and(|last| last.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+        } else if name.eq_ignore_ascii_case("connection")
+            && header
+                .value
+                .split(|b| *b == b',')
+                .any(|token| token.trim_ascii().eq_ignore_ascii_case(b"close"))
+        {
+            framing.keep_alive = false;
+        }
+    }
+    if transfer_coded {
+        // Transfer-Encoding overrides Content-Length; not chunked last: read to the end.
+        framing.length = None;
+        if !framing.chunked {
+            framing.keep_alive = false;
+        }
+    }
+    Ok(Some((used, framing)))
+}
+
+/// A chunked body, de-chunked, up to `max_body` bytes; its trailers are read and
+/// dropped. `buf` keeps what followed the body.
+async fn read_chunked<R: AsyncRead + Unpin>(
+    stream: &mut R,
+    buf: &mut BytesMut,
+    max_body: usize,
+) -> Result<Bytes, Failed> {
+    let mut body = BytesMut::new();
+    loop {
+        let size = loop {
+            match httparse::parse_chunk_size(buf) {
+                Ok(httparse::Status::Complete((used, size))) => {
+                    buf.advance(used);
+                    break usize::try_from(size).map_err(|_| Failed::TooLarge)?;
+                }
+                Ok(httparse::Status::Partial) if buf.len() < 1024 => {
+                    if fill(stream, buf).await? == 0 {
+                        return Err(Failed::CutOff);
+                    }
+                }
+                _ => return Err(Failed::Malformed),
+            }
+        };
+        if size == 0 {
+            break;
+        }
+        if body.len().saturating_add(size) > max_body {
+            return Err(Failed::TooLarge);
+        }
+        while buf.len() < size + 2 {
+            if fill(stream, buf).await? == 0 {
+                return Err(Failed::CutOff);
+            }
+        }
+        body.extend_from_slice(&buf[..size]);
+        if &buf[size..size + 2] != b"\r\n" {
+            return Err(Failed::Malformed);
+        }
+        buf.advance(size + 2);
+    }
+    // Trailers, up to the empty line.
+    let mut read = 0usize;
+    loop {
+        match buf.windows(2).position(|w| w == b"\r\n") {
+            Some(0) => {
+                buf.advance(2);
+                return Ok(body.freeze());
+            }
+            Some(end) => {
+                read += end + 2;
+                buf.advance(end + 2);
+            }
+            None if read + buf.len() > MAX_HEAD_BYTES => return Err(Failed::Malformed),
+            None => {
+                if fill(stream, buf).await? == 0 {
+                    return Err(Failed::CutOff);
+                }
+            }
+        }
+        if read > MAX_HEAD_BYTES {
+            return Err(Failed::Malformed);
         }
     }
 }
@@ -198,6 +479,96 @@ pub async fn exchange(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What reading an answer gives: (status, body, connection reusable), or the failure.
+    type Read = Result<(u16, String, bool), Failed>;
+
+    /// An answer as the upstream wrote it, read.
+    fn read(wire: &str, head_only: bool, max: usize) -> Read {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let mut stream = wire.as_bytes();
+        runtime
+            .block_on(read_answer(&mut stream, head_only, max))
+            .map(|(answer, reusable)| {
+                let body = String::from_utf8(answer.body.to_vec()).unwrap();
+                (answer.status, body, reusable)
+            })
+    }
+
+    #[test]
+    fn answers_are_framed_as_rfc_9112_says() {
+        let ok = |status: u16, body: &str, reusable: bool| Ok((status, body.to_string(), reusable));
+        let many_headers = "x-h: v\r\n".repeat(MAX_HEADERS + 1);
+        let long_head = format!("HTTP/1.1 200 OK\r\nx-long: {}", "v".repeat(MAX_HEAD_BYTES));
+        let cases: Vec<(&str, String, bool, usize, Read)> = vec![
+            ("length", "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok".into(), false, 10, ok(200, "ok", true)),
+            ("chunked, extension and trailer", "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nok\r\n3;x=y\r\n!!!\r\n0\r\nx-trailer: t\r\n\r\n".into(), false, 10, ok(200, "ok!!!", true)),
+            ("chunked overrides length", "HTTP/1.1 200 OK\r\ncontent-length: 1\r\ntransfer-encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n".into(), false, 10, ok(200, "ok", true)),
+            ("to the connection's end", "HTTP/1.1 200 OK\r\n\r\nuntil the end".into(), false, 100, ok(200, "until the end", false)),
+            ("not chunked last: to the end", "HTTP/1.1 200 OK\r\ntransfer-encoding: gzip\r\ncontent-length: 1\r\n\r\nabc".into(), false, 10, ok(200, "abc", false)),
+            ("connection: close", "HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\ncontent-length: 0\r\n\r\n".into(), false, 10, ok(200, "", false)),
+            ("HTTP/1.0", "HTTP/1.0 200 OK\r\ncontent-length: 2\r\n\r\nok".into(), false, 10, ok(200, "ok", false)),
+            ("interim answers skipped", "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: x\r\n\r\nHTTP/1.1 201 Created\r\ncontent-length: 2\r\n\r\nok".into(), false, 10, ok(201, "ok", true)),
+            ("HEAD has no body", "HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n".into(), true, 10, ok(200, "", true)),
+            ("204 has no body", "HTTP/1.1 204 No Content\r\n\r\n".into(), false, 10, ok(204, "", true)),
+            ("304 has no body", "HTTP/1.1 304 Not Modified\r\ncontent-length: 5\r\n\r\n".into(), false, 10, ok(304, "", true)),
+            ("a refusal is an answer", "HTTP/1.1 404 Not Found\r\ncontent-length: 2\r\n\r\n{}".into(), false, 10, ok(404, "{}", true)),
+            ("bytes after the answer", "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nokHTTP/1.1".into(), false, 10, ok(200, "ok", false)),
+            ("same length twice", "HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-length: 2\r\n\r\nok".into(), false, 10, ok(200, "ok", true)),
+            ("declared over the limit", "HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\n".into(), false, 10, Err(Failed::TooLarge)),
+            ("chunks over the limit", "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n6\r\n123456\r\n6\r\n123456\r\n0\r\n\r\n".into(), false, 10, Err(Failed::TooLarge)),
+            ("to the end over the limit", format!("HTTP/1.1 200 OK\r\n\r\n{}", "x".repeat(11)), false, 10, Err(Failed::TooLarge)),
+            ("exactly the limit", format!("HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\n{}", "x".repeat(10)), false, 10, ok(200, "xxxxxxxxxx", true)),
+            ("body cut off", "HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nshort".into(), false, 10, Err(Failed::CutOff)),
+            ("chunk cut off", "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nab".into(), false, 10, Err(Failed::CutOff)),
+            ("trailers cut off", "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n0\r\nx-t: 1\r\n".into(), false, 10, Err(Failed::CutOff)),
+            ("head cut off", "HTTP/1.1 200 OK\r\ncont".into(), false, 10, Err(Failed::CutOff)),
+            ("nothing: the request failed", String::new(), false, 10, Err(Failed::Request)),
+            ("not HTTP", "SSH-2.0-OpenSSH\r\n\r\n".into(), false, 10, Err(Failed::Malformed)),
+            ("lengths differ", "HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-length: 3\r\n\r\nok!".into(), false, 10, Err(Failed::Malformed)),
+            ("length not a number", "HTTP/1.1 200 OK\r\ncontent-length: -2\r\n\r\nok".into(), false, 10, Err(Failed::Malformed)),
+            ("chunk size not hex", "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\nok\r\n0\r\n\r\n".into(), false, 10, Err(Failed::Malformed)),
+            ("chunk not ended by CRLF", "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nokXX0\r\n\r\n".into(), false, 10, Err(Failed::Malformed)),
+            ("a protocol switch nobody asked for", "HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\n\r\n".into(), false, 10, Err(Failed::Malformed)),
+            ("too many headers", format!("HTTP/1.1 200 OK\r\n{many_headers}content-length: 0\r\n\r\n"), false, 10, Err(Failed::Malformed)),
+            ("head over the limit", long_head, false, 10, Err(Failed::Malformed)),
+        ];
+        for (name, wire, head_only, max, expected) in cases {
+            assert_eq!(read(&wire, head_only, max), expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_request_goes_out_origin_form_with_host_and_length() {
+        let origin: Authority = "upstream.test:8080".parse().unwrap();
+        let post = Request::post("http://upstream.test:8080/v1/x?a=1")
+            .header("accept", "application/json")
+            .body(Bytes::from_static(b"{}"))
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(wire(&origin, &post)).unwrap(),
+            "POST /v1/x?a=1 HTTP/1.1\r\nhost: upstream.test:8080\r\naccept: application/json\r\ncontent-length: 2\r\n\r\n{}"
+        );
+        let get = Request::get("http://upstream.test/v1/x")
+            .body(Bytes::new())
+            .unwrap();
+        let origin: Authority = "upstream.test".parse().unwrap();
+        assert_eq!(
+            String::from_utf8(wire(&origin, &get)).unwrap(),
+            "GET /v1/x HTTP/1.1\r\nhost: upstream.test\r\n\r\n"
+        );
+        // An empty POST still says its length.
+        let empty = Request::post("http://upstream.test/")
+            .body(Bytes::new())
+            .unwrap();
+        assert!(
+            String::from_utf8(wire(&origin, &empty))
+                .unwrap()
+                .ends_with("content-length: 0\r\n\r\n")
+        );
+    }
 
     #[test]
     fn only_plain_http_on_a_holding_thread_is_held() {

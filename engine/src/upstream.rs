@@ -180,7 +180,7 @@ impl Upstream {
     fn build(
         req: &RenderedRequest,
         target: &Target<'_>,
-    ) -> Result<hyper::Request<Full<Bytes>>, CallError> {
+    ) -> Result<hyper::Request<Bytes>, CallError> {
         let mut query = req.query_string();
         if let (Some(cred), Some(key)) = (&target.service.credential, target.key)
             && cred.placement == Placement::Query
@@ -216,7 +216,7 @@ impl Upstream {
             Some((bytes, content_type)) => (Bytes::from(bytes), Some(content_type)),
             None => (Bytes::new(), None),
         };
-        let mut request = hyper::Request::new(Full::new(body));
+        let mut request = hyper::Request::new(body);
         *request.method_mut() = req.method.clone();
         *request.uri_mut() = uri;
         let headers = request.headers_mut();
@@ -273,49 +273,27 @@ impl Upstream {
         target: &Target<'_>,
     ) -> Result<Outcome, CallError> {
         let service = target.service.id.as_str();
-        let pool = self.pool();
+        let request = Self::build(req, target)?;
         let exchange = async {
             let idempotent = matches!(req.method, hyper::Method::GET | hyper::Method::HEAD);
             let mut attempt = 0;
-            let (response, lease) = loop {
+            loop {
                 attempt += 1;
-                let request = Self::build(req, target)?;
                 let sent = match crate::held::origin(request.uri()) {
                     // A serving worker's own connection (plain HTTP, crate::held).
-                    Some(origin) => crate::held::exchange(origin, request)
+                    Some(origin) => crate::held::exchange(&origin, &request, target.max_body_bytes)
                         .await
-                        .map(|(r, lease)| (r, Some(lease))),
-                    None => pool.request(request).await.map(|r| (r, None)).map_err(|e| {
-                        if e.is_connect() {
-                            crate::held::Failed::Connect
-                        } else {
-                            crate::held::Failed::Request
-                        }
-                    }),
+                        .map(|answer| (answer.status, answer.body)),
+                    None => self.pooled(request.clone(), target.max_body_bytes).await,
                 };
                 match sent {
-                    Ok(pair) => break pair,
+                    Ok(answer) => return Ok(answer),
                     Err(crate::held::Failed::Connect) if idempotent && attempt == 1 => {
                         tracing::warn!(service, "upstream connection failed; retrying once");
                     }
-                    Err(failed) => {
-                        return Err(unavailable(
-                            service,
-                            match failed {
-                                crate::held::Failed::Connect => "connection failed",
-                                crate::held::Failed::Request => "the request failed",
-                            },
-                        ));
-                    }
+                    Err(failed) => return Err(failure(service, failed, target.max_body_bytes)),
                 }
-            };
-            let status = response.status().as_u16();
-            let bytes = read_capped(response.into_body(), target.max_body_bytes, service).await?;
-            // Read to its end: the connection may carry the next call.
-            if let Some(lease) = lease {
-                lease.give_back();
             }
-            Ok((status, bytes))
         };
         let (status, bytes) = match tokio::time::timeout(target.timeout, exchange).await {
             Ok(exchanged) => exchanged?,
@@ -340,43 +318,70 @@ impl Upstream {
     }
 }
 
-/// Reads the whole answer, up to `max` bytes. One frame (the usual small answer) is
-/// kept as it came, without a copy.
-async fn read_capped(
-    mut body: hyper::body::Incoming,
-    max: usize,
-    service: &str,
-) -> Result<Bytes, CallError> {
-    let too_large = || {
-        CallError::new(
+impl Upstream {
+    /// An exchange through the pooled client (TLS upstreams, threads that hold no
+    /// connections): the status and the body, up to `max` bytes.
+    async fn pooled(
+        &self,
+        request: hyper::Request<Bytes>,
+        max: usize,
+    ) -> Result<(u16, Bytes), crate::held::Failed> {
+        use crate::held::Failed;
+        let response = self
+            .pool()
+            .request(request.map(Full::new))
+            .await
+            .map_err(|e| {
+                if e.is_connect() {
+                    Failed::Connect
+                } else {
+                    Failed::Request
+                }
+            })?;
+        let status = response.status().as_u16();
+        let mut body = response.into_body();
+        // One frame (the usual small answer) is kept as it came, without a copy.
+        let mut first: Option<Bytes> = None;
+        let mut more: Vec<u8> = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|_| Failed::CutOff)?;
+            let Ok(chunk) = frame.into_data() else {
+                continue; // trailers
+            };
+            let held = first.as_ref().map_or(0, Bytes::len) + more.len();
+            if held + chunk.len() > max {
+                return Err(Failed::TooLarge);
+            }
+            match &first {
+                None if more.is_empty() => first = Some(chunk),
+                _ => {
+                    if let Some(f) = first.take() {
+                        more.extend_from_slice(&f);
+                    }
+                    more.extend_from_slice(&chunk);
+                }
+            }
+        }
+        Ok((status, first.unwrap_or_else(|| Bytes::from(more))))
+    }
+}
+
+/// What a failed exchange is to the caller: `upstream_unavailable`, saying what failed
+/// but never the URL.
+fn failure(service: &str, failed: crate::held::Failed, max: usize) -> CallError {
+    use crate::held::Failed;
+    match failed {
+        Failed::Connect => unavailable(service, "connection failed"),
+        Failed::Request => unavailable(service, "the request failed"),
+        Failed::Malformed => unavailable(service, "the answer was not HTTP/1.1"),
+        Failed::CutOff => unavailable(service, "the answer was cut off"),
+        Failed::TooLarge => CallError::new(
             Classification::UpstreamUnavailable,
             format!(
                 "the `{service}` upstream answer is larger than the broker's limit of {max} bytes"
             ),
-        )
-    };
-    let mut first: Option<Bytes> = None;
-    let mut more: Vec<u8> = Vec::new();
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|_| unavailable(service, "the answer was cut off"))?;
-        let Ok(chunk) = frame.into_data() else {
-            continue; // trailers
-        };
-        let held = first.as_ref().map_or(0, Bytes::len) + more.len();
-        if held + chunk.len() > max {
-            return Err(too_large());
-        }
-        match &first {
-            None if more.is_empty() => first = Some(chunk),
-            _ => {
-                if let Some(f) = first.take() {
-                    more.extend_from_slice(&f);
-                }
-                more.extend_from_slice(&chunk);
-            }
-        }
+        ),
     }
-    Ok(first.unwrap_or_else(|| Bytes::from(more)))
 }
 
 /// `upstream_unavailable`, saying what failed but never the URL.

@@ -327,7 +327,8 @@ async fn until_upstream_has_it(upstream: &MockServer) {
     panic!("the call never reached the upstream");
 }
 
-/// A shutdown with a call in flight, on the test's runtime or with worker threads.
+/// A shutdown with a call in flight, on the test's runtime (`None`) or with worker
+/// threads.
 async fn shutdown_lets_the_call_in_flight_finish(workers: Option<usize>) {
     let upstream = MockServer::start().await;
     Mock::given(method("GET"))
@@ -342,6 +343,7 @@ async fn shutdown_lets_the_call_in_flight_finish(workers: Option<usize>) {
     let mut setup = Setup::all_upstreams(&upstream.uri());
     setup.config = Some("[server]\nshutdown_grace_ms = 20000\n".into());
     setup.workers = workers;
+    setup.on_test_runtime = workers.is_none();
     let mut b = TestBroker::start(setup).await;
     let call = call_in_background(&b, "j-slow");
     // The call is in flight once the upstream has it.

@@ -19,9 +19,25 @@ struct Seen {
     heads: Mutex<Vec<String>>,
 }
 
+/// An answer as written on the wire, around a JSON body.
+type Frame = fn(&str) -> String;
+
+/// `content-length`, keep-alive.
+fn with_length(body: &str) -> String {
+    format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
 /// An upstream answering every request with a job that is done, closing each connection
 /// (without saying so) after `answers_per_connection` answers. Its base URL.
 async fn upstream(answers_per_connection: usize, seen: Arc<Seen>) -> String {
+    framed_upstream(answers_per_connection, seen, with_length).await
+}
+
+/// [`upstream`], each answer written by `frame`.
+async fn framed_upstream(answers_per_connection: usize, seen: Arc<Seen>, frame: Frame) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move {
@@ -45,10 +61,7 @@ async fn upstream(answers_per_connection: usize, seen: Arc<Seen>) -> String {
                     };
                     seen.heads.lock().unwrap().push(head);
                     let body = json!({ "job_id": "j-held", "state": "done" }).to_string();
-                    let answer = format!(
-                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
-                        body.len()
-                    );
+                    let answer = frame(&body);
                     if stream.write_all(answer.as_bytes()).await.is_err() {
                         return;
                     }
@@ -122,6 +135,63 @@ async fn a_held_connection_the_upstream_closed_costs_no_call() {
     }
     assert_eq!(seen.connections.load(Ordering::SeqCst), 3);
     assert_eq!(seen.heads.lock().unwrap().len(), 5);
+    b.stop();
+    b.stopped().await;
+}
+
+#[tokio::test]
+async fn chunked_answers_that_close_their_connection_are_read_whole() {
+    let seen = Arc::new(Seen::default());
+    // In two chunks, with a trailer, and `connection: close`.
+    let chunked: Frame = |body| {
+        let (a, b) = body.split_at(body.len() / 2);
+        format!(
+            "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n{:x}\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\nx-trailer: t\r\n\r\n",
+            a.len(),
+            b.len()
+        )
+    };
+    let url = framed_upstream(usize::MAX, seen.clone(), chunked).await;
+    let mut b = broker(&url).await;
+    for call in 0..3 {
+        let (status, body) = read_job(&b).await;
+        assert_eq!(status, 200, "call {call}: {body}");
+        assert_eq!(body["data"]["state"], "done", "call {call}: {body}");
+    }
+    // The upstream said it closes: every call opened its own connection.
+    assert_eq!(seen.connections.load(Ordering::SeqCst), 3);
+    b.stop();
+    b.stopped().await;
+}
+
+#[tokio::test]
+async fn an_answer_cut_off_is_upstream_unavailable_and_its_connection_not_reused() {
+    let seen = Arc::new(Seen::default());
+    // Promises more than it sends, then closes.
+    let short: Frame = |body| {
+        format!(
+            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len() + 10
+        )
+    };
+    let url = framed_upstream(1, seen.clone(), short).await;
+    let mut b = broker(&url).await;
+    for call in 0..2 {
+        let (status, body) = read_job(&b).await;
+        assert_eq!(status, 502, "call {call}: {body}");
+        assert_eq!(
+            body["error"]["classification"], "upstream_unavailable",
+            "call {call}: {body}"
+        );
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("the answer was cut off"),
+            "call {call}: {body}"
+        );
+    }
+    assert_eq!(seen.connections.load(Ordering::SeqCst), 2);
     b.stop();
     b.stopped().await;
 }

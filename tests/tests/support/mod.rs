@@ -112,8 +112,11 @@ pub struct Setup {
     /// The store; a fresh in-memory SQLite store when `None`.
     pub store: Option<Store>,
     /// Serve with this many worker threads, as `tool-broker serve` does
-    /// (`server::serve_workers`); on the test's runtime (`server::serve`) when `None`.
+    /// (`server::serve_workers`); one when `None`, so every call runs where a served
+    /// call runs: on a worker thread, over the upstream connections it holds.
     pub workers: Option<usize>,
+    /// Serve on the test's runtime instead (`server::serve`, the embedders' layout).
+    pub on_test_runtime: bool,
 }
 
 impl Setup {
@@ -166,14 +169,16 @@ impl TestBroker {
         let shutdown = async {
             let _ = rx.await;
         };
-        let served = match setup.workers {
-            None => tokio::spawn(async move {
+        let workers = setup.workers.unwrap_or(1);
+        let served = if setup.on_test_runtime {
+            tokio::spawn(async move {
                 let _ = tool_broker::server::serve(serving, listener, shutdown).await;
-            }),
-            Some(workers) => tokio::spawn(async move {
+            })
+        } else {
+            tokio::spawn(async move {
                 let _ =
                     tool_broker::server::serve_workers(serving, listener, workers, shutdown).await;
-            }),
+            })
         };
         Self {
             url,
