@@ -5,8 +5,9 @@
 //! certificate verifier; HTTP/2 when the upstream offers it over TLS). It is built on
 //! hyper directly rather than through a higher-level client: the URL is parsed once per
 //! call, and there is no redirect layer (the broker never follows redirects). A serving
-//! worker thread has its own pool ([`Upstream::own_pool`]) and holds its plain-HTTP
-//! connections itself, without a pool ([`crate::held`]); other threads share one pool.
+//! worker thread has its own pool ([`Upstream::own_pool`]) for TLS upstreams and holds
+//! its plain-HTTP connections itself, the call speaking HTTP/1.1 on them without a pool
+//! or a connection task ([`crate::held`]); other threads share one pool.
 //!
 //! The key is placed here and nowhere else (header with prefix, or query parameter, as
 //! the service's catalog entry says). Log lines and errors are built without the URL,
