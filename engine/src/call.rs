@@ -1000,8 +1000,11 @@ impl Broker {
     ) -> Result<Exec, CallError> {
         let mut args = args::prepare(tool, arguments)?;
         let routed = crate::tenancy::route(self, tool, &mut args, ctx.headers)?;
-        let template_ctx =
-            Scope::new(self.routed_context(tool, &args, ctx.headers, routed.as_deref()));
+        // Built only if a template reads it (`routed_context` copies the arguments).
+        let (arguments, routed_to) = (&args, routed.as_deref());
+        let template_ctx = Scope::lazy(arguments, move || {
+            self.routed_context(tool, arguments, ctx.headers, routed_to)
+        });
         let templates = &self.catalog.templates;
         for rule in &tool.require {
             let ok = templates.truthy(&rule.check, &template_ctx).map_err(|e| {
@@ -1018,7 +1021,10 @@ impl Broker {
             decide(tool, &args, &self.catalog.rules.confirmation)?
         };
         match &tool.action {
-            Action::Hook(hook) => self.run_hook(*hook, tool, args, ctx).await,
+            Action::Hook(hook) => {
+                drop(template_ctx);
+                self.run_hook(*hook, tool, args, ctx).await
+            }
             Action::Http(plan) => {
                 let request = render(plan, templates, &template_ctx)?;
                 if let Decision::Preview(reason) = decision {

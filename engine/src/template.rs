@@ -64,18 +64,34 @@ enum Form {
 }
 
 /// What a template or expression is evaluated against: the JSON context, and its
-/// minijinja form, built only when a template needs it (once per scope).
-#[derive(Debug)]
+/// minijinja form, each built only when a template needs it (once per scope).
 pub struct Scope<'a> {
-    json: std::borrow::Cow<'a, serde_json::Value>,
+    json: OnceLock<std::borrow::Cow<'a, serde_json::Value>>,
+    /// Builds the JSON context on first use ([`Scope::lazy`]).
+    make: Option<Make<'a>>,
+    /// The context's `args`, read by lookups without building the context.
+    args: Option<&'a serde_json::Map<String, serde_json::Value>>,
     jinja: OnceLock<Value>,
+}
+
+/// A context builder of a lazy scope.
+type Make<'a> = Box<dyn Fn() -> serde_json::Value + Send + Sync + 'a>;
+
+impl std::fmt::Debug for Scope<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scope")
+            .field("json", &self.json.get())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Scope<'static> {
     /// A scope owning its context.
     pub fn new(json: serde_json::Value) -> Self {
         Scope {
-            json: std::borrow::Cow::Owned(json),
+            json: OnceLock::from(std::borrow::Cow::Owned(json)),
+            make: None,
+            args: None,
             jinja: OnceLock::new(),
         }
     }
@@ -85,18 +101,52 @@ impl<'a> Scope<'a> {
     /// A scope over a context owned elsewhere.
     pub fn borrowed(json: &'a serde_json::Value) -> Self {
         Scope {
-            json: std::borrow::Cow::Borrowed(json),
+            json: OnceLock::from(std::borrow::Cow::Borrowed(json)),
+            make: None,
+            args: None,
             jinja: OnceLock::new(),
         }
     }
 
+    /// A scope whose context `make` builds when a template first reads it; `args` is
+    /// the context's `args`, which lookups rooted there (`args.category`, the usual
+    /// query and path mapping) read directly. A call whose tool reads nothing else
+    /// never builds the context.
+    pub fn lazy(
+        args: &'a serde_json::Map<String, serde_json::Value>,
+        make: impl Fn() -> serde_json::Value + Send + Sync + 'a,
+    ) -> Self {
+        Scope {
+            json: OnceLock::new(),
+            make: Some(Box::new(make)),
+            args: Some(args),
+            jinja: OnceLock::new(),
+        }
+    }
+
+    /// What `path` (`root.key...`) finds in the context.
+    fn find(&self, path: &[String]) -> Result<Found<'_>, ()> {
+        if let (Some(args), [root, key, rest @ ..]) = (self.args, path)
+            && root == "args"
+        {
+            return match args.get(key) {
+                Some(value) => find(value, rest),
+                None if rest.is_empty() => Ok(Found::Undefined),
+                None => Err(()),
+            };
+        }
+        find(self.json(), path)
+    }
+
     /// The JSON context.
     pub fn json(&self) -> &serde_json::Value {
-        &self.json
+        self.json.get_or_init(|| {
+            std::borrow::Cow::Owned(self.make.as_ref().map_or(serde_json::Value::Null, |m| m()))
+        })
     }
 
     fn jinja(&self) -> &Value {
-        self.jinja.get_or_init(|| Value::from(Serde(&*self.json)))
+        self.jinja.get_or_init(|| Value::from(Serde(self.json())))
     }
 }
 
@@ -303,14 +353,14 @@ impl Templates {
         let key = match &expr.form {
             Form::Literal(value) => return Ok(Some(value.clone())),
             Form::Lookup(path) => {
-                return match find(scope.json(), path).map_err(|()| undefined())? {
+                return match scope.find(path).map_err(|()| undefined())? {
                     Found::Value(serde_json::Value::Null) | Found::Undefined => Ok(None),
                     Found::Value(value) => Ok(Some(value.clone())),
                 };
             }
             Form::Pick(path, keys) => {
                 let mut out = serde_json::Map::new();
-                let base = find(scope.json(), path).map_err(|()| undefined())?;
+                let base = scope.find(path).map_err(|()| undefined())?;
                 match base {
                     // minijinja's `get_attr` on an undefined value is an error.
                     Found::Undefined => return Err(undefined()),
@@ -531,13 +581,45 @@ mod tests {
             assert!(!Templates::is_plain(&slow));
             for ctx in &contexts {
                 let scope = Scope::borrowed(ctx);
-                assert_eq!(
-                    plain.eval(&fast, &scope),
-                    templated.eval(&slow, &scope),
-                    "`{source}` over {ctx}"
-                );
+                let expected = templated.eval(&slow, &scope);
+                assert_eq!(plain.eval(&fast, &scope), expected, "`{source}` over {ctx}");
+                // A lazy scope reads `args` directly and builds the rest when asked.
+                if let Some(args) = ctx.get("args").and_then(serde_json::Value::as_object) {
+                    let lazy = Scope::lazy(args, || ctx.clone());
+                    assert_eq!(
+                        plain.eval(&fast, &lazy),
+                        expected,
+                        "`{source}` lazily over {ctx}"
+                    );
+                    let lazy = Scope::lazy(args, || ctx.clone());
+                    assert_eq!(
+                        templated.eval(&slow, &lazy),
+                        expected,
+                        "`{source}` lazily over {ctx}"
+                    );
+                }
             }
         }
+    }
+
+    #[test]
+    fn a_lazy_scope_is_built_only_for_what_is_not_in_args() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let mut t = Templates::new(10_000);
+        let limit = t.add_expr("l".into(), "args.limit").unwrap();
+        let setting = t.add_expr("s".into(), "settings.folder").unwrap();
+        let args = json!({"limit": 5});
+        let args = args.as_object().unwrap();
+        let built = AtomicUsize::new(0);
+        let scope = Scope::lazy(args, || {
+            built.fetch_add(1, Ordering::SeqCst);
+            json!({"args": args, "settings": {"folder": "f"}})
+        });
+        assert_eq!(t.eval(&limit, &scope), Ok(Some(json!(5))));
+        assert_eq!(built.load(Ordering::SeqCst), 0);
+        assert_eq!(t.eval(&setting, &scope), Ok(Some(json!("f"))));
+        assert_eq!(t.eval(&setting, &scope), Ok(Some(json!("f"))));
+        assert_eq!(built.load(Ordering::SeqCst), 1, "built once");
     }
 
     #[test]
