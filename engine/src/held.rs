@@ -355,9 +355,15 @@ async fn fill<R: AsyncRead + Unpin>(stream: &mut R, buf: &mut BytesMut) -> Resul
 
 /// The answer's head if `buf` holds all of it: its length and what it says.
 fn parse_head(buf: &[u8]) -> Result<Option<(usize, Framing)>, Failed> {
-    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut answer = httparse::Response::new(&mut headers);
-    let used = match answer.parse(buf) {
+    // Left uninitialised (httparse writes what it parses): no 4 KiB filled per parse.
+    let mut headers = [const { std::mem::MaybeUninit::uninit() }; MAX_HEADERS];
+    let mut answer = httparse::Response::new(&mut []);
+    let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
+        &mut answer,
+        buf,
+        &mut headers,
+    );
+    let used = match parsed {
         Ok(httparse::Status::Complete(used)) => used,
         Ok(httparse::Status::Partial) => return Ok(None),
         Err(_) => return Err(Failed::Malformed),

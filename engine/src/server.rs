@@ -54,10 +54,10 @@ impl Serving {
         let permits = Arc::new(tokio::sync::Semaphore::new(bounds.max_connections));
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-        builder
-            .http1()
-            .max_headers(bounds.max_headers)
-            .max_buf_size(bounds.max_header_bytes);
+        builder.http1().max_buf_size(bounds.max_header_bytes);
+        if bounds.max_headers != crate::bounds::HYPER_MAX_HEADERS {
+            builder.http1().max_headers(bounds.max_headers);
+        }
         builder
             .http2()
             .max_header_list_size(u32::try_from(bounds.max_header_bytes).unwrap_or(u32::MAX));

@@ -223,6 +223,23 @@ async fn too_many_or_too_large_headers_are_refused_with_431() {
         let answer = until_closed(&mut stream).await;
         assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
     }
+    // The default limit (100, hyper's own, so left to hyper): 100 lines pass, 101 do not.
+    let b = broker("").await;
+    for (lines, status) in [(100, "200"), (101, "431")] {
+        let mut request =
+            String::from("GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n");
+        for i in 2..lines {
+            request.push_str(&format!("x-extra-{i}: {i}\r\n"));
+        }
+        request.push_str("\r\n");
+        let mut stream = connect(&b).await;
+        let _ = stream.write_all(request.as_bytes()).await;
+        let answer = until_closed(&mut stream).await;
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {status}")),
+            "{lines} lines: {answer}"
+        );
+    }
 }
 
 #[tokio::test]
