@@ -317,9 +317,7 @@ impl Upstream {
         };
         Ok(Outcome::Refusal(UpstreamRefusal { status, body }))
     }
-}
 
-impl Upstream {
     /// An exchange through the pooled client (TLS upstreams, threads that hold no
     /// connections): the status and the body, up to `max` bytes.
     async fn pooled(
