@@ -62,8 +62,7 @@ fn discovery(c: &mut Criterion) {
                 let ctx = RequestCtx {
                     principal: &caller,
                     headers: &headers,
-                    request_id: "1".into(),
-                    trace_id: "t".into(),
+                    trace_id: "t",
                     idempotency: None,
                     elicitation: None,
                     task_watch: None,

@@ -165,10 +165,8 @@ pub struct RequestCtx<'a> {
     pub principal: &'a Principal,
     /// Request headers (BYOK keys, context headers).
     pub headers: &'a hyper::HeaderMap,
-    /// JSON-RPC id as a string.
-    pub request_id: String,
     /// Trace id.
-    pub trace_id: String,
+    pub trace_id: &'a str,
     /// The idempotency key sent upstream (derived), when this call holds one.
     pub idempotency: Option<String>,
     /// What an MCP 2026-07-28 request brought for elicitation (`/mcp` only).
@@ -579,7 +577,7 @@ impl Broker {
             crate::bound::take_arg(&mut input.arguments, crate::approval::APPROVAL_ARG);
         let trace_id = self.trace_id(&input.request_id);
         let mut meta = Meta {
-            request_id: input.request_id.clone(),
+            request_id: std::mem::take(&mut input.request_id),
             trace_id: trace_id.clone(),
             ..Meta::default()
         };
@@ -598,8 +596,7 @@ impl Broker {
         let mut ctx = RequestCtx {
             principal: input.principal,
             headers: input.headers,
-            request_id: input.request_id.clone(),
-            trace_id: trace_id.clone(),
+            trace_id: &trace_id,
             idempotency: None,
             elicitation: input.elicitation.as_ref(),
             task_watch: input.task_watch,
@@ -775,7 +772,7 @@ impl Broker {
             outcome,
             upstream_status,
             classification: classification.to_string(),
-            trace_id: ctx.trace_id.clone(),
+            trace_id: ctx.trace_id.to_string(),
             duration_ms,
             confirmation: Some(ctx.principal.confirmation.as_str().to_string()),
         };

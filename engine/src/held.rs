@@ -57,13 +57,21 @@ pub const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// The most headers an answer may have.
 pub const MAX_HEADERS: usize = 128;
 
-/// Read buffer: most answers fit in one.
+/// Read buffer: most answers fit in one. A connection keeps its buffer while the answers
+/// it carries fit in it (a body up to this size is copied out), so a call allocates no
+/// buffer of its own.
 const READ_CHUNK: usize = 8 * 1024;
+
+/// A held connection and its read buffer (empty between answers).
+struct Conn {
+    stream: TcpStream,
+    buf: BytesMut,
+}
 
 /// Idle connections by origin (the URI's authority), each with when it was put back. A
 /// list, not a map: a thread talks to a few upstreams, and comparing a few short
 /// strings is cheaper than hashing one.
-type Idle = Vec<(Authority, Vec<(TcpStream, Instant)>)>;
+type Idle = Vec<(Authority, Vec<(Conn, Instant)>)>;
 
 thread_local! {
     /// This thread's idle connections; `None` on threads that do not hold connections.
@@ -112,7 +120,7 @@ pub struct Answer {
 }
 
 /// Puts a connection back for the next call to this origin.
-fn give_back(origin: &Authority, stream: TcpStream) {
+fn give_back(origin: &Authority, conn: Conn) {
     HELD.with(|held| {
         let mut held = held.borrow_mut();
         let Some(held) = held.as_mut() else { return };
@@ -126,20 +134,20 @@ fn give_back(origin: &Authority, stream: TcpStream) {
         if let Some((_, idle)) = held.get_mut(at)
             && idle.len() < MAX_IDLE
         {
-            idle.push((stream, Instant::now()));
+            idle.push((conn, Instant::now()));
         }
     });
 }
 
 /// The last idle connection to `origin` that is still open and young enough.
-fn take_idle(origin: &Authority) -> Option<TcpStream> {
+fn take_idle(origin: &Authority) -> Option<Conn> {
     HELD.with(|held| {
         let mut held = held.borrow_mut();
         let (_, idle) = held.as_mut()?.iter_mut().find(|(o, _)| o == origin)?;
         let now = Instant::now();
-        while let Some((stream, since)) = idle.pop() {
-            if now.duration_since(since) < IDLE_FOR && still_open(&stream) {
-                return Some(stream);
+        while let Some((conn, since)) = idle.pop() {
+            if now.duration_since(since) < IDLE_FOR && still_open(&conn.stream) {
+                return Some(conn);
             }
         }
         None
@@ -231,18 +239,22 @@ pub async fn exchange(
         Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE
     );
     loop {
-        let (mut stream, reused) = match take_idle(origin) {
-            Some(stream) => (stream, true),
-            None => (open(origin).await?, false),
+        let (mut conn, reused) = match take_idle(origin) {
+            Some(conn) => (conn, true),
+            None => {
+                let stream = open(origin).await?;
+                let buf = BytesMut::new();
+                (Conn { stream, buf }, false)
+            }
         };
-        let read = match stream.write_all(&wire).await {
-            Ok(()) => read_answer(&mut stream, head_only, max_body).await,
+        let read = match conn.stream.write_all(&wire).await {
+            Ok(()) => read_answer(&mut conn.stream, &mut conn.buf, head_only, max_body).await,
             Err(_) => Err(Failed::Request),
         };
         match read {
             Ok((answer, reusable)) => {
                 if reusable {
-                    give_back(origin, stream);
+                    give_back(origin, conn);
                 }
                 return Ok(answer);
             }
@@ -261,16 +273,17 @@ struct Framing {
     keep_alive: bool,
 }
 
-/// Reads one answer: its status and body, and whether the connection may carry another.
+/// Reads one answer into the connection's buffer `buf` (empty): its status and body, and
+/// whether the connection may carry another (then `buf` is empty again).
 async fn read_answer<R: AsyncRead + Unpin>(
     stream: &mut R,
+    buf: &mut BytesMut,
     head_only: bool,
     max_body: usize,
 ) -> Result<(Answer, bool), Failed> {
-    let mut buf = BytesMut::with_capacity(READ_CHUNK);
     let mut got_any = false;
     let framing = loop {
-        match parse_head(&buf)? {
+        match parse_head(buf)? {
             Some((used, framing)) => {
                 buf.advance(used);
                 if (100..200).contains(&framing.status) {
@@ -280,7 +293,7 @@ async fn read_answer<R: AsyncRead + Unpin>(
             }
             None if buf.len() > MAX_HEAD_BYTES => return Err(Failed::Malformed),
             None => {
-                if fill(stream, &mut buf).await? == 0 {
+                if fill(stream, buf).await? == 0 {
                     return Err(if got_any {
                         Failed::CutOff
                     } else {
@@ -303,7 +316,7 @@ async fn read_answer<R: AsyncRead + Unpin>(
         ));
     }
     if framing.chunked {
-        let body = read_chunked(stream, &mut buf, max_body).await?;
+        let body = read_chunked(stream, buf, max_body).await?;
         let reusable = framing.keep_alive && buf.is_empty();
         return Ok((Answer { status, body }, reusable));
     }
@@ -316,17 +329,25 @@ async fn read_answer<R: AsyncRead + Unpin>(
                 buf.reserve(length - buf.len());
             }
             while buf.len() < length {
-                if fill(stream, &mut buf).await? == 0 {
+                if fill(stream, buf).await? == 0 {
                     return Err(Failed::CutOff);
                 }
             }
-            let body = buf.split_to(length).freeze();
+            // A body that fits the buffer is copied out and the buffer stays the
+            // connection's; a longer one takes the buffer with it.
+            let body = if length <= READ_CHUNK {
+                let body = Bytes::copy_from_slice(buf.get(..length).unwrap_or_default());
+                buf.advance(length);
+                body
+            } else {
+                buf.split_to(length).freeze()
+            };
             let reusable = framing.keep_alive && buf.is_empty();
             Ok((Answer { status, body }, reusable))
         }
         // Framed by the connection's end: read to it; the connection is done.
         None => {
-            while fill(stream, &mut buf).await? > 0 {
+            while fill(stream, buf).await? > 0 {
                 if buf.len() > max_body {
                     return Err(Failed::TooLarge);
                 }
@@ -337,7 +358,7 @@ async fn read_answer<R: AsyncRead + Unpin>(
             Ok((
                 Answer {
                     status,
-                    body: buf.freeze(),
+                    body: std::mem::take(buf).freeze(),
                 },
                 false,
             ))
@@ -495,8 +516,9 @@ mod tests {
             .build()
             .unwrap();
         let mut stream = wire.as_bytes();
+        let mut buf = BytesMut::new();
         runtime
-            .block_on(read_answer(&mut stream, head_only, max))
+            .block_on(read_answer(&mut stream, &mut buf, head_only, max))
             .map(|(answer, reusable)| {
                 let body = String::from_utf8(answer.body.to_vec()).unwrap();
                 (answer.status, body, reusable)
@@ -544,6 +566,44 @@ mod tests {
         for (name, wire, head_only, max, expected) in cases {
             assert_eq!(read(&wire, head_only, max), expected, "{name}");
         }
+    }
+
+    #[test]
+    fn a_connection_keeps_its_buffer_across_answers_that_fit_it() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let small = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+        let big_body = "x".repeat(READ_CHUNK + 1);
+        let big = format!(
+            "HTTP/1.1 200 OK\r\ncontent-length: {}\r\n\r\n{big_body}",
+            big_body.len()
+        );
+        let mut buf = BytesMut::new();
+        for _ in 0..3 {
+            let mut stream = small.as_bytes();
+            let (answer, reusable) = runtime
+                .block_on(read_answer(&mut stream, &mut buf, false, 100))
+                .unwrap();
+            assert_eq!((answer.body.as_ref(), reusable), (b"ok".as_slice(), true));
+            // Empty, and still the connection's own: the next answer reads into it
+            // from its start without allocating.
+            assert!(buf.is_empty());
+            assert!(buf.try_reclaim(READ_CHUNK), "the buffer was given away");
+        }
+        let mut stream = big.as_bytes();
+        let (answer, reusable) = runtime
+            .block_on(read_answer(&mut stream, &mut buf, false, 2 * READ_CHUNK))
+            .unwrap();
+        assert_eq!((answer.body.len(), reusable), (big_body.len(), true));
+        // A body longer than the buffer took the allocation with it, and is not copied.
+        assert!(!buf.try_reclaim(READ_CHUNK));
+        drop(answer);
+        let mut stream = small.as_bytes();
+        let (answer, _) = runtime
+            .block_on(read_answer(&mut stream, &mut buf, false, 100))
+            .unwrap();
+        assert_eq!(answer.body.as_ref(), b"ok");
     }
 
     #[test]

@@ -40,6 +40,7 @@ pub mod idempotency;
 pub mod identity;
 pub mod import;
 pub mod jobs;
+pub mod jsonrpc;
 pub mod logging;
 pub mod mcp;
 pub mod metrics;

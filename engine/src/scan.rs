@@ -70,6 +70,15 @@ fn holds(hay: &[u8], needle: &[u8]) -> bool {
     false
 }
 
+/// A key's first eight bytes as a big-endian number, zero-padded.
+fn prefix(key: &str) -> u64 {
+    let mut first = [0u8; 8];
+    for (to, from) in first.iter_mut().zip(key.bytes()) {
+        *to = from;
+    }
+    u64::from_be_bytes(first)
+}
+
 /// What a pass produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Scanned {
@@ -111,7 +120,9 @@ pub fn scan(
         finders: None,
         replacement,
         redacted: 0,
-        members: Vec::new(),
+        // Room for the members of a few nested objects, allocated once (growing from
+        // empty costs a reallocation at 4, 8 and 16).
+        members: Vec::with_capacity(32),
         scratch: Vec::new(),
         order: Vec::new(),
         depth_left: DEPTH_LIMIT,
@@ -145,6 +156,9 @@ enum Level {
 /// An object member written to the output, kept until its object closes.
 struct Member<'a> {
     key: Cow<'a, str>,
+    /// The key's first eight bytes, big-endian, zero-padded: ordered as the keys are
+    /// where they differ (most keys differ there, and then no string is compared).
+    prefix: u64,
     /// Its `"key":value` text in the output.
     start: usize,
     end: usize,
@@ -426,12 +440,14 @@ impl<'a> Scanner<'a, '_> {
                 } else {
                     self.value(Level::Inner)?;
                 }
+                let prefix = prefix(&key);
                 if let Some(last) = self.members.get(frame..).and_then(<[Member]>::last)
-                    && last.key >= key
+                    && (last.prefix, &last.key) >= (prefix, &key)
                 {
                     in_order = false;
                 }
                 self.members.push(Member {
+                    prefix,
                     key,
                     start,
                     end: self.out.len(),
@@ -467,12 +483,15 @@ impl<'a> Scanner<'a, '_> {
     /// their indexes, not the members (a short slice sorts without allocating).
     fn reorder(&mut self, frame: usize, content: usize) {
         self.order.clear();
+        self.order.reserve(32);
         self.order.extend(frame..self.members.len());
         let members = &self.members;
-        let key = |i: usize| members.get(i).map(|m| &m.key);
+        let key = |i: usize| members.get(i).map(|m| (m.prefix, &m.key));
         // Stable: of equal keys the last written stays last, and wins.
         self.order.sort_by(|&a, &b| key(a).cmp(&key(b)));
         self.scratch.clear();
+        // Once, for every object of the answer to come.
+        self.scratch.reserve(self.bytes.len());
         self.scratch
             .extend_from_slice(self.out.get(content..).unwrap_or_default());
         self.out.truncate(content);
@@ -559,6 +578,8 @@ mod tests {
         r#"["tb\u005fecho_secret_value", {"p\u0061ssword": "v", "n": "tb_echo_secret_valu"}]"#,
         r#""just a string with tb_echo_secret_value""#,
         r#"{"list/with~odd":[1,2,3],"nested":{"x":[1,2,3]},"Authorization":"Bearer abc","X-Api-Key":5}"#,
+        // Keys alike in their first eight bytes, shorter than eight, or holding NUL.
+        r#"{"abcdefghZ":1,"abcdefgh":2,"abcdefghA":3,"abc":4,"abc\u0000":5,"ab":6,"abcdefghA":7,"":8,"\u0000":9}"#,
         r#"[01]"#,
         r#"[1,]"#,
         r#"{"a" 1}"#,

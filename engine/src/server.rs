@@ -904,111 +904,28 @@ fn failure(broker: &Broker, request_id: &str, err: CallError) -> HttpResponse {
     send(envelope::standard_err(&err, meta, &broker.catalog.rules))
 }
 
-/// The JSON-RPC id as a string, when present and well-typed.
-fn request_id(body: &Value) -> Option<String> {
-    match body.get("id") {
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Number(n)) => Some(n.to_string()),
-        _ => None,
-    }
-}
-
 async fn rpc(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
     let (parts, bytes) = match read_body(&broker, req).await {
         Ok(pair) => pair,
         Err(e) => return failure(&broker, "", e),
     };
-    let parsed: Result<Value, _> = serde_json::from_slice(&bytes);
-    let id = parsed.as_ref().ok().and_then(request_id);
-    let id_text = id.clone().unwrap_or_default();
     let max_id = broker.catalog.rules.limits.max_request_id_chars;
-    let shown_id = if id_text.chars().count() > max_id {
-        String::new()
-    } else {
-        id_text
-    };
-
+    let crate::jsonrpc::Read { shown_id, call } = crate::jsonrpc::read(&bytes, max_id);
     let principal = match authenticate(&broker, &parts.headers) {
-        Ok(p) => p.clone(),
+        Ok(p) => p,
         Err(e) => return failure(&broker, &shown_id, e),
     };
-    let body = match parsed {
-        Ok(v) => v,
-        Err(_) => {
-            return failure(
-                &broker,
-                &shown_id,
-                CallError::invalid_request("the body is not JSON"),
-            );
-        }
-    };
-    let (name, arguments) = match check_request(&body, id.as_deref(), max_id) {
-        Ok(pair) => pair,
+    let call = match call {
+        Ok(call) => call,
         Err(e) => return failure(&broker, &shown_id, e),
     };
     guarded_call(
         &broker,
         shown_id,
-        &name,
-        arguments,
+        &call.name,
+        call.arguments,
         &parts.headers,
-        &principal,
+        principal,
     )
     .await
-}
-
-/// Checks the JSON-RPC shape; returns `params.name` and `params.arguments`.
-fn check_request(
-    body: &Value,
-    id: Option<&str>,
-    max_id: usize,
-) -> Result<(String, Option<Value>), CallError> {
-    let invalid = |m: &str| Err(CallError::invalid_request(m));
-    let Some(obj) = body.as_object() else {
-        return if body.is_array() {
-            invalid("batches are not supported: send one JSON-RPC request object")
-        } else {
-            invalid("the body must be a JSON-RPC 2.0 request object")
-        };
-    };
-    if obj.get("jsonrpc") != Some(&json!("2.0")) {
-        return invalid("`jsonrpc` must be the string \"2.0\"");
-    }
-    match (obj.get("id"), id) {
-        (None, _) => return invalid("`id` is required (a string or a number)"),
-        (Some(_), None) => return invalid("`id` must be a string or a number"),
-        (Some(_), Some(text)) if text.chars().count() > max_id => {
-            return Err(CallError::invalid_request(format!(
-                "`id` is longer than {max_id} characters"
-            )));
-        }
-        _ => {}
-    }
-    match obj.get("method") {
-        Some(Value::String(m)) if m == "tools/call" => {}
-        Some(Value::String(_)) => {
-            return invalid("`method` must be \"tools/call\"; no other method is served at POST /");
-        }
-        _ => return invalid("`method` is required and must be the string \"tools/call\""),
-    }
-    let Some(params) = obj.get("params") else {
-        return invalid(
-            "`params` is required: { \"name\": \"<service>.<tool>\", \"arguments\": { ... } }",
-        );
-    };
-    let Some(params) = params.as_object() else {
-        return invalid("`params` must be an object");
-    };
-    let name = match params.get("name") {
-        Some(Value::String(n)) => n,
-        Some(_) => return invalid("`params.name` must be a string"),
-        None => return invalid("`params.name` is required: `<service>.<tool>`"),
-    };
-    let well_formed = name
-        .split_once('.')
-        .is_some_and(|(s, t)| !s.is_empty() && !t.is_empty() && name.len() <= 200);
-    if !well_formed {
-        return invalid("`params.name` must have the form `<service>.<tool>`");
-    }
-    Ok((name.clone(), params.get("arguments").cloned()))
 }

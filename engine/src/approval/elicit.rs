@@ -260,7 +260,7 @@ pub async fn answer(
             args_sha256: digest,
             approve,
             by: "human:elicitation".into(),
-            trace_id: ctx.trace_id.clone(),
+            trace_id: ctx.trace_id.to_string(),
         },
     )
     .await;

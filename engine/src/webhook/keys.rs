@@ -264,12 +264,11 @@ async fn fetch(
         .map_err(|_| "the API key is not a valid header value")?;
     headers.insert(name, value);
     let principal = crate::auth::Principal::unrestricted("webhook-key-refresh");
-    let request_id = broker.next_request_id();
+    let trace_id = broker.trace_id(&broker.next_request_id());
     let ctx = crate::call::RequestCtx {
         principal: &principal,
         headers: &headers,
-        trace_id: broker.trace_id(&request_id),
-        request_id,
+        trace_id: &trace_id,
         idempotency: None,
         elicitation: None,
         task_watch: None,
