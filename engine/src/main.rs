@@ -5,6 +5,12 @@ use std::process::ExitCode;
 use clap::Parser;
 use tool_broker::cli::{Cli, run};
 
+/// jemalloc serves the broker's allocations (engine/DESIGN.md, "The allocator is
+/// jemalloc"); the library and its tests keep the system allocator.
+#[cfg(target_os = "linux")]
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     if let Err(e) = tool_broker::logging::init() {
         eprintln!("tool-broker: {e}");
