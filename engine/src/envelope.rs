@@ -146,6 +146,81 @@ impl Response {
     }
 }
 
+/// What a byte becomes inside a JSON string, as serde_json writes it: 0 (itself), `u`
+/// (`\u00XX`), or the letter after the backslash.
+const ESCAPE: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = b'u';
+        b += 1;
+    }
+    table[0x08] = b'b';
+    table[0x09] = b't';
+    table[0x0a] = b'n';
+    table[0x0c] = b'f';
+    table[0x0d] = b'r';
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table
+};
+
+/// Appends `text` as a JSON string, byte for byte as `serde_json::to_writer` writes it,
+/// for a long text with many quotes (an envelope carried as MCP `content[0].text`).
+/// Reads 32 bytes at a time into a mask of the bytes to escape (a loop the compiler
+/// turns into vector compares); a block with none is copied whole, and in one with some
+/// only the marked bytes are looked at.
+pub fn write_json_string(out: &mut Vec<u8>, text: &str) {
+    const BLOCK: usize = 32;
+    let bytes = text.as_bytes();
+    out.reserve(bytes.len() + bytes.len() / 8 + 2);
+    out.push(b'"');
+    let mut blocks = bytes.chunks_exact(BLOCK);
+    for block in blocks.by_ref() {
+        let mut mask = 0u32;
+        for (i, &b) in block.iter().enumerate() {
+            mask |= u32::from(b < 0x20 || b == b'"' || b == b'\\') << i;
+        }
+        if mask == 0 {
+            out.extend_from_slice(block);
+            continue;
+        }
+        let mut from = 0;
+        while mask != 0 {
+            let at = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            out.extend_from_slice(block.get(from..at).unwrap_or_default());
+            escape(out, block.get(at).copied().unwrap_or_default());
+            from = at + 1;
+        }
+        out.extend_from_slice(block.get(from..).unwrap_or_default());
+    }
+    for &b in blocks.remainder() {
+        if ESCAPE[usize::from(b)] == 0 {
+            out.push(b);
+        } else {
+            escape(out, b);
+        }
+    }
+    out.push(b'"');
+}
+
+/// Appends the escape of a byte [`ESCAPE`] marks.
+fn escape(out: &mut Vec<u8>, b: u8) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    match ESCAPE[usize::from(b)] {
+        b'u' => out.extend_from_slice(&[
+            b'\\',
+            b'u',
+            b'0',
+            b'0',
+            HEX[usize::from(b >> 4)],
+            HEX[usize::from(b & 0xf)],
+        ]),
+        letter => out.extend_from_slice(&[b'\\', letter]),
+    }
+}
+
 /// Appends `"key":value` to an object being written in `out`, after a comma unless it
 /// is the first member.
 fn entry(out: &mut Vec<u8>, key: &str, value: impl FnOnce(&mut Vec<u8>)) {
@@ -332,6 +407,37 @@ pub fn portal(p: Portal, err: Option<&CallError>, rules: &Rules) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strings_are_escaped_as_serde_json_escapes_them() {
+        let every_ascii: String = (0u8..128).map(char::from).collect();
+        let texts = [
+            String::new(),
+            "plain".into(),
+            r#"{"ok":true,"data":{"name":"a\"b\\c","list":[1,2]},"meta":{"requestId":"7"}}"#.into(),
+            "\"\"\\\\".into(),
+            "tab\there, line\nend\r\u{8}\u{c}\u{0}\u{1f}\u{7f}".into(),
+            "é ✓ 😀 \u{2028}".into(),
+            every_ascii.repeat(3),
+            // Escapes at the first and last byte of a 32-byte block, and a block of them.
+            format!(
+                "{}\"{}\\{}",
+                "a".repeat(31),
+                "b".repeat(32),
+                "\"".repeat(40)
+            ),
+        ];
+        for text in texts {
+            let mut ours = b"x".to_vec();
+            write_json_string(&mut ours, &text);
+            let mut theirs = b"x".to_vec();
+            serde_json::to_writer(&mut theirs, &text).unwrap();
+            assert_eq!(
+                String::from_utf8(ours).unwrap(),
+                String::from_utf8(theirs).unwrap()
+            );
+        }
+    }
 
     /// Moving the data in gives the same envelope, byte for byte, as building it
     /// with `json!` did.

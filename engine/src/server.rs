@@ -692,8 +692,9 @@ async fn mcp(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
         .and_then(|v| v.to_str().ok())
         .is_none_or(|ct| {
             ct.trim()
-                .to_ascii_lowercase()
-                .starts_with("application/json")
+                .as_bytes()
+                .get(..16)
+                .is_some_and(|start| start.eq_ignore_ascii_case(b"application/json"))
         });
     if !content_type_ok {
         return mcp_reply(crate::mcp::Reply {

@@ -129,6 +129,32 @@ async fn both_accept_orders_are_answered_as_json() {
 }
 
 #[tokio::test]
+async fn messages_must_be_sent_as_json() {
+    let (_server, broker) = broker().await;
+    for (content_type, expected) in [
+        ("application/json", 200),
+        ("Application/JSON; charset=utf-8", 200),
+        ("  application/json", 200),
+        ("application/jso", 415),
+        ("text/plain", 415),
+        ("application/x-www-form-urlencoded", 415),
+        ("", 415),
+    ] {
+        let (status, body) = rpc(
+            &broker,
+            "ping",
+            json!({}),
+            &[("content-type", content_type)],
+        )
+        .await;
+        assert_eq!(status, expected, "{content_type:?}: {body}");
+        if expected == 415 {
+            assert_eq!(body["error"]["code"], -32600, "{content_type:?}");
+        }
+    }
+}
+
+#[tokio::test]
 async fn every_protocol_error_is_a_json_rpc_error_with_its_status() {
     let (_server, broker) = broker().await;
     let cases: [(&str, u16, i64); 7] = [

@@ -457,7 +457,7 @@ fn write_tool_result(out: &mut Vec<u8>, response: &crate::envelope::Response, mo
     let text = response.to_json();
     out.reserve(2 * text.len() + 160);
     out.extend_from_slice(br#"{"content":[{"type":"text","text":"#);
-    let _ = serde_json::to_writer(&mut *out, std::str::from_utf8(&text).unwrap_or_default());
+    crate::envelope::write_json_string(out, std::str::from_utf8(&text).unwrap_or_default());
     out.extend_from_slice(br#"}],"structuredContent":"#);
     out.extend_from_slice(&text);
     out.extend_from_slice(if ok {
