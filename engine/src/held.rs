@@ -62,6 +62,10 @@ pub const MAX_HEADERS: usize = 128;
 /// buffer of its own.
 const READ_CHUNK: usize = 8 * 1024;
 
+/// The most read buffer an idle connection keeps; a larger one (a long chunk made it
+/// grow) is dropped when the connection goes back.
+const KEPT_BUFFER: usize = 2 * READ_CHUNK;
+
 /// A held connection and its read buffer (empty between answers).
 struct Conn {
     stream: TcpStream,
@@ -93,6 +97,16 @@ pub fn origin(uri: &hyper::Uri) -> Option<Authority> {
     }
     let holds = HELD.with(|held| held.borrow().is_some());
     holds.then(|| uri.authority().cloned()).flatten()
+}
+
+/// Drops a read buffer a long chunk made grow past [`KEPT_BUFFER`], before its
+/// connection goes idle (the next answer allocates a buffer of the usual size).
+fn trim_for_idle(buf: &mut BytesMut) {
+    // `buf` is empty: it can take more than the limit without allocating only when its
+    // own allocation is larger (its `capacity` counts from where the last answer ended).
+    if buf.try_reclaim(KEPT_BUFFER + 1) {
+        *buf = BytesMut::new();
+    }
 }
 
 /// Why an exchange failed.
@@ -254,6 +268,7 @@ pub async fn exchange(
         match read {
             Ok((answer, reusable)) => {
                 if reusable {
+                    trim_for_idle(&mut conn.buf);
                     give_back(origin, conn);
                 }
                 return Ok(answer);
@@ -604,6 +619,24 @@ mod tests {
             .block_on(read_answer(&mut stream, &mut buf, false, 100))
             .unwrap();
         assert_eq!(answer.body.as_ref(), b"ok");
+        trim_for_idle(&mut buf);
+        assert!(
+            buf.try_reclaim(READ_CHUNK),
+            "a buffer of the usual size was dropped"
+        );
+        // A chunk longer than the buffer grows it; the grown buffer is not kept idle.
+        let chunk = "y".repeat(3 * READ_CHUNK);
+        let chunked = format!(
+            "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{chunk}\r\n0\r\n\r\n",
+            chunk.len()
+        );
+        let mut stream = chunked.as_bytes();
+        let (answer, reusable) = runtime
+            .block_on(read_answer(&mut stream, &mut buf, false, 4 * READ_CHUNK))
+            .unwrap();
+        assert_eq!((answer.body.len(), reusable), (chunk.len(), true));
+        trim_for_idle(&mut buf);
+        assert_eq!(buf.capacity(), 0);
     }
 
     #[test]
