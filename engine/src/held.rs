@@ -25,7 +25,9 @@
 //!
 //! Idle connections: one the upstream closed while idle is noticed before the request
 //! goes out (the runtime has seen it readable; a read finds its end) and never used; one
-//! idle longer than [`IDLE_FOR`] is dropped. A reused connection that ends before any
+//! idle longer than [`IDLE_FOR`] is closed, found when a call takes a connection or puts
+//! one back (whichever upstream it serves: a worker that stops calling an upstream does
+//! not keep its connections past the next call it makes to any). A reused connection that ends before any
 //! byte of the answer came (the upstream closed it as the request crossed) is retried
 //! on another connection when the method is idempotent. A new connection has
 //! [`CONNECT_TIMEOUT`] and `TCP_NODELAY`.
@@ -135,9 +137,18 @@ pub struct Answer {
 
 /// Puts a connection back for the next call to this origin.
 fn give_back(origin: &Authority, conn: Conn) {
+    give_back_at(origin, conn, Instant::now());
+}
+
+/// Puts a connection back as idle since `now`, and closes every connection (to any
+/// origin) idle for [`IDLE_FOR`] by then.
+fn give_back_at(origin: &Authority, conn: Conn, now: Instant) {
     HELD.with(|held| {
         let mut held = held.borrow_mut();
         let Some(held) = held.as_mut() else { return };
+        for (_, idle) in held.iter_mut() {
+            expire(idle, now);
+        }
         let at = match held.iter().position(|(o, _)| o == origin) {
             Some(at) => at,
             None => {
@@ -148,9 +159,21 @@ fn give_back(origin: &Authority, conn: Conn) {
         if let Some((_, idle)) = held.get_mut(at)
             && idle.len() < MAX_IDLE
         {
-            idle.push((conn, Instant::now()));
+            idle.push((conn, now));
         }
     });
+}
+
+/// Closes the connections of one origin idle for [`IDLE_FOR`] at `now`: the oldest, at
+/// the front (connections are put back at the end and taken from it).
+fn expire(idle: &mut Vec<(Conn, Instant)>, now: Instant) {
+    let stale = idle
+        .iter()
+        .take_while(|(_, since)| now.saturating_duration_since(*since) >= IDLE_FOR)
+        .count();
+    if stale > 0 {
+        idle.drain(..stale);
+    }
 }
 
 /// The last idle connection to `origin` that is still open and young enough.
@@ -637,6 +660,79 @@ mod tests {
         assert_eq!((answer.body.len(), reusable), (chunk.len(), true));
         trim_for_idle(&mut buf);
         assert_eq!(buf.capacity(), 0);
+    }
+
+    #[test]
+    fn a_connection_idle_for_a_minute_is_closed_not_used() {
+        use std::io::Read as _;
+        std::thread::spawn(|| {
+            hold_here();
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let origin: Authority = listener.local_addr().unwrap().to_string().parse().unwrap();
+            let now = Instant::now();
+            let long_ago = now.checked_sub(IDLE_FOR + Duration::from_secs(1)).unwrap();
+            let just_now = now.checked_sub(IDLE_FOR / 2).unwrap();
+            // Each connection: the client side held, the upstream's side to watch.
+            let connect = || async {
+                let stream = TcpStream::connect(listener.local_addr().unwrap())
+                    .await
+                    .unwrap();
+                let (upstream, _) = listener.accept().unwrap();
+                upstream
+                    .set_read_timeout(Some(Duration::from_secs(5)))
+                    .unwrap();
+                (
+                    Conn {
+                        stream,
+                        buf: BytesMut::new(),
+                    },
+                    upstream,
+                )
+            };
+            // Closed when seen: the upstream reads the end of the stream.
+            let closed = |mut upstream: std::net::TcpStream| {
+                let mut byte = [0u8; 1];
+                matches!(upstream.read(&mut byte), Ok(0))
+            };
+            runtime.block_on(async {
+                // Too old to take: closed, and no connection is handed out.
+                let (old, old_side) = connect().await;
+                give_back_at(&origin, old, long_ago);
+                assert!(take_idle(&origin).is_none());
+                assert!(closed(old_side));
+                // Young enough: handed out again.
+                let (young, _young_side) = connect().await;
+                give_back_at(&origin, young, just_now);
+                assert!(take_idle(&origin).is_some());
+                // Putting any connection back closes the ones idle too long, to every
+                // origin, and keeps the rest.
+                let other: Authority = "127.0.0.1:9".parse().unwrap();
+                let (stale, stale_side) = connect().await;
+                give_back_at(&other, stale, long_ago);
+                let (kept, _kept_side) = connect().await;
+                give_back_at(&origin, kept, just_now);
+                let (fresh, _fresh_side) = connect().await;
+                give_back_at(&origin, fresh, now);
+                assert!(closed(stale_side));
+                let idle = |o: &Authority| {
+                    HELD.with(|held| {
+                        held.borrow()
+                            .as_ref()
+                            .unwrap()
+                            .iter()
+                            .find(|(a, _)| a == o)
+                            .map_or(0, |(_, list)| list.len())
+                    })
+                };
+                assert_eq!((idle(&origin), idle(&other)), (2, 0));
+            });
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

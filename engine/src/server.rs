@@ -609,6 +609,8 @@ async fn read_limited(
     let (parts, mut body) = req.into_parts();
     let timeout = broker.bounds.body_read_timeout();
     let read = async {
+        // A body that comes in one frame (the usual case) is kept as it came, uncopied.
+        let mut first: Option<Bytes> = None;
         let mut buf = bytes::BytesMut::new();
         let mut seen = 0usize;
         while let Some(frame) = body.frame().await {
@@ -620,14 +622,19 @@ async fn read_limited(
                 if seen - limit > drain {
                     return Err(Unread::TooLarge);
                 }
+            } else if first.is_none() && buf.is_empty() {
+                first = Some(data);
             } else {
+                if let Some(earlier) = first.take() {
+                    buf.extend_from_slice(&earlier);
+                }
                 buf.extend_from_slice(&data);
             }
         }
         if seen > limit {
             Err(Unread::TooLarge)
         } else {
-            Ok(buf.freeze())
+            Ok(first.unwrap_or_else(|| buf.freeze()))
         }
     };
     match tokio::time::timeout(timeout, read).await {

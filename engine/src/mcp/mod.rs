@@ -233,8 +233,14 @@ enum Era {
 }
 
 /// Checks the 2026-07-28 envelope and headers (the SDK's validation ladder order).
-fn modern_era(body: &Value, headers: &HeaderMap, id: &Value) -> Result<Era, Reply> {
-    let Some(meta) = body.pointer("/params/_meta").and_then(Value::as_object) else {
+fn modern_era(
+    method: &str,
+    params: Option<&Value>,
+    headers: &HeaderMap,
+    id: &Value,
+) -> Result<Era, Reply> {
+    let param = |key: &str| params.and_then(|p| p.get(key));
+    let Some(meta) = param("_meta").and_then(Value::as_object) else {
         return Err(error(
             id,
             code::INVALID_PARAMS,
@@ -275,7 +281,6 @@ fn modern_era(body: &Value, headers: &HeaderMap, id: &Value) -> Result<Era, Repl
             None,
         ));
     }
-    let method = body.get("method").and_then(Value::as_str).unwrap_or("");
     if header(headers, "mcp-method") != Some(method) {
         return Err(error(
             id,
@@ -285,7 +290,7 @@ fn modern_era(body: &Value, headers: &HeaderMap, id: &Value) -> Result<Era, Repl
         ));
     }
     if method == "tools/call"
-        && let Some(name) = body.pointer("/params/name").and_then(Value::as_str)
+        && let Some(name) = param("name").and_then(Value::as_str)
         && header(headers, "mcp-name")
             .and_then(decode_header_value)
             .as_deref()
@@ -299,7 +304,7 @@ fn modern_era(body: &Value, headers: &HeaderMap, id: &Value) -> Result<Era, Repl
         ));
     }
     if matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel")
-        && let Some(task) = body.pointer("/params/taskId").and_then(Value::as_str)
+        && let Some(task) = param("taskId").and_then(Value::as_str)
         && header(headers, "mcp-name")
             .and_then(decode_header_value)
             .as_deref()
@@ -323,18 +328,21 @@ fn modern_era(body: &Value, headers: &HeaderMap, id: &Value) -> Result<Era, Repl
     Ok(Era::Modern)
 }
 
-fn era(body: &Value, headers: &HeaderMap, id: &Value) -> Result<Era, Reply> {
-    let method = body.get("method").and_then(Value::as_str).unwrap_or("");
+fn era(
+    method: &str,
+    params: Option<&Value>,
+    headers: &HeaderMap,
+    id: &Value,
+) -> Result<Era, Reply> {
     let header_version = header(headers, "mcp-protocol-version");
-    let modern = body
-        .get("params")
+    let modern = params
         .and_then(|p| p.get("_meta"))
         .and_then(|m| m.get(PROTOCOL_KEY))
         .is_some()
         || header_version.is_some_and(|v| MODERN_VERSIONS.contains(&v))
         || method == "server/discover";
     if modern {
-        return modern_era(body, headers, id);
+        return modern_era(method, params, headers, id);
     }
     // Before `initialize` answers, a client sends no version header; after it, the
     // negotiated one. Anything else is refused, as the transport requires.
@@ -411,7 +419,9 @@ fn elicitation(params: &Value, id: &Value) -> Result<Elicitation, Reply> {
 /// (see [`crate::approval::elicit`]). `None` for every other envelope.
 fn round(id: &Value, envelope: &Value) -> Option<Reply> {
     use crate::approval::elicit::{INPUT_REQUIRED, STATE_REFUSED};
-    let details = envelope.pointer("/error/details")?;
+    // Looked up by key: `pointer` would copy each path segment.
+    let failure = envelope.get("error")?;
+    let details = failure.get("details")?;
     match details.get("reason").and_then(Value::as_str)? {
         INPUT_REQUIRED => Some(result(
             id,
@@ -425,8 +435,8 @@ fn round(id: &Value, envelope: &Value) -> Option<Reply> {
         STATE_REFUSED => Some(error(
             id,
             code::INVALID_PARAMS,
-            envelope
-                .pointer("/error/message")
+            failure
+                .get("message")
                 .and_then(Value::as_str)
                 .unwrap_or("invalid requestState"),
             Some(json!({ "reason": details.get("refusal").cloned().unwrap_or(Value::Null) })),
@@ -445,21 +455,32 @@ pub(crate) async fn run_call(broker: &Broker, input: CallInput<'_>) -> crate::en
 
 /// A `CallToolResult` as JSON text (see [`write_tool_result`]).
 pub(crate) fn tool_result(response: &crate::envelope::Response, modern: bool) -> String {
-    let mut out = Vec::new();
-    write_tool_result(&mut out, response, modern);
+    let text = response.to_json();
+    let mut out = Vec::with_capacity(result_capacity(&text));
+    write_tool_result(&mut out, response, &text, modern);
     String::from_utf8(out).unwrap_or_default()
 }
 
+/// Room for a JSON-RPC answer carrying the envelope `text` twice, once escaped (a quote
+/// every few bytes): allocated once, not grown while it is written.
+fn result_capacity(text: &[u8]) -> usize {
+    3 * text.len() + 256
+}
+
 /// Appends a `CallToolResult` to `out`, written by hand so the envelope is serialised
-/// once: the same text is `structuredContent` and, as a JSON string, `content[0].text`.
-fn write_tool_result(out: &mut Vec<u8>, response: &crate::envelope::Response, modern: bool) {
+/// once: the same `text` ([`Response::to_json`](crate::envelope::Response::to_json)) is
+/// `structuredContent` and, as a JSON string, `content[0].text`.
+fn write_tool_result(
+    out: &mut Vec<u8>,
+    response: &crate::envelope::Response,
+    text: &[u8],
+    modern: bool,
+) {
     let ok = response.body.get("ok") == Some(&Value::Bool(true));
-    let text = response.to_json();
-    out.reserve(2 * text.len() + 160);
     out.extend_from_slice(br#"{"content":[{"type":"text","text":"#);
-    crate::envelope::write_json_string(out, std::str::from_utf8(&text).unwrap_or_default());
+    crate::envelope::write_json_string(out, std::str::from_utf8(text).unwrap_or_default());
     out.extend_from_slice(br#"}],"structuredContent":"#);
-    out.extend_from_slice(&text);
+    out.extend_from_slice(text);
     out.extend_from_slice(if ok {
         br#","isError":false"#
     } else {
@@ -478,11 +499,12 @@ async fn call_reply(broker: &Broker, id: &Value, input: CallInput<'_>, modern: b
     if let Some(reply) = round(id, &response.body) {
         return reply;
     }
-    let mut out = Vec::with_capacity(512);
+    let text = response.to_json();
+    let mut out = Vec::with_capacity(result_capacity(&text));
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     let _ = serde_json::to_writer(&mut out, id);
     out.extend_from_slice(br#","result":"#);
-    write_tool_result(&mut out, &response, modern);
+    write_tool_result(&mut out, &response, &text, modern);
     out.push(b'}');
     Reply {
         status: 200,
@@ -510,7 +532,7 @@ pub async fn handle(
         Ok(p) => p,
         Err(e) => return error(&id, code::UNAUTHORIZED, e.message, None),
     };
-    let Ok(body) = parsed else {
+    let Ok(mut body) = parsed else {
         return error(
             &Value::Null,
             code::PARSE_ERROR,
@@ -518,11 +540,12 @@ pub async fn handle(
             None,
         );
     };
-    let Some(obj) = body.as_object() else {
+    let is_array = body.is_array();
+    let Some(obj) = body.as_object_mut() else {
         return error(
             &Value::Null,
             code::INVALID_REQUEST,
-            if body.is_array() {
+            if is_array {
                 "batches are not supported: send one JSON-RPC message per request"
             } else {
                 "the body must be a JSON-RPC 2.0 message object"
@@ -538,6 +561,8 @@ pub async fn handle(
             None,
         );
     }
+    // Taken out, not copied: a call's arguments are moved on to the call.
+    let params = obj.remove("params");
     let Some(method) = obj.get("method").and_then(Value::as_str) else {
         // A response or error sent by the client: nothing to answer.
         if obj.contains_key("result") || obj.contains_key("error") {
@@ -571,7 +596,7 @@ pub async fn handle(
             None,
         );
     }
-    if obj.get("params").is_some_and(|p| !p.is_object()) {
+    if params.as_ref().is_some_and(|p| !p.is_object()) {
         return error(
             &id,
             code::INVALID_PARAMS,
@@ -579,7 +604,7 @@ pub async fn handle(
             None,
         );
     }
-    let era = match era(&body, headers, &id) {
+    let era = match era(method, params.as_ref(), headers, &id) {
         Ok(era) => era,
         Err(reply) => return reply,
     };
@@ -603,7 +628,7 @@ pub async fn handle(
             None,
         );
     }
-    let params = obj.get("params").cloned().unwrap_or_else(|| json!({}));
+    let mut params = params.unwrap_or_else(|| Value::Object(Map::new()));
     match method {
         "initialize" => {
             let offered = params.get("protocolVersion").and_then(Value::as_str);
@@ -675,6 +700,7 @@ pub async fn handle(
             list_result(&id, &page, &out)
         }
         "tools/call" => {
+            let arguments = params.as_object_mut().and_then(|p| p.remove("arguments"));
             let Some(name) = params.get("name").and_then(Value::as_str) else {
                 return error(
                     &id,
@@ -683,9 +709,8 @@ pub async fn handle(
                     None,
                 );
             };
-            let arguments = params.get("arguments").cloned();
             // An idempotency key may also come in `_meta` (the header works too).
-            let idempotency_key = match params.pointer("/_meta/idempotencyKey") {
+            let idempotency_key = match params.get("_meta").and_then(|m| m.get("idempotencyKey")) {
                 None => None,
                 Some(Value::String(k)) => Some(k.clone()),
                 Some(_) => {
@@ -717,7 +742,7 @@ pub async fn handle(
                 None
             };
             let input = CallInput {
-                request_id: request_id.clone(),
+                request_id,
                 name,
                 arguments: arguments.filter(|a| !a.is_null()),
                 headers,
