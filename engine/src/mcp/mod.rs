@@ -24,6 +24,7 @@
 //! 404; a bad bearer token: 401). A tool's own failure is not a protocol error: it is a
 //! `CallToolResult` with `isError: true` and the envelope in `structuredContent`.
 
+pub mod message;
 pub mod schemas;
 pub mod surface;
 pub mod tasks;
@@ -520,40 +521,44 @@ pub async fn handle(
     bytes: &[u8],
     principal: Result<&Principal, CallError>,
 ) -> Reply {
-    let parsed: Result<Value, _> = serde_json::from_slice(bytes);
-    let id = parsed
+    let mut read = message::read(bytes);
+    // The id to answer with, and what the message's `id` member was.
+    let id_member = read.as_mut().ok().and_then(|m| m.id.take());
+    let notification = id_member.is_none();
+    let id_typed = id_member
         .as_ref()
-        .ok()
-        .and_then(|b| b.get("id"))
+        .is_none_or(|v| v.is_string() || v.is_number());
+    let id = id_member
         .filter(|v| v.is_string() || v.is_number())
-        .cloned()
         .unwrap_or(Value::Null);
     let principal = match principal {
         Ok(p) => p,
         Err(e) => return error(&id, code::UNAUTHORIZED, e.message, None),
     };
-    let Ok(mut body) = parsed else {
-        return error(
-            &Value::Null,
-            code::PARSE_ERROR,
-            "the body is not JSON",
-            None,
-        );
+    let message = match read {
+        Ok(message) => message,
+        Err(message::Unreadable::NotJson) => {
+            return error(
+                &Value::Null,
+                code::PARSE_ERROR,
+                "the body is not JSON",
+                None,
+            );
+        }
+        Err(unreadable) => {
+            return error(
+                &Value::Null,
+                code::INVALID_REQUEST,
+                if unreadable == message::Unreadable::Batch {
+                    "batches are not supported: send one JSON-RPC message per request"
+                } else {
+                    "the body must be a JSON-RPC 2.0 message object"
+                },
+                None,
+            );
+        }
     };
-    let is_array = body.is_array();
-    let Some(obj) = body.as_object_mut() else {
-        return error(
-            &Value::Null,
-            code::INVALID_REQUEST,
-            if is_array {
-                "batches are not supported: send one JSON-RPC message per request"
-            } else {
-                "the body must be a JSON-RPC 2.0 message object"
-            },
-            None,
-        );
-    };
-    if obj.get("jsonrpc") != Some(&json!("2.0")) {
+    if !message.two_point_oh {
         return error(
             &id,
             code::INVALID_REQUEST,
@@ -562,26 +567,25 @@ pub async fn handle(
         );
     }
     // Taken out, not copied: a call's arguments are moved on to the call.
-    let params = obj.remove("params");
-    let Some(method) = obj.get("method").and_then(Value::as_str) else {
+    let params = message.params;
+    let Some(method) = message.method.as_deref() else {
         // A response or error sent by the client: nothing to answer.
-        if obj.contains_key("result") || obj.contains_key("error") {
+        if message.answer {
             return accepted();
         }
         return error(&id, code::INVALID_REQUEST, "`method` is required", None);
     };
-    match obj.get("id") {
-        // A notification: acknowledged, nothing to act on.
-        None => return accepted(),
-        Some(v) if !(v.is_string() || v.is_number()) => {
-            return error(
-                &Value::Null,
-                code::INVALID_REQUEST,
-                "`id` must be a string or a number",
-                None,
-            );
-        }
-        _ => {}
+    // A notification: acknowledged, nothing to act on.
+    if notification {
+        return accepted();
+    }
+    if !id_typed {
+        return error(
+            &Value::Null,
+            code::INVALID_REQUEST,
+            "`id` must be a string or a number",
+            None,
+        );
     }
     let max_id = broker.catalog.rules.limits.max_request_id_chars;
     let request_id = match &id {
