@@ -113,19 +113,23 @@ async fn both_accept_orders_are_answered_as_json() {
         "application/json, text/event-stream",
         "text/event-stream, application/json",
         "*/*",
+        "application/*",
+        "Application/JSON; q=0.9",
+        "text/html , APPLICATION/json;charset=utf-8",
     ] {
         let (status, body) = rpc(&broker, "ping", json!({}), &[("accept", accept)]).await;
         assert_eq!(status, 200, "{accept}: {body}");
     }
-    let (status, body) = rpc(
-        &broker,
-        "ping",
-        json!({}),
-        &[("accept", "text/event-stream")],
-    )
-    .await;
-    assert_eq!(status, 406, "{body}");
-    assert_eq!(body["error"]["code"], -32600);
+    for accept in [
+        "text/event-stream",
+        "text/html, application/xml",
+        "application/json-seq",
+        "application/jsonx; q=1",
+    ] {
+        let (status, body) = rpc(&broker, "ping", json!({}), &[("accept", accept)]).await;
+        assert_eq!(status, 406, "{accept}: {body}");
+        assert_eq!(body["error"]["code"], -32600);
+    }
 }
 
 #[tokio::test]

@@ -31,6 +31,7 @@ pub mod tasks;
 pub mod tools;
 
 use hyper::HeaderMap;
+use hyper::header::HeaderName;
 use serde_json::{Map, Value, json};
 
 use crate::approval::elicit::Elicitation;
@@ -186,7 +187,12 @@ fn accepted() -> Reply {
     }
 }
 
-fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+/// The protocol headers, named once (a name given as text is parsed at each lookup).
+const PROTOCOL_VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
+const METHOD_HEADER: HeaderName = HeaderName::from_static("mcp-method");
+const NAME_HEADER: HeaderName = HeaderName::from_static("mcp-name");
+
+fn header<'a>(headers: &'a HeaderMap, name: &HeaderName) -> Option<&'a str> {
     headers
         .get(name)
         .and_then(|v| v.to_str().ok())
@@ -196,16 +202,13 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 /// Whether the `Accept` header allows a JSON answer (absent: yes; both orders of
 /// `application/json, text/event-stream` and wildcards: yes).
 pub fn accepts_json(headers: &HeaderMap) -> bool {
-    match header(headers, "accept") {
+    match header(headers, &hyper::header::ACCEPT) {
         None | Some("") => true,
         Some(accept) => accept.split(',').any(|part| {
-            let media = part
-                .split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase();
-            matches!(media.as_str(), "application/json" | "application/*" | "*/*")
+            let media = part.split(';').next().unwrap_or("").trim();
+            ["application/json", "application/*", "*/*"]
+                .iter()
+                .any(|json| media.eq_ignore_ascii_case(json))
         }),
     }
 }
@@ -274,7 +277,7 @@ fn modern_era(
                 None,
             )
         })?;
-    if header(headers, "mcp-protocol-version") != Some(version) {
+    if header(headers, &PROTOCOL_VERSION_HEADER) != Some(version) {
         return Err(error(
             id,
             code::HEADER_MISMATCH,
@@ -282,7 +285,7 @@ fn modern_era(
             None,
         ));
     }
-    if header(headers, "mcp-method") != Some(method) {
+    if header(headers, &METHOD_HEADER) != Some(method) {
         return Err(error(
             id,
             code::HEADER_MISMATCH,
@@ -292,7 +295,7 @@ fn modern_era(
     }
     if method == "tools/call"
         && let Some(name) = param("name").and_then(Value::as_str)
-        && header(headers, "mcp-name")
+        && header(headers, &NAME_HEADER)
             .and_then(decode_header_value)
             .as_deref()
             != Some(name)
@@ -306,7 +309,7 @@ fn modern_era(
     }
     if matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel")
         && let Some(task) = param("taskId").and_then(Value::as_str)
-        && header(headers, "mcp-name")
+        && header(headers, &NAME_HEADER)
             .and_then(decode_header_value)
             .as_deref()
             != Some(task)
@@ -335,7 +338,7 @@ fn era(
     headers: &HeaderMap,
     id: &Value,
 ) -> Result<Era, Reply> {
-    let header_version = header(headers, "mcp-protocol-version");
+    let header_version = header(headers, &PROTOCOL_VERSION_HEADER);
     let modern = params
         .and_then(|p| p.get("_meta"))
         .and_then(|m| m.get(PROTOCOL_KEY))
