@@ -167,9 +167,11 @@ const ESCAPE: [u8; 256] = {
 
 /// Appends `text` as a JSON string, byte for byte as `serde_json::to_writer` writes it,
 /// for a long text with many quotes (an envelope carried as MCP `content[0].text`).
-/// Reads 32 bytes at a time into a mask of the bytes to escape (a loop the compiler
-/// turns into vector compares); a block with none is copied whole, and in one with some
-/// only the marked bytes are looked at.
+/// Reads 32 bytes at a time into a mask of the bytes to escape; a block with none is
+/// copied whole, and in one with some only the marked bytes are looked at. (The mask
+/// loop is not vectorised: about 3k of the 8.7k instructions for a 717-byte envelope.
+/// Marking 8 bytes at a time with word arithmetic, and copying by fixed 8-byte stores,
+/// measured 9.7k and 8.3k: the cost is per escape, about a hundred of them, session 16.)
 pub fn write_json_string(out: &mut Vec<u8>, text: &str) {
     const BLOCK: usize = 32;
     let bytes = text.as_bytes();
@@ -419,6 +421,8 @@ mod tests {
             "tab\there, line\nend\r\u{8}\u{c}\u{0}\u{1f}\u{7f}".into(),
             "é ✓ 😀 \u{2028}".into(),
             every_ascii.repeat(3),
+            // A block with quotes and control characters both, at its edges.
+            format!("\u{1}{}\"{}\n", "c".repeat(29), "d".repeat(31)),
             // Escapes at the first and last byte of a 32-byte block, and a block of them.
             format!(
                 "{}\"{}\\{}",
@@ -427,7 +431,16 @@ mod tests {
                 "\"".repeat(40)
             ),
         ];
-        for text in texts {
+        // A quote, a backslash and a control character at every place in a block.
+        let placed = (0..33).map(|k| {
+            format!(
+                "{}\"{}\\{}\u{1f}",
+                "a".repeat(k),
+                "b".repeat(k),
+                "c".repeat(k)
+            )
+        });
+        for text in texts.into_iter().chain(placed) {
             let mut ours = b"x".to_vec();
             write_json_string(&mut ours, &text);
             let mut theirs = b"x".to_vec();
