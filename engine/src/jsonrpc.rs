@@ -109,24 +109,15 @@ struct Params<'a> {
     arguments: Option<Value>,
 }
 
-/// A member's value into a slot that must still be empty (a repeated member is left to
-/// the `Value` reading, which keeps the last).
-fn once<T>(slot: &mut Option<T>, value: T) -> Result<(), Repeated> {
+/// Puts a member's value in its slot, which must still be empty: a repeated member is
+/// left to the `Value` reading, which keeps the last (the MCP door's reading uses it too).
+pub(crate) fn once<T, E: de::Error>(slot: &mut Option<T>, value: T) -> Result<(), E> {
     match slot {
-        Some(_) => Err(Repeated),
+        Some(_) => Err(E::custom("a member is repeated")),
         None => {
             *slot = Some(value);
             Ok(())
         }
-    }
-}
-
-/// A member given twice.
-struct Repeated;
-
-impl Repeated {
-    fn into<E: de::Error>(self) -> E {
-        E::custom("a member is repeated")
     }
 }
 
@@ -142,17 +133,15 @@ impl<'de> Visitor<'de> for RequestVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut request = Request::default();
         while let Some(key) = map.next_key::<&'de str>()? {
-            let placed = match key {
-                "jsonrpc" => once(&mut request.jsonrpc, map.next_value()?),
-                "id" => once(&mut request.id, map.next_value()?),
-                "method" => once(&mut request.method, map.next_value()?),
-                "params" => once(&mut request.params, map.next_value_seed(ParamsSeed)?),
+            match key {
+                "jsonrpc" => once(&mut request.jsonrpc, map.next_value()?)?,
+                "id" => once(&mut request.id, map.next_value()?)?,
+                "method" => once(&mut request.method, map.next_value()?)?,
+                "params" => once(&mut request.params, map.next_value_seed(ParamsSeed)?)?,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
-                    Ok(())
                 }
-            };
-            placed.map_err(Repeated::into)?;
+            }
         }
         Ok(request)
     }
@@ -179,15 +168,13 @@ impl<'de> Visitor<'de> for ParamsSeed {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut params = Params::default();
         while let Some(key) = map.next_key::<&'de str>()? {
-            let placed = match key {
-                "name" => once(&mut params.name, map.next_value()?),
-                "arguments" => once(&mut params.arguments, map.next_value()?),
+            match key {
+                "name" => once(&mut params.name, map.next_value()?)?,
+                "arguments" => once(&mut params.arguments, map.next_value()?)?,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
-                    Ok(())
                 }
-            };
-            placed.map_err(Repeated::into)?;
+            }
         }
         Ok(params)
     }

@@ -11,8 +11,10 @@ use std::borrow::Cow;
 use std::fmt;
 
 use serde::Deserializer;
-use serde::de::{self, IgnoredAny, MapAccess, Visitor};
+use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
+
+use crate::jsonrpc::once;
 
 /// A message object's members, as the door checks them.
 #[derive(Debug, PartialEq)]
@@ -93,18 +95,6 @@ struct Members<'a> {
     method: Option<&'a str>,
     params: Option<Value>,
     answer: bool,
-}
-
-/// Puts a member's value in its slot, which must still be empty: a repeated member is
-/// left to the `Value` reading, which keeps the last.
-fn once<T, E: de::Error>(slot: &mut Option<T>, value: T) -> Result<(), E> {
-    match slot {
-        Some(_) => Err(E::custom("a member is repeated")),
-        None => {
-            *slot = Some(value);
-            Ok(())
-        }
-    }
 }
 
 struct MembersVisitor;
