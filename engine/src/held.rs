@@ -27,9 +27,9 @@
 //! goes out (the runtime has seen it readable; a read finds its end) and never used; one
 //! idle longer than [`IDLE_FOR`] is closed, found when a call takes a connection or puts
 //! one back (whichever upstream it serves: a worker that stops calling an upstream does
-//! not keep its connections past the next call it makes to any). A reused connection that ends before any
-//! byte of the answer came (the upstream closed it as the request crossed) is retried
-//! on another connection when the method is idempotent. A new connection has
+//! not keep its connections past the next call it makes to any). A reused connection
+//! that ends before any byte of the answer came (the upstream closed it as the request
+//! crossed) is retried on another connection when the method is idempotent. A new connection has
 //! [`CONNECT_TIMEOUT`] and `TCP_NODELAY`.
 //!
 //! Only `http://` upstreams are held here: over TLS the pooled client stays (HTTP/2 by

@@ -509,3 +509,31 @@ fn a_bad_server_setting_stops_the_broker_with_its_name() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_body_sent_in_pieces_is_read_whole_and_in_order() {
+    let b = broker("").await;
+    let body = r#"{"jsonrpc":"2.0","id":"split-7","method":"tools/call","params":{"name":"crm.no_such_tool","arguments":{}}}"#;
+    let mut stream = connect(&b).await;
+    stream
+        .write_all(call_head(body.len(), "").as_bytes())
+        .await
+        .unwrap();
+    // Three writes with pauses between them: the broker sees the body in several frames.
+    for piece in [&body[..20], &body[20..60], &body[60..]] {
+        stream.write_all(piece.as_bytes()).await.unwrap();
+        stream.flush().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (_, head, answer) = one_response(&mut stream).await;
+    // The id is read from the first piece and the tool name from the last: only a body
+    // put together whole and in order gets this answer.
+    assert_eq!(answer["meta"]["requestId"], "split-7", "{head}\n{answer}");
+    assert_eq!(answer["meta"]["tool"], Value::Null, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no_such_tool")),
+        "{answer}"
+    );
+}
