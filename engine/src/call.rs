@@ -446,9 +446,10 @@ impl Broker {
         service: &str,
         headers: &'a hyper::HeaderMap,
     ) -> Option<&'a str> {
-        let cred = self.catalog.services.get(service)?.credential.as_ref()?;
+        let service_of = self.catalog.services.get(service)?;
+        let cred = service_of.credential.as_ref()?;
         headers
-            .get(cred.header.as_str())
+            .get(service_of.headers.caller_key.as_ref()?)
             .and_then(|v| v.to_str().ok())
             .and_then(caller_key)
             .or_else(|| {

@@ -69,6 +69,47 @@ pub struct Service {
     pub tenancy: Option<crate::descriptor::Tenancy>,
     /// Counts over its tools, made once when the catalog is assembled.
     pub figures: ServiceFigures,
+    /// Its header names and fixed values, parsed once at load.
+    pub headers: ServiceHeaders,
+}
+
+/// A service's header names and fixed header values, parsed when the catalog is
+/// assembled so a call never parses one (the compiler reports every name or value that
+/// does not parse, so none is missing here from a catalog that compiled).
+#[derive(Debug, Clone, Default)]
+pub struct ServiceHeaders {
+    /// The caller's BYOK request header (`credential.header`).
+    pub caller_key: Option<hyper::header::HeaderName>,
+    /// The upstream header the key is sent in (`credential.name`, placement `header`).
+    pub upstream_key: Option<hyper::header::HeaderName>,
+    /// `static_headers`, in name order.
+    pub fixed: Vec<(hyper::header::HeaderName, hyper::header::HeaderValue)>,
+    /// `idempotency_header`.
+    pub idempotency: Option<hyper::header::HeaderName>,
+}
+
+impl ServiceHeaders {
+    /// Parses a service's header names and values; what does not parse is left out
+    /// (the compiler has reported it).
+    pub fn parse(
+        credential: Option<&CredentialSpec>,
+        fixed: &BTreeMap<String, String>,
+        idempotency: Option<&str>,
+    ) -> Self {
+        use hyper::header::{HeaderName, HeaderValue};
+        let name = |text: &str| HeaderName::from_bytes(text.as_bytes()).ok();
+        ServiceHeaders {
+            caller_key: credential.and_then(|c| name(&c.header)),
+            upstream_key: credential
+                .filter(|c| c.placement == crate::descriptor::Placement::Header)
+                .and_then(|c| name(&c.name)),
+            fixed: fixed
+                .iter()
+                .filter_map(|(k, v)| Some((name(k)?, HeaderValue::from_str(v).ok()?)))
+                .collect(),
+            idempotency: idempotency.and_then(name),
+        }
+    }
 }
 
 /// Counts over a service's tools that `check_connection` reports on every call, made

@@ -539,6 +539,28 @@ impl<'a> Compiler<'a> {
                     ),
                 );
             }
+            if let Some(cred) = &raw.credential
+                && cred.placement == crate::descriptor::Placement::Header
+                && hyper::header::HeaderName::from_bytes(cred.name.as_bytes()).is_err()
+            {
+                self.diags.push(
+                    path,
+                    0,
+                    format!(
+                        "credential name `{}` is not a valid header name (placement `header` sends the key in it)",
+                        cred.name
+                    ),
+                );
+            }
+            for (name, value) in &raw.static_headers {
+                if hyper::header::HeaderValue::from_str(value).is_err() {
+                    self.diags.push(
+                        path,
+                        0,
+                        format!("static header `{name}` has a value HTTP headers cannot carry (a line break or control character)"),
+                    );
+                }
+            }
             for name in raw
                 .static_headers
                 .keys()
@@ -583,6 +605,11 @@ impl<'a> Compiler<'a> {
                 tables: raw.tables.clone(),
                 tenancy: raw.tenancy.clone(),
                 figures: crate::catalog::ServiceFigures::default(),
+                headers: crate::catalog::ServiceHeaders::parse(
+                    raw.credential.as_ref(),
+                    &raw.static_headers,
+                    raw.idempotency_header.as_deref(),
+                ),
             };
             out.insert(folder, (service, raw));
         }

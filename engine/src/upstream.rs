@@ -229,11 +229,15 @@ impl Upstream {
             hyper::header::USER_AGENT,
             HeaderValue::from_static(USER_AGENT),
         );
-        for (k, v) in &target.service.static_headers {
+        let parsed = &target.service.headers;
+        for (k, v) in &parsed.fixed {
             // A tool's own header of the same name wins (crm `Version` per product).
-            if !req.headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(k)) {
-                let (k, v) = header(k, v)?;
-                headers.append(k, v);
+            if !req
+                .headers
+                .iter()
+                .any(|(h, _)| h.eq_ignore_ascii_case(k.as_str()))
+            {
+                headers.append(k.clone(), v.clone());
             }
         }
         for (k, v) in &req.headers {
@@ -241,15 +245,21 @@ impl Upstream {
             headers.append(k, v);
         }
         if let (Some(name), Some(value), true) = (
-            &target.service.idempotency_header,
+            &parsed.idempotency,
             target.idempotency_key,
             req.method != hyper::Method::GET,
         ) {
-            let (k, v) = header(name, value)?;
-            headers.append(k, v);
+            let value = HeaderValue::from_str(value).map_err(|_| {
+                // The key is the caller's input and may be anything: never quoted.
+                CallError::new(
+                    Classification::ValidationError,
+                    format!("the idempotency key for the `{name}` header holds characters HTTP headers cannot carry (line breaks or control characters)"),
+                )
+            })?;
+            headers.append(name.clone(), value);
         }
-        if let (Some(cred), Some(key)) = (&target.service.credential, target.key)
-            && cred.placement == Placement::Header
+        if let (Some(cred), Some(name), Some(key)) =
+            (&target.service.credential, &parsed.upstream_key, target.key)
         {
             // Joined by hand: `format!` costs a thousand instructions per call here.
             let mut text = String::with_capacity(cred.prefix.len() + key.len());
@@ -258,9 +268,7 @@ impl Upstream {
             let mut value = HeaderValue::from_maybe_shared(Bytes::from(text))
                 .unwrap_or_else(|_| HeaderValue::from_static(""));
             value.set_sensitive(true);
-            if let Ok(name) = HeaderName::from_bytes(cred.name.as_bytes()) {
-                headers.insert(name, value);
-            }
+            headers.insert(name.clone(), value);
         }
         if let Some(content_type) = content_type {
             headers.insert(

@@ -84,8 +84,10 @@ pub mod code {
 pub struct Reply {
     /// HTTP status.
     pub status: u16,
-    /// JSON body text; `None` for 202.
-    pub body: Option<String>,
+    /// JSON body text; `None` for 202. Bytes, not a `String`: a call's answer is
+    /// written as bytes and would be checked for UTF-8 again, 1.6 KB per call, to
+    /// become one.
+    pub body: Option<Vec<u8>>,
     /// Extra headers.
     pub headers: Vec<(&'static str, String)>,
 }
@@ -116,7 +118,10 @@ pub fn error(id: &Value, code: i64, message: impl Into<String>, data: Option<Val
     }
     Reply {
         status: status_of(code),
-        body: Some(json!({ "jsonrpc": "2.0", "id": id, "error": error }).to_string()),
+        body: Some(
+            serde_json::to_vec(&json!({ "jsonrpc": "2.0", "id": id, "error": error }))
+                .unwrap_or_default(),
+        ),
         headers,
     }
 }
@@ -144,7 +149,7 @@ fn list_result(id: &Value, page: &[&tools::EntryText], rest: &Map<String, Value>
     body.push_str("}}");
     Reply {
         status: 200,
-        body: Some(body),
+        body: Some(body.into_bytes()),
         headers: Vec::new(),
     }
 }
@@ -153,7 +158,7 @@ fn result(id: &Value, result: Value) -> Reply {
     Reply {
         status: 200,
         body: Some(
-            serde_json::to_string(&crate::envelope::object([
+            serde_json::to_vec(&crate::envelope::object([
                 ("jsonrpc", json!("2.0")),
                 ("id", id.clone()),
                 ("result", result),
@@ -482,7 +487,7 @@ fn write_tool_result(
 ) {
     let ok = response.body.get("ok") == Some(&Value::Bool(true));
     out.extend_from_slice(br#"{"content":[{"type":"text","text":"#);
-    crate::envelope::write_json_string(out, std::str::from_utf8(text).unwrap_or_default());
+    crate::envelope::write_json_string(out, text);
     out.extend_from_slice(br#"}],"structuredContent":"#);
     out.extend_from_slice(text);
     out.extend_from_slice(if ok {
@@ -512,7 +517,7 @@ async fn call_reply(broker: &Broker, id: &Value, input: CallInput<'_>, modern: b
     out.push(b'}');
     Reply {
         status: 200,
-        body: Some(String::from_utf8(out).unwrap_or_default()),
+        body: Some(out),
         headers: Vec::new(),
     }
 }
