@@ -706,16 +706,16 @@ impl Broker {
         {
             return self.portal_response(&tool.full_name, trace_id, result);
         }
-        let service = self.catalog.services.get(&tool.service);
-        meta.service = Some(tool.service.clone());
-        meta.tool = Some(tool.full_name.clone());
-        meta.catalog_version = service.map(|s| s.catalog_version.clone());
-        meta.descriptor_hash = Some(tool.descriptor_hash.clone());
+        let names = &tool.meta_names;
+        meta.service = Some(names.service.clone());
+        meta.tool = Some(names.tool.clone());
+        meta.catalog_version = Some(names.catalog_version.clone());
+        meta.descriptor_hash = Some(names.descriptor_hash.clone());
         meta.consumes_credits = tool
             .classes
             .iter()
             .any(|c| matches!(c, Class::Spend | Class::Credits));
-        meta.snapshot_id = Some(self.catalog.snapshot_id.clone());
+        meta.snapshot_id = Some(names.snapshot_id.clone());
         meta.duration_ms = duration_ms;
         match result {
             Ok(exec) => {

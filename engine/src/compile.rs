@@ -1102,6 +1102,7 @@ impl ToolCompiler<'_, '_> {
             output: output_text,
             defaults,
             descriptor_hash,
+            meta_names: Default::default(),
             source: (self.file.to_string(), line),
             provenance: raw.source.clone(),
             exposed: raw.exposed,

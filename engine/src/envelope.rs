@@ -21,14 +21,14 @@ use crate::rules::Rules;
 pub struct Meta {
     /// The service's catalog version.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub catalog_version: Option<String>,
+    pub catalog_version: Option<Arc<str>>,
     /// Present (`true`) when the tool consumes upstream credits (class `spend` or
     /// `credits`), also on previews and failures.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub consumes_credits: bool,
     /// The tool's descriptor hash.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub descriptor_hash: Option<String>,
+    pub descriptor_hash: Option<Arc<str>>,
     /// The raw tool a wrapper ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dispatched_to: Option<String>,
@@ -46,13 +46,13 @@ pub struct Meta {
     pub request_id: String,
     /// Service id, when the tool resolved.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub service: Option<String>,
+    pub service: Option<Arc<str>>,
     /// Catalog snapshot id.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub snapshot_id: Option<String>,
+    pub snapshot_id: Option<Arc<str>>,
     /// Full tool name, when the tool resolved.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool: Option<String>,
+    pub tool: Option<Arc<str>>,
     /// The broker's trace id for this call.
     pub trace_id: String,
     /// Lists cut to the item budget: `{ pointer, returned, total }` each.
@@ -604,7 +604,7 @@ mod tests {
             metas.push(Meta {
                 catalog_version: Some("2026-11-23.2".into()),
                 consumes_credits: true,
-                descriptor_hash: Some("ab".repeat(32)),
+                descriptor_hash: Some("ab".repeat(32).into()),
                 dispatched_to: Some(odd.clone()),
                 dry_run: n % 2 == 1,
                 duration_ms: n,

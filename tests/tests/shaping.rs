@@ -210,6 +210,20 @@ async fn an_answer_in_one_pass_is_the_answer_the_tree_gives() {
         }
         // Byte for byte: key order, numbers and escapes as serde_json writes them.
         assert_eq!(data_text(&plain.1), data_text(&whole.1), "{answer}");
+        // The catalog's names, as shared at assembly, in each envelope's `meta`.
+        let catalog = &b.broker.catalog;
+        for (tool, (_, _, envelope)) in ["probe.plain", "probe.whole"].iter().zip(&seen) {
+            let meta = &envelope["meta"];
+            let compiled = catalog.resolve(tool).unwrap();
+            assert_eq!(meta["service"], "probe");
+            assert_eq!(meta["tool"], *tool);
+            assert_eq!(
+                meta["catalogVersion"],
+                catalog.services["probe"].catalog_version.as_str()
+            );
+            assert_eq!(meta["descriptorHash"], compiled.descriptor_hash.as_str());
+            assert_eq!(meta["snapshotId"], catalog.snapshot_id.as_str());
+        }
     }
 }
 

@@ -211,8 +211,8 @@ fn meta(broker: &Broker, request_id: &str, tool: &str) -> Meta {
     Meta {
         request_id: request_id.to_string(),
         trace_id: broker.trace_id(request_id),
-        tool: Some(tool.to_string()),
-        snapshot_id: Some(broker.catalog.snapshot_id.clone()),
+        tool: Some(tool.into()),
+        snapshot_id: Some(broker.catalog.snapshot_id.as_str().into()),
         ..Meta::default()
     }
 }
