@@ -289,9 +289,10 @@ pub fn write_json_string(out: &mut Vec<u8>, bytes: &[u8]) {
     out.push(b'"');
 }
 
-/// Bit `i` set where byte `i` of a block of up to 32 bytes is escaped. The bytes are marked 0 or 1
-/// in a loop the compiler vectorises, then packed 8 at a time by one multiplication: each
-/// mark lands on its own bit of the top byte, and no two partial products meet.
+/// Bit `i` set where byte `i` of a block of up to 32 bytes is escaped. The bytes are
+/// marked 0 or 1 in a loop the compiler vectorises, then packed 8 at a time by one
+/// multiplication: each mark lands on its own bit of the top byte, and no two partial
+/// products meet.
 fn escape_mask(block: &[u8]) -> u32 {
     let mut marks = [0u8; 32];
     for (mark, &b) in marks.iter_mut().zip(block) {
@@ -307,9 +308,11 @@ fn escape_mask(block: &[u8]) -> u32 {
     mask
 }
 
-/// Room to write one 32-byte block escaped, with each run between escapes copied as a
-/// whole 32-byte load and store (no copy call for a run of a few bytes); what a run
-/// copies past its end is written over by what follows.
+/// Room to write one block of up to 32 bytes escaped, with each run between escapes
+/// copied as a whole 32-byte load and store (no copy call for a run of a few bytes); what
+/// a run copies past its end is written over by what follows. Every index stays inside:
+/// a run starts at most 32 bytes into `block` (so reads end by byte 63), and the text
+/// written before a copy is at most 6 bytes per byte read (192, so writes end by 224).
 struct Spill {
     /// The block, then 32 bytes of slack a run's copy may read.
     block: [u8; 64],
