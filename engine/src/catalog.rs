@@ -89,9 +89,10 @@ pub struct Service {
     pub headers: ServiceHeaders,
 }
 
-/// A service's header names and fixed header values, parsed when the catalog is
-/// assembled so a call never parses one (the compiler reports every name or value that
-/// does not parse, so none is missing here from a catalog that compiled).
+/// A service's header names and fixed header values, parsed when the service is
+/// compiled so a call never parses one ([`ServiceHeaders::parse`] describes every name
+/// or value that does not parse, and the compiler reports it, so none is missing here
+/// from a catalog that compiled).
 #[derive(Debug, Clone, Default)]
 pub struct ServiceHeaders {
     /// The caller's BYOK request header (`credential.header`).
@@ -105,26 +106,56 @@ pub struct ServiceHeaders {
 }
 
 impl ServiceHeaders {
-    /// Parses a service's header names and values; what does not parse is left out
-    /// (the compiler has reported it).
+    /// Parses a service's header names and values, the one place they are parsed: what
+    /// does not parse is left out and described in the second part, which the compiler
+    /// reports against the service file.
     pub fn parse(
         credential: Option<&CredentialSpec>,
         fixed: &BTreeMap<String, String>,
         idempotency: Option<&str>,
-    ) -> Self {
+    ) -> (Self, Vec<String>) {
         use hyper::header::{HeaderName, HeaderValue};
-        let name = |text: &str| HeaderName::from_bytes(text.as_bytes()).ok();
-        ServiceHeaders {
-            caller_key: credential.and_then(|c| name(&c.header)),
-            upstream_key: credential
-                .filter(|c| c.placement == crate::descriptor::Placement::Header)
-                .and_then(|c| name(&c.name)),
-            fixed: fixed
-                .iter()
-                .filter_map(|(k, v)| Some((name(k)?, HeaderValue::from_str(v).ok()?)))
-                .collect(),
-            idempotency: idempotency.and_then(name),
+        fn name(text: &str, problems: &mut Vec<String>, what: &str) -> Option<HeaderName> {
+            let parsed = HeaderName::from_bytes(text.as_bytes()).ok();
+            if parsed.is_none() {
+                problems.push(what.replace("{}", text));
+            }
+            parsed
         }
+        const NOT_A_NAME: &str = "`{}` is not a valid header name";
+        let mut problems = Vec::new();
+        let caller_key = credential.and_then(|c| {
+            name(
+                &c.header,
+                &mut problems,
+                "credential header `{}` must be a lowercase header name",
+            )
+        });
+        let upstream_key = credential
+            .filter(|c| c.placement == crate::descriptor::Placement::Header)
+            .and_then(|c| {
+                name(
+                    &c.name,
+                    &mut problems,
+                    "credential name `{}` is not a valid header name (placement `header` sends the key in it)",
+                )
+            });
+        let idempotency = idempotency.and_then(|text| name(text, &mut problems, NOT_A_NAME));
+        let mut fixed_parsed = Vec::new();
+        for (key, value) in fixed {
+            let parsed = name(key, &mut problems, NOT_A_NAME);
+            match HeaderValue::from_str(value) {
+                Ok(value) => fixed_parsed.extend(parsed.map(|k| (k, value))),
+                Err(_) => problems.push(format!("static header `{key}` has a value HTTP headers cannot carry (a line break or control character)")),
+            }
+        }
+        let headers = ServiceHeaders {
+            caller_key,
+            upstream_key,
+            fixed: fixed_parsed,
+            idempotency,
+        };
+        (headers, problems)
     }
 }
 

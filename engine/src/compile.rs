@@ -526,9 +526,18 @@ impl<'a> Compiler<'a> {
                     format!("base_url `{url}` must be an http or https URL"),
                 );
             }
+            let (headers, problems) = crate::catalog::ServiceHeaders::parse(
+                raw.credential.as_ref(),
+                &raw.static_headers,
+                raw.idempotency_header.as_deref(),
+            );
+            for problem in problems {
+                self.diags.push(path, 0, problem);
+            }
+            // A name that does not parse at all is reported above.
             if let Some(cred) = &raw.credential
-                && (cred.header != cred.header.to_ascii_lowercase()
-                    || hyper::header::HeaderName::from_bytes(cred.header.as_bytes()).is_err())
+                && headers.caller_key.is_some()
+                && cred.header != cred.header.to_ascii_lowercase()
             {
                 self.diags.push(
                     path,
@@ -539,34 +548,7 @@ impl<'a> Compiler<'a> {
                     ),
                 );
             }
-            if let Some(cred) = &raw.credential
-                && cred.placement == crate::descriptor::Placement::Header
-                && hyper::header::HeaderName::from_bytes(cred.name.as_bytes()).is_err()
-            {
-                self.diags.push(
-                    path,
-                    0,
-                    format!(
-                        "credential name `{}` is not a valid header name (placement `header` sends the key in it)",
-                        cred.name
-                    ),
-                );
-            }
-            for (name, value) in &raw.static_headers {
-                if hyper::header::HeaderValue::from_str(value).is_err() {
-                    self.diags.push(
-                        path,
-                        0,
-                        format!("static header `{name}` has a value HTTP headers cannot carry (a line break or control character)"),
-                    );
-                }
-            }
-            for name in raw
-                .static_headers
-                .keys()
-                .chain(raw.context_headers.values())
-                .chain(raw.idempotency_header.iter())
-            {
+            for name in raw.context_headers.values() {
                 if hyper::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
                     self.diags
                         .push(path, 0, format!("`{name}` is not a valid header name"));
@@ -605,11 +587,7 @@ impl<'a> Compiler<'a> {
                 tables: raw.tables.clone(),
                 tenancy: raw.tenancy.clone(),
                 figures: crate::catalog::ServiceFigures::default(),
-                headers: crate::catalog::ServiceHeaders::parse(
-                    raw.credential.as_ref(),
-                    &raw.static_headers,
-                    raw.idempotency_header.as_deref(),
-                ),
+                headers,
             };
             out.insert(folder, (service, raw));
         }

@@ -84,12 +84,12 @@ impl Meta {
             fields.string(b"dispatchedTo", v);
         }
         fields.raw(b"dryRun", if self.dry_run { b"true" } else { b"false" });
-        fields.number(b"durationMs", self.duration_ms);
+        fields.serialized(b"durationMs", &self.duration_ms);
         if let Some(v) = &self.pagination {
             fields.serialized(b"pagination", v);
         }
-        if let Some(v) = self.redacted {
-            fields.number(b"redacted", v as u64);
+        if let Some(v) = &self.redacted {
+            fields.serialized(b"redacted", v);
         }
         fields.string(b"requestId", &self.request_id);
         if let Some(v) = &self.service {
@@ -105,8 +105,8 @@ impl Meta {
         if !self.truncation.is_empty() {
             fields.serialized(b"truncation", &self.truncation);
         }
-        if let Some(v) = self.upstream_status {
-            fields.number(b"upstreamStatus", u64::from(v));
+        if let Some(v) = &self.upstream_status {
+            fields.serialized(b"upstreamStatus", v);
         }
         fields.out.push(b'}');
     }
@@ -137,21 +137,6 @@ impl Fields<'_> {
     fn string(&mut self, key: &[u8], text: &str) {
         self.key(key);
         write_json_string(self.out, text.as_bytes());
-    }
-
-    fn number(&mut self, key: &[u8], mut n: u64) {
-        self.key(key);
-        let mut digits = [0u8; 20];
-        let mut at = digits.len();
-        loop {
-            at -= 1;
-            digits[at] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        self.out.extend_from_slice(&digits[at..]);
     }
 
     fn serialized(&mut self, key: &[u8], value: &impl Serialize) {
@@ -296,6 +281,7 @@ pub fn write_json_string(out: &mut Vec<u8>, bytes: &[u8]) {
 fn escape_mask(block: &[u8]) -> u32 {
     let mut marks = [0u8; 32];
     for (mark, &b) in marks.iter_mut().zip(block) {
+        // The bytes `ESCAPE` marks, as comparisons (a table lookup is not vectorised).
         *mark = u8::from(b < 0x20 || b == b'"' || b == b'\\');
     }
     let mut mask = 0u32;
