@@ -9,6 +9,8 @@
 //!                                   # hand (hyper's `client::conn::http1`, no pool)
 //!   bare_proxy pr PORT UPSTREAM N   # as `pd`, the upstream exchange written and read
 //!                                   # inline by the call (httparse, no connection task)
+//!   bare_proxy hr PORT UPSTREAM N   # as `pr`, and the client's connection served by
+//!                                   # hand too (httparse, one write per answer, no hyper)
 //!
 //! e.g. `bare_proxy pc 19003 127.0.0.1:19001 2`, then `wrk -t1 -c32 -d5s http://127.0.0.1:19003/`.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -106,8 +108,14 @@ async fn handle_raw(
     up: &'static str,
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let _body = req.into_body().collect().await.unwrap().to_bytes();
+    let answer = raw_exchange(up).await;
+    Ok(reply(&answer))
+}
+
+/// `pr`, `hr`: one GET of the upstream on a stream of this thread's own; its body.
+async fn raw_exchange(up: &'static str) -> Vec<u8> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = match RAW.with(|raw| raw.borrow_mut().pop()) {
         Some(s) => s,
         None => {
@@ -127,18 +135,7 @@ async fn handle_raw(
         let mut headers = [httparse::EMPTY_HEADER; 32];
         let mut answer = httparse::Response::new(&mut headers);
         if let httparse::Status::Complete(at) = answer.parse(&buf).unwrap() {
-            let length = answer
-                .headers
-                .iter()
-                .find(|h| h.name.eq_ignore_ascii_case("content-length"))
-                .map(|h| {
-                    std::str::from_utf8(h.value)
-                        .unwrap()
-                        .parse::<usize>()
-                        .unwrap()
-                })
-                .unwrap();
-            break (at, length);
+            break (at, content_length(answer.headers));
         }
     };
     while buf.len() < body_at + length {
@@ -146,7 +143,59 @@ async fn handle_raw(
         assert!(n > 0, "upstream closed");
     }
     RAW.with(|raw| raw.borrow_mut().push(stream));
-    Ok(reply(&buf[body_at..body_at + length]))
+    buf.drain(..body_at);
+    buf.truncate(length);
+    buf
+}
+
+fn content_length(headers: &[httparse::Header<'_>]) -> usize {
+    headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+        .map_or(0, |h| {
+            std::str::from_utf8(h.value)
+                .unwrap()
+                .parse::<usize>()
+                .unwrap()
+        })
+}
+
+/// `hr`: a connection served by hand (httparse, one buffer each way, no hyper): each
+/// request read whole (head, then `Content-Length` bytes), answered by one write.
+async fn serve_by_hand(stream: tokio::net::TcpStream, up: &'static str) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = stream;
+    let mut buf: Vec<u8> = Vec::with_capacity(8192);
+    let mut out: Vec<u8> = Vec::with_capacity(8192);
+    loop {
+        let (head, length) = loop {
+            let mut headers = [httparse::EMPTY_HEADER; 32];
+            let mut req = httparse::Request::new(&mut headers);
+            if let httparse::Status::Complete(at) = req.parse(&buf).unwrap() {
+                break (at, content_length(req.headers));
+            }
+            if stream.read_buf(&mut buf).await.unwrap() == 0 {
+                return;
+            }
+        };
+        while buf.len() < head + length {
+            if stream.read_buf(&mut buf).await.unwrap() == 0 {
+                return;
+            }
+        }
+        buf.drain(..head + length);
+        let answer = raw_exchange(up).await;
+        let v: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+        let body = serde_json::to_vec(&serde_json::json!({"ok": true, "data": v})).unwrap();
+        out.clear();
+        out.extend_from_slice(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ",
+        );
+        out.extend_from_slice(body.len().to_string().as_bytes());
+        out.extend_from_slice(b"\r\n\r\n");
+        out.extend_from_slice(&body);
+        stream.write_all(&out).await.unwrap();
+    }
 }
 
 /// The upstream's JSON answer parsed and written again inside `{"ok":true,"data":...}`.
@@ -159,10 +208,19 @@ fn reply(upstream: &[u8]) -> Response<Full<Bytes>> {
         .unwrap()
 }
 
-async fn serve_direct(listener: tokio::net::TcpListener, up: &'static str, raw: bool) {
+async fn serve_direct(
+    listener: tokio::net::TcpListener,
+    up: &'static str,
+    raw: bool,
+    by_hand: bool,
+) {
     loop {
         let (stream, _) = listener.accept().await.unwrap();
         let _ = stream.set_nodelay(true);
+        if by_hand {
+            tokio::task::spawn_local(serve_by_hand(stream, up));
+            continue;
+        }
         tokio::task::spawn_local(async move {
             let builder = hyper::server::conn::http1::Builder::new();
             let io = TokioIo::new(stream);
@@ -216,7 +274,8 @@ fn main() {
     } else {
         // One accept queue shared by every thread (`sh`), or a listener per thread on
         // the same port (`pc`, SO_REUSEPORT).
-        let direct = args[1] == "pd" || args[1] == "pr";
+        let direct = matches!(args[1].as_str(), "pd" | "pr" | "hr");
+        let by_hand = args[1] == "hr";
         let raw = args[1] == "pr";
         let shared = (args[1] == "sh").then(|| {
             let l = std::net::TcpListener::bind(addr).unwrap();
@@ -244,7 +303,7 @@ fn main() {
                             }
                         };
                         if direct {
-                            serve_direct(l, up, raw).await
+                            serve_direct(l, up, raw, by_hand).await
                         } else {
                             serve(l, up, true).await
                         }

@@ -546,23 +546,31 @@ impl Broker {
     /// every upstream key a service's credential header carries, the bearer token, and
     /// the value of every header with a credential-like name.
     pub(crate) fn secrets<'a>(&'a self, headers: &'a hyper::HeaderMap) -> Vec<&'a str> {
-        let mut out: Vec<&str> = Vec::new();
+        // Room for the held keys and a request's few credential headers, allocated once.
+        let mut out: Vec<&str> =
+            Vec::with_capacity(self.server_keys.len() + self.profiles.len() + 8);
         out.extend(self.server_keys.values().map(String::as_str));
         out.extend(self.webhooks.secrets());
         out.extend(self.profiles.iter().map(|p| p.3.as_str()));
         let redaction = &self.catalog.rules.redaction;
         for (name, value) in headers {
+            // By name first: most headers carry nothing secret, and their values are not
+            // read.
+            let credential = self.credential_headers.contains(name);
+            let bearer = !credential && name == hyper::header::AUTHORIZATION;
+            let secret_name = redaction.is_secret_key(name.as_str());
+            if !(credential || bearer || secret_name) {
+                continue;
+            }
             let Ok(value) = value.to_str() else {
                 continue;
             };
-            if self.credential_headers.contains(name) {
+            if credential {
                 out.extend(caller_key(value));
-            } else if name == hyper::header::AUTHORIZATION
-                && let Some((_, token)) = value.split_once(' ')
-            {
+            } else if bearer && let Some((_, token)) = value.split_once(' ') {
                 out.push(token.trim());
             }
-            if redaction.is_secret_key(name.as_str()) {
+            if secret_name {
                 out.push(value);
             }
         }
