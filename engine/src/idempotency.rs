@@ -34,7 +34,8 @@ pub const TTL_MS: i64 = 24 * 60 * 60 * 1000;
 /// Longest key accepted.
 pub const MAX_KEY_CHARS: usize = 200;
 /// The request header.
-pub const HEADER: &str = "idempotency-key";
+pub const HEADER: hyper::header::HeaderName =
+    hyper::header::HeaderName::from_static("idempotency-key");
 /// The answer header on a replayed answer.
 pub const REPLAYED: &str = "idempotent-replayed";
 

@@ -130,6 +130,8 @@ impl Rules {
 pub struct Redaction {
     /// Replacement value.
     pub replacement: String,
+    /// The replacement as a JSON string, written once for the one-pass scan.
+    replacement_json: Box<[u8]>,
     keys: NameSet,
     suffixes: Vec<String>,
     keep: NameSet,
@@ -198,6 +200,10 @@ impl Redaction {
             }
         }
         Self {
+            replacement_json: serde_json::Value::String(raw.replacement.clone())
+                .to_string()
+                .into_bytes()
+                .into_boxed_slice(),
             replacement: raw.replacement,
             keys: NameSet::new(keys),
             suffixes,
@@ -217,6 +223,11 @@ impl Redaction {
         let last = kept.next()?;
         let before = kept.next().unwrap_or(0);
         Some((usize::from(before) << 8) | usize::from(last))
+    }
+
+    /// The replacement as JSON text (a quoted, escaped string).
+    pub fn replacement_json(&self) -> &[u8] {
+        &self.replacement_json
     }
 
     /// Whether a key names a credential-like value. Called for every key of every

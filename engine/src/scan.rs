@@ -103,8 +103,6 @@ pub fn scan(
     budget: Option<usize>,
 ) -> Result<Scanned, NotJson> {
     let src = std::str::from_utf8(body).map_err(|_| NotJson)?;
-    let mut replacement = Vec::new();
-    serde_json::to_writer(&mut replacement, &rules.replacement).map_err(|_| NotJson)?;
     let secrets: Vec<&[u8]> = secrets
         .iter()
         .filter(|s| s.len() >= MIN_SECRET_LEN)
@@ -118,7 +116,7 @@ pub fn scan(
         rules,
         secrets: &secrets,
         finders: None,
-        replacement,
+        replacement: rules.replacement_json(),
         redacted: 0,
         // Room for the members of a few nested objects, allocated once (growing from
         // empty costs a reallocation at 4, 8 and 16).
@@ -180,7 +178,7 @@ struct Scanner<'a, 'r> {
     /// looking through a short string by hand).
     finders: Option<Vec<memchr::memmem::Finder<'r>>>,
     /// The replacement as a JSON string.
-    replacement: Vec<u8>,
+    replacement: &'r [u8],
     redacted: usize,
     /// The members of the objects being read, innermost last.
     members: Vec<Member<'a>>,
@@ -225,7 +223,7 @@ impl<'a> Scanner<'a, '_> {
             b'"' => {
                 let (text, quoted) = self.string()?;
                 if self.holds_secret(text.as_bytes()) {
-                    self.out.extend_from_slice(&self.replacement);
+                    self.out.extend_from_slice(self.replacement);
                     self.redacted += 1;
                 } else {
                     self.write_string(&text, quoted)?;
@@ -427,7 +425,7 @@ impl<'a> Scanner<'a, '_> {
                     if null {
                         self.out.extend_from_slice(b"null");
                     } else {
-                        self.out.extend_from_slice(&self.replacement);
+                        self.out.extend_from_slice(self.replacement);
                         self.redacted += 1;
                     }
                 } else if top && self.peek() == Some(b'[') {
