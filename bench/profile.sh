@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Where a proxied call's cost goes (issue 12), in the two forms the bench/README sections
+# quote since session 13:
+#
+#   bench/profile.sh callgrind [/|/mcp] [OUT]  # instructions per call: valgrind's
+#       callgrind over 2,008 calls at 500 req/s on one worker thread, counted only after
+#       a warm-up (`--instr-atstart=no`, switched on by `callgrind_control -i on`);
+#       prints the count per call and leaves the profile in OUT (default
+#       target/bench/callgrind.out) for `callgrind_annotate --inclusive=yes OUT`.
+#   bench/profile.sh cpu [/|/mcp]              # CPU per call at saturation: the
+#       broker's user and system time (/proc/<pid>/stat) and its voluntary and
+#       involuntary context switches (/proc/<pid>/task/*/status) across a 5 s
+#       `wrk -t1 -c32` run, after a warm-up run of the same length.
+#
+# The call is compare.sh's: hosting.billing_get_catalog_item_list_v1 against an nginx
+# upstream answering the same 331-byte JSON array. Installs nginx-light, wrk and valgrind
+# with apt-get when absent. Everything listens on 127.0.0.1 and every run is bounded.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=${1:-}
+path=${2:-/}
+out=${3:-target/bench/callgrind.out}
+case $mode in
+  callgrind | cpu) ;;
+  *)
+    echo "usage: bench/profile.sh callgrind [/|/mcp] [OUT] | bench/profile.sh cpu [/|/mcp]" >&2
+    exit 2
+    ;;
+esac
+case $path in
+  / | /mcp) ;;
+  *) echo "the path is / or /mcp, not $path" >&2; exit 2 ;;
+esac
+
+need_apt=()
+command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || need_apt+=(nginx-light)
+command -v wrk >/dev/null || need_apt+=(wrk)
+command -v valgrind >/dev/null || need_apt+=(valgrind)
+if ((${#need_apt[@]})); then
+  sudo=""
+  [[ $(id -u) -ne 0 ]] && sudo=sudo
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${need_apt[@]}"
+fi
+nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+cargo build --release -q -p tool-broker --bin tool-broker --example rate
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  [[ -f $work/nginx.pid ]] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_for() {
+  for _ in $(seq 1 3000); do
+    if curl -fs -o /dev/null "$1"; then return 0; fi
+    sleep 0.01
+  done
+  echo "not ready: $1" >&2
+  return 1
+}
+
+up_port=$(free_port)
+broker_port=$(free_port)
+# compare.sh's answer, so the figures are comparable with its runs.
+answer=$(sed -n "s/^answer='\(.*\)'$/\1/p" bench/compare.sh)
+cat > "$work/nginx.conf" <<EOF
+worker_processes auto;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log warn;
+daemon on;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  client_body_temp_path $work/body;
+  proxy_temp_path $work/proxy;
+  fastcgi_temp_path $work/fastcgi;
+  uwsgi_temp_path $work/uwsgi;
+  scgi_temp_path $work/scgi;
+  server {
+    listen 127.0.0.1:$up_port;
+    location / { default_type application/json; return 200 '$answer'; }
+  }
+}
+EOF
+"$nginx_bin" -c "$work/nginx.conf" -p "$work"
+wait_for "http://127.0.0.1:$up_port/"
+
+key=tb_bench_key
+body='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hosting.billing_get_catalog_item_list_v1","arguments":{}}}'
+headers=("authorization: Bearer $key" "x-hosting-api-key: hk_bench" "content-type: application/json")
+[[ $path == /mcp ]] && headers+=("accept: application/json, text/event-stream" "mcp-protocol-version: 2025-11-25")
+url="http://127.0.0.1:$broker_port$path"
+serve=(target/release/tool-broker serve --listen "127.0.0.1:$broker_port" --data-dir "$work/data")
+export TOOL_BROKER_API_KEY=$key TOOL_BROKER_UPSTREAM_HOSTING="http://127.0.0.1:$up_port" TOOL_BROKER_LOG=warn
+
+if [[ $mode == callgrind ]]; then
+  printf '[server]\nworkers = 1\n' > "$work/one-worker.toml"
+  mkdir -p "$(dirname "$out")"
+  valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" \
+    "${serve[@]}" --config "$work/one-worker.toml" > "$work/valgrind.log" 2>&1 &
+  broker=$!
+  pids+=("$broker")
+  wait_for "http://127.0.0.1:$broker_port/readyz"
+  rate=(target/release/examples/rate --url "$url" --method POST --body "$body" --connections 8)
+  for h in "${headers[@]}"; do rate+=(--header "$h"); done
+  "${rate[@]}" --rate 200 --seconds 2 > /dev/null
+  callgrind_control -i on "$broker" > /dev/null 2>&1
+  # 2,000 calls, and one per connection before the clock starts: 2,008.
+  "${rate[@]}" --rate 500 --seconds 4 | grep -q 'ok=2000 errors=0' || {
+    echo "the counted run did not answer 2,000 calls without error" >&2
+    exit 1
+  }
+  callgrind_control -i off "$broker" > /dev/null 2>&1
+  kill "$broker"
+  wait "$broker" 2>/dev/null || true
+  total=$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
+  echo "POST $path: $total instructions over 2,008 calls, $((total / 2008)) per call (profile: $out)"
+  exit 0
+fi
+
+"${serve[@]}" > "$work/broker.log" 2>&1 &
+broker=$!
+pids+=("$broker")
+wait_for "http://127.0.0.1:$broker_port/readyz"
+cat > "$work/wrk.lua" <<'EOF'
+wrk.method = "POST"
+wrk.body = os.getenv("WRK_BODY")
+for line in string.gmatch(os.getenv("WRK_HEADERS") or "", "[^^]+") do
+  local name, value = line:match("^([^:]+):%s*(.*)$")
+  wrk.headers[name] = value
+end
+EOF
+joined=$(IFS='^'; echo "${headers[*]}")
+load() { WRK_BODY=$body WRK_HEADERS=$joined wrk -t1 -c32 -d5s -s "$work/wrk.lua" "$url"; }
+ticks() { awk '{print $14, $15}' "/proc/$broker/stat"; }
+switches() {
+  cat /proc/"$broker"/task/*/status |
+    awk '/^voluntary_ctxt/ {v += $2} /^nonvoluntary_ctxt/ {n += $2} END {print v, n}'
+}
+load > /dev/null # warm-up
+read -r u0 s0 < <(ticks)
+read -r v0 n0 < <(switches)
+calls=$(load | awk '/requests in/ {print $1}')
+read -r u1 s1 < <(ticks)
+read -r v1 n1 < <(switches)
+tick_us=$((1000000 / $(getconf CLK_TCK)))
+awk -v n="$calls" -v u=$((u1 - u0)) -v s=$((s1 - s0)) -v t="$tick_us" -v v=$((v1 - v0)) -v i=$((n1 - n0)) -v p="$path" \
+  'BEGIN {printf "POST %s: %d calls in 5 s; per call: user %.1f us, system %.1f us, context switches %.2f voluntary, %.2f involuntary\n", p, n, u * t / n, s * t / n, v / n, i / n}'
