@@ -17,6 +17,8 @@
 # into target/bench/venv. Everything listens on 127.0.0.1 and every run is bounded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 root=$(pwd)
 run_s=${SECONDS_PER_RUN:-10}
 soak_s=${SOAK_SECONDS:-60}
@@ -57,15 +59,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_for() { # url [extra curl args...]
-  for _ in $(seq 1 3000); do
-    if curl -fs -o /dev/null "$@"; then return 0; fi
-    sleep 0.01
-  done
-  echo "not ready: $*" >&2
-  return 1
-}
 rss_mb() { awk '/VmRSS/ {printf "%d", $2/1024}' "/proc/$1/status"; }
 
 up_port=$(free_port)
@@ -75,20 +68,9 @@ broker_port=$(free_port)
 peer_port=$(free_port)
 answer='[{"id":"hostingercom-domain-com","name":".COM Domain","category":"DOMAIN","metadata":null,"prices":[{"id":"hostingercom-domain-com-usd-1y","name":".COM (1 year)","currency":"USD","price":1799,"first_period_price":999,"period":1,"period_unit":"year"}]},{"id":"vps-kvm-2","name":"KVM 2","category":"VPS","metadata":null,"prices":[]}]'
 
-cat > "$work/nginx.conf" <<EOF
-worker_processes auto;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log warn;
-daemon on;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  client_body_temp_path $work/body;
-  proxy_temp_path $work/proxy;
-  fastcgi_temp_path $work/fastcgi;
-  uwsgi_temp_path $work/uwsgi;
-  scgi_temp_path $work/scgi;
+{
+  nginx_head "$work"
+  cat <<EOF
   upstream billing { server 127.0.0.1:$up_port; keepalive 64; }
   server {
     listen 127.0.0.1:$up_port;
@@ -104,6 +86,7 @@ http {
   }
 }
 EOF
+} > "$work/nginx.conf"
 "$nginx_bin" -c "$work/nginx.conf" -p "$work"
 # The same proxy again as an nginx of its own, in front of the same upstream: as the
 # broker is, a process apart from the upstream's. The proxy above shares the upstream's
@@ -111,20 +94,9 @@ EOF
 # handing it to another process (0.1 context switches per call on this machine against
 # 0.7 for this one, session 17): both are measured and reported.
 mkdir -p "$work/own"
-cat > "$work/own/nginx.conf" <<EOF
-worker_processes auto;
-pid $work/own/nginx.pid;
-error_log $work/own/nginx-error.log warn;
-daemon on;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  client_body_temp_path $work/own/body;
-  proxy_temp_path $work/own/proxy;
-  fastcgi_temp_path $work/own/fastcgi;
-  uwsgi_temp_path $work/own/uwsgi;
-  scgi_temp_path $work/own/scgi;
+{
+  nginx_head "$work/own"
+  cat <<EOF
   upstream billing { server 127.0.0.1:$up_port; keepalive 64; }
   server {
     listen 127.0.0.1:$own_proxy_port;
@@ -136,6 +108,7 @@ http {
   }
 }
 EOF
+} > "$work/own/nginx.conf"
 "$nginx_bin" -c "$work/own/nginx.conf" -p "$work/own"
 wait_for "http://127.0.0.1:$up_port/api/billing/v1/catalog"
 wait_for "http://127.0.0.1:$proxy_port/api/billing/v1/catalog"

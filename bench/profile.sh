@@ -17,6 +17,8 @@
 # with apt-get when absent. Everything listens on 127.0.0.1 and every run is bounded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
 mode=${1:-}
 path=${2:-/}
 out=${3:-target/bench/callgrind.out}
@@ -55,40 +57,21 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_for() {
-  for _ in $(seq 1 3000); do
-    if curl -fs -o /dev/null "$1"; then return 0; fi
-    sleep 0.01
-  done
-  echo "not ready: $1" >&2
-  return 1
-}
 
 up_port=$(free_port)
 broker_port=$(free_port)
 # compare.sh's answer, so the figures are comparable with its runs.
 answer=$(sed -n "s/^answer='\(.*\)'$/\1/p" bench/compare.sh)
-cat > "$work/nginx.conf" <<EOF
-worker_processes auto;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log warn;
-daemon on;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  client_body_temp_path $work/body;
-  proxy_temp_path $work/proxy;
-  fastcgi_temp_path $work/fastcgi;
-  uwsgi_temp_path $work/uwsgi;
-  scgi_temp_path $work/scgi;
+{
+  nginx_head "$work"
+  cat <<EOF
   server {
     listen 127.0.0.1:$up_port;
     location / { default_type application/json; return 200 '$answer'; }
   }
 }
 EOF
+} > "$work/nginx.conf"
 "$nginx_bin" -c "$work/nginx.conf" -p "$work"
 wait_for "http://127.0.0.1:$up_port/"
 

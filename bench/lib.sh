@@ -1,0 +1,34 @@
+# Shared by bench/compare.sh and bench/profile.sh (sourced, not run).
+
+# A free TCP port on 127.0.0.1.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# Waits up to 30 s for `curl -fs URL [extra curl args...]` to succeed.
+wait_for() {
+  for _ in $(seq 1 3000); do
+    if curl -fs -o /dev/null "$@"; then return 0; fi
+    sleep 0.01
+  done
+  echo "not ready: $*" >&2
+  return 1
+}
+
+# The start of an nginx config whose files all stay in DIR, up to the opening of its
+# `http` block: no access log, keep-alive for a million requests per connection.
+nginx_head() { # DIR
+  cat <<EOF
+worker_processes auto;
+pid $1/nginx.pid;
+error_log $1/nginx-error.log warn;
+daemon on;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  client_body_temp_path $1/body;
+  proxy_temp_path $1/proxy;
+  fastcgi_temp_path $1/fastcgi;
+  uwsgi_temp_path $1/uwsgi;
+  scgi_temp_path $1/scgi;
+EOF
+}
