@@ -25,16 +25,7 @@ soak_s=${SOAK_SECONDS:-60}
 out=${OUT:-bench/RESULTS.md}
 fastmcp_version=4.1.2
 
-need_apt=()
-command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || need_apt+=(nginx-light)
-command -v wrk >/dev/null || need_apt+=(wrk)
-if ((${#need_apt[@]})); then
-  sudo=""
-  [[ $(id -u) -ne 0 ]] && sudo=sudo
-  $sudo apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${need_apt[@]}"
-fi
-nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+install_missing nginx:nginx-light wrk:wrk
 venv=target/bench/venv
 if [[ ! -x $venv/bin/python ]] || ! $venv/bin/python -c "import fastmcp" 2>/dev/null; then
   python3 -m venv "$venv"
@@ -186,20 +177,12 @@ check() { # url body headers
   }
 }
 
-cat > "$work/wrk.lua" <<'EOF'
-wrk.method = os.getenv("WRK_METHOD")
-wrk.body = os.getenv("WRK_BODY")
-for line in string.gmatch(os.getenv("WRK_HEADERS") or "", "[^^]+") do
-  local name, value = line:match("^([^:]+):%s*(.*)$")
-  wrk.headers[name] = value
-end
-EOF
 
 saturation() { # url body headers [seconds] -> "req/s p50 p99"
   local method=GET
   [[ -n $2 ]] && method=POST
   WRK_METHOD=$method WRK_BODY=$2 WRK_HEADERS=$3 wrk -t1 -c32 -d"${4:-$run_s}s" --latency \
-    -s "$work/wrk.lua" "$1" > "$work/wrk.out"
+    -s bench/wrk.lua "$1" > "$work/wrk.out"
   if grep -q -E "Non-2xx|Socket errors" "$work/wrk.out"; then
     grep -E "Non-2xx|Socket errors" "$work/wrk.out" >&2
   fi
@@ -251,7 +234,7 @@ for t in "${targets[@]}"; do
 done
 soak_before=$(rss_mb "$broker_pid")
 (WRK_METHOD=POST WRK_BODY=$body WRK_HEADERS=$headers wrk -t1 -c32 -d"${soak_s}s" \
-  -s "$work/wrk.lua" "$url" > "$work/soak.out") &
+  -s bench/wrk.lua "$url" > "$work/soak.out") &
 soak=$!
 soak_max=$soak_before
 while kill -0 "$soak" 2>/dev/null; do

@@ -32,3 +32,18 @@ http {
   scgi_temp_path $1/scgi;
 EOF
 }
+
+# Installs, with apt-get (as root, or with sudo), each Debian package whose command is
+# absent: `install_missing command:package...`. Sets `nginx_bin` to nginx's path.
+install_missing() {
+  local need=() pair sudo=""
+  for pair in "$@"; do
+    command -v "${pair%%:*}" >/dev/null || [[ -x /usr/sbin/${pair%%:*} ]] || need+=("${pair#*:}")
+  done
+  if ((${#need[@]})); then
+    [[ $(id -u) -ne 0 ]] && sudo=sudo
+    $sudo apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${need[@]}"
+  fi
+  nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+}

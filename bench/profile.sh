@@ -34,17 +34,7 @@ case $path in
   *) echo "the path is / or /mcp, not $path" >&2; exit 2 ;;
 esac
 
-need_apt=()
-command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || need_apt+=(nginx-light)
-command -v wrk >/dev/null || need_apt+=(wrk)
-command -v valgrind >/dev/null || need_apt+=(valgrind)
-if ((${#need_apt[@]})); then
-  sudo=""
-  [[ $(id -u) -ne 0 ]] && sudo=sudo
-  $sudo apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${need_apt[@]}"
-fi
-nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+install_missing nginx:nginx-light wrk:wrk valgrind:valgrind
 cargo build --release -q -p tool-broker --bin tool-broker --example rate
 
 work=$(mktemp -d)
@@ -112,16 +102,8 @@ fi
 broker=$!
 pids+=("$broker")
 wait_for "http://127.0.0.1:$broker_port/readyz"
-cat > "$work/wrk.lua" <<'EOF'
-wrk.method = "POST"
-wrk.body = os.getenv("WRK_BODY")
-for line in string.gmatch(os.getenv("WRK_HEADERS") or "", "[^^]+") do
-  local name, value = line:match("^([^:]+):%s*(.*)$")
-  wrk.headers[name] = value
-end
-EOF
 joined=$(IFS='^'; echo "${headers[*]}")
-load() { WRK_BODY=$body WRK_HEADERS=$joined wrk -t1 -c32 -d5s -s "$work/wrk.lua" "$url"; }
+load() { WRK_METHOD=POST WRK_BODY=$body WRK_HEADERS=$joined wrk -t1 -c32 -d5s -s bench/wrk.lua "$url"; }
 ticks() { awk '{print $14, $15}' "/proc/$broker/stat"; }
 switches() {
   cat /proc/"$broker"/task/*/status |
