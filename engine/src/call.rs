@@ -81,6 +81,9 @@ pub struct Broker {
     upstream: Upstream,
     base_urls: BTreeMap<String, String>,
     server_keys: BTreeMap<String, String>,
+    /// The keys the broker itself holds (server-side, webhook and routing-profile keys),
+    /// gathered once: every answer is searched for them ([`Broker::secrets`]).
+    held_secrets: Vec<String>,
     /// The headers that carry callers' upstream keys, one entry per name.
     credential_headers: Vec<hyper::header::HeaderName>,
     settings: BTreeMap<String, Value>,
@@ -378,6 +381,13 @@ impl Broker {
                 credential_headers.push(name);
             }
         }
+        let held_secrets = server_keys
+            .values()
+            .map(String::as_str)
+            .chain(webhooks.secrets())
+            .chain(profiles.iter().map(|p| p.3.as_str()))
+            .map(str::to_owned)
+            .collect();
         Ok(Self {
             bounds: config.server.clone(),
             draining: std::sync::atomic::AtomicBool::new(false),
@@ -390,6 +400,7 @@ impl Broker {
             upstream: Upstream::new()?,
             base_urls,
             server_keys,
+            held_secrets,
             credential_headers,
             settings,
             trace_seed: u64::from_le_bytes(seed),
@@ -547,11 +558,8 @@ impl Broker {
     /// the value of every header with a credential-like name.
     pub(crate) fn secrets<'a>(&'a self, headers: &'a hyper::HeaderMap) -> Vec<&'a str> {
         // Room for the held keys and a request's few credential headers, allocated once.
-        let mut out: Vec<&str> =
-            Vec::with_capacity(self.server_keys.len() + self.profiles.len() + 8);
-        out.extend(self.server_keys.values().map(String::as_str));
-        out.extend(self.webhooks.secrets());
-        out.extend(self.profiles.iter().map(|p| p.3.as_str()));
+        let mut out: Vec<&str> = Vec::with_capacity(self.held_secrets.len() + 8);
+        out.extend(self.held_secrets.iter().map(String::as_str));
         let redaction = &self.catalog.rules.redaction;
         for (name, value) in headers {
             // By name first: most headers carry nothing secret, and their values are not

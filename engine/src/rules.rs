@@ -222,7 +222,19 @@ impl Redaction {
             .map(|b| b.to_ascii_lowercase());
         let last = kept.next()?;
         let before = kept.next().unwrap_or(0);
-        Some((usize::from(before) << 8) | usize::from(last))
+        Some(Self::bit(before, last))
+    }
+
+    /// The bit of a normalized name ending in `before`, `last`.
+    fn bit(before: u8, last: u8) -> usize {
+        (usize::from(before) << 8) | usize::from(last)
+    }
+
+    /// Whether some secret name ends as the bit says.
+    fn has_tail(&self, bit: usize) -> bool {
+        self.tails
+            .get(bit / 64)
+            .is_some_and(|word| word & (1 << (bit % 64)) != 0)
     }
 
     /// The replacement as JSON text (a quoted, escaped string).
@@ -231,18 +243,34 @@ impl Redaction {
     }
 
     /// Whether a key names a credential-like value. Called for every key of every
-    /// upstream answer, so short ASCII keys are normalized on the stack.
+    /// upstream answer: the usual key (ending in two ASCII letters or digits that end no
+    /// secret name) is answered inline from its last two bytes; the rest are normalized
+    /// (short ASCII keys on the stack) and compared.
+    #[inline]
     pub fn is_secret_key(&self, key: &str) -> bool {
+        if let Some(&[before, last]) = key.as_bytes().last_chunk::<2>()
+            && !self.tails.is_empty()
+            && before.is_ascii_alphanumeric()
+            && last.is_ascii_alphanumeric()
+        {
+            // Its last two bytes are the normalized name's (whatever comes before them,
+            // ASCII or not).
+            let bit = Self::bit(before.to_ascii_lowercase(), last.to_ascii_lowercase());
+            if !self.has_tail(bit) {
+                return false;
+            }
+        }
+        self.is_secret_key_whole(key)
+    }
+
+    /// [`Self::is_secret_key`] past the quick answer.
+    fn is_secret_key_whole(&self, key: &str) -> bool {
         if !self.tails.is_empty() && key.is_ascii() {
             // Most keys end otherwise than every secret name: no need to look further.
             let Some(bit) = Self::tail(key.bytes().rev()) else {
                 return false;
             };
-            let known = self
-                .tails
-                .get(bit / 64)
-                .is_some_and(|word| word & (1 << (bit % 64)) != 0);
-            if !known {
+            if !self.has_tail(bit) {
                 return false;
             }
         }
@@ -368,6 +396,11 @@ mod tests {
             "metadata",
             "Kelvin\u{212a}",
             "ключ_token",
+            "ключtoken",
+            "api\u{212a}EY",
+            "TOKEN",
+            "aPiKeY",
+            "secret2",
         ];
         for rules in [
             redaction(),

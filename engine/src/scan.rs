@@ -48,35 +48,44 @@ const STOP: [bool; 256] = {
 /// Strings up to this long are searched for secrets by hand.
 const SHORT: usize = 64;
 
-/// Whether `needle` occurs in the short `hay`: each place its first byte occurs, compared.
-fn holds(hay: &[u8], needle: &[u8]) -> bool {
-    let Some((&first, rest)) = needle.split_first() else {
-        return true;
-    };
-    let Some(last_start) = hay.len().checked_sub(needle.len()) else {
+/// The bytes some secret starts with.
+#[derive(Clone, Copy)]
+struct Starts([bool; 256]);
+
+impl Starts {
+    fn of(secrets: &[&[u8]]) -> Self {
+        let mut starts = [false; 256];
+        for &first in secrets.iter().filter_map(|s| s.first()) {
+            starts[usize::from(first)] = true;
+        }
+        Self(starts)
+    }
+}
+
+/// Whether one of `secrets` (each at least `shortest` long, starting with a byte of
+/// `starts`) occurs in the short `hay`: one look at each byte, and a comparison where
+/// a secret could start.
+fn holds_any(hay: &[u8], secrets: &[&[u8]], starts: &Starts, shortest: usize) -> bool {
+    let Some(last_start) = hay.len().checked_sub(shortest) else {
         return false;
     };
-    let mut from = 0;
-    while let Some(at) = hay
-        .get(from..=last_start)
-        .and_then(|h| memchr::memchr(first, h))
-    {
-        let start = from + at;
-        if hay.get(start + 1..).is_some_and(|h| h.starts_with(rest)) {
-            return true;
-        }
-        from = start + 1;
-    }
-    false
+    let candidates = hay.get(..=last_start).unwrap_or_default();
+    candidates.iter().enumerate().any(|(at, &b)| {
+        starts.0[usize::from(b)]
+            && hay
+                .get(at..)
+                .is_some_and(|rest| secrets.iter().any(|s| rest.starts_with(s)))
+    })
 }
 
 /// A key's first eight bytes as a big-endian number, zero-padded.
-fn prefix(key: &str) -> u64 {
-    let mut first = [0u8; 8];
-    for (to, from) in first.iter_mut().zip(key.bytes()) {
-        *to = from;
+fn prefix(key: &[u8]) -> u64 {
+    if let Some(head) = key.first_chunk::<8>() {
+        return u64::from_be_bytes(*head);
     }
-    u64::from_be_bytes(first)
+    key.iter()
+        .zip((0..8).rev())
+        .fold(0, |n, (&b, place)| n | u64::from(b) << (8 * place))
 }
 
 /// What a pass produced.
@@ -116,13 +125,16 @@ pub fn scan(
         rules,
         secrets: &secrets,
         finders: None,
+        shortest: secrets.iter().map(|s| s.len()).min().unwrap_or(usize::MAX),
+        starts: Starts::of(&secrets),
         replacement: rules.replacement_json(),
         redacted: 0,
         // Room for the members of a few nested objects, allocated once (growing from
         // empty costs a reallocation at 4, 8 and 16).
         members: Vec::with_capacity(32),
+        cuts: Vec::new(),
         scratch: Vec::new(),
-        order: Vec::new(),
+        order: Vec::with_capacity(32),
         depth_left: DEPTH_LIMIT,
         budget,
         truncation: Vec::new(),
@@ -151,6 +163,15 @@ enum Level {
     Inner,
 }
 
+/// A string as read.
+enum Str {
+    /// No escape: the string as it came lies at `open..=close`, quotes included, and is
+    /// copied as it is.
+    Plain { open: usize, close: usize },
+    /// With an escape: its text, decoded by serde_json (and written as it writes it).
+    Decoded(String),
+}
+
 /// An object member written to the output, kept until its object closes.
 struct Member<'a> {
     key: Cow<'a, str>,
@@ -162,8 +183,6 @@ struct Member<'a> {
     end: usize,
     /// Values redaction replaced inside it.
     redacted: usize,
-    /// Its list, when it was cut.
-    truncation: Option<Truncation>,
 }
 
 struct Scanner<'a, 'r> {
@@ -174,6 +193,10 @@ struct Scanner<'a, 'r> {
     rules: &'r Redaction,
     /// This request's secrets long enough to look for.
     secrets: &'r [&'r [u8]],
+    /// The length of the shortest of them: a shorter string holds none.
+    shortest: usize,
+    /// The bytes they start with.
+    starts: Starts,
     /// Searchers for them, built for the first long string (building one costs more than
     /// looking through a short string by hand).
     finders: Option<Vec<memchr::memmem::Finder<'r>>>,
@@ -182,10 +205,13 @@ struct Scanner<'a, 'r> {
     redacted: usize,
     /// The members of the objects being read, innermost last.
     members: Vec<Member<'a>>,
+    /// The lists of `data`'s own members that were cut, by the member's place in
+    /// `members`: recorded when `data` closes, in key order.
+    cuts: Vec<(usize, Truncation)>,
     /// Room to put an object's members in key order.
     scratch: Vec<u8>,
-    /// Room to sort an object's members' indexes.
-    order: Vec<usize>,
+    /// Room to sort an object's members: each one's key prefix and place in `members`.
+    order: Vec<(u64, usize)>,
     depth_left: usize,
     budget: Option<usize>,
     truncation: Vec<Truncation>,
@@ -221,12 +247,24 @@ impl<'a> Scanner<'a, '_> {
                 Ok(())
             }
             b'"' => {
-                let (text, quoted) = self.string()?;
-                if self.holds_secret(text.as_bytes()) {
-                    self.out.extend_from_slice(self.replacement);
-                    self.redacted += 1;
-                } else {
-                    self.write_string(&text, quoted)?;
+                let bytes = self.bytes;
+                match self.string()? {
+                    Str::Plain { open, close } => {
+                        let text = bytes.get(open + 1..close).unwrap_or_default();
+                        if self.holds_secret(text) {
+                            self.redact_string();
+                        } else {
+                            let quoted = bytes.get(open..=close).unwrap_or_default();
+                            self.out.extend_from_slice(quoted);
+                        }
+                    }
+                    Str::Decoded(text) => {
+                        if self.holds_secret(text.as_bytes()) {
+                            self.redact_string();
+                        } else {
+                            serde_json::to_writer(&mut self.out, &text).map_err(|_| NotJson)?;
+                        }
+                    }
                 }
                 Ok(())
             }
@@ -238,10 +276,18 @@ impl<'a> Scanner<'a, '_> {
         }
     }
 
+    fn redact_string(&mut self) {
+        self.out.extend_from_slice(self.replacement);
+        self.redacted += 1;
+    }
+
     /// Whether `text` holds one of this request's secrets.
     fn holds_secret(&mut self, text: &[u8]) -> bool {
+        if text.len() < self.shortest {
+            return false;
+        }
         if text.len() <= SHORT {
-            return self.secrets.iter().any(|secret| holds(text, secret));
+            return holds_any(text, self.secrets, &self.starts, self.shortest);
         }
         let secrets = self.secrets;
         let finders = self
@@ -289,28 +335,31 @@ impl<'a> Scanner<'a, '_> {
         Ok(())
     }
 
-    /// A string at `pos`: its text, and when that is exactly what lay between the quotes
-    /// (no escape) the string as it came, quotes included, to be copied.
-    fn string(&mut self) -> Result<(Cow<'a, str>, Option<&'a [u8]>), NotJson> {
+    /// The string at `pos`. The plain case (no escape) is inline: it is most strings,
+    /// and most of what an answer is made of.
+    #[inline]
+    fn string(&mut self) -> Result<Str, NotJson> {
         let open = self.pos;
-        let start = open + 1;
-        let rest = self.bytes.get(start..).unwrap_or_default();
-        let mut i = start
-            + rest
-                .iter()
-                .position(|&b| STOP[usize::from(b)])
-                .ok_or(NotJson)?;
-        match self.bytes.get(i).copied().ok_or(NotJson)? {
-            b'"' => {
-                self.pos = i + 1;
-                let text = self.src.get(start..i).ok_or(NotJson)?;
-                let quoted = self.bytes.get(open..=i).ok_or(NotJson)?;
-                return Ok((Cow::Borrowed(text), Some(quoted)));
+        let mut i = open + 1;
+        while let Some(&b) = self.bytes.get(i) {
+            if STOP[usize::from(b)] {
+                return match b {
+                    b'"' => {
+                        self.pos = i + 1;
+                        Ok(Str::Plain { open, close: i })
+                    }
+                    b'\\' => self.escaped(open, i),
+                    _ => Err(NotJson),
+                };
             }
-            b'\\' => {}
-            _ => return Err(NotJson),
+            i += 1;
         }
-        // An escape: find the closing quote, then let serde_json decode the string.
+        Err(NotJson)
+    }
+
+    /// A string opened at `open` with an escape at `i`: decoded by serde_json.
+    #[cold]
+    fn escaped(&mut self, open: usize, mut i: usize) -> Result<Str, NotJson> {
         loop {
             match self.bytes.get(i).copied().ok_or(NotJson)? {
                 b'\\' => i += 2,
@@ -321,18 +370,22 @@ impl<'a> Scanner<'a, '_> {
         let decoded: String =
             serde_json::from_str(self.src.get(open..=i).ok_or(NotJson)?).map_err(|_| NotJson)?;
         self.pos = i + 1;
-        Ok((Cow::Owned(decoded), None))
+        Ok(Str::Decoded(decoded))
     }
 
-    /// Writes a string: copied as it came when it had no escape, else as serde_json
-    /// writes it.
-    fn write_string(&mut self, text: &str, quoted: Option<&[u8]>) -> Result<(), NotJson> {
-        match quoted {
-            Some(quoted) => {
-                self.out.extend_from_slice(quoted);
-                Ok(())
+    /// Writes a key as it came (or as serde_json writes it), and returns its text.
+    fn write_key(&mut self, key: Str) -> Result<Cow<'a, str>, NotJson> {
+        match key {
+            Str::Plain { open, close } => {
+                let src = self.src;
+                self.out
+                    .extend_from_slice(self.bytes.get(open..=close).unwrap_or_default());
+                src.get(open + 1..close).map(Cow::Borrowed).ok_or(NotJson)
             }
-            None => serde_json::to_writer(&mut self.out, text).map_err(|_| NotJson),
+            Str::Decoded(text) => {
+                serde_json::to_writer(&mut self.out, &text).map_err(|_| NotJson)?;
+                Ok(Cow::Owned(text))
+            }
         }
     }
 
@@ -400,7 +453,7 @@ impl<'a> Scanner<'a, '_> {
                 if self.peek() != Some(b'"') {
                     return Err(NotJson);
                 }
-                let (key, quoted) = self.string()?;
+                let key = self.string()?;
                 self.skip_ws();
                 if self.peek() != Some(b':') {
                     return Err(NotJson);
@@ -411,10 +464,9 @@ impl<'a> Scanner<'a, '_> {
                     self.out.push(b',');
                 }
                 let start = self.out.len();
-                self.write_string(&key, quoted)?;
+                let key = self.write_key(key)?;
                 self.out.push(b':');
                 let before = self.redacted;
-                let mut truncation = None;
                 if self.rules.is_secret_key(&key) {
                     // Read (it must be JSON) but not written, nor looked into.
                     let mark = self.out.len();
@@ -425,20 +477,23 @@ impl<'a> Scanner<'a, '_> {
                     if null {
                         self.out.extend_from_slice(b"null");
                     } else {
-                        self.out.extend_from_slice(self.replacement);
-                        self.redacted += 1;
+                        self.redact_string();
                     }
                 } else if top && self.peek() == Some(b'[') {
                     let (total, returned) = self.array(self.budget)?;
-                    truncation = (total > returned).then(|| Truncation {
-                        pointer: format!("/{}", key.replace('~', "~0").replace('/', "~1")),
-                        total,
-                        returned,
-                    });
+                    if total > returned {
+                        let pointer = format!("/{}", key.replace('~', "~0").replace('/', "~1"));
+                        let cut = Truncation {
+                            pointer,
+                            total,
+                            returned,
+                        };
+                        self.cuts.push((self.members.len(), cut));
+                    }
                 } else {
                     self.value(Level::Inner)?;
                 }
-                let prefix = prefix(&key);
+                let prefix = prefix(key.as_bytes());
                 if let Some(last) = self.members.get(frame..).and_then(<[Member]>::last)
                     && (last.prefix, &last.key) >= (prefix, &key)
                 {
@@ -450,7 +505,6 @@ impl<'a> Scanner<'a, '_> {
                     start,
                     end: self.out.len(),
                     redacted: self.redacted - before,
-                    truncation,
                 });
                 self.skip_ws();
                 match self.peek().ok_or(NotJson)? {
@@ -464,11 +518,11 @@ impl<'a> Scanner<'a, '_> {
             }
         }
         if !in_order {
-            // Cuts are only of `data`'s own members, recorded in key order.
-            self.reorder(frame, content);
+            self.reorder(frame, content, top);
         } else if top {
-            let cut = self.members.drain(frame..).filter_map(|m| m.truncation);
-            self.truncation.extend(cut);
+            // In order, so no key repeats: every cut stays, already in key order.
+            let cuts = self.cuts.drain(..).map(|(_, cut)| cut);
+            self.truncation.extend(cuts);
         }
         self.members.truncate(frame);
         self.out.push(b'}');
@@ -477,16 +531,44 @@ impl<'a> Scanner<'a, '_> {
     }
 
     /// Rewrites the members of the object whose text starts at `content` in the order of
-    /// their keys, keeping the last of equal keys (and only its redactions and cut). Sorts
-    /// their indexes, not the members (a short slice sorts without allocating).
-    fn reorder(&mut self, frame: usize, content: usize) {
-        self.order.clear();
-        self.order.reserve(32);
-        self.order.extend(frame..self.members.len());
+    /// their keys, keeping the last of equal keys (and only its redactions and cut; the
+    /// cuts are recorded here when the object is `data`, `top`).
+    ///
+    /// Sorts each member's key prefix and place (numbers, no string compared), then
+    /// orders by the whole key only the runs of members whose prefixes are equal (rare:
+    /// keys alike in their first eight bytes).
+    fn reorder(&mut self, frame: usize, content: usize, top: bool) {
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        order.extend(
+            self.members
+                .iter()
+                .enumerate()
+                .skip(frame)
+                .map(|(i, m)| (m.prefix, i)),
+        );
+        // Of equal prefixes, the earlier member first.
+        order.sort_unstable();
         let members = &self.members;
-        let key = |i: usize| members.get(i).map(|m| (m.prefix, &m.key));
-        // Stable: of equal keys the last written stays last, and wins.
-        self.order.sort_by(|&a, &b| key(a).cmp(&key(b)));
+        let key = |i: usize| members.get(i).map(|m| &m.key);
+        let mut run = 0;
+        while run < order.len() {
+            let prefix = order.get(run).map(|o| o.0);
+            let end = run
+                + order
+                    .get(run..)
+                    .unwrap_or_default()
+                    .iter()
+                    .take_while(|o| Some(o.0) == prefix)
+                    .count();
+            if end - run > 1
+                && let Some(same) = order.get_mut(run..end)
+            {
+                // Stable: of equal keys the one written last stays last, and wins.
+                same.sort_by(|a, b| key(a.1).cmp(&key(b.1)));
+            }
+            run = end;
+        }
         self.scratch.clear();
         // Once, for every object of the answer to come.
         self.scratch.reserve(self.bytes.len());
@@ -494,22 +576,19 @@ impl<'a> Scanner<'a, '_> {
             .extend_from_slice(self.out.get(content..).unwrap_or_default());
         self.out.truncate(content);
         let mut first = true;
-        for n in 0..self.order.len() {
-            let Some(&i) = self.order.get(n) else {
-                break;
-            };
-            let replaced = match (self.order.get(n + 1), self.members.get(i)) {
-                (Some(&next), Some(this)) => {
-                    self.members.get(next).is_some_and(|m| m.key == this.key)
-                }
-                _ => false,
-            };
-            let Some(member) = self.members.get_mut(i) else {
+        for (n, &(prefix, i)) in order.iter().enumerate() {
+            let Some(member) = self.members.get(i) else {
                 continue;
+            };
+            let replaced = order.get(n + 1).is_some_and(|&(next_prefix, next)| {
+                next_prefix == prefix && self.members.get(next).is_some_and(|m| m.key == member.key)
+            });
+            let cut = match top {
+                true => self.cuts.iter().position(|c| c.0 == i),
+                false => None,
             };
             if replaced {
                 self.redacted -= member.redacted;
-                member.truncation = None;
                 continue;
             }
             if !first {
@@ -521,10 +600,15 @@ impl<'a> Scanner<'a, '_> {
                 .get(member.start - content..member.end - content)
                 .unwrap_or_default();
             self.out.extend_from_slice(text);
-            if let Some(cut) = member.truncation.take() {
+            if let Some(at) = cut {
+                let (_, cut) = self.cuts.swap_remove(at);
                 self.truncation.push(cut);
             }
         }
+        if top {
+            self.cuts.clear();
+        }
+        self.order = order;
     }
 }
 
@@ -626,10 +710,32 @@ mod tests {
             ("ab", "abc", false),
             ("", "a", false),
         ] {
+            let secrets = [needle.as_bytes()];
+            let starts = Starts::of(&secrets);
             assert_eq!(
-                holds(hay.as_bytes(), needle.as_bytes()),
+                holds_any(hay.as_bytes(), &secrets, &starts, needle.len()),
                 found,
                 "{hay} {needle}"
+            );
+        }
+        // Several secrets: of other lengths and first bytes, or the same first byte.
+        let secrets: [&[u8]; 3] = [b"abcd", b"abxyz123", b"qrs"];
+        let starts = Starts::of(&secrets);
+        for (hay, found) in [
+            ("__abxyz123", true),
+            ("__abxyz12", false),
+            ("abcd", true),
+            ("abc", false),
+            ("qrs", true),
+            ("qr", false),
+            ("xxqrsxx", true),
+            ("abxyz12abcd", true),
+            ("abxyz12abc", false),
+        ] {
+            assert_eq!(
+                holds_any(hay.as_bytes(), &secrets, &starts, 3),
+                found,
+                "{hay}"
             );
         }
         let secret = "tb_long_secret_value";

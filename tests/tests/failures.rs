@@ -265,8 +265,12 @@ risks = ["read"]
 #[tokio::test]
 async fn a_server_side_key_is_used_when_the_caller_sends_none() {
     let server = MockServer::start().await;
+    // The upstream echoes the server-side key: the answer must not carry it.
     Mock::given(any())
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"data": []})))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({"data": [{"note": "sk_server_side_123"}]})),
+        )
         .mount(&server)
         .await;
     let mut setup = Setup::all_upstreams(&server.uri());
@@ -305,4 +309,5 @@ async fn a_server_side_key_is_used_when_the_caller_sends_none() {
         vec!["Bearer sk_server_side_123", "Bearer sk_caller_456"]
     );
     assert!(!envelope.to_string().contains("sk_server_side_123"));
+    assert_eq!(envelope["meta"]["redacted"], 1, "{envelope}");
 }
