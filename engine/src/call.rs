@@ -84,8 +84,14 @@ pub struct Broker {
     /// The keys the broker itself holds (server-side, webhook and routing-profile keys),
     /// gathered once: every answer is searched for them ([`Broker::secrets`]).
     held_secrets: Vec<String>,
-    /// The headers that carry callers' upstream keys, one entry per name.
-    credential_headers: Vec<hyper::header::HeaderName>,
+    /// The headers that carry callers' upstream keys, one entry per name, each with
+    /// whether its name is credential-like by the redaction rules (decided once).
+    credential_headers: Vec<(hyper::header::HeaderName, bool)>,
+    /// A bit per length of those names ([`length_bit`]): most headers of a request
+    /// have none of these lengths and are compared with none of the names.
+    credential_lengths: u64,
+    /// Whether `Authorization` is credential-like by the redaction rules.
+    authorization_secret: bool,
     settings: BTreeMap<String, Value>,
     trace_seed: u64,
     trace_counter: AtomicU64,
@@ -370,17 +376,23 @@ impl Broker {
         let mut seed = [0u8; 8];
         let _ = getrandom::fill(&mut seed);
         config.server.validate()?;
-        let mut credential_headers: Vec<hyper::header::HeaderName> = Vec::new();
+        let redaction = &catalog.rules.redaction;
+        let mut credential_headers: Vec<(hyper::header::HeaderName, bool)> = Vec::new();
         for service in catalog.services.values() {
             if let Some(name) = service
                 .credential
                 .as_ref()
                 .and_then(|c| hyper::header::HeaderName::from_bytes(c.header.as_bytes()).ok())
-                && !credential_headers.contains(&name)
+                && !credential_headers.iter().any(|(known, _)| *known == name)
             {
-                credential_headers.push(name);
+                let secret_name = redaction.is_secret_key(name.as_str());
+                credential_headers.push((name, secret_name));
             }
         }
+        let authorization_secret = redaction.is_secret_key(hyper::header::AUTHORIZATION.as_str());
+        let credential_lengths = credential_headers
+            .iter()
+            .fold(0, |bits, (name, _)| bits | length_bit(name.as_str()));
         let held_secrets = server_keys
             .values()
             .map(String::as_str)
@@ -402,6 +414,8 @@ impl Broker {
             server_keys,
             held_secrets,
             credential_headers,
+            credential_lengths,
+            authorization_secret,
             settings,
             trace_seed: u64::from_le_bytes(seed),
             trace_counter: AtomicU64::new(0),
@@ -563,10 +577,18 @@ impl Broker {
         let redaction = &self.catalog.rules.redaction;
         for (name, value) in headers {
             // By name first: most headers carry nothing secret, and their values are not
-            // read.
-            let credential = self.credential_headers.contains(name);
+            // read. The names the broker knows were judged once.
+            let known = match self.credential_lengths & length_bit(name.as_str()) {
+                0 => None,
+                _ => self.credential_headers.iter().find(|(h, _)| h == name),
+            };
+            let credential = known.is_some();
             let bearer = !credential && name == hyper::header::AUTHORIZATION;
-            let secret_name = redaction.is_secret_key(name.as_str());
+            let secret_name = match known {
+                Some(&(_, secret_name)) => secret_name,
+                None if bearer => self.authorization_secret,
+                None => redaction.is_secret_key(name.as_str()),
+            };
             if !(credential || bearer || secret_name) {
                 continue;
             }
@@ -1576,6 +1598,12 @@ pub fn unknown_tool(catalog: &Catalog, name: &str) -> CallError {
 }
 
 /// The upstream key a credential header's value holds: trimmed, and none when blank.
+/// The bit of a header name's length in [`Broker::credential_lengths`] (63 for every
+/// name of 63 bytes or more).
+fn length_bit(name: &str) -> u64 {
+    1 << name.len().min(63)
+}
+
 fn caller_key(value: &str) -> Option<&str> {
     Some(value.trim()).filter(|key| !key.is_empty())
 }

@@ -39,8 +39,10 @@ use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
+use hyper::Method;
 use hyper::http::uri::Authority;
-use hyper::{Method, Request};
+
+use crate::upstream::Outgoing;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -222,37 +224,28 @@ async fn open(origin: &Authority) -> Result<TcpStream, Failed> {
 }
 
 /// The request as it goes on the wire: head and body in one buffer (one write).
-fn wire(origin: &Authority, request: &Request<Bytes>) -> Vec<u8> {
-    let body = request.body();
-    let headers = request.headers();
-    let mut out = Vec::with_capacity(256 + body.len());
-    out.extend_from_slice(request.method().as_str().as_bytes());
+fn wire(origin: &Authority, request: &Outgoing) -> Vec<u8> {
+    let body = &request.body;
+    let target = request.uri.path_and_query().map_or("/", |p| p.as_str());
+    let mut out = Vec::with_capacity(256 + target.len() + body.len());
+    out.extend_from_slice(request.method.as_str().as_bytes());
     out.push(b' ');
-    out.extend_from_slice(
-        request
-            .uri()
-            .path_and_query()
-            .map_or("/", |p| p.as_str())
-            .as_bytes(),
-    );
+    out.extend_from_slice(target.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\n");
-    if !headers.contains_key(hyper::header::HOST) {
+    if !request.has(&hyper::header::HOST) {
         out.extend_from_slice(b"host: ");
         out.extend_from_slice(host_port(origin, false).as_bytes());
         out.extend_from_slice(b"\r\n");
     }
-    for (name, value) in headers {
+    for (name, value) in &request.headers {
         // Names and values are checked by `http` (no CR or LF can be in them).
         out.extend_from_slice(name.as_str().as_bytes());
         out.extend_from_slice(b": ");
         out.extend_from_slice(value.as_bytes());
         out.extend_from_slice(b"\r\n");
     }
-    let carries_body = matches!(
-        *request.method(),
-        Method::POST | Method::PUT | Method::PATCH
-    );
-    if (carries_body || !body.is_empty()) && !headers.contains_key(hyper::header::CONTENT_LENGTH) {
+    let carries_body = matches!(request.method, Method::POST | Method::PUT | Method::PATCH);
+    if (carries_body || !body.is_empty()) && !request.has(&hyper::header::CONTENT_LENGTH) {
         out.extend_from_slice(b"content-length: ");
         out.extend_from_slice(body.len().to_string().as_bytes());
         out.extend_from_slice(b"\r\n");
@@ -266,13 +259,13 @@ fn wire(origin: &Authority, request: &Request<Bytes>) -> Vec<u8> {
 /// its answer, the body up to `max_body` bytes.
 pub async fn exchange(
     origin: &Authority,
-    request: &Request<Bytes>,
+    request: &Outgoing,
     max_body: usize,
 ) -> Result<Answer, Failed> {
     let wire = wire(origin, request);
-    let head_only = request.method() == Method::HEAD;
+    let head_only = request.method == Method::HEAD;
     let retry_stale = matches!(
-        *request.method(),
+        request.method,
         Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE
     );
     loop {
@@ -737,31 +730,48 @@ mod tests {
 
     #[test]
     fn a_request_goes_out_origin_form_with_host_and_length() {
+        let request = |method: Method, uri: &str, body: &'static [u8]| Outgoing {
+            method,
+            uri: uri.parse().unwrap(),
+            headers: Vec::new(),
+            body: Bytes::from_static(body),
+        };
         let origin: Authority = "upstream.test:8080".parse().unwrap();
-        let post = Request::post("http://upstream.test:8080/v1/x?a=1")
-            .header("accept", "application/json")
-            .body(Bytes::from_static(b"{}"))
-            .unwrap();
+        let mut post = request(Method::POST, "http://upstream.test:8080/v1/x?a=1", b"{}");
+        post.headers.push((
+            hyper::header::ACCEPT,
+            hyper::header::HeaderValue::from_static("application/json"),
+        ));
         assert_eq!(
             String::from_utf8(wire(&origin, &post)).unwrap(),
             "POST /v1/x?a=1 HTTP/1.1\r\nhost: upstream.test:8080\r\naccept: application/json\r\ncontent-length: 2\r\n\r\n{}"
         );
-        let get = Request::get("http://upstream.test/v1/x")
-            .body(Bytes::new())
-            .unwrap();
+        let get = request(Method::GET, "http://upstream.test/v1/x", b"");
         let origin: Authority = "upstream.test".parse().unwrap();
         assert_eq!(
             String::from_utf8(wire(&origin, &get)).unwrap(),
             "GET /v1/x HTTP/1.1\r\nhost: upstream.test\r\n\r\n"
         );
         // An empty POST still says its length.
-        let empty = Request::post("http://upstream.test/")
-            .body(Bytes::new())
-            .unwrap();
+        let empty = request(Method::POST, "http://upstream.test/", b"");
         assert!(
             String::from_utf8(wire(&origin, &empty))
                 .unwrap()
                 .ends_with("content-length: 0\r\n\r\n")
+        );
+        // A header the request sets itself is not written twice.
+        let mut own = request(Method::PUT, "http://upstream.test/", b"ab");
+        own.headers.push((
+            hyper::header::HOST,
+            hyper::header::HeaderValue::from_static("other.test"),
+        ));
+        own.headers.push((
+            hyper::header::CONTENT_LENGTH,
+            hyper::header::HeaderValue::from_static("2"),
+        ));
+        assert_eq!(
+            String::from_utf8(wire(&origin, &own)).unwrap(),
+            "PUT / HTTP/1.1\r\nhost: other.test\r\ncontent-length: 2\r\n\r\nab"
         );
     }
 

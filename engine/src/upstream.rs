@@ -106,6 +106,52 @@ pub struct Target<'a> {
     pub max_body_bytes: usize,
 }
 
+/// A request for an upstream as a call builds it once ([`Upstream::build`]): written
+/// straight onto a held connection ([`crate::held`]), or made an `http::Request` for the
+/// pooled client. Its headers are a list in the order they go out, not a map: a call
+/// sends a few, and no name is looked up.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    /// Method.
+    pub method: hyper::Method,
+    /// Absolute URI.
+    pub uri: hyper::Uri,
+    /// Headers, each checked by `http` (no line break can be in a name or a value).
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// Body (empty when none).
+    pub body: Bytes,
+}
+
+impl Outgoing {
+    /// Adds a header after the others of its name.
+    fn append(&mut self, name: HeaderName, value: HeaderValue) {
+        self.headers.push((name, value));
+    }
+
+    /// Sets a header, replacing every earlier one of its name.
+    fn insert(&mut self, name: HeaderName, value: HeaderValue) {
+        self.headers.retain(|(n, _)| *n != name);
+        self.headers.push((name, value));
+    }
+
+    /// Whether a header of `name` is set.
+    pub fn has(&self, name: &HeaderName) -> bool {
+        self.headers.iter().any(|(n, _)| n == name)
+    }
+
+    /// The request for the pooled client.
+    pub fn to_request(&self) -> hyper::Request<Bytes> {
+        let mut request = hyper::Request::new(self.body.clone());
+        *request.method_mut() = self.method.clone();
+        *request.uri_mut() = self.uri.clone();
+        let headers = request.headers_mut();
+        for (name, value) in &self.headers {
+            headers.append(name.clone(), value.clone());
+        }
+        request
+    }
+}
+
 thread_local! {
     /// The pool of a serving worker thread ([`Upstream::own_pool`]).
     static OWN_POOL: std::cell::OnceCell<Pool> = const { std::cell::OnceCell::new() };
@@ -178,10 +224,7 @@ impl Upstream {
             .unwrap_or_else(|| self.pool.clone())
     }
 
-    fn build(
-        req: &RenderedRequest,
-        target: &Target<'_>,
-    ) -> Result<hyper::Request<Bytes>, CallError> {
+    fn build(req: &RenderedRequest, target: &Target<'_>) -> Result<Outgoing, CallError> {
         let mut query = req.query_string();
         if let (Some(cred), Some(key)) = (&target.service.credential, target.key)
             && cred.placement == Placement::Query
@@ -217,19 +260,22 @@ impl Upstream {
             Some((bytes, content_type)) => (Bytes::from(bytes), Some(content_type)),
             None => (Bytes::new(), None),
         };
-        let mut request = hyper::Request::new(body);
-        *request.method_mut() = req.method.clone();
-        *request.uri_mut() = uri;
-        let headers = request.headers_mut();
-        headers.insert(
+        let parsed = &target.service.headers;
+        let mut request = Outgoing {
+            method: req.method.clone(),
+            uri,
+            headers: Vec::with_capacity(4 + parsed.fixed.len() + req.headers.len()),
+            body,
+        };
+        let headers = &mut request;
+        headers.append(
             hyper::header::ACCEPT,
             HeaderValue::from_static("application/json"),
         );
-        headers.insert(
+        headers.append(
             hyper::header::USER_AGENT,
             HeaderValue::from_static(USER_AGENT),
         );
-        let parsed = &target.service.headers;
         for (k, v) in &parsed.fixed {
             // A tool's own header of the same name wins (crm `Version` per product).
             if !req
@@ -292,12 +338,15 @@ impl Upstream {
             let mut attempt = 0;
             loop {
                 attempt += 1;
-                let sent = match crate::held::origin(request.uri()) {
+                let sent = match crate::held::origin(&request.uri) {
                     // A serving worker's own connection (plain HTTP, crate::held).
                     Some(origin) => crate::held::exchange(&origin, &request, target.max_body_bytes)
                         .await
                         .map(|answer| (answer.status, answer.body)),
-                    None => self.pooled(request.clone(), target.max_body_bytes).await,
+                    None => {
+                        self.pooled(request.to_request(), target.max_body_bytes)
+                            .await
+                    }
                 };
                 match sent {
                     Ok(answer) => return Ok(answer),
@@ -402,4 +451,37 @@ fn unavailable(service: &str, kind: &str) -> CallError {
         Classification::UpstreamUnavailable,
         format!("the `{service}` upstream could not be reached: {kind}"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_are_set_and_added_as_a_header_map_would() {
+        let value = HeaderValue::from_static;
+        let mut out = Outgoing {
+            method: hyper::Method::POST,
+            uri: "http://upstream.test/x".parse().unwrap(),
+            headers: Vec::new(),
+            body: Bytes::from_static(b"{}"),
+        };
+        out.append(hyper::header::ACCEPT, value("a/1"));
+        out.append(hyper::header::ACCEPT, value("a/2"));
+        out.append(hyper::header::CONTENT_TYPE, value("c/1"));
+        out.insert(hyper::header::ACCEPT, value("a/3"));
+        assert!(out.has(&hyper::header::CONTENT_TYPE));
+        assert!(!out.has(&hyper::header::HOST));
+        let request = out.to_request();
+        let mut map = hyper::HeaderMap::new();
+        map.append(hyper::header::ACCEPT, value("a/1"));
+        map.append(hyper::header::ACCEPT, value("a/2"));
+        map.append(hyper::header::CONTENT_TYPE, value("c/1"));
+        map.insert(hyper::header::ACCEPT, value("a/3"));
+        assert_eq!(request.headers(), &map);
+        assert_eq!(
+            (request.method(), request.uri(), request.body()),
+            (&out.method, &out.uri, &out.body)
+        );
+    }
 }

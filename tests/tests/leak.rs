@@ -41,6 +41,9 @@ fn secret_answer() -> Value {
         ],
         "auth": { "refresh_token": DEEP[4], "Authorization": format!("Bearer {UPSTREAM_KEY}") },
         "note": format!("you called with {UPSTREAM_KEY}"),
+        // The probe service's key, from a credential header whose name is not
+        // credential-like: scrubbed because the header carries a service's key.
+        "query": format!("the probe key was {QUERY_KEY}"),
         "echo": format!("cookie was {COOKIE}")
     })
 }
@@ -52,7 +55,7 @@ description = "A test service that places its key in the query string."
 catalog_version = "leakq-2026.11.21.1"
 version_format = "service_dotted_date"
 [credential]
-header = "x-leakq-api-key"
+header = "x-leakq-pass"
 placement = "query"
 name = "api_key"
 "#;
@@ -94,7 +97,7 @@ async fn secrets_never_reach_responses_or_logs() {
         ("x-hosting-api-key", UPSTREAM_KEY),
         ("x-agent-api-key", AGENT_KEY),
         ("x-crm-api-key", CRM_KEY),
-        ("x-leakq-api-key", QUERY_KEY),
+        ("x-leakq-pass", QUERY_KEY),
         ("x-trace-note", HEADER_VALUE),
         ("cookie", COOKIE),
     ];
