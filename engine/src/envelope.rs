@@ -172,6 +172,10 @@ pub struct Response {
     /// Always whole JSON: a local answer written from a `Value`, or an upstream answer
     /// written in one pass ([`crate::scan`]).
     pub data: Option<Arc<str>>,
+    /// A standard success's constant members, `"error":null` and `"ok":true`, kept apart
+    /// from `body` (which then lacks them) and written in their places: put in `body`
+    /// they cost a map of two strings per call, built, written and dropped.
+    pub ok_members: bool,
     /// Extra headers (e.g. `Retry-After`).
     pub headers: Vec<(&'static str, String)>,
 }
@@ -180,16 +184,15 @@ impl Response {
     /// The envelope's JSON text: `body` with the fields kept apart written in their
     /// places, keys in the order a `Value` keeps them.
     pub fn to_json(&self) -> Vec<u8> {
-        let apart = self.kept_apart();
+        let mut next = self.kept_apart().peekable();
         let map = match &self.body {
-            Value::Object(map) if !apart.is_empty() => map,
+            Value::Object(map) if next.peek().is_some() => map,
             // Serialising a `Value` into a `Vec` cannot fail.
             body => return serde_json::to_vec(body).unwrap_or_default(),
         };
         let text = self.data.as_ref().map_or(0, |d| d.len());
         let mut out = Vec::with_capacity(text + 512);
         out.push(b'{');
-        let mut next = apart.into_iter().peekable();
         for (key, value) in map {
             while let Some((name, field)) = next.next_if(|(name, _)| *name < key.as_str()) {
                 entry(&mut out, name, |out| field.write(out));
@@ -205,6 +208,11 @@ impl Response {
         out
     }
 
+    /// Whether the envelope says `"ok": true`.
+    pub fn is_ok(&self) -> bool {
+        self.ok_members || self.body.get("ok") == Some(&Value::Bool(true))
+    }
+
     /// The whole envelope as a `Value` (for readers that look into it).
     pub fn envelope(&self) -> Value {
         let mut body = self.body.clone();
@@ -217,15 +225,16 @@ impl Response {
     }
 
     /// The fields kept apart from `body`, by name in order.
-    fn kept_apart(&self) -> Vec<(&'static str, Apart<'_>)> {
-        let mut apart = Vec::new();
-        if let Some(data) = &self.data {
-            apart.push(("data", Apart::Text(data)));
-        }
-        if let Some(meta) = &self.meta {
-            apart.push(("meta", Apart::Meta(meta)));
-        }
-        apart
+    fn kept_apart(&self) -> impl Iterator<Item = (&'static str, Apart<'_>)> {
+        let ok = self.ok_members;
+        [
+            self.data.as_deref().map(|data| ("data", Apart::Text(data))),
+            ok.then_some(("error", Apart::Raw("null"))),
+            self.meta.as_deref().map(|meta| ("meta", Apart::Meta(meta))),
+            ok.then_some(("ok", Apart::Raw("true"))),
+        ]
+        .into_iter()
+        .flatten()
     }
 }
 
@@ -373,6 +382,8 @@ enum Apart<'a> {
     Meta(&'a Meta),
     /// A result's JSON text.
     Text(&'a str),
+    /// A constant member's JSON text.
+    Raw(&'static str),
 }
 
 impl Apart<'_> {
@@ -381,7 +392,7 @@ impl Apart<'_> {
         match self {
             // Serialising a `Meta` into a `Vec` cannot fail.
             Apart::Meta(meta) => meta.write_json(out),
-            Apart::Text(text) => out.extend_from_slice(text.as_bytes()),
+            Apart::Text(text) | Apart::Raw(text) => out.extend_from_slice(text.as_bytes()),
         }
     }
 
@@ -390,7 +401,7 @@ impl Apart<'_> {
         match self {
             Apart::Meta(meta) => serde_json::to_value(meta).unwrap_or_default(),
             // The text is whole JSON (see `Response::data`).
-            Apart::Text(text) => serde_json::from_str(text).unwrap_or_default(),
+            Apart::Text(text) | Apart::Raw(text) => serde_json::from_str(text).unwrap_or_default(),
         }
     }
 }
@@ -433,6 +444,7 @@ pub fn standard_ok(data: Value, meta: Meta) -> Response {
         ]),
         meta: Some(Box::new(meta)),
         data: None,
+        ok_members: false,
         headers: Vec::new(),
     }
 }
@@ -442,9 +454,10 @@ pub fn standard_ok(data: Value, meta: Meta) -> Response {
 pub fn standard_ok_text(data: Arc<str>, meta: Meta) -> Response {
     Response {
         status: 200,
-        body: object([("ok", Value::Bool(true)), ("error", Value::Null)]),
+        body: Value::Object(serde_json::Map::new()),
         meta: Some(Box::new(meta)),
         data: Some(data),
+        ok_members: true,
         headers: Vec::new(),
     }
 }
@@ -471,6 +484,7 @@ pub fn standard_err(err: &CallError, meta: Meta, rules: &Rules) -> Response {
         ]),
         meta: Some(Box::new(meta)),
         data: None,
+        ok_members: false,
         headers: retry_headers(err),
     }
 }
@@ -533,6 +547,7 @@ pub fn portal(p: Portal, err: Option<&CallError>, rules: &Rules) -> Response {
         meta: None,
         data: data_text,
         body,
+        ok_members: false,
         headers,
     }
 }
@@ -662,6 +677,14 @@ mod tests {
             String::from_utf8(ok.to_json()).unwrap(),
             expected.to_string()
         );
+        // `data` as text and the constant members kept apart: the same text and value.
+        let as_text = standard_ok_text(Arc::from(data.to_string()), meta.clone());
+        assert_eq!(
+            String::from_utf8(as_text.to_json()).unwrap(),
+            expected.to_string()
+        );
+        assert_eq!(as_text.envelope(), expected);
+        assert!(as_text.is_ok() && ok.is_ok());
 
         let catalog = crate::compile::compile(&crate::source::Sources::embedded())
             .unwrap_or_else(|d| panic!("{d}"));
@@ -682,6 +705,7 @@ mod tests {
             String::from_utf8(failed.to_json()).unwrap(),
             expected.to_string()
         );
+        assert!(!failed.is_ok());
 
         let p = Portal {
             service_id: "portal".into(),

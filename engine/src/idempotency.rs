@@ -144,6 +144,7 @@ pub async fn begin(
                     body,
                     meta: None,
                     data: None,
+                    ok_members: false,
                     headers: vec![(REPLAYED, "true".to_string())],
                 }));
             }

@@ -457,6 +457,29 @@ async fn tools_call_answers_the_envelope_as_structured_content() {
     let text: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(text, result["structuredContent"]);
     assert_eq!(result["content"][0]["type"], "text");
+    // A read whose answer is written in one pass (its envelope's `ok` and `error` kept
+    // apart from the body, `envelope::Response::ok_members`) is no error either.
+    Mock::given(method("GET"))
+        .and(path("/api/billing/v1/catalog"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!([{ "id": "c1" }])))
+        .mount(&server)
+        .await;
+    let (status, reply) = rpc(
+        &broker,
+        "tools/call",
+        json!({ "name": "hosting.billing_get_catalog_item_list_v1", "arguments": {} }),
+        &[
+            ("x-hosting-api-key", "hk_mcp_1"),
+            ("mcp-protocol-version", "2025-11-25"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{reply}");
+    let result = &reply["result"];
+    check_envelope(&result["structuredContent"]);
+    assert_eq!(result["isError"], false, "{reply}");
+    assert_eq!(result["structuredContent"]["ok"], true, "{reply}");
+    assert_eq!(result["structuredContent"]["data"][0]["id"], "c1");
     // A tool's own failure is a result with isError, not a protocol error.
     let (status, reply) = rpc(
         &broker,

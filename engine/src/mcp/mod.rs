@@ -485,7 +485,7 @@ fn write_tool_result(
     text: &[u8],
     modern: bool,
 ) {
-    let ok = response.body.get("ok") == Some(&Value::Bool(true));
+    let ok = response.is_ok();
     out.extend_from_slice(br#"{"content":[{"type":"text","text":"#);
     crate::envelope::write_json_string(out, text);
     out.extend_from_slice(br#"}],"structuredContent":"#);
