@@ -360,7 +360,7 @@ async fn main() {
                             task_watch: None,
                         })
                         .await;
-                    let body = response.body;
+                    let body = response.envelope();
                     let violations = mock.new_violations();
                     let status = body["meta"]["upstreamStatus"]
                         .as_u64()

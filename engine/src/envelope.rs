@@ -162,7 +162,10 @@ pub struct Truncation {
 pub struct Response {
     /// HTTP status.
     pub status: u16,
-    /// The envelope; without its `meta` when [`Response::meta`] holds it.
+    /// The envelope, without the fields kept apart: `meta` when [`Response::meta`] holds
+    /// it, `data` when [`Response::data`] does, `error` and `ok` when
+    /// [`Response::ok_members`] says so. Readers ask [`Response::envelope`] for the whole
+    /// `Value`, [`Response::is_ok`] for `ok`, or [`Response::to_json`] for the text.
     pub body: Value,
     /// A standard envelope's `meta`, kept as the struct and written in its place when the
     /// envelope is serialised ([`Response::to_json`]): built as a `Value` it cost a tree
