@@ -109,8 +109,8 @@ pub struct Target<'a> {
 /// A request for an upstream as a call builds it once ([`Upstream::build`]): written
 /// straight onto a held connection ([`crate::held`]), or made an `http::Request` for the
 /// pooled client. Its headers are a list in the order they go out, not a map: a call
-/// sends a few, and no name is looked up.
-#[derive(Debug, Clone)]
+/// sends a few, and no name is looked up. Not `Debug`: its URI may hold the key (query
+/// placement), and its headers do.
 pub struct Outgoing {
     /// Method.
     pub method: hyper::Method,
