@@ -1597,13 +1597,13 @@ pub fn unknown_tool(catalog: &Catalog, name: &str) -> CallError {
     )
 }
 
-/// The upstream key a credential header's value holds: trimmed, and none when blank.
 /// The bit of a header name's length in [`Broker::credential_lengths`] (63 for every
 /// name of 63 bytes or more).
 fn length_bit(name: &str) -> u64 {
     1 << name.len().min(63)
 }
 
+/// The upstream key a credential header's value holds: trimmed, and none when blank.
 fn caller_key(value: &str) -> Option<&str> {
     Some(value.trim()).filter(|key| !key.is_empty())
 }
