@@ -12,6 +12,9 @@
 #       involuntary context switches (/proc/<pid>/task/*/status) across a 5 s
 #       `wrk -t1 -c32` run, after a warm-up run of the same length.
 #
+# FRONT_DOOR=hyper (default own) sets the `[server]` `front_door`: the broker's own
+# HTTP/1.1 door for the call paths, or hyper's server for everything (A/B of session 20).
+#
 # The call is compare.sh's: hosting.billing_get_catalog_item_list_v1 against an nginx
 # upstream answering the same 331-byte JSON array. Installs nginx-light, wrk and valgrind
 # with apt-get when absent. Everything listens on 127.0.0.1 and every run is bounded.
@@ -71,10 +74,11 @@ headers=("authorization: Bearer $key" "x-hosting-api-key: hk_bench" "content-typ
 [[ $path == /mcp ]] && headers+=("accept: application/json, text/event-stream" "mcp-protocol-version: 2025-11-25")
 url="http://127.0.0.1:$broker_port$path"
 serve=(target/release/tool-broker serve --listen "127.0.0.1:$broker_port" --data-dir "$work/data")
+front_door=${FRONT_DOOR:-own}
 export TOOL_BROKER_API_KEY=$key TOOL_BROKER_UPSTREAM_HOSTING="http://127.0.0.1:$up_port" TOOL_BROKER_LOG=warn
 
 if [[ $mode == callgrind ]]; then
-  printf '[server]\nworkers = 1\n' > "$work/one-worker.toml"
+  printf '[server]\nworkers = 1\nfront_door = "%s"\n' "$front_door" > "$work/one-worker.toml"
   mkdir -p "$(dirname "$out")"
   valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" \
     "${serve[@]}" --config "$work/one-worker.toml" > "$work/valgrind.log" 2>&1 &
@@ -98,7 +102,8 @@ if [[ $mode == callgrind ]]; then
   exit 0
 fi
 
-"${serve[@]}" > "$work/broker.log" 2>&1 &
+printf '[server]\nfront_door = "%s"\n' "$front_door" > "$work/door.toml"
+"${serve[@]}" --config "$work/door.toml" > "$work/broker.log" 2>&1 &
 broker=$!
 pids+=("$broker")
 wait_for "http://127.0.0.1:$broker_port/readyz"

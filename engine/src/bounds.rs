@@ -52,6 +52,20 @@ pub struct ServerBounds {
     /// Serving threads of `tool-broker serve`, each owning the connections it accepts
     /// and its upstream pool; 0 means one per CPU the process may use.
     pub workers: usize,
+    /// Who reads HTTP/1.1 call requests: `own` (the broker's door, [`crate::door`],
+    /// handing anything else to hyper) or `hyper` (hyper's server for everything).
+    pub front_door: FrontDoor,
+}
+
+/// The `[server]` `front_door` setting.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum FrontDoor {
+    /// The broker's own HTTP/1.1 door for the call paths; the rest goes to hyper.
+    #[default]
+    Own,
+    /// hyper's server for every request.
+    Hyper,
 }
 
 /// hyper's own limit on a request's header lines, and the default of `max_headers`:
@@ -72,6 +86,7 @@ impl Default for ServerBounds {
             shutdown_grace_ms: 20_000,
             over_limit_drain_bytes: 4 * 1024 * 1024,
             workers: 0,
+            front_door: FrontDoor::Own,
         }
     }
 }
@@ -206,7 +221,9 @@ impl ConnState {
         InFlight(self.clone())
     }
 
-    fn received(&self) {
+    /// Bytes of a request arrived: when the connection was idle, a request head has
+    /// begun and the head read timeout runs from now.
+    pub(crate) fn received(&self) {
         if self.in_flight.load(Ordering::Acquire) == 0
             && self.head_started.load(Ordering::Acquire) == NONE
         {
@@ -292,6 +309,11 @@ impl<IO> Watched<IO> {
     /// Wraps `io`.
     pub fn new(io: IO, state: Arc<ConnState>) -> Self {
         Self { io, state }
+    }
+
+    /// The stream inside.
+    pub fn get_ref(&self) -> &IO {
+        &self.io
     }
 }
 

@@ -32,6 +32,7 @@ pub mod confirm;
 pub mod describe;
 pub mod descriptor;
 pub mod diag;
+pub mod door;
 pub mod envelope;
 pub mod error;
 pub mod held;

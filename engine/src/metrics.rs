@@ -12,6 +12,9 @@ use std::sync::Mutex;
 pub struct Metrics {
     calls: Mutex<BTreeMap<(String, &'static str), Counter>>,
     responses: Mutex<BTreeMap<u16, u64>>,
+    /// Connections the broker's own HTTP/1.1 door handed to hyper's server
+    /// ([`crate::door`]).
+    handovers: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -35,6 +38,12 @@ impl Metrics {
         if let Ok(mut responses) = self.responses.lock() {
             *responses.entry(status).or_default() += 1;
         }
+    }
+
+    /// Records a connection the broker's own door handed to hyper's server.
+    pub fn record_handover(&self) {
+        self.handovers
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Calls of one service's tools since the process started: totals by outcome and
@@ -116,6 +125,16 @@ impl Metrics {
                 "tool_broker_responses_total{{status=\"{status}\"}} {n}"
             );
         }
+        let _ = writeln!(
+            out,
+            "# HELP tool_broker_http1_handovers_total Connections the broker's own HTTP/1.1 door handed to hyper's server (another path or method, HTTP/1.0, a chunked body, Expect, HTTP/2)."
+        );
+        let _ = writeln!(out, "# TYPE tool_broker_http1_handovers_total counter");
+        let _ = writeln!(
+            out,
+            "tool_broker_http1_handovers_total {}",
+            self.handovers.load(std::sync::atomic::Ordering::Relaxed)
+        );
         out
     }
 }

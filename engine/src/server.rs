@@ -28,6 +28,7 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
 use crate::call::{Broker, CallInput};
+use crate::door::{self, Answer, CallDoor};
 use crate::envelope::{self, Meta, Response};
 use crate::error::{CallError, Classification};
 
@@ -109,7 +110,8 @@ impl Serving {
     }
 
     /// Serves one connection until it ends, its watchdog closes it, or a stop has let
-    /// its calls in flight finish.
+    /// its calls in flight finish: the broker's own door first ([`door`]), then, if
+    /// the connection brings what the door leaves to hyper, hyper's server.
     async fn connection(self: Arc<Self>, accepted: Accepted) {
         let Accepted {
             stream,
@@ -118,6 +120,27 @@ impl Serving {
         } = accepted;
         let broker = &self.broker;
         let state = crate::bounds::ConnState::new();
+        let watchdog = crate::bounds::watchdog(state.clone(), &broker.bounds);
+        tokio::pin!(watchdog);
+        let watched = crate::bounds::Watched::new(stream, state.clone());
+        let io = match broker.bounds.front_door {
+            crate::bounds::FrontDoor::Own => {
+                // Answers go out whole in one write; nothing waits for a later segment.
+                let _ = watched.get_ref().set_nodelay(true);
+                let own = door::serve(broker, self.loopback, watched, &state, self.stopped.clone());
+                tokio::select! {
+                    ended = own => match ended {
+                        door::Ended::Closed => return,
+                        door::Ended::Hyper(io) => io,
+                    },
+                    expired = &mut watchdog => {
+                        log_expired(expired, peer, &broker.bounds);
+                        return;
+                    }
+                }
+            }
+            crate::bounds::FrontDoor::Hyper => door::Rewind::new(Bytes::new(), watched),
+        };
         let service = {
             let broker = broker.clone();
             let state = state.clone();
@@ -132,11 +155,8 @@ impl Serving {
                 }
             })
         };
-        let io = TokioIo::new(crate::bounds::Watched::new(stream, state.clone()));
-        let conn = self.builder.serve_connection(io, service);
+        let conn = self.builder.serve_connection(TokioIo::new(io), service);
         tokio::pin!(conn);
-        let watchdog = crate::bounds::watchdog(state, &broker.bounds);
-        tokio::pin!(watchdog);
         let mut stopped = self.stopped.clone();
         let mut draining = false;
         loop {
@@ -149,14 +169,7 @@ impl Serving {
                 }
                 expired = &mut watchdog => {
                     // Dropping the connection closes it.
-                    match expired {
-                        crate::bounds::Expired::Idle => tracing::debug!(%peer, "idle keep-alive connection closed"),
-                        crate::bounds::Expired::HeaderRead => tracing::info!(
-                            %peer,
-                            header_read_timeout_ms = broker.bounds.header_read_timeout_ms,
-                            "slow client closed: its request head did not arrive in time"
-                        ),
-                    }
+                    log_expired(expired, peer, &broker.bounds);
                     break;
                 }
                 changed = stopped.wait_for(|stopped| *stopped), if !draining => {
@@ -191,6 +204,24 @@ impl Serving {
                 "the shutdown grace ran out; the remaining connections are cut"
             ),
         }
+    }
+}
+
+/// Says why a connection's watchdog closed it.
+fn log_expired(
+    expired: crate::bounds::Expired,
+    peer: std::net::SocketAddr,
+    bounds: &crate::bounds::ServerBounds,
+) {
+    match expired {
+        crate::bounds::Expired::Idle => {
+            tracing::debug!(%peer, "idle keep-alive connection closed");
+        }
+        crate::bounds::Expired::HeaderRead => tracing::info!(
+            %peer,
+            header_read_timeout_ms = bounds.header_read_timeout_ms,
+            "slow client closed: its request head did not arrive in time"
+        ),
     }
 }
 
@@ -416,13 +447,25 @@ fn json_text_response(
     response
 }
 
-fn send(r: Response) -> HttpResponse {
-    json_text_response(r.status, r.to_json(), &r.headers)
+fn send(r: Response) -> Answer {
+    let body = r.to_json();
+    Answer::json(r.status, body, r.headers)
+}
+
+/// A call door's answer as hyper's response.
+fn into_hyper(answer: Answer) -> HttpResponse {
+    if answer.json {
+        return json_text_response(answer.status, answer.body, &answer.headers);
+    }
+    let status = answer.status_code();
+    let mut response = hyper::Response::new(Full::new(answer.body));
+    *response.status_mut() = status;
+    response
 }
 
 /// Refuses a request whose `Origin` or `Host` fails [`crate::origin`], in the shape its
 /// door answers: a JSON-RPC error on `/mcp`, an envelope on the tool doors.
-fn refuse_origin(broker: &Broker, path: &str, reason: String) -> HttpResponse {
+fn refuse_origin(broker: &Broker, path: &str, reason: String) -> Answer {
     tracing::warn!(path = %path, "request refused by the Origin/Host rules");
     if path == "/mcp" {
         let reply = crate::mcp::error(
@@ -443,7 +486,11 @@ fn refuse_origin(broker: &Broker, path: &str, reason: String) -> HttpResponse {
             CallError::new(Classification::Forbidden, reason),
         );
     }
-    json_response(403, &json!({ "error": reason }), &[])
+    Answer::json(
+        403,
+        serde_json::to_vec(&json!({ "error": reason })).unwrap_or_default(),
+        Vec::new(),
+    )
 }
 
 /// Routes one HTTP request. `loopback`: the broker listens on a loopback address.
@@ -455,7 +502,29 @@ pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool)
     ) {
         let response = refuse_origin(&broker, req.uri().path(), refusal.0);
         broker.metrics.record_status(403);
-        return response;
+        return into_hyper(response);
+    }
+    if req.method() == Method::POST
+        && let Some(door) = CallDoor::of(req.uri().path())
+    {
+        let answer = match precheck(door, req.headers()) {
+            Some(refused) => refused,
+            None => {
+                let (parts, body) = req.into_parts();
+                let path = parts.uri.path();
+                let body =
+                    read_limited(&broker, &parts.headers, path, body, broker.max_body_bytes).await;
+                let request = door::Request {
+                    door,
+                    path,
+                    headers: &parts.headers,
+                    body,
+                };
+                answer_door(&broker, request).await
+            }
+        };
+        broker.metrics.record_status(answer.status);
+        return into_hyper(answer);
     }
     match (req.method(), req.uri().path()) {
         (&Method::GET, "/healthz") => json_response(200, &json!({ "status": "ok" }), &[]),
@@ -484,16 +553,6 @@ pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool)
                 hyper::header::CONTENT_TYPE,
                 hyper::header::HeaderValue::from_static("text/plain; version=0.0.4"),
             );
-            response
-        }
-        (&Method::POST, "/") => {
-            let response = rpc(broker.clone(), req).await;
-            broker.metrics.record_status(response.status().as_u16());
-            response
-        }
-        (&Method::POST, "/mcp") => {
-            let response = mcp(broker.clone(), req).await;
-            broker.metrics.record_status(response.status().as_u16());
             response
         }
         (&Method::GET, "/openapi.json") => {
@@ -535,11 +594,6 @@ pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool)
             broker.metrics.record_status(response.status().as_u16());
             response
         }
-        (&Method::POST, path) if path.starts_with("/mcp/") => {
-            let response = rest(broker.clone(), req).await;
-            broker.metrics.record_status(response.status().as_u16());
-            response
-        }
         (_, "/mcp") => json_response(
             405,
             &json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32600, "message": "this broker answers MCP over POST only (no SSE stream, no session to delete)" } }),
@@ -556,14 +610,6 @@ pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool)
             &[],
         ),
     }
-}
-
-/// Reads a body up to the broker's limit.
-async fn read_body(
-    broker: &Broker,
-    req: Request<Incoming>,
-) -> Result<(hyper::http::request::Parts, Bytes), CallError> {
-    read_limited(broker, req, broker.max_body_bytes).await
 }
 
 /// How a body read ended, short of the body itself.
@@ -584,29 +630,22 @@ enum Unread {
 /// the connection closes (the log says so).
 async fn read_limited(
     broker: &Broker,
-    req: Request<Incoming>,
+    headers: &hyper::HeaderMap,
+    path: &str,
+    mut body: Incoming,
     limit: usize,
-) -> Result<(hyper::http::request::Parts, Bytes), CallError> {
-    let too_large = || {
-        CallError::new(
-            Classification::PayloadTooLarge,
-            format!("the request body is over the broker's limit of {limit} bytes"),
-        )
-    };
+) -> Result<Bytes, CallError> {
     let drain = broker.bounds.over_limit_drain_bytes;
-    let declared = req
-        .headers()
+    let declared = headers
         .get(hyper::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
-    let waits_to_send = req
-        .headers()
+    let waits_to_send = headers
         .get(hyper::header::EXPECT)
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
     if declared.is_some_and(|n| n > limit && (waits_to_send || n - limit > drain)) {
-        return Err(too_large());
+        return Err(too_large(limit));
     }
-    let (parts, mut body) = req.into_parts();
     let timeout = broker.bounds.body_read_timeout();
     let read = async {
         // A body that comes in one frame (the usual case) is kept as it came, uncopied.
@@ -638,23 +677,35 @@ async fn read_limited(
         }
     };
     match tokio::time::timeout(timeout, read).await {
-        Ok(Ok(bytes)) => Ok((parts, bytes)),
-        Ok(Err(Unread::TooLarge)) => Err(too_large()),
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(Unread::TooLarge)) => Err(too_large(limit)),
         Ok(Err(Unread::Broken)) => Err(CallError::invalid_request(
             "the request body could not be read",
         )),
-        Err(_) => {
-            tracing::info!(
-                body_read_timeout_ms = broker.bounds.body_read_timeout_ms,
-                path = %parts.uri.path(),
-                "slow client closed: its request body did not arrive in time"
-            );
-            Err(CallError::invalid_request(format!(
-                "the request body did not arrive within {} ms; the connection is closed",
-                broker.bounds.body_read_timeout_ms
-            )))
-        }
+        Err(_) => Err(body_timed_out(&broker.bounds, path)),
     }
+}
+
+/// A body over `limit` bytes: `payload_too_large` (413).
+pub(crate) fn too_large(limit: usize) -> CallError {
+    CallError::new(
+        Classification::PayloadTooLarge,
+        format!("the request body is over the broker's limit of {limit} bytes"),
+    )
+}
+
+/// A body that did not arrive within the body read timeout: says so in the log and
+/// answers `invalid_request`; the connection closes after the answer.
+pub(crate) fn body_timed_out(bounds: &crate::bounds::ServerBounds, path: &str) -> CallError {
+    tracing::info!(
+        body_read_timeout_ms = bounds.body_read_timeout_ms,
+        path = %path,
+        "slow client closed: its request body did not arrive in time"
+    );
+    CallError::invalid_request(format!(
+        "the request body did not arrive within {} ms; the connection is closed",
+        bounds.body_read_timeout_ms
+    ))
 }
 
 fn authenticate<'a>(
@@ -668,22 +719,27 @@ fn authenticate<'a>(
     )
 }
 
-fn mcp_reply(reply: crate::mcp::Reply) -> HttpResponse {
+fn mcp_reply(reply: crate::mcp::Reply) -> Answer {
     match reply.body {
-        Some(body) => json_text_response(reply.status, body, &reply.headers),
-        None => {
-            let mut response = hyper::Response::new(Full::new(Bytes::new()));
-            *response.status_mut() = StatusCode::ACCEPTED;
-            response
-        }
+        Some(body) => Answer::json(reply.status, body, reply.headers),
+        None => Answer {
+            status: 202,
+            json: false,
+            headers: Vec::new(),
+            body: Bytes::new(),
+        },
     }
 }
 
-/// `POST /mcp`.
-async fn mcp(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
+/// A call door's request answered from its head alone, before its body is read: `POST
+/// /mcp` without a JSON `Accept` (406) or with another `Content-Type` (415).
+fn precheck(door: CallDoor, headers: &hyper::HeaderMap) -> Option<Answer> {
     use crate::mcp::{code, error};
-    if !crate::mcp::accepts_json(req.headers()) {
-        return mcp_reply(crate::mcp::Reply {
+    if door != CallDoor::Mcp {
+        return None;
+    }
+    if !crate::mcp::accepts_json(headers) {
+        return Some(mcp_reply(crate::mcp::Reply {
             status: 406,
             ..error(
                 &Value::Null,
@@ -691,10 +747,9 @@ async fn mcp(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
                 "this broker answers MCP as application/json: accept it (with or without text/event-stream)",
                 None,
             )
-        });
+        }));
     }
-    let content_type_ok = req
-        .headers()
+    let content_type_ok = headers
         .get(hyper::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_none_or(|ct| {
@@ -704,7 +759,7 @@ async fn mcp(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
                 .is_some_and(|start| start.eq_ignore_ascii_case(b"application/json"))
         });
     if !content_type_ok {
-        return mcp_reply(crate::mcp::Reply {
+        return Some(mcp_reply(crate::mcp::Reply {
             status: 415,
             ..error(
                 &Value::Null,
@@ -712,10 +767,54 @@ async fn mcp(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
                 "send MCP messages as Content-Type: application/json",
                 None,
             )
-        });
+        }));
     }
-    let (parts, bytes) = match read_body(&broker, req).await {
-        Ok(pair) => pair,
+    None
+}
+
+/// Answers a call door's request, read whole by either front door: from the broker's
+/// own ([`door`]), the `Origin`/`Host` rules and [`precheck`] first, as hyper's front
+/// door does in [`handle`]. Counts the answer's status.
+pub(crate) async fn answer_call(
+    broker: &Arc<Broker>,
+    loopback: bool,
+    request: door::Request<'_>,
+) -> Answer {
+    let answer = if let Err(refusal) = broker.origins.check(request.headers, None, loopback) {
+        refuse_origin(broker, request.path, refusal.0)
+    } else if let Some(refused) = precheck(request.door, request.headers) {
+        refused
+    } else {
+        answer_door(broker, request).await
+    };
+    broker.metrics.record_status(answer.status);
+    answer
+}
+
+/// The three call doors, past the checks of the request's head.
+async fn answer_door(broker: &Arc<Broker>, request: door::Request<'_>) -> Answer {
+    let door::Request {
+        door,
+        path,
+        headers,
+        body,
+    } = request;
+    match door {
+        CallDoor::Rpc => rpc(broker, headers, body).await,
+        CallDoor::Mcp => mcp(broker, headers, body).await,
+        CallDoor::Rest => rest(broker, path, headers, body).await,
+    }
+}
+
+/// `POST /mcp`, past [`precheck`].
+async fn mcp(
+    broker: &Arc<Broker>,
+    headers: &hyper::HeaderMap,
+    body: Result<Bytes, CallError>,
+) -> Answer {
+    use crate::mcp::{code, error};
+    let bytes = match body {
+        Ok(bytes) => bytes,
         Err(e) => {
             let status = broker.catalog.rules.status(e.classification);
             return mcp_reply(crate::mcp::Reply {
@@ -724,8 +823,8 @@ async fn mcp(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
             });
         }
     };
-    let principal = authenticate(&broker, &parts.headers);
-    let handled = crate::mcp::handle(&broker, &parts.headers, &bytes, principal);
+    let principal = authenticate(broker, headers);
+    let handled = crate::mcp::handle(broker, headers, &bytes, principal);
     match std::panic::AssertUnwindSafe(handled).catch_unwind().await {
         Ok(reply) => mcp_reply(reply),
         Err(_) => {
@@ -744,19 +843,19 @@ async fn mcp(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
 /// `POST /approvals/<id>/sign-in`, `POST /approvals/<id>/decision`; forms of a few KB.
 async fn approvals(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
     use crate::approval::page;
-    let path = req.uri().path().to_string();
+    let (parts, body) = req.into_parts();
+    let path = parts.uri.path();
     let rest = path.trim_start_matches("/approvals/");
     let (id, action) = rest.split_once('/').unwrap_or((rest, ""));
     let well_formed = id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit());
-    let method = req.method().clone();
     let answer = if !well_formed {
         None
     } else {
-        match (&method, action) {
-            (&Method::GET, "") => Some(page::view(&broker, id, req.headers()).await),
+        match (&parts.method, action) {
+            (&Method::GET, "") => Some(page::view(&broker, id, &parts.headers).await),
             (&Method::POST, "sign-in" | "decision") => {
-                match read_limited(&broker, req, 16 * 1024).await {
-                    Ok((parts, body)) => Some(if action == "sign-in" {
+                match read_limited(&broker, &parts.headers, path, body, 16 * 1024).await {
+                    Ok(body) => Some(if action == "sign-in" {
                         page::sign_in(&broker, id, &parts.headers, &body).await
                     } else {
                         page::decide(&broker, id, &parts.headers, &body).await
@@ -800,8 +899,10 @@ async fn webhook(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
         .strip_prefix("/webhooks/")
         .unwrap_or("")
         .to_string();
-    let (parts, bytes) = match read_limited(&broker, req, crate::webhook::MAX_BODY_BYTES).await {
-        Ok(pair) => pair,
+    let (parts, body) = req.into_parts();
+    let limit = crate::webhook::MAX_BODY_BYTES;
+    let bytes = match read_limited(&broker, &parts.headers, parts.uri.path(), body, limit).await {
+        Ok(bytes) => bytes,
         Err(e) => {
             let status = broker.catalog.rules.status(e.classification);
             let message = if status == 413 {
@@ -818,31 +919,34 @@ async fn webhook(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
 }
 
 /// `POST /mcp/<service>/<tool>`: the projection's operations.
-async fn rest(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
-    let path = req.uri().path().to_string();
+async fn rest(
+    broker: &Broker,
+    path: &str,
+    headers: &hyper::HeaderMap,
+    body: Result<Bytes, CallError>,
+) -> Answer {
     let name = path
         .strip_prefix("/mcp/")
         .and_then(|rest| rest.split_once('/'))
         .filter(|(s, t)| !s.is_empty() && !t.is_empty() && !t.contains('/'))
         .map(|(s, t)| format!("{s}.{t}"));
     let max_id = broker.catalog.rules.limits.max_request_id_chars;
-    let request_id = req
-        .headers()
+    let request_id = headers
         .get("x-request-id")
         .and_then(|v| v.to_str().ok())
         .filter(|v| !v.is_empty() && v.chars().count() <= max_id)
         .map_or_else(|| broker.next_request_id(), String::from);
-    let (parts, bytes) = match read_body(&broker, req).await {
-        Ok(pair) => pair,
-        Err(e) => return failure(&broker, &request_id, e),
+    let bytes = match body {
+        Ok(bytes) => bytes,
+        Err(e) => return failure(broker, &request_id, e),
     };
-    let principal = match authenticate(&broker, &parts.headers) {
+    let principal = match authenticate(broker, headers) {
         Ok(p) => p.clone(),
-        Err(e) => return failure(&broker, &request_id, e),
+        Err(e) => return failure(broker, &request_id, e),
     };
     let Some(name) = name else {
         return failure(
-            &broker,
+            broker,
             &request_id,
             CallError::invalid_request("the path must be /mcp/<service>/<tool-name>"),
         );
@@ -854,7 +958,7 @@ async fn rest(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
             Ok(v) => Some(v),
             Err(_) => {
                 return failure(
-                    &broker,
+                    broker,
                     &request_id,
                     CallError::invalid_request(
                         "the body must be the tool's arguments as a JSON object",
@@ -863,15 +967,7 @@ async fn rest(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
             }
         }
     };
-    guarded_call(
-        &broker,
-        request_id,
-        &name,
-        arguments,
-        &parts.headers,
-        &principal,
-    )
-    .await
+    guarded_call(broker, request_id, &name, arguments, headers, &principal).await
 }
 
 /// Runs one call; a panic becomes an `internal_error` envelope, never a dropped
@@ -883,7 +979,7 @@ async fn guarded_call(
     arguments: Option<Value>,
     headers: &hyper::HeaderMap,
     principal: &crate::auth::Principal,
-) -> HttpResponse {
+) -> Answer {
     let call = broker.call(CallInput {
         request_id: request_id.clone(),
         name,
@@ -903,7 +999,7 @@ async fn guarded_call(
     }
 }
 
-fn failure(broker: &Broker, request_id: &str, err: CallError) -> HttpResponse {
+fn failure(broker: &Broker, request_id: &str, err: CallError) -> Answer {
     let meta = Meta {
         request_id: request_id.to_string(),
         trace_id: broker.trace_id(request_id),
@@ -912,27 +1008,32 @@ fn failure(broker: &Broker, request_id: &str, err: CallError) -> HttpResponse {
     send(envelope::standard_err(&err, meta, &broker.catalog.rules))
 }
 
-async fn rpc(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
-    let (parts, bytes) = match read_body(&broker, req).await {
-        Ok(pair) => pair,
-        Err(e) => return failure(&broker, "", e),
+/// `POST /`.
+async fn rpc(
+    broker: &Broker,
+    headers: &hyper::HeaderMap,
+    body: Result<Bytes, CallError>,
+) -> Answer {
+    let bytes = match body {
+        Ok(bytes) => bytes,
+        Err(e) => return failure(broker, "", e),
     };
     let max_id = broker.catalog.rules.limits.max_request_id_chars;
     let crate::jsonrpc::Read { shown_id, call } = crate::jsonrpc::read(&bytes, max_id);
-    let principal = match authenticate(&broker, &parts.headers) {
+    let principal = match authenticate(broker, headers) {
         Ok(p) => p,
-        Err(e) => return failure(&broker, &shown_id, e),
+        Err(e) => return failure(broker, &shown_id, e),
     };
     let call = match call {
         Ok(call) => call,
-        Err(e) => return failure(&broker, &shown_id, e),
+        Err(e) => return failure(broker, &shown_id, e),
     };
     guarded_call(
-        &broker,
+        broker,
         shown_id,
         &call.name,
         call.arguments,
-        &parts.headers,
+        headers,
         principal,
     )
     .await

@@ -24,7 +24,7 @@ async fn broker(server: &str) -> TestBroker {
     .await
 }
 
-async fn connect(b: &TestBroker) -> TcpStream {
+pub(crate) async fn connect(b: &TestBroker) -> TcpStream {
     TcpStream::connect(b.url.trim_start_matches("http://"))
         .await
         .unwrap()
@@ -32,7 +32,7 @@ async fn connect(b: &TestBroker) -> TcpStream {
 
 /// Reads until the broker closes the connection; fails if it is still open after 20 s
 /// (the limits under test are well under a second).
-async fn until_closed(stream: &mut TcpStream) -> String {
+pub(crate) async fn until_closed(stream: &mut TcpStream) -> String {
     let mut out = Vec::new();
     let read = tokio::time::timeout(Duration::from_secs(20), async {
         let mut buf = [0u8; 8192];
@@ -53,7 +53,7 @@ async fn until_closed(stream: &mut TcpStream) -> String {
 }
 
 /// Reads one response (head and a `content-length` body) without waiting for a close.
-async fn one_response(stream: &mut TcpStream) -> (u16, String, Value) {
+pub(crate) async fn one_response(stream: &mut TcpStream) -> (u16, String, Value) {
     let mut out = Vec::new();
     let mut buf = [0u8; 8192];
     let parsed = tokio::time::timeout(Duration::from_secs(20), async {
@@ -89,7 +89,7 @@ async fn one_response(stream: &mut TcpStream) -> (u16, String, Value) {
     )
 }
 
-fn call_head(length: usize, extra: &str) -> String {
+pub(crate) fn call_head(length: usize, extra: &str) -> String {
     format!(
         "POST / HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer {API_KEY}\r\ncontent-type: application/json\r\ncontent-length: {length}\r\n{extra}\r\n"
     )

@@ -13,6 +13,7 @@ mod cases;
 mod cli;
 mod confirmation;
 mod diagnostics;
+mod door;
 mod elicitation;
 mod failures;
 mod held;
