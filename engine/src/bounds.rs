@@ -1,7 +1,8 @@
 //! What a connection may cost the broker: the `[server]` limits of the deployment config
 //! and the per-connection watch that enforces the time limits.
 //!
-//! hyper bounds a request head's size and header count; the rest is here:
+//! hyper bounds a request head's size and header count (the own door, [`crate::door`],
+//! hands a head it does not take to hyper); the rest is here:
 //! - every accepted connection holds one of `max_connections` permits; one over the cap
 //!   is answered `429 rate_limited` with `Retry-After` and closed, never held;
 //! - a connection's bytes pass through [`Watched`], which tells its [`ConnState`] when
@@ -9,7 +10,8 @@
 //!   ([`ConnState::request`]); [`watchdog`] closes a connection that sends no byte of a
 //!   next request for `idle_timeout_ms`, or that started a request head and has not
 //!   finished it within `header_read_timeout_ms` (slowloris), and says so in the log;
-//! - a body must arrive within `body_read_timeout_ms` (server.rs `read_limited`);
+//! - a body must arrive within `body_read_timeout_ms` (server.rs `read_limited`, and
+//!   the own door's `door::body`);
 //! - on shutdown the listener closes, readiness goes false, and connections finish their
 //!   calls for up to `shutdown_grace_ms` (server.rs `serve`).
 //!

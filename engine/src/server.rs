@@ -1,4 +1,7 @@
-//! The HTTP front door: hyper 1.x on tokio.
+//! The HTTP front door: routing and answers. A connection starts in the broker's own
+//! HTTP/1.1 door ([`crate::door`]), which reads plain call requests and has
+//! [`answer_call`] answer them; everything else is hyper 1.x's server on tokio
+//! ([`handle`]), which answers the call doors through the same code.
 //!
 //! - `POST /`: one JSON-RPC 2.0 `tools/call`; the body of the answer is the envelope and
 //!   its status is the classification's (DECISIONS sections 1 and 3).
