@@ -189,9 +189,18 @@ enum Parsed {
     Hyper(&'static str),
 }
 
+/// The `[server]` limits on a head: a head over either goes to hyper, which answers 431.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    /// `max_headers`.
+    lines: usize,
+    /// `max_header_bytes`.
+    bytes: usize,
+}
+
 /// Parses the head at the start of `buf`. The headers of a head the door takes are
 /// pushed onto `headers` as name and the value's place in `buf`.
-fn parse(buf: &[u8], headers: &mut Vec<(HeaderName, usize, usize)>) -> Parsed {
+fn parse(buf: &[u8], limits: Limits, headers: &mut Vec<(HeaderName, usize, usize)>) -> Parsed {
     headers.clear();
     let mut lines = [httparse::EMPTY_HEADER; HEADERS];
     let mut req = httparse::Request::new(&mut lines);
@@ -200,6 +209,9 @@ fn parse(buf: &[u8], headers: &mut Vec<(HeaderName, usize, usize)>) -> Parsed {
         Ok(httparse::Status::Partial) => return Parsed::Partial,
         Err(_) => return Parsed::Hyper("a head the door does not parse"),
     };
+    if req.headers.len() > limits.lines || len > limits.bytes {
+        return Parsed::Hyper("a head over a [server] limit");
+    }
     if req.version != Some(1) {
         return Parsed::Hyper("not HTTP/1.1");
     }
@@ -305,11 +317,15 @@ pub async fn serve(
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     let mut out = Vec::with_capacity(2 * 1024);
     let mut lines = Vec::with_capacity(16);
+    let limits = Limits {
+        lines: bounds.max_headers,
+        bytes: bounds.max_header_bytes,
+    };
     loop {
         // A whole head: what the buffer holds (pipelined), else read.
         let head = loop {
             if !buf.is_empty() {
-                match parse(&buf, &mut lines) {
+                match parse(&buf, limits, &mut lines) {
                     Parsed::Ours(head) => break head,
                     Parsed::Partial if buf.len() < bounds.max_header_bytes => {}
                     Parsed::Partial => {
@@ -547,6 +563,12 @@ impl<IO: AsyncWrite + Unpin> AsyncWrite for Rewind<IO> {
 mod tests {
     use super::*;
 
+    /// The defaults' limits.
+    const LIMITS: Limits = Limits {
+        lines: 100,
+        bytes: 64 * 1024,
+    };
+
     /// A head taken; its length is the case text's up to its blank line.
     fn ours(door: CallDoor, path: &'static str, body: usize, close: bool) -> Parsed {
         Parsed::Ours(Head {
@@ -653,11 +675,41 @@ mod tests {
             (&many, Parsed::Hyper("a head the door does not parse")),
         ];
         let mut headers = Vec::new();
+        // The `[server]` limits: over either, hyper's (it answers 431).
+        let four = "POST / HTTP/1.1\r\na: 1\r\nb: 2\r\nc: 3\r\nd: 4\r\n\r\n";
+        let strict = Limits {
+            lines: 3,
+            bytes: 64 * 1024,
+        };
+        assert_eq!(
+            parse(four.as_bytes(), strict, &mut headers),
+            Parsed::Hyper("a head over a [server] limit")
+        );
+        let short = Limits {
+            lines: 100,
+            bytes: four.len() - 1,
+        };
+        assert_eq!(
+            parse(four.as_bytes(), short, &mut headers),
+            Parsed::Hyper("a head over a [server] limit")
+        );
+        let exact = Limits {
+            lines: 4,
+            bytes: four.len(),
+        };
+        assert!(matches!(
+            parse(four.as_bytes(), exact, &mut headers),
+            Parsed::Ours(_)
+        ));
         for (text, mut expected) in cases {
             if let Parsed::Ours(head) = &mut expected {
                 head.len = text.find("\r\n\r\n").unwrap() + 4;
             }
-            assert_eq!(parse(text.as_bytes(), &mut headers), expected, "{text:?}");
+            assert_eq!(
+                parse(text.as_bytes(), LIMITS, &mut headers),
+                expected,
+                "{text:?}"
+            );
         }
     }
 
@@ -665,7 +717,7 @@ mod tests {
     fn headers_are_kept_in_order_with_values_shared_with_the_head() {
         let text = "POST / HTTP/1.1\r\nHost: a\r\nX-Tag: one\r\nx-tag: two\r\nauthorization: Bearer k\r\n\r\n";
         let mut lines = Vec::new();
-        let Parsed::Ours(head) = parse(text.as_bytes(), &mut lines) else {
+        let Parsed::Ours(head) = parse(text.as_bytes(), LIMITS, &mut lines) else {
             panic!("taken");
         };
         assert_eq!(head.len, text.len());
