@@ -338,7 +338,7 @@ fn call_in_background(
 }
 
 /// Waits (bounded by count) until the upstream has received a request.
-async fn until_upstream_has_it(upstream: &MockServer) {
+pub(crate) async fn until_upstream_has_it(upstream: &MockServer) {
     for _ in 0..400 {
         if !upstream.received_requests().await.unwrap().is_empty() {
             return;

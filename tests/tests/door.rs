@@ -268,3 +268,58 @@ async fn both_front_doors_answer_the_call_doors_alike() {
         assert_eq!(own.0, expected, "{own:?}");
     }
 }
+
+#[tokio::test]
+async fn a_stop_closes_idle_connections_and_answers_a_call_in_flight_with_close() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let upstream = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/v1/jobs/j-door"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({ "job_id": "j-door", "state": "running" }))
+                .set_delay(Duration::from_millis(500)),
+        )
+        .mount(&upstream)
+        .await;
+    let mut setup = Setup::all_upstreams(&upstream.uri());
+    setup.config = Some("[server]\nshutdown_grace_ms = 20000\nidle_timeout_ms = 60000\n".into());
+    let mut b = TestBroker::start(setup).await;
+    // An idle keep-alive connection, after one call.
+    let mut idle = Answers {
+        stream: connect(&b).await,
+        buf: Vec::new(),
+    };
+    idle.stream
+        .write_all(call("idle").as_bytes())
+        .await
+        .unwrap();
+    assert_eq!(idle.next().await.0, 404);
+    // A call in flight on another.
+    let body = json!({
+        "jsonrpc": "2.0", "id": "busy", "method": "tools/call",
+        "params": { "name": "media.get_job", "arguments": { "job_id": "j-door" } }
+    })
+    .to_string();
+    let mut busy = connect(&b).await;
+    busy.write_all(
+        format!(
+            "{}{body}",
+            call_head(body.len(), "x-media-api-key: mk_door\r\n")
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    crate::bounds::until_upstream_has_it(&upstream).await;
+    b.stop();
+    // The idle one closes at once (well before its idle timeout); the busy one gets its
+    // answer, marked `connection: close`, then closes.
+    assert_eq!(until_closed(&mut idle.stream).await, "");
+    let answer = until_closed(&mut busy).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("\r\nconnection: close\r\n"), "{answer}");
+    assert!(answer.contains("\"requestId\":\"busy\""), "{answer}");
+    b.stopped().await;
+}
