@@ -300,17 +300,30 @@ pub async fn watchdog(state: Arc<ConnState>, bounds: &ServerBounds) -> Expired {
     }
 }
 
-/// A connection's byte stream, reporting what the client sends to its [`ConnState`].
+/// A connection's byte stream, reporting what the client sends to its [`ConnState`];
+/// bytes already read from it can be put back in front ([`Watched::put_back`]).
 #[derive(Debug)]
 pub struct Watched<IO> {
     io: IO,
     state: Arc<ConnState>,
+    /// Read before `io`: what the own door read and did not answer, for hyper.
+    put_back: bytes::Bytes,
 }
 
 impl<IO> Watched<IO> {
     /// Wraps `io`.
     pub fn new(io: IO, state: Arc<ConnState>) -> Self {
-        Self { io, state }
+        Self {
+            io,
+            state,
+            put_back: bytes::Bytes::new(),
+        }
+    }
+
+    /// The stream with `bytes` (read from it, counted already) to be read again first.
+    pub fn put_back(mut self, bytes: bytes::Bytes) -> Self {
+        self.put_back = bytes;
+        self
     }
 
     /// The stream inside.
@@ -325,6 +338,11 @@ impl<IO: AsyncRead + Unpin> AsyncRead for Watched<IO> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
+        if !self.put_back.is_empty() {
+            let n = self.put_back.len().min(buf.remaining());
+            buf.put_slice(&self.put_back.split_to(n));
+            return Poll::Ready(Ok(()));
+        }
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.io).poll_read(cx, buf);
         if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {

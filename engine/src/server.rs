@@ -128,11 +128,14 @@ impl Serving {
         let watched = crate::bounds::Watched::new(stream, state.clone());
         let io = match broker.bounds.front_door {
             crate::bounds::FrontDoor::Own => {
-                // Answers go out whole in one write; nothing waits for a later segment.
+                // Pipelined answers go out at once, not after the last one's ACK.
                 let _ = watched.get_ref().set_nodelay(true);
                 let own = door::serve(broker, self.loopback, watched, &state, self.stopped.clone());
+                // Pinned out here, so a connection the watchdog closes is logged before
+                // it closes (select! drops its own futures before running a branch).
+                tokio::pin!(own);
                 tokio::select! {
-                    ended = own => match ended {
+                    ended = &mut own => match ended {
                         door::Ended::Closed => return,
                         door::Ended::Hyper(io) => io,
                     },
@@ -142,7 +145,7 @@ impl Serving {
                     }
                 }
             }
-            crate::bounds::FrontDoor::Hyper => door::Rewind::new(Bytes::new(), watched),
+            crate::bounds::FrontDoor::Hyper => watched,
         };
         let service = {
             let broker = broker.clone();

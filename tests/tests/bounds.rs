@@ -348,19 +348,25 @@ pub(crate) async fn until_upstream_has_it(upstream: &MockServer) {
     panic!("the call never reached the upstream");
 }
 
-/// A shutdown with a call in flight, on the test's runtime (`None`) or with worker
-/// threads.
-async fn shutdown_lets_the_call_in_flight_finish(workers: Option<usize>) {
+/// An upstream that answers `media.get_job` for `job` after 600 ms.
+pub(crate) async fn slow_job_upstream(job: &str) -> MockServer {
     let upstream = MockServer::start().await;
     Mock::given(method("GET"))
-        .and(path("/v1/jobs/j-slow"))
+        .and(path(format!("/v1/jobs/{job}")))
         .respond_with(
             ResponseTemplate::new(200)
-                .set_body_json(json!({ "job_id": "j-slow", "state": "running" }))
+                .set_body_json(json!({ "job_id": job, "state": "running" }))
                 .set_delay(Duration::from_millis(600)),
         )
         .mount(&upstream)
         .await;
+    upstream
+}
+
+/// A shutdown with a call in flight, on the test's runtime (`None`) or with worker
+/// threads.
+async fn shutdown_lets_the_call_in_flight_finish(workers: Option<usize>) {
+    let upstream = slow_job_upstream("j-slow").await;
     let mut setup = Setup::all_upstreams(&upstream.uri());
     setup.config = Some("[server]\nshutdown_grace_ms = 20000\n".into());
     setup.workers = workers;

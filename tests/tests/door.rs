@@ -271,18 +271,7 @@ async fn both_front_doors_answer_the_call_doors_alike() {
 
 #[tokio::test]
 async fn a_stop_closes_idle_connections_and_answers_a_call_in_flight_with_close() {
-    use wiremock::matchers::{method, path};
-    use wiremock::{Mock, MockServer, ResponseTemplate};
-    let upstream = MockServer::start().await;
-    Mock::given(method("GET"))
-        .and(path("/v1/jobs/j-door"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(json!({ "job_id": "j-door", "state": "running" }))
-                .set_delay(Duration::from_millis(500)),
-        )
-        .mount(&upstream)
-        .await;
+    let upstream = crate::bounds::slow_job_upstream("j-door").await;
     let mut setup = Setup::all_upstreams(&upstream.uri());
     setup.config = Some("[server]\nshutdown_grace_ms = 20000\nidle_timeout_ms = 60000\n".into());
     let mut b = TestBroker::start(setup).await;
