@@ -511,6 +511,25 @@ fn a_bad_server_setting_stops_the_broker_with_its_name() {
     let config: tool_broker::config::ConfigFile = toml::from_str("").unwrap();
     assert_eq!(config.server.workers, 0);
     assert!(config.server.worker_threads() >= 1);
+    // The front door: `own` by default, `hyper` taken, anything else named with both.
+    assert_eq!(
+        config.server.front_door,
+        tool_broker::bounds::FrontDoor::Own
+    );
+    let config: tool_broker::config::ConfigFile =
+        toml::from_str("[server]\nfront_door = \"hyper\"\n").unwrap();
+    assert_eq!(
+        config.server.front_door,
+        tool_broker::bounds::FrontDoor::Hyper
+    );
+    let wrong =
+        toml::from_str::<tool_broker::config::ConfigFile>("[server]\nfront_door = \"nginx\"\n")
+            .unwrap_err()
+            .to_string();
+    assert!(
+        wrong.contains("front_door") && wrong.contains("`own`") && wrong.contains("`hyper`"),
+        "{wrong}"
+    );
     let config: tool_broker::config::ConfigFile =
         toml::from_str("[server]\nworkers = 5000\n").unwrap();
     let err = config.server.validate().unwrap_err();
