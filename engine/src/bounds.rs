@@ -325,11 +325,6 @@ impl<IO> Watched<IO> {
         self.put_back = bytes;
         self
     }
-
-    /// The stream inside.
-    pub fn get_ref(&self) -> &IO {
-        &self.io
-    }
 }
 
 impl<IO: AsyncRead + Unpin> AsyncRead for Watched<IO> {

@@ -115,7 +115,7 @@ impl Answer {
             }
         }
         out.extend_from_slice(b"content-length: ");
-        decimal(out, self.body.len());
+        let _ = serde_json::to_writer(&mut *out, &self.body.len());
         out.extend_from_slice(b"\r\ndate: ");
         date(out);
         if close {
@@ -124,21 +124,6 @@ impl Answer {
         out.extend_from_slice(b"\r\n\r\n");
         out.extend_from_slice(&self.body);
     }
-}
-
-/// Appends `n` in decimal.
-fn decimal(out: &mut Vec<u8>, mut n: usize) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
 }
 
 thread_local! {
@@ -324,7 +309,7 @@ pub async fn serve(
             if !buf.is_empty() {
                 match parse(&buf, limits, &mut lines) {
                     Parsed::Ours(head) => break head,
-                    Parsed::Partial if buf.len() < bounds.max_header_bytes => {}
+                    Parsed::Partial if buf.len() < limits.bytes => {}
                     Parsed::Partial => {
                         return handover(broker, io, buf, "a head over the size limit");
                     }
@@ -724,10 +709,14 @@ mod tests {
     fn dates_and_lengths_are_written_as_http_has_them() {
         let at = jiff::Timestamp::from_second(784_111_777).unwrap();
         assert_eq!(http_date(at), "Sun, 06 Nov 1994 08:49:37 GMT");
-        for n in [0usize, 7, 10, 1_234_567, usize::MAX] {
+        for n in [0usize, 7, 10, 1_234_567] {
             let mut out = Vec::new();
-            decimal(&mut out, n);
-            assert_eq!(String::from_utf8(out).unwrap(), n.to_string());
+            Answer::json(200, vec![b' '; n], Vec::new()).write(&mut out, false);
+            let text = String::from_utf8(out).unwrap();
+            assert!(
+                text.contains(&format!("\r\ncontent-length: {n}\r\n")),
+                "{n}"
+            );
         }
     }
 }

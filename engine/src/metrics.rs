@@ -76,21 +76,23 @@ impl Metrics {
     /// The Prometheus text exposition.
     pub fn render(&self, snapshot_id: &str, tools: usize) -> String {
         let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "# HELP tool_broker_catalog_info The catalog being served."
+        family(
+            &mut out,
+            "tool_broker_catalog_info",
+            "gauge",
+            "The catalog being served.",
         );
-        let _ = writeln!(out, "# TYPE tool_broker_catalog_info gauge");
         let _ = writeln!(
             out,
             "tool_broker_catalog_info{{snapshot=\"{snapshot_id}\",tools=\"{tools}\"}} 1"
         );
         let calls = self.calls.lock().map(|c| c.clone()).unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "# HELP tool_broker_calls_total Tool calls by tool and outcome."
+        family(
+            &mut out,
+            "tool_broker_calls_total",
+            "counter",
+            "Tool calls by tool and outcome.",
         );
-        let _ = writeln!(out, "# TYPE tool_broker_calls_total counter");
         for ((tool, outcome), c) in &calls {
             let _ = writeln!(
                 out,
@@ -98,13 +100,11 @@ impl Metrics {
                 c.count
             );
         }
-        let _ = writeln!(
-            out,
-            "# HELP tool_broker_call_duration_milliseconds_total Time spent in tool calls."
-        );
-        let _ = writeln!(
-            out,
-            "# TYPE tool_broker_call_duration_milliseconds_total counter"
+        family(
+            &mut out,
+            "tool_broker_call_duration_milliseconds_total",
+            "counter",
+            "Time spent in tool calls.",
         );
         for ((tool, outcome), c) in &calls {
             let _ = writeln!(
@@ -114,22 +114,24 @@ impl Metrics {
             );
         }
         let responses = self.responses.lock().map(|r| r.clone()).unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "# HELP tool_broker_responses_total Responses of POST / by HTTP status."
+        family(
+            &mut out,
+            "tool_broker_responses_total",
+            "counter",
+            "Responses of POST / by HTTP status.",
         );
-        let _ = writeln!(out, "# TYPE tool_broker_responses_total counter");
         for (status, n) in &responses {
             let _ = writeln!(
                 out,
                 "tool_broker_responses_total{{status=\"{status}\"}} {n}"
             );
         }
-        let _ = writeln!(
-            out,
-            "# HELP tool_broker_http1_handovers_total Connections the broker's own HTTP/1.1 door handed to hyper's server (another path or method, HTTP/1.0, a chunked body, Expect, HTTP/2)."
+        family(
+            &mut out,
+            "tool_broker_http1_handovers_total",
+            "counter",
+            "Connections the broker's own HTTP/1.1 door handed to hyper's server (another path or method, HTTP/1.0, a chunked body, Expect, HTTP/2).",
         );
-        let _ = writeln!(out, "# TYPE tool_broker_http1_handovers_total counter");
         let _ = writeln!(
             out,
             "tool_broker_http1_handovers_total {}",
@@ -137,4 +139,10 @@ impl Metrics {
         );
         out
     }
+}
+
+/// Writes a metric family's `# HELP` and `# TYPE` lines.
+fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
 }

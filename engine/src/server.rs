@@ -125,11 +125,13 @@ impl Serving {
         let state = crate::bounds::ConnState::new();
         let watchdog = crate::bounds::watchdog(state.clone(), &broker.bounds);
         tokio::pin!(watchdog);
+        if broker.bounds.front_door == crate::bounds::FrontDoor::Own {
+            // Pipelined answers go out at once, not after the last one's ACK.
+            let _ = stream.set_nodelay(true);
+        }
         let watched = crate::bounds::Watched::new(stream, state.clone());
         let io = match broker.bounds.front_door {
             crate::bounds::FrontDoor::Own => {
-                // Pipelined answers go out at once, not after the last one's ACK.
-                let _ = watched.get_ref().set_nodelay(true);
                 let own = door::serve(broker, self.loopback, watched, &state, self.stopped.clone());
                 // Pinned out here, so a connection the watchdog closes is logged before
                 // it closes (select! drops its own futures before running a branch).
