@@ -10,13 +10,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use tool_broker::auth::Principal;
-use tool_broker::call::{Broker, RequestCtx};
-use tool_broker::compile::compile;
+use tool_broker::call::Broker;
+use tool_broker::caller::Principal;
+use tool_broker::catalog::compile::compile;
+use tool_broker::catalog::source::Sources;
 use tool_broker::config::{ConfigFile, Toolset, ToolsetName};
 use tool_broker::mcp::tools::visible;
-use tool_broker::projection::text;
-use tool_broker::source::Sources;
+use tool_broker::run::RequestCtx;
+use tool_broker::serve::projection::text;
 use tool_broker::store::{Store, StoreConfig};
 
 fn discovery(c: &mut Criterion) {

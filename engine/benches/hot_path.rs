@@ -9,15 +9,15 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use std::hint::black_box;
 
-use tool_broker::args;
+use tool_broker::answer::envelope::{self, Meta};
+use tool_broker::answer::redact::redact;
+use tool_broker::answer::response::{extract_data, extract_pagination, truncate};
+use tool_broker::call::args;
+use tool_broker::catalog::compile::compile;
+use tool_broker::catalog::source::Sources;
+use tool_broker::catalog::template::Scope;
 use tool_broker::catalog::{Action, Catalog, HttpPlan, JsonPath, Tool};
-use tool_broker::compile::compile;
-use tool_broker::envelope::{self, Meta};
-use tool_broker::redact::redact;
-use tool_broker::render::render;
-use tool_broker::response::{extract_data, extract_pagination, truncate};
-use tool_broker::source::Sources;
-use tool_broker::template::Scope;
+use tool_broker::upstream::render::render;
 
 fn upstream_answer() -> Value {
     let tasks: Vec<Value> = (0..40)
@@ -132,7 +132,7 @@ fn serialize_only(c: &mut Criterion) {
 }
 
 /// An upstream answer's bytes to `data`'s text, both ways: the tree (parse, redact,
-/// truncate, write) and one pass (`tool_broker::scan`). Same text out (asserted once).
+/// truncate, write) and one pass (`tool_broker::answer::scan`). Same text out (asserted once).
 fn answer(c: &mut Criterion) {
     let catalog = compile(&Sources::embedded()).unwrap_or_else(|d| panic!("{d}"));
     let rules = &catalog.rules.redaction;
@@ -150,7 +150,7 @@ fn answer(c: &mut Criterion) {
         )
     };
     for (name, bytes) in [("billing 331 B", &billing), ("tasks 40 items", &tasks)] {
-        let one = tool_broker::scan::scan(bytes, rules, &secrets, Some(50))
+        let one = tool_broker::answer::scan::scan(bytes, rules, &secrets, Some(50))
             .unwrap_or_else(|_| panic!("{name}: not JSON"));
         if (one.text.clone(), one.redacted, one.truncation.clone()) != tree(bytes) {
             panic!("{name}: the two paths differ");
@@ -159,7 +159,7 @@ fn answer(c: &mut Criterion) {
             b.iter(|| tree(black_box(bytes)))
         });
         c.bench_function(&format!("answer {name}: one pass"), |b| {
-            b.iter(|| tool_broker::scan::scan(black_box(bytes), rules, &secrets, Some(50)))
+            b.iter(|| tool_broker::answer::scan::scan(black_box(bytes), rules, &secrets, Some(50)))
         });
     }
 }

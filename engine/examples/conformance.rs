@@ -22,17 +22,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tool_broker::auth::Principal;
 use tool_broker::call::{Broker, CallInput};
+use tool_broker::caller::Principal;
+use tool_broker::catalog::compile::compile;
+use tool_broker::catalog::sample::sample;
+use tool_broker::catalog::source::Sources;
 use tool_broker::catalog::{Action, Catalog};
-use tool_broker::compile::compile;
 use tool_broker::config::ConfigFile;
 use tool_broker::import::config::ImportFile;
 use tool_broker::import::expand_spec;
 use tool_broker::import::openapi::Documents;
 use tool_broker::import::prune::prune_document;
-use tool_broker::sample::sample;
-use tool_broker::source::Sources;
 
 fn arg(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();

@@ -1,7 +1,9 @@
 //! Call errors: the complete list of classifications (DECISIONS section 3) and the one
 //! error type every stage of a call returns. The HTTP status of each classification
-//! comes from `rules/errors.toml`; [`crate::envelope`] is the one place that turns a
+//! comes from `rules/errors.toml`; [`crate::answer::envelope`] is the one place that turns a
 //! [`CallError`] into a response body.
+//!
+//! May import nothing of the crate: every stage speaks it.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -2,68 +2,43 @@
 //!
 //! A broker that lets software agents call the tools of several upstream services
 //! through one JSON-RPC endpoint. Every tool is data: a TOML catalog compiled once into
-//! one generic engine. The pipeline can be read off the module names:
+//! one generic engine. The folders are the pipeline's stages, each importing only the
+//! stages below it (`engine/DESIGN.md` prints the table a test holds):
 //!
 //! | stage | module |
 //! |---|---|
-//! | where the files come from | [`source`] |
-//! | what authors write | [`descriptor`], [`rules`] |
-//! | compile once, report every problem | [`compile`], [`diag`], [`template`] |
-//! | what the request path looks up | [`catalog`], [`identity`] |
-//! | bringing in upstream operations | [`import`] (OpenAPI -> tool files) |
-//! | who calls | [`auth`], [`config`] |
-//! | one call, end to end | [`call`]: [`args`] -> [`confirm`] -> [`render`] -> [`upstream`] -> [`redact`] -> [`envelope`] |
+//! | the files authors write, compiled once | [`catalog`] |
+//! | the deployment's config file | [`config`] |
+//! | the one error type and its classifications | [`error`] |
+//! | counters and log lines | [`telemetry`] |
+//! | who calls | [`caller`] |
+//! | the durable store | [`store`] |
+//! | a request rendered and sent with the caller's key | [`upstream`] |
+//! | an answer redacted, shaped and enveloped | [`answer`] |
+//! | what the driver and the stages it drives share | [`run`] |
+//! | who confirms a write | [`confirm`] |
 //! | local tools | [`hooks`] |
-//! | the HTTP front door | [`server`], [`bounds`] (what a connection may cost), [`metrics`] |
-//!
-//! See `engine/DESIGN.md` for the reasoning behind the shape.
+//! | upstream callbacks | [`webhook`] |
+//! | one call, end to end | [`call`] |
+//! | the MCP door | [`mcp`] |
+//! | the HTTP front doors | [`serve`] |
+//! | OpenAPI documents -> tool files | [`import`] |
+//! | the command line | [`cli`] |
 
-pub mod approval;
-pub mod args;
-pub mod auth;
-pub mod bound;
-pub mod bounds;
+pub mod answer;
 pub mod call;
+pub mod caller;
 pub mod catalog;
 pub mod cli;
-pub mod compile;
 pub mod config;
 pub mod confirm;
-pub mod describe;
-pub mod descriptor;
-pub mod diag;
-pub mod door;
-pub mod envelope;
 pub mod error;
-pub mod held;
 pub mod hooks;
-pub mod idempotency;
-pub mod identity;
 pub mod import;
-pub mod jobs;
-pub mod jsonrpc;
-pub mod logging;
 pub mod mcp;
-pub mod metrics;
-pub mod origin;
-pub mod projection;
-pub mod ratelimit;
-pub mod redact;
-pub mod render;
-pub mod response;
-pub mod rules;
-pub mod sample;
-pub mod scan;
-pub mod schema;
-pub mod schema_check;
-pub mod seal;
-pub mod search;
-pub mod server;
-pub mod shape;
-pub mod source;
+pub mod run;
+pub mod serve;
 pub mod store;
-pub mod template;
-pub mod tenancy;
-pub mod tool_file;
+pub mod telemetry;
 pub mod upstream;
 pub mod webhook;

@@ -12,7 +12,7 @@ use tool_broker::cli::{Cli, run};
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> ExitCode {
-    if let Err(e) = tool_broker::logging::init() {
+    if let Err(e) = tool_broker::telemetry::logging::init() {
         eprintln!("tool-broker: {e}");
         return ExitCode::from(2);
     }

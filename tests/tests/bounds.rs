@@ -514,13 +514,13 @@ fn a_bad_server_setting_stops_the_broker_with_its_name() {
     // The front door: `own` by default, `hyper` taken, anything else named with both.
     assert_eq!(
         config.server.front_door,
-        tool_broker::bounds::FrontDoor::Own
+        tool_broker::config::server::FrontDoor::Own
     );
     let config: tool_broker::config::ConfigFile =
         toml::from_str("[server]\nfront_door = \"hyper\"\n").unwrap();
     assert_eq!(
         config.server.front_door,
-        tool_broker::bounds::FrontDoor::Hyper
+        tool_broker::config::server::FrontDoor::Hyper
     );
     let wrong =
         toml::from_str::<tool_broker::config::ConfigFile>("[server]\nfront_door = \"nginx\"\n")

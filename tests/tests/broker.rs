@@ -7,6 +7,7 @@
 )]
 
 mod approval;
+mod architecture;
 mod bad_input;
 mod bounds;
 mod cases;

@@ -187,12 +187,13 @@ fn list_prints_one_object_per_tool() {
     assert_eq!(row["method"], "GET");
     assert_eq!(row["path"], "/api/dns/v1/zones/{domain}");
     assert_eq!(row["hook"], Value::Null);
-    let version =
-        tool_broker::compile::compile(&tool_broker::source::Sources::from_dir(&root()).unwrap())
-            .unwrap()
-            .services["hosting"]
-            .catalog_version
-            .clone();
+    let version = tool_broker::catalog::compile::compile(
+        &tool_broker::catalog::source::Sources::from_dir(&root()).unwrap(),
+    )
+    .unwrap()
+    .services["hosting"]
+        .catalog_version
+        .clone();
     assert_eq!(row["catalogVersion"], version.as_str());
     assert_eq!(row["descriptorHash"].as_str().unwrap().len(), 64);
     let hook = rows
@@ -219,7 +220,7 @@ fn check_reports_problems_and_fails() {
 
 #[test]
 fn the_committed_format_schemas_are_current() {
-    for (name, text) in tool_broker::schema::format_schemas() {
+    for (name, text) in tool_broker::catalog::schema::format_schemas() {
         let committed =
             std::fs::read_to_string(root().join("schemas").join(name)).unwrap_or_default();
         assert!(

@@ -297,7 +297,7 @@ fn every_write_lists_the_token_argument_and_no_read_does() {
     let catalog = crate::support::embedded_catalog();
     for tool in &catalog.tools {
         let schema = tool_broker::mcp::schemas::published_input(&catalog, tool);
-        let write = tool.risk == tool_broker::descriptor::Risk::Write;
+        let write = tool.risk == tool_broker::catalog::descriptor::Risk::Write;
         for arg in ["confirmationToken", "approvalId"] {
             let listed = schema["properties"].get(arg).is_some();
             assert_eq!(listed, write, "{} {arg}", tool.full_name);

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use tool_broker::compile::compile;
+use tool_broker::catalog::compile::compile;
 
 use crate::support::{root, sources_with};
 
@@ -58,10 +58,11 @@ fn every_fixture_reports_its_exact_diagnostics() {
 
 #[test]
 fn the_shipped_catalog_compiles() {
-    let catalog = crate::support::compiled(&tool_broker::source::Sources::embedded());
+    let catalog = crate::support::compiled(&tool_broker::catalog::source::Sources::embedded());
     assert!(catalog.tools.len() >= 35);
-    let from_disk =
-        crate::support::compiled(&tool_broker::source::Sources::from_dir(&root()).unwrap());
+    let from_disk = crate::support::compiled(
+        &tool_broker::catalog::source::Sources::from_dir(&root()).unwrap(),
+    );
     assert_eq!(
         catalog.snapshot_id, from_disk.snapshot_id,
         "the embedded copy is the folder on disk"
@@ -77,7 +78,7 @@ fn the_shipped_catalog_compiles() {
             tools: tools.len(),
             agent_ready: tools
                 .iter()
-                .filter(|t| t.tier == tool_broker::descriptor::Tier::AgentReady)
+                .filter(|t| t.tier == tool_broker::catalog::descriptor::Tier::AgentReady)
                 .count(),
             records_jobs: tools.iter().any(|t| t.response.job_id.is_some()),
         };

@@ -136,7 +136,7 @@ async fn imported_tools_send_exact_requests() {
         .mount(&server)
         .await;
     let mut setup = Setup::all_upstreams(&server.uri());
-    setup.sources = Some(tool_broker::source::Sources::from_dir(&dir).unwrap());
+    setup.sources = Some(tool_broker::catalog::source::Sources::from_dir(&dir).unwrap());
     setup.upstreams.insert("pets".into(), server.uri());
     let b = TestBroker::start(setup).await;
     let key = [("x-pets-api-key", "pk_1234567")];

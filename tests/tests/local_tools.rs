@@ -210,7 +210,7 @@ async fn kept_connection_answers_follow_the_caller_and_the_service_asked() {
     let mut setup = Setup::all_upstreams(&server.uri());
     setup.config = Some(format!(
         "[[keys]]\nname = \"crm-only\"\nsha256 = \"{}\"\nservices = [\"crm\", \"portal\"]\n",
-        tool_broker::identity::sha256_hex(b"tb_crm_only_key_1")
+        tool_broker::catalog::identity::sha256_hex(b"tb_crm_only_key_1")
     ));
     let broker = TestBroker::start(setup).await;
     let ids = |body: &Value| -> Vec<String> {

@@ -279,7 +279,7 @@ async fn tools_list_pages_through_every_agent_ready_tool_once() {
     let expected: Vec<&str> = catalog
         .tools
         .iter()
-        .filter(|t| t.exposed && t.tier == tool_broker::descriptor::Tier::AgentReady)
+        .filter(|t| t.exposed && t.tier == tool_broker::catalog::descriptor::Tier::AgentReady)
         .map(|t| t.full_name.as_str())
         .collect();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
@@ -300,7 +300,7 @@ async fn tools_list_pages_through_every_agent_ready_tool_once() {
         assert!(t["_meta"]["catalogVersion"].is_string());
         // Hints are written only where they differ from MCP's defaults.
         let tool = catalog.resolve(t["name"].as_str().unwrap()).unwrap();
-        let read = tool.risk == tool_broker::descriptor::Risk::Read;
+        let read = tool.risk == tool_broker::catalog::descriptor::Risk::Read;
         assert_eq!(
             t["annotations"].get("readOnlyHint"),
             read.then_some(&json!(true))
@@ -689,7 +689,7 @@ async fn the_projection_lists_every_exposed_tool_with_its_extensions() {
     let agent_ready = catalog
         .tools
         .iter()
-        .filter(|t| t.exposed && t.tier == tool_broker::descriptor::Tier::AgentReady)
+        .filter(|t| t.exposed && t.tier == tool_broker::catalog::descriptor::Tier::AgentReady)
         .count();
     assert_eq!(doc["paths"].as_object().unwrap().len(), agent_ready);
     let op = &doc["paths"]["/mcp/payments/get-issuing-cards"]["post"];

@@ -4,13 +4,13 @@
 //! hand-written schema is unsatisfiable and no request mapping fails on valid input.
 
 use serde_json::{Map, Value, json};
-use tool_broker::args;
+use tool_broker::call::args;
 use tool_broker::catalog::Action;
-use tool_broker::render::render;
-use tool_broker::sample::sample;
-use tool_broker::template::Scope;
+use tool_broker::catalog::sample::sample;
+use tool_broker::catalog::template::Scope;
+use tool_broker::upstream::render::render;
 
-use tool_broker::source::Sources;
+use tool_broker::catalog::source::Sources;
 
 use crate::support::embedded_catalog;
 
@@ -66,11 +66,11 @@ fn every_tool_accepts_a_sample_of_its_schema_and_renders_a_request() {
 #[test]
 fn plain_expressions_render_what_minijinja_renders() {
     let plain = embedded_catalog();
-    let options = tool_broker::compile::Options {
+    let options = tool_broker::catalog::compile::Options {
         plain_expressions: false,
         ..Default::default()
     };
-    let (templated, _) = tool_broker::compile::compile_with(&Sources::embedded(), options)
+    let (templated, _) = tool_broker::catalog::compile::compile_with(&Sources::embedded(), options)
         .unwrap_or_else(|d| panic!("{d}"));
     let mut failures = Vec::new();
     let mut compared = 0;

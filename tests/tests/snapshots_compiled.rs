@@ -4,25 +4,26 @@
 
 use serde_json::{Value, json};
 use tool_broker::catalog::Action;
-use tool_broker::render::render;
-use tool_broker::source::Sources;
-use tool_broker::template::Scope;
+use tool_broker::catalog::source::Sources;
+use tool_broker::catalog::template::Scope;
+use tool_broker::upstream::render::render;
 
 use crate::support::compiled;
 
 #[test]
 fn normalized_definitions_of_one_tool_per_kind() {
-    let options = tool_broker::compile::Options {
+    let options = tool_broker::catalog::compile::Options {
         keep_definitions: true,
         ..Default::default()
     };
-    let (catalog, definitions) = tool_broker::compile::compile_with(&Sources::embedded(), options)
-        .unwrap_or_else(|d| panic!("{d}"));
+    let (catalog, definitions) =
+        tool_broker::catalog::compile::compile_with(&Sources::embedded(), options)
+            .unwrap_or_else(|d| panic!("{d}"));
     assert_eq!(definitions.len(), catalog.tools.len());
     for tool in &catalog.tools {
         let definition = &definitions[&tool.full_name];
         assert_eq!(
-            tool_broker::identity::descriptor_hash(definition),
+            tool_broker::catalog::identity::descriptor_hash(definition),
             tool.descriptor_hash,
             "{}: the hash covers the definition returned",
             tool.full_name
@@ -90,7 +91,7 @@ fn rendered_requests() {
         let Action::Http(plan) = &tool.action else {
             panic!("{name} is not http")
         };
-        let args = tool_broker::args::prepare(tool, Some(args)).unwrap();
+        let args = tool_broker::call::args::prepare(tool, Some(args)).unwrap();
         let context = Scope::new(json!({"args": args, "ctx": ctx, "settings": {}}));
         let request = render(plan, &catalog.templates, &context).unwrap();
         let body = request

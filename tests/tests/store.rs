@@ -822,7 +822,7 @@ async fn status_reads_keep_the_callers_job_records_current() {
         )
         .await;
     assert_eq!(status, 200, "{body}");
-    let owner = tool_broker::jobs::owner("env:TOOL_BROKER_API_KEY", Some(media_key.1));
+    let owner = tool_broker::store::jobs::owner("env:TOOL_BROKER_API_KEY", Some(media_key.1));
     let jobs = broker
         .broker
         .store

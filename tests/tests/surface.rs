@@ -113,7 +113,7 @@ async fn the_compact_output_schema_accepts_every_envelope() {
         let schema = catalog.resolve(name).map_or_else(
             || {
                 tool_broker::mcp::schemas::compact_envelope_schema(
-                    tool_broker::descriptor::EnvelopeKind::Standard,
+                    tool_broker::catalog::descriptor::EnvelopeKind::Standard,
                 )
                 .clone()
             },

@@ -21,7 +21,7 @@ async fn broker(server: &MockServer, dir: &std::path::Path) -> TestBroker {
 async fn broker_over(
     server: &MockServer,
     dir: &std::path::Path,
-    sources: Option<tool_broker::source::Sources>,
+    sources: Option<tool_broker::catalog::source::Sources>,
 ) -> TestBroker {
     let mut setup = Setup::all_upstreams(&server.uri());
     setup.sources = sources;
@@ -333,7 +333,7 @@ async fn a_task_whose_replica_stopped_is_reported_failed() {
     let broker = broker(&server, dir.path()).await;
     // A working task whose replica last renewed its heartbeat a minute ago.
     let now = jiff::Timestamp::now().as_millisecond();
-    let owner = tool_broker::jobs::owner("env:TOOL_BROKER_API_KEY", Some(IMAGEGEN_KEY.1));
+    let owner = tool_broker::store::jobs::owner("env:TOOL_BROKER_API_KEY", Some(IMAGEGEN_KEY.1));
     broker
         .broker
         .store
@@ -473,7 +473,7 @@ async fn a_media_queue_tool_as_a_task_watches_its_job_until_it_ends() {
 async fn a_task_tool_whose_answer_takes_one_pass_still_watches_its_job() {
     // Audio Duck without its `[tool.response] job_id`: its answer is written in one pass
     // (crate::scan) and kept as text; the watch must still read the job id out of it.
-    let jobs = tool_broker::source::Sources::embedded()
+    let jobs = tool_broker::catalog::source::Sources::embedded()
         .files
         .remove("catalog/media/jobs.toml")
         .unwrap();

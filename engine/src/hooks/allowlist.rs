@@ -16,12 +16,12 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::call::{Broker, Exec, RequestCtx};
+use crate::catalog::descriptor::BodyEncoding;
+use crate::catalog::template::Scope;
 use crate::catalog::{Action, PathPart, Tool};
-use crate::descriptor::BodyEncoding;
 use crate::error::{CallError, Classification};
-use crate::render::RenderedRequest;
-use crate::template::Scope;
+use crate::run::{Exec, Pipeline, RequestCtx};
+use crate::upstream::render::RenderedRequest;
 
 fn bad(pointer: &str, message: String) -> CallError {
     CallError::validation(message.clone())
@@ -125,7 +125,7 @@ fn query_pairs(params: &Value) -> Result<Vec<(String, String)>, CallError> {
 
 /// Runs the hook.
 pub async fn allowlisted_request(
-    broker: &Broker,
+    cx: &dyn Pipeline,
     tool: &Tool,
     args: Map<String, Value>,
     ctx: &RequestCtx<'_>,
@@ -148,11 +148,11 @@ pub async fn allowlisted_request(
     };
     let path = args.get("path").and_then(Value::as_str).unwrap_or_default();
     plain_path(path).map_err(|m| bad("/path", m))?;
-    let described = broker.catalog.tools.iter().any(|t| {
+    let described = cx.catalog.tools.iter().any(|t| {
         t.service == tool.service
             && matches!(&t.action, Action::Http(plan) if plan.method == method && matches_template(&plan.segments, path))
     });
-    let prefixes = broker
+    let prefixes = cx
         .setting(&tool.service, &rule.paths_setting)
         .and_then(Value::as_array);
     let prefixed = prefixes
@@ -164,7 +164,7 @@ pub async fn allowlisted_request(
         return Err(CallError::new(
             Classification::Forbidden,
             format!(
-                "`{method_text} {path}` is not an endpoint this broker allows for `{}`: it must be one the catalog describes (find it with the service's find tool) or under a prefix the deployment allows",
+                "`{method_text} {path}` is not an endpoint this cx allows for `{}`: it must be one the catalog describes (find it with the service's find tool) or under a prefix the deployment allows",
                 tool.service
             ),
         ));
@@ -198,17 +198,16 @@ pub async fn allowlisted_request(
         body,
         encoding: BodyEncoding::Json,
     };
-    let template_ctx = Scope::new(broker.template_context(tool, &args, ctx.headers));
-    broker
-        .send_rendered(
-            tool,
-            &request,
-            &args,
-            &template_ctx,
-            ctx,
-            (Some(rule.max_response_bytes), crate::call::Want::Value),
-        )
-        .await
+    let template_ctx = Scope::new(cx.template_context(tool, &args, ctx.headers));
+    cx.send_rendered(
+        tool,
+        &request,
+        &args,
+        &template_ctx,
+        ctx,
+        (Some(rule.max_response_bytes), crate::run::Want::Value),
+    )
+    .await
 }
 
 #[cfg(test)]

@@ -3,9 +3,10 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::call::{Broker, Exec, RequestCtx};
+use super::State;
 use crate::catalog::{Service, Tool};
 use crate::error::CallError;
+use crate::run::{Exec, Pipeline, RequestCtx};
 
 /// What a service's readiness says that depends on the caller, its headers and the
 /// broker's state: everything [`readiness`] adds to the service's fixed part.
@@ -23,7 +24,7 @@ pub struct CallerPart {
 
 impl CallerPart {
     /// The caller's part of `service`'s readiness.
-    pub fn of(broker: &Broker, service: &Service, ctx: &RequestCtx<'_>) -> Self {
+    pub fn of(cx: &dyn Pipeline, service: &Service, ctx: &RequestCtx<'_>) -> Self {
         Self {
             granted: ctx
                 .principal
@@ -31,13 +32,13 @@ impl CallerPart {
                 .as_ref()
                 .is_none_or(|s| s.contains(&service.id)),
             credential_present: service.credential.is_none()
-                || broker.upstream_key(&service.id, ctx.headers).is_some(),
+                || cx.upstream_key(&service.id, ctx.headers).is_some(),
             // Callbacks are received where the catalog has a [webhook] and the deployment
             // its secret (a fetched public key may arrive while the broker runs).
             webhook_receiver: service
                 .figures
                 .records_jobs
-                .then(|| crate::webhook::ready(broker, &service.id)),
+                .then(|| crate::webhook::ready(cx, &service.id)),
             location_present: service.tenancy.as_ref().map(|tenancy| {
                 service
                     .context_headers
@@ -64,30 +65,35 @@ impl CallerPart {
 
 /// Readiness of one service for this request: the service's fixed part (built once,
 /// see [`fixed_part`]) and what depends on the caller and its headers.
-pub fn readiness(broker: &Broker, service: &Service, ctx: &RequestCtx<'_>) -> Value {
-    readiness_with(broker, service, CallerPart::of(broker, service, ctx), ctx)
+pub fn readiness(
+    cx: &dyn Pipeline,
+    state: &State,
+    service: &Service,
+    ctx: &RequestCtx<'_>,
+) -> Value {
+    readiness_with(cx, state, service, CallerPart::of(cx, service, ctx), ctx)
 }
 
 /// [`readiness`] with the caller's part already found.
 pub fn readiness_with(
-    broker: &Broker,
+    cx: &dyn Pipeline,
+    state: &State,
     service: &Service,
     caller: CallerPart,
     ctx: &RequestCtx<'_>,
 ) -> Value {
-    let mut map = broker
+    let mut map = state
         .readiness
         .get_or_init(|| {
-            broker
-                .catalog
+            cx.catalog
                 .services
                 .values()
-                .map(|s| (s.id.clone(), fixed_part(broker, s)))
+                .map(|s| (s.id.clone(), fixed_part(cx, s)))
                 .collect()
         })
         .get(&service.id)
         .cloned()
-        .unwrap_or_else(|| fixed_part(broker, service));
+        .unwrap_or_else(|| fixed_part(cx, service));
     map.insert("granted".into(), json!(caller.granted));
     map.insert("credentialPresent".into(), json!(caller.credential_present));
     // Who confirms this caller's writes (DECISIONS section 8).
@@ -107,11 +113,11 @@ pub fn readiness_with(
 /// What a service's readiness says whoever calls: the catalog's figures and what the
 /// deployment configured (endpoint, server keys, settings, store, routing profiles),
 /// none of which changes while the broker runs. Built once per service, on first use.
-fn fixed_part(broker: &Broker, service: &Service) -> Map<String, Value> {
+fn fixed_part(cx: &dyn Pipeline, service: &Service) -> Map<String, Value> {
     let figures = service.figures;
     let key_mode = match &service.credential {
         None => "none",
-        Some(c) if c.server_side && broker.has_server_key(&service.id) => "byok_or_server",
+        Some(c) if c.server_side && cx.has_server_key(&service.id) => "byok_or_server",
         Some(_) => "byok",
     };
     let mut map = Map::new();
@@ -121,7 +127,7 @@ fn fixed_part(broker: &Broker, service: &Service) -> Map<String, Value> {
     map.insert("agentReadyCount".into(), json!(figures.agent_ready));
     map.insert(
         "endpointConfigured".into(),
-        json!(broker.base_url(&service.id).is_some()),
+        json!(cx.base_url(&service.id).is_some()),
     );
     map.insert("keyMode".into(), json!(key_mode));
     map.insert(
@@ -130,14 +136,14 @@ fn fixed_part(broker: &Broker, service: &Service) -> Map<String, Value> {
     );
     if figures.records_jobs {
         // Jobs are recorded in the durable store.
-        map.insert("jobStore".into(), json!(broker.store.kind()));
+        map.insert("jobStore".into(), json!(cx.store.kind()));
     }
     if let Some(tenancy) = &service.tenancy {
-        let tenants = broker
+        let tenants = cx
             .setting(&service.id, &tenancy.tenants_setting)
             .and_then(Value::as_array)
             .map_or(0, Vec::len);
-        let public = broker
+        let public = cx
             .setting(&service.id, &tenancy.mode_setting)
             .and_then(Value::as_str)
             == Some("public");
@@ -154,16 +160,15 @@ fn fixed_part(broker: &Broker, service: &Service) -> Map<String, Value> {
     {
         map.insert(
             "routingProfiles".into(),
-            json!(broker.profile_count(&service.id)),
+            json!(cx.profile_count(&service.id)),
         );
     }
     map
 }
 
 /// The service a local check tool belongs to (compile guarantees it exists).
-fn service_of<'a>(broker: &'a Broker, tool: &Tool) -> Result<&'a Service, CallError> {
-    broker
-        .catalog
+fn service_of<'a>(cx: &'a dyn Pipeline, tool: &Tool) -> Result<&'a Service, CallError> {
+    cx.catalog
         .services
         .get(&tool.service)
         .ok_or_else(CallError::internal)
@@ -174,13 +179,14 @@ fn service_of<'a>(broker: &'a Broker, tool: &Tool) -> Result<&'a Service, CallEr
 /// mean duration). Local: it never contacts the upstream, so it reports observed health,
 /// not a probe.
 pub fn runtime_health(
-    broker: &Broker,
+    cx: &dyn Pipeline,
+    state: &State,
     tool: &Tool,
     ctx: &RequestCtx<'_>,
 ) -> Result<Exec, CallError> {
-    let service = service_of(broker, tool)?;
-    let readiness = readiness(broker, service, ctx);
-    let observed = broker.metrics.service_summary(&service.id);
+    let service = service_of(cx, tool)?;
+    let readiness = readiness(cx, state, service, ctx);
+    let observed = cx.metrics.service_summary(&service.id);
     let calls = observed["calls"].as_u64().unwrap_or(0);
     let failures = observed["upstreamFailures"].as_u64().unwrap_or(0);
     let status = if readiness["endpointConfigured"] != json!(true) {
@@ -192,13 +198,13 @@ pub fn runtime_health(
     };
     Ok(Exec {
         summary: Some(format!("{} runtime health: {status}", service.id)),
-        data: crate::envelope::object([
+        data: crate::answer::envelope::object([
             ("status", json!(status)),
             ("readiness", readiness),
             ("observed", observed),
             (
                 "note",
-                json!("observed since this broker process started; the upstream is not probed"),
+                json!("observed since this cx process started; the upstream is not probed"),
             ),
         ]),
         ..Exec::default()
@@ -207,23 +213,24 @@ pub fn runtime_health(
 
 /// The `check_configuration` hook.
 pub async fn check_configuration(
-    broker: &Broker,
+    cx: &dyn Pipeline,
+    state: &State,
     tool: &Tool,
     ctx: &RequestCtx<'_>,
 ) -> Result<Exec, CallError> {
-    let service = service_of(broker, tool)?;
-    let mut data = readiness(broker, service, ctx);
-    let store_ready = broker.store.ping().await;
+    let service = service_of(cx, tool)?;
+    let mut data = readiness(cx, state, service, ctx);
+    let store_ready = cx.store.ping().await;
     if let Some(map) = data.as_object_mut() {
         // The store's kind and whether it answers: never its location or URL.
         map.insert(
             "store".into(),
-            json!({ "kind": broker.store.kind(), "ready": store_ready }),
+            json!({ "kind": cx.store.kind(), "ready": store_ready }),
         );
-        map.insert("snapshotId".into(), json!(broker.catalog.snapshot_id));
+        map.insert("snapshotId".into(), json!(cx.catalog.snapshot_id));
         map.insert(
             "catalogSource".into(),
-            json!(if broker.catalog.origin == "embedded" {
+            json!(if cx.catalog.origin == "embedded" {
                 "embedded"
             } else {
                 "directory"

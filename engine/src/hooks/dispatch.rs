@@ -5,9 +5,10 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::call::{Broker, Exec, RequestCtx, unknown_tool};
+use crate::catalog::unknown_tool;
 use crate::catalog::{Action, Tool};
 use crate::error::CallError;
+use crate::run::{Exec, Pipeline, RequestCtx};
 
 /// Keys of the wrapper that are not forwarded to the raw tool.
 const OWN_KEYS: [&str; 2] = ["toolName", "arguments"];
@@ -20,7 +21,7 @@ fn refuse(message: String) -> CallError {
 
 /// Runs the wrapper.
 pub async fn category_dispatch(
-    broker: &Broker,
+    cx: &dyn Pipeline,
     wrapper: &Tool,
     args: Map<String, Value>,
     ctx: &RequestCtx<'_>,
@@ -32,9 +33,9 @@ pub async fn category_dispatch(
         .get("toolName")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let Some(raw) = broker.catalog.resolve_in(&wrapper.service, name) else {
+    let Some(raw) = cx.catalog.resolve_in(&wrapper.service, name) else {
         return Err(unknown_tool(
-            &broker.catalog,
+            &cx.catalog,
             &format!("{}.{name}", wrapper.service),
         ));
     };
@@ -96,9 +97,7 @@ pub async fn category_dispatch(
             raw.declares(k) || args.get("arguments").and_then(|a| a.get(k)).is_some()
         });
     }
-    let mut exec = broker
-        .execute(raw, Some(Value::Object(merged)), ctx)
-        .await?;
+    let mut exec = cx.execute(raw, Some(Value::Object(merged)), ctx).await?;
     exec.dispatched_to = Some(raw.full_name.clone());
     Ok(exec)
 }

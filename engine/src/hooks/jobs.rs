@@ -5,13 +5,13 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::call::{Broker, Exec, RequestCtx};
 use crate::catalog::Tool;
 use crate::error::CallError;
+use crate::run::{Exec, Pipeline, RequestCtx};
 
 /// Runs the hook.
 pub async fn list_jobs(
-    broker: &Broker,
+    cx: &dyn Pipeline,
     tool: &Tool,
     args: &Map<String, Value>,
     ctx: &RequestCtx<'_>,
@@ -21,8 +21,8 @@ pub async fn list_jobs(
         .and_then(Value::as_u64)
         .map_or(20, |n| usize::try_from(n).unwrap_or(100).clamp(1, 100));
     let status = args.get("status").and_then(Value::as_str);
-    let owner = broker.job_owner(&tool.service, ctx);
-    let listed = broker
+    let owner = cx.job_owner(&tool.service, ctx);
+    let listed = cx
         .store
         .list_jobs(&tool.service, &owner)
         .await
@@ -30,18 +30,18 @@ pub async fn list_jobs(
             tracing::error!(error = %e, tool = %tool.full_name, "jobs not listed");
             CallError::new(
                 crate::error::Classification::NotConfigured,
-                "the broker's job store cannot be read right now; retry shortly",
+                "the cx's job store cannot be read right now; retry shortly",
             )
         })?;
     // Each job with the state its status maps to (DECISIONS section 7), where the
     // service's `[webhook] states` says.
-    let states = broker
+    let states = cx
         .catalog
         .services
         .get(&tool.service)
         .and_then(|s| s.webhook.as_ref())
         .map(|w| &w.spec.states);
-    let state_of = |job: &crate::jobs::Job| {
+    let state_of = |job: &crate::store::jobs::Job| {
         job.status
             .as_ref()
             .and_then(|s| states.and_then(|m| m.get(s)))
@@ -75,7 +75,7 @@ pub async fn list_jobs(
         data: json!({
             "total": total,
             "jobs": shown,
-            "scope": "jobs submitted through this broker with your key (any replica); the upstream stays the source of truth",
+            "scope": "jobs submitted through this cx with your key (any replica); the upstream stays the source of truth",
         }),
         ..Exec::default()
     })

@@ -14,10 +14,10 @@ use std::collections::HashSet;
 use serde_json::{Map, Value, json};
 
 use super::steps::eval;
-use crate::call::{Broker, Exec, RequestCtx};
 use crate::catalog::Tool;
+use crate::catalog::template::Scope;
 use crate::error::CallError;
-use crate::template::Scope;
+use crate::run::{Exec, Pipeline, RequestCtx};
 
 fn field_text(row: &Value, field: &str) -> String {
     match row.get(field) {
@@ -34,7 +34,7 @@ fn field_text(row: &Value, field: &str) -> String {
 
 /// Runs the hook.
 pub fn table_lookup(
-    broker: &Broker,
+    cx: &dyn Pipeline,
     tool: &Tool,
     args: &Map<String, Value>,
     ctx: &RequestCtx<'_>,
@@ -42,14 +42,14 @@ pub fn table_lookup(
     let Some(plan) = &tool.lookup else {
         return Err(CallError::internal());
     };
-    let catalog = &broker.catalog;
+    let catalog = &cx.catalog;
     let table = plan
         .table
         .as_ref()
         .and_then(|t| catalog.services.get(&tool.service)?.tables.get(t))
         .cloned()
         .unwrap_or(Value::Null);
-    let mut scope = broker.template_context(tool, args, ctx.headers);
+    let mut scope = cx.template_context(tool, args, ctx.headers);
     scope["table"] = table.clone();
     // The service's webhook receiver, for setup answers: where callbacks go and whether
     // this deployment has the secret. Never the secret.
@@ -60,13 +60,13 @@ pub fn table_lookup(
     {
         scope["webhook"] = json!({
             "path": format!("/webhooks/{}", tool.service),
-            "secretConfigured": crate::webhook::ready(broker, &tool.service),
+            "secretConfigured": crate::webhook::ready(cx, &tool.service),
         });
     }
 
     let query_words: HashSet<String> = match &plan.query {
         Some(q) => {
-            let text = eval(broker, q, &scope)?;
+            let text = eval(cx, q, &scope)?;
             catalog
                 .search
                 .words(text.as_str().unwrap_or_default())
@@ -107,7 +107,7 @@ pub fn table_lookup(
     let ranked: Vec<Value> = ranked.into_iter().map(|(_, _, row)| row).collect();
     scope["best"] = ranked.first().cloned().unwrap_or(Value::Null);
     scope["ranked"] = Value::Array(ranked);
-    let data = eval(broker, &plan.result, &scope)?;
+    let data = eval(cx, &plan.result, &scope)?;
     Ok(Exec {
         summary: Some(format!("{}: answered locally", tool.full_name)),
         data,

@@ -1,11 +1,22 @@
 //! Native hooks: the few local tools that cannot be said as an upstream call.
 //!
+//! May import: the stages below the call driver (the catalog, config, callers, the
+//! store, upstream, answers, telemetry, webhooks) and [`crate::run`], through whose
+//! [`Pipeline`] a hook runs other tools; never the driver or a door.
+//!
 //! A tool names its hook in the catalog (`hook = "portal.call_read_tool"`); compile
-//! resolves the name against [`Hook::ALL`] once, so the request path never looks a
-//! hook up by string. Each hook is shared by every service that needs it and is
-//! parameterised by catalog data, never written per tool. Hooks never contact an
+//! resolves the name against [`crate::catalog::Hook::ALL`] once, so the request path
+//! never looks a hook up by string: the names are catalog data, the code is here
+//! ([`run`]). Each hook is shared by every service that needs it and is parameterised by
+//! catalog data, never written per tool. Hooks never contact an
 //! upstream themselves; `portal.call_read_tool` runs another catalog tool through the
 //! same pipeline as any call.
+
+use serde_json::{Map, Value};
+
+use crate::catalog::{Hook, Tool};
+use crate::error::CallError;
+use crate::run::{Exec, Pipeline, RequestCtx};
 
 mod allowlist;
 mod check;
@@ -30,80 +41,41 @@ pub use poll::{submit_and_poll, watch_answered_job};
 pub use portal::{ConnectionAnswers, call_read_tool, check_connection};
 pub use reschedule::reschedule_overdue;
 
-/// The hook registry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Hook {
-    /// Runs one catalog read tool of any service (portal envelope).
-    PortalCallReadTool,
-    /// Checks authentication and catalog readiness (portal envelope).
-    PortalCheckConnection,
-    /// A service's configuration readiness: booleans and safe mode names only.
-    CheckConfiguration,
-    /// A wrapper that runs one raw tool of its service's categories (`[tool.dispatch]`).
-    CategoryDispatch,
-    /// Moves overdue items to the next business day (`[tool.reschedule]`).
-    RescheduleOverdue,
-    /// Ranked search over the service's tools.
-    FindTools,
-    /// One complete descriptor by name, canonical name, alias or title.
-    ToolReference,
-    /// Identity and counts, or every descriptor (paginated).
-    Capabilities,
-    /// Upstream endpoints mapped to tools, with coverage figures.
-    EndpointCoverage,
-    /// Submits a job once and watches it for a bounded time (`[tool.poll]`).
-    SubmitAndPoll,
-    /// A local answer from a service table (`[tool.lookup]`).
-    TableLookup,
-    /// The caller's recent jobs from the job registry.
-    ListJobs,
-    /// One endpoint of the service by method and path, within allowlists.
-    AllowlistedRequest,
-    /// Configuration readiness plus the calls this process has seen.
-    RuntimeHealth,
+/// Runs a tool's hook: the one place a hook name (catalog data) meets its code.
+pub async fn run(
+    hook: Hook,
+    cx: &dyn Pipeline,
+    state: &State,
+    tool: &Tool,
+    args: Map<String, Value>,
+    ctx: &RequestCtx<'_>,
+) -> Result<Exec, CallError> {
+    match hook {
+        Hook::PortalCallReadTool => Box::pin(call_read_tool(cx, args, ctx)).await,
+        Hook::PortalCheckConnection => check_connection(cx, state, args, ctx),
+        Hook::CheckConfiguration => check_configuration(cx, state, tool, ctx).await,
+        Hook::CategoryDispatch => Box::pin(category_dispatch(cx, tool, args, ctx)).await,
+        Hook::RescheduleOverdue => Box::pin(reschedule_overdue(cx, tool, args, ctx)).await,
+        Hook::FindTools => find_tools(cx, tool, &args),
+        Hook::ToolReference => tool_reference(cx, tool, &args),
+        Hook::Capabilities => capabilities(cx, tool, &args),
+        Hook::EndpointCoverage => endpoint_coverage(cx, tool, &args),
+        Hook::SubmitAndPoll => Box::pin(submit_and_poll(cx, tool, args, ctx)).await,
+        Hook::TableLookup => table_lookup(cx, tool, &args, ctx),
+        Hook::ListJobs => list_jobs(cx, tool, &args, ctx).await,
+        Hook::RuntimeHealth => runtime_health(cx, state, tool, ctx),
+        Hook::AllowlistedRequest => Box::pin(allowlisted_request(cx, tool, args, ctx)).await,
+    }
 }
 
-impl Hook {
-    /// Every hook, for resolution and "did you mean".
-    pub const ALL: [Hook; 14] = [
-        Hook::PortalCallReadTool,
-        Hook::PortalCheckConnection,
-        Hook::CheckConfiguration,
-        Hook::CategoryDispatch,
-        Hook::RescheduleOverdue,
-        Hook::FindTools,
-        Hook::ToolReference,
-        Hook::Capabilities,
-        Hook::EndpointCoverage,
-        Hook::SubmitAndPoll,
-        Hook::TableLookup,
-        Hook::ListJobs,
-        Hook::AllowlistedRequest,
-        Hook::RuntimeHealth,
-    ];
-
-    /// The name catalog files use.
-    pub fn name(self) -> &'static str {
-        match self {
-            Hook::PortalCallReadTool => "portal.call_read_tool",
-            Hook::PortalCheckConnection => "portal.check_connection",
-            Hook::CheckConfiguration => "check_configuration",
-            Hook::CategoryDispatch => "category_dispatch",
-            Hook::RescheduleOverdue => "reschedule_overdue",
-            Hook::FindTools => "find_tools",
-            Hook::ToolReference => "tool_reference",
-            Hook::Capabilities => "capabilities",
-            Hook::EndpointCoverage => "endpoint_coverage",
-            Hook::SubmitAndPoll => "submit_and_poll",
-            Hook::TableLookup => "table_lookup",
-            Hook::ListJobs => "list_jobs",
-            Hook::AllowlistedRequest => "allowlisted_request",
-            Hook::RuntimeHealth => "runtime_health",
-        }
-    }
-
-    /// Resolves a hook name.
-    pub fn parse(name: &str) -> Option<Hook> {
-        Self::ALL.into_iter().find(|h| h.name() == name)
-    }
+/// The hooks' own caches, kept with the broker.
+#[derive(Debug, Default)]
+pub struct State {
+    /// Each service's readiness that does not depend on the caller
+    /// ([`check::readiness`]), built on first use.
+    pub(crate) readiness:
+        std::sync::OnceLock<std::collections::BTreeMap<String, Map<String, Value>>>,
+    /// `portal.check_connection` answers by what they depend on
+    /// ([`portal::check_connection`]), as JSON text with their service count.
+    pub(crate) connection_answers: std::sync::Mutex<ConnectionAnswers>,
 }

@@ -2,7 +2,7 @@
 //! service its catalog entry belongs to, never contacts an upstream, and answers from the
 //! compiled catalog only.
 //!
-//! - `find_tools`: ranked search ([`crate::search`]) with `category`, `risk` and
+//! - `find_tools`: ranked search ([`crate::catalog::search`]) with `category`, `risk` and
 //!   `include_legacy` filters;
 //! - `tool_reference`: one complete descriptor by native name, canonical name, alias or
 //!   title;
@@ -14,11 +14,12 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use crate::call::{Broker, Exec, unknown_tool};
+use crate::catalog::describe::{build_id, descriptor, status, summary};
+use crate::catalog::descriptor::{Risk, Tier};
+use crate::catalog::unknown_tool;
 use crate::catalog::{Action, Catalog, Tool};
-use crate::describe::{build_id, descriptor, status, summary};
-use crate::descriptor::{Risk, Tier};
 use crate::error::CallError;
+use crate::run::{Exec, Pipeline};
 
 fn bad(pointer: &str, message: String) -> CallError {
     CallError::validation(message.clone())
@@ -89,7 +90,7 @@ fn category_filter<'a>(
     if known.iter().any(|k| k.eq_ignore_ascii_case(wanted)) {
         Ok(Some(wanted))
     } else {
-        let close = crate::diag::did_you_mean(wanted, known.iter().copied());
+        let close = crate::catalog::diag::did_you_mean(wanted, known.iter().copied());
         let listed = if known.len() > 30 {
             format!(
                 "{}, and {} more (the coverage tool lists them)",
@@ -150,11 +151,11 @@ impl FindFilters {
 
 /// The `find_tools` hook.
 pub fn find_tools(
-    broker: &Broker,
+    cx: &dyn Pipeline,
     tool: &Tool,
     args: &Map<String, Value>,
 ) -> Result<Exec, CallError> {
-    let catalog = &broker.catalog;
+    let catalog = &cx.catalog;
     let query = text(args, "query").unwrap_or_default();
     let category = category_filter(catalog, &tool.service, args)?;
     let filters = FindFilters::from_args(args);
@@ -211,11 +212,11 @@ pub fn find_tools(
 
 /// The `tool_reference` hook.
 pub fn tool_reference(
-    broker: &Broker,
+    cx: &dyn Pipeline,
     tool: &Tool,
     args: &Map<String, Value>,
 ) -> Result<Exec, CallError> {
-    let catalog = &broker.catalog;
+    let catalog = &cx.catalog;
     let name = text(args, "name").unwrap_or_default();
     // `hosting.x` names the service explicitly; only this service's tools are described.
     let local = name
@@ -281,11 +282,11 @@ fn counts<'a>(tools: impl Iterator<Item = &'a Tool>) -> Value {
 
 /// The `capabilities` hook.
 pub fn capabilities(
-    broker: &Broker,
+    cx: &dyn Pipeline,
     tool: &Tool,
     args: &Map<String, Value>,
 ) -> Result<Exec, CallError> {
-    let catalog = &broker.catalog;
+    let catalog = &cx.catalog;
     let service = catalog
         .services
         .get(&tool.service)
@@ -335,11 +336,11 @@ pub fn capabilities(
 
 /// The `endpoint_coverage` hook.
 pub fn endpoint_coverage(
-    broker: &Broker,
+    cx: &dyn Pipeline,
     tool: &Tool,
     args: &Map<String, Value>,
 ) -> Result<Exec, CallError> {
-    let catalog = &broker.catalog;
+    let catalog = &cx.catalog;
     let category = category_filter(catalog, &tool.service, args)?;
     let wanted_status = text(args, "status");
     if let Some(s) = wanted_status

@@ -22,10 +22,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use super::steps::{eval, step_tool};
-use crate::call::{Broker, Exec, RequestCtx};
+use crate::catalog::template::Scope;
 use crate::catalog::{Poll, Tool};
 use crate::error::CallError;
-use crate::template::Scope;
+use crate::run::{Exec, Pipeline, RequestCtx};
 
 fn word(value: &Value) -> String {
     match value {
@@ -51,14 +51,14 @@ fn wait_for(plan: &Poll, args: &Map<String, Value>, ctx: &RequestCtx<'_>) -> Dur
 
 /// A failed status read worth reading through: one the error rules call retryable (an
 /// unreachable upstream, a timeout, a rate limit) or an upstream 5xx or 429 answer.
-fn passing(broker: &Broker, e: &CallError) -> bool {
-    broker.catalog.rules.retryable(e.classification)
+fn passing(cx: &dyn Pipeline, e: &CallError) -> bool {
+    cx.catalog.rules.retryable(e.classification)
         || e.upstream_status.is_some_and(|s| s >= 500 || s == 429)
 }
 
 /// Runs the hook.
 pub async fn submit_and_poll(
-    broker: &Broker,
+    cx: &dyn Pipeline,
     tool: &Tool,
     args: Map<String, Value>,
     ctx: &RequestCtx<'_>,
@@ -67,13 +67,13 @@ pub async fn submit_and_poll(
         return Err(CallError::internal());
     };
     let wait = wait_for(plan, &args, ctx);
-    let interval = broker
+    let interval = cx
         .setting(&tool.service, "poll_interval_ms")
         .and_then(Value::as_u64)
         .map_or(plan.interval, |ms| {
             Duration::from_millis(ms.max(1)).min(plan.interval)
         });
-    let mut scope = broker.template_context(tool, &args, ctx.headers);
+    let mut scope = cx.template_context(tool, &args, ctx.headers);
 
     // Submit once, through the first choice whose `when` holds.
     let mut submitted = Value::Null;
@@ -82,7 +82,7 @@ pub async fn submit_and_poll(
         for (when, name, arguments) in &plan.submit {
             let applies = match when {
                 None => true,
-                Some(expr) => broker
+                Some(expr) => cx
                     .catalog
                     .templates
                     .truthy(expr, &Scope::borrowed(&scope))
@@ -99,9 +99,9 @@ pub async fn submit_and_poll(
         let Some((name, arguments)) = chosen else {
             return Err(CallError::internal());
         };
-        let submit = step_tool(broker, tool, name, ctx)?;
-        let submit_args = eval(broker, arguments, &scope)?;
-        let exec = broker.execute(submit, Some(submit_args), ctx).await?;
+        let submit = step_tool(cx, tool, name, ctx)?;
+        let submit_args = eval(cx, arguments, &scope)?;
+        let exec = cx.execute(submit, Some(submit_args), ctx).await?;
         if exec.dry_run {
             // Not confirmed: the submit tool's preview, nothing sent, nothing to watch.
             return Ok(exec);
@@ -110,7 +110,7 @@ pub async fn submit_and_poll(
         scope["submitted"] = submitted.clone();
     }
 
-    let id = eval(broker, &plan.id, &scope)?;
+    let id = eval(cx, &plan.id, &scope)?;
     if id.is_null() || id == json!("") {
         return Ok(Exec {
             summary: Some(format!(
@@ -122,53 +122,51 @@ pub async fn submit_and_poll(
         });
     }
     scope["id"] = id.clone();
-    let status_tool = step_tool(broker, tool, &plan.status_tool, ctx)?;
+    let status_tool = step_tool(cx, tool, &plan.status_tool, ctx)?;
     let check = plan.check_tool.as_ref().map_or_else(
         || status_tool.full_name.clone(),
         |t| format!("{}.{t}", tool.service),
     );
-    let owner = broker.job_owner(&tool.service, ctx);
+    let owner = cx.job_owner(&tool.service, ctx);
     let started = Instant::now();
     let mut reads = 0usize;
     loop {
-        let status_args = eval(broker, &plan.status_arguments, &scope)?;
+        let status_args = eval(cx, &plan.status_arguments, &scope)?;
         reads += 1;
-        let (outcome, status, data, poll_error) = match broker
-            .execute(status_tool, Some(status_args), ctx)
-            .await
-        {
-            Ok(read) => {
-                let mut with_data = scope.clone();
-                with_data["data"] = read.data.clone();
-                let status = word(&eval(broker, &plan.status, &with_data)?);
-                if !status.is_empty()
-                    && let Err(e) = broker
-                        .store
-                        .update_job(&tool.service, &owner, &word(&id), &status, broker.now())
-                        .await
-                {
-                    tracing::warn!(error = %e, tool = %tool.full_name, "job status not stored");
+        let (outcome, status, data, poll_error) =
+            match cx.execute(status_tool, Some(status_args), ctx).await {
+                Ok(read) => {
+                    let mut with_data = scope.clone();
+                    with_data["data"] = read.data.clone();
+                    let status = word(&eval(cx, &plan.status, &with_data)?);
+                    if !status.is_empty()
+                        && let Err(e) = cx
+                            .store
+                            .update_job(&tool.service, &owner, &word(&id), &status, cx.now())
+                            .await
+                    {
+                        tracing::warn!(error = %e, tool = %tool.full_name, "job status not stored");
+                    }
+                    let outcome = if plan.done.contains(&status) {
+                        "done"
+                    } else if plan.failed.contains(&status) {
+                        "failed"
+                    } else if plan.waiting.contains(&status) {
+                        "waiting"
+                    } else {
+                        "pending"
+                    };
+                    (outcome, status, read.data, None)
                 }
-                let outcome = if plan.done.contains(&status) {
-                    "done"
-                } else if plan.failed.contains(&status) {
-                    "failed"
-                } else if plan.waiting.contains(&status) {
-                    "waiting"
-                } else {
-                    "pending"
-                };
-                (outcome, status, read.data, None)
-            }
-            // Nothing submitted: the caller asked to watch a job and the read
-            // failed, which is the answer; run as a task, only a failure that is
-            // not worth retrying (an unknown job, a refused key) ends the watch.
-            Err(e) if submitted.is_null() && (ctx.task_watch.is_none() || !passing(broker, &e)) => {
-                return Err(e);
-            }
-            // Submitted: never lose the id over a failed read.
-            Err(e) => ("pending", String::new(), Value::Null, Some(e)),
-        };
+                // Nothing submitted: the caller asked to watch a job and the read
+                // failed, which is the answer; run as a task, only a failure that is
+                // not worth retrying (an unknown job, a refused key) ends the watch.
+                Err(e) if submitted.is_null() && (ctx.task_watch.is_none() || !passing(cx, &e)) => {
+                    return Err(e);
+                }
+                // Submitted: never lose the id over a failed read.
+                Err(e) => ("pending", String::new(), Value::Null, Some(e)),
+            };
         let out_of_time = started.elapsed() + interval > wait;
         // A task watches through failed reads until its bound or its cancel.
         let (as_task, cancelled) = ctx
@@ -178,7 +176,7 @@ pub async fn submit_and_poll(
         if outcome != "pending" || out_of_time || cancelled || (poll_error.is_some() && !as_task) {
             scope["status"] = json!(status);
             scope["data"] = data;
-            let mut result = eval(broker, &plan.result, &scope)?;
+            let mut result = eval(cx, &plan.result, &scope)?;
             if let Value::Object(map) = &mut result {
                 map.insert("outcome".into(), json!(outcome));
                 map.insert("id".into(), id.clone());
@@ -226,7 +224,7 @@ pub async fn submit_and_poll(
 /// says why in `data.job` (`outcome: "unknown"`): the job was submitted, and its id is
 /// in the answer.
 pub async fn watch_answered_job(
-    broker: &Broker,
+    cx: &dyn Pipeline,
     tool: &Tool,
     plan: &crate::catalog::TaskPlan,
     args: &Map<String, Value>,
@@ -235,15 +233,15 @@ pub async fn watch_answered_job(
 ) -> Exec {
     // An answer that took one pass is text: the watch reads into it, and adds `job`.
     exec.materialize();
-    let mut scope = broker.template_context(tool, args, ctx.headers);
+    let mut scope = cx.template_context(tool, args, ctx.headers);
     scope["data"] = exec.data.clone();
     let watched = async {
-        let watch_args = eval(broker, &plan.arguments, &scope)?;
+        let watch_args = eval(cx, &plan.arguments, &scope)?;
         if watch_args.is_null() {
             return Ok(None);
         }
-        let watch = step_tool(broker, tool, &plan.watch, ctx)?;
-        broker.execute(watch, Some(watch_args), ctx).await.map(Some)
+        let watch = step_tool(cx, tool, &plan.watch, ctx)?;
+        cx.execute(watch, Some(watch_args), ctx).await.map(Some)
     }
     .await;
     let job = match watched {

@@ -5,9 +5,10 @@
 use serde_json::{Map, Value, json};
 
 use super::check::CallerPart;
-use crate::call::{Broker, Exec, RequestCtx, unknown_tool};
-use crate::descriptor::Risk;
+use crate::catalog::descriptor::Risk;
+use crate::catalog::unknown_tool;
 use crate::error::{CallError, Classification};
+use crate::run::{Exec, Pipeline, RequestCtx};
 
 fn str_arg<'a>(args: &'a Map<String, Value>, name: &str) -> Option<&'a str> {
     args.get(name).and_then(Value::as_str)
@@ -15,11 +16,11 @@ fn str_arg<'a>(args: &'a Map<String, Value>, name: &str) -> Option<&'a str> {
 
 /// `portal.call_read_tool`.
 pub async fn call_read_tool(
-    broker: &Broker,
+    cx: &dyn Pipeline,
     args: Map<String, Value>,
     ctx: &RequestCtx<'_>,
 ) -> Result<Exec, CallError> {
-    let catalog = &broker.catalog;
+    let catalog = &cx.catalog;
     let service_id = str_arg(&args, "serviceId").unwrap_or_default();
     let tool_name = str_arg(&args, "toolName").unwrap_or_default();
     if !catalog.services.contains_key(service_id) || service_id == "portal" {
@@ -59,7 +60,7 @@ pub async fn call_read_tool(
             }
         }
     }
-    let mut inner = broker.execute(tool, arguments, ctx).await?;
+    let mut inner = cx.execute(tool, arguments, ctx).await?;
     let data = inner.take_data();
     let service = catalog.services.get(&tool.service);
     let mut pagination = inner.pagination.unwrap_or_else(|| json!({}));
@@ -75,7 +76,7 @@ pub async fn call_read_tool(
     let summary = inner
         .summary
         .clone()
-        .unwrap_or_else(|| broker.summary(tool, &data));
+        .unwrap_or_else(|| cx.summary(tool, &data));
     Ok(Exec {
         summary: Some(if summary.is_empty() {
             format!("{}: ok", tool.title)
@@ -108,18 +109,19 @@ pub const MAX_ANSWERS: usize = 256;
 
 /// `portal.check_connection`.
 pub fn check_connection(
-    broker: &Broker,
+    cx: &dyn Pipeline,
+    state: &super::State,
     args: Map<String, Value>,
     ctx: &RequestCtx<'_>,
 ) -> Result<Exec, CallError> {
-    let catalog = &broker.catalog;
+    let catalog = &cx.catalog;
     let only = str_arg(&args, "serviceId");
     if let Some(id) = only
         && !catalog.services.contains_key(id)
     {
         return Err(CallError::validation(format!(
             "`serviceId` is not a configured service{}",
-            crate::diag::did_you_mean(id, catalog.services.keys().map(String::as_str))
+            crate::catalog::diag::did_you_mean(id, catalog.services.keys().map(String::as_str))
                 .map(|h| format!("; {h}"))
                 .unwrap_or_default()
         ))
@@ -128,7 +130,7 @@ pub fn check_connection(
     let parts: Vec<_> = catalog
         .services
         .values()
-        .map(|s| (s, CallerPart::of(broker, s, ctx)))
+        .map(|s| (s, CallerPart::of(cx, s, ctx)))
         .collect();
     let confirmation = ctx.principal.confirmation.as_str();
     let mut key =
@@ -138,7 +140,7 @@ pub fn check_connection(
     key.extend_from_slice(only.unwrap_or_default().as_bytes());
     key.push(0);
     key.extend(parts.iter().map(|(_, part)| part.key_byte()));
-    let kept = broker
+    let kept = state
         .connection_answers
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -150,10 +152,10 @@ pub fn check_connection(
             let services: Vec<Value> = parts
                 .into_iter()
                 .filter(|(s, part)| only.is_none_or(|id| id == s.id) && part.granted)
-                .map(|(s, part)| super::check::readiness_with(broker, s, part, ctx))
+                .map(|(s, part)| super::check::readiness_with(cx, state, s, part, ctx))
                 .collect();
             let count = services.len();
-            let data = crate::envelope::object([
+            let data = crate::answer::envelope::object([
                 ("authenticated", Value::Bool(true)),
                 ("catalogReady", Value::Bool(true)),
                 ("snapshotId", json!(catalog.snapshot_id)),
@@ -161,7 +163,7 @@ pub fn check_connection(
             ]);
             let text = serde_json::to_string(&data).map_err(|_| CallError::internal())?;
             let answer = (std::sync::Arc::from(text), count);
-            let mut answers = broker
+            let mut answers = state
                 .connection_answers
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);

@@ -17,10 +17,10 @@ use jiff::{Timestamp, Zoned};
 use serde_json::{Map, Value, json};
 
 use super::steps::{eval, step_tool};
-use crate::call::{Broker, Exec, RequestCtx};
+use crate::answer::response::select;
 use crate::catalog::{Reschedule, Tool};
 use crate::error::{CallError, Classification};
-use crate::response::select;
+use crate::run::{Exec, Pipeline, RequestCtx};
 
 /// Most search pages one call may read, whatever `maxTasks` and `limit` say.
 const MAX_PAGES: usize = 50;
@@ -47,7 +47,7 @@ pub fn next_business_day(today: Date) -> Date {
 
 /// Runs the hook.
 pub async fn reschedule_overdue(
-    broker: &Broker,
+    cx: &dyn Pipeline,
     tool: &Tool,
     args: Map<String, Value>,
     ctx: &RequestCtx<'_>,
@@ -75,12 +75,12 @@ pub async fn reschedule_overdue(
                 .into(),
         ));
     }
-    let base = broker.template_context(tool, &args, ctx.headers);
+    let base = cx.template_context(tool, &args, ctx.headers);
 
     // The time zone: the argument, else the zone tool's answer, else UTC.
     let (zone_name, zone_source) = match args.get("timeZone").and_then(Value::as_str) {
         Some(name) => (name.to_string(), "argument"),
-        None => match zone_from_tool(broker, tool, plan, &base, ctx).await? {
+        None => match zone_from_tool(cx, tool, plan, &base, ctx).await? {
             Some(name) => (name, "location"),
             None => ("UTC".to_string(), "default"),
         },
@@ -91,7 +91,7 @@ pub async fn reschedule_overdue(
             format!("`{zone_name}` is not an IANA time zone name (e.g. `Europe/Berlin`)"),
         )
     })?;
-    let now: Timestamp = broker.now();
+    let now: Timestamp = cx.now();
     let today = now.to_zoned(zone.clone()).date();
     let target_date = next_business_day(today);
     let target: Zoned = target_date
@@ -106,7 +106,7 @@ pub async fn reschedule_overdue(
     let due_text = target.timestamp().to_string();
 
     // Page through the search tool, keeping overdue items.
-    let search = step_tool(broker, tool, &plan.search_tool, ctx)?;
+    let search = step_tool(cx, tool, &plan.search_tool, ctx)?;
     let mut overdue: Vec<Value> = Vec::new();
     let mut scanned = 0usize;
     let mut skip = 0i64;
@@ -116,8 +116,8 @@ pub async fn reschedule_overdue(
         }
         let mut scope = base.clone();
         scope["page"] = json!({ "limit": limit, "skip": skip });
-        let search_args = eval(broker, &plan.search_arguments, &scope)?;
-        let page = broker.execute(search, Some(search_args), ctx).await?;
+        let search_args = eval(cx, &plan.search_arguments, &scope)?;
+        let page = cx.execute(search, Some(search_args), ctx).await?;
         let items = match select(&plan.items, &page.data).unwrap_or_default() {
             Value::Array(items) => items,
             _ => Vec::new(),
@@ -144,7 +144,7 @@ pub async fn reschedule_overdue(
         let mut scope = base.clone();
         scope["item"] = item.clone();
         scope["due"] = json!(due_text);
-        let id = eval(broker, &plan.item_id, &scope)?;
+        let id = eval(cx, &plan.item_id, &scope)?;
         moves.push((
             id,
             item.get(&plan.due_field).cloned().unwrap_or(Value::Null),
@@ -176,12 +176,12 @@ pub async fn reschedule_overdue(
     }
 
     // Move each item; one failure does not stop the others, and every outcome is reported.
-    let update = step_tool(broker, tool, &plan.update_tool, ctx)?;
+    let update = step_tool(cx, tool, &plan.update_tool, ctx)?;
     let mut results = Vec::new();
     let mut moved = 0;
     for (id, from, scope) in moves {
-        let update_args = eval(broker, &plan.update_arguments, &scope)?;
-        match broker.execute(update, Some(update_args), ctx).await {
+        let update_args = eval(cx, &plan.update_arguments, &scope)?;
+        match cx.execute(update, Some(update_args), ctx).await {
             Ok(_) => {
                 moved += 1;
                 results.push(json!({ "id": id, "from": from, "to": due_text, "ok": true }));
@@ -208,7 +208,7 @@ pub async fn reschedule_overdue(
 }
 
 async fn zone_from_tool(
-    broker: &Broker,
+    cx: &dyn Pipeline,
     tool: &Tool,
     plan: &Reschedule,
     base: &Value,
@@ -217,9 +217,9 @@ async fn zone_from_tool(
     let Some((zone_tool, zone_args, zone_path)) = &plan.zone else {
         return Ok(None);
     };
-    let step = step_tool(broker, tool, zone_tool, ctx)?;
-    let args = eval(broker, zone_args, base)?;
-    match broker.execute(step, Some(args), ctx).await {
+    let step = step_tool(cx, tool, zone_tool, ctx)?;
+    let args = eval(cx, zone_args, base)?;
+    match cx.execute(step, Some(args), ctx).await {
         Ok(answer) => Ok(select(zone_path, &answer.data)
             .as_ref()
             .and_then(Value::as_str)

@@ -13,6 +13,9 @@
 //! properties beside them when they do not collide (else one `body` argument). Upstream
 //! schema defaults describe the upstream's behaviour, so generated tools set
 //! `fill_defaults = false`: the broker never sends a value the caller did not give.
+//!
+//! May import: the catalog and [`crate::error`]: the importer writes catalog files and
+//! knows nothing of serving them.
 
 pub mod config;
 pub mod naming;
@@ -103,7 +106,7 @@ pub fn import(
         let label = spec_label(spec, root_for_labels);
         sources.push(format!(
             "{label} (sha256 {})",
-            crate::identity::sha256_hex(&text)
+            crate::catalog::identity::sha256_hex(&text)
         ));
         let doc = docs.get(&canonical).cloned().unwrap_or_default();
         let Some(paths) = doc.get("paths").and_then(Value::as_object) else {
@@ -365,7 +368,7 @@ fn generate(
         params.insert((place, name), p);
     }
     // Some documents leave a path placeholder undeclared: it is still a required string.
-    for part in crate::compile::parse_path(&op.path).unwrap_or_default() {
+    for part in crate::catalog::compile::parse_path(&op.path).unwrap_or_default() {
         if let crate::catalog::PathPart::Param(name) = part
             && !params.contains_key(&("path".to_string(), name.clone()))
         {
@@ -508,13 +511,13 @@ fn generate(
             }
         }
     }
-    if crate::compile::parse_path(&path).is_err() {
+    if crate::catalog::compile::parse_path(&path).is_err() {
         return Err(format!(
             "the path `{}` cannot be expressed as a path template",
             op.path
         ));
     }
-    for segment in crate::compile::parse_path(&path).unwrap_or_default() {
+    for segment in crate::catalog::compile::parse_path(&path).unwrap_or_default() {
         if let crate::catalog::PathPart::Param(p) = segment
             && !properties.contains_key(&p)
             && !path_params.contains_key(&p)

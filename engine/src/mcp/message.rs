@@ -14,8 +14,6 @@ use serde::Deserializer;
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
 
-use crate::jsonrpc::once;
-
 /// A message object's members, as the door checks them.
 #[derive(Debug, PartialEq)]
 pub struct Message<'a> {
@@ -85,6 +83,19 @@ fn fast(body: &[u8]) -> Option<Message<'_>> {
         params: members.params,
         answer: members.answer,
     })
+}
+
+/// Puts a member's value in its slot, which must still be empty: a repeated member is
+/// left to the `Value` reading, which keeps the last (the `POST /` reader,
+/// [`crate::serve::jsonrpc`], uses it too).
+pub(crate) fn once<T, E: serde::de::Error>(slot: &mut Option<T>, value: T) -> Result<(), E> {
+    match slot {
+        Some(_) => Err(E::custom("a member is repeated")),
+        None => {
+            *slot = Some(value);
+            Ok(())
+        }
+    }
 }
 
 /// The members of the object, each read once.

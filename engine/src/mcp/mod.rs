@@ -23,6 +23,9 @@
 //! request, invalid params, header mismatch, unsupported version: 400; unknown method:
 //! 404; a bad bearer token: 401). A tool's own failure is not a protocol error: it is a
 //! `CallToolResult` with `isError: true` and the envelope in `structuredContent`.
+//!
+//! May import: the call driver and the stages below it; never [`crate::serve`], which
+//! routes `POST /mcp` here.
 
 pub mod message;
 pub mod schemas;
@@ -34,10 +37,10 @@ use hyper::HeaderMap;
 use hyper::header::HeaderName;
 use serde_json::{Map, Value, json};
 
-use crate::approval::elicit::Elicitation;
-use crate::auth::Principal;
 use crate::call::{Broker, CallInput};
+use crate::caller::Principal;
 use crate::error::CallError;
+use crate::run::Elicitation;
 
 /// Handshake revisions, oldest first.
 pub const HANDSHAKE_VERSIONS: [&str; 2] = ["2025-06-18", "2025-11-25"];
@@ -158,7 +161,7 @@ fn result(id: &Value, result: Value) -> Reply {
     Reply {
         status: 200,
         body: Some(
-            serde_json::to_vec(&crate::envelope::object([
+            serde_json::to_vec(&crate::answer::envelope::object([
                 ("jsonrpc", json!("2.0")),
                 ("id", id.clone()),
                 ("result", result),
@@ -425,9 +428,9 @@ fn elicitation(params: &Value, id: &Value) -> Result<Elicitation, Reply> {
 
 /// A multi-round-trip answer in place of a tool result: an input-required result for
 /// a write the person must approve, or a JSON-RPC error for a refused `requestState`
-/// (see [`crate::approval::elicit`]). `None` for every other envelope.
+/// (see [`crate::confirm::approval::elicit`]). `None` for every other envelope.
 fn round(id: &Value, envelope: &Value) -> Option<Reply> {
-    use crate::approval::elicit::{INPUT_REQUIRED, STATE_REFUSED};
+    use crate::confirm::approval::elicit::{INPUT_REQUIRED, STATE_REFUSED};
     // Looked up by key: `pointer` would copy each path segment.
     let failure = envelope.get("error")?;
     let details = failure.get("details")?;
@@ -455,7 +458,10 @@ fn round(id: &Value, envelope: &Value) -> Option<Reply> {
 }
 
 /// Runs one tool call: a discovery tool, else the named tool.
-pub(crate) async fn run_call(broker: &Broker, input: CallInput<'_>) -> crate::envelope::Response {
+pub(crate) async fn run_call(
+    broker: &Broker,
+    input: CallInput<'_>,
+) -> crate::answer::envelope::Response {
     match tools::call_discovery(broker, input).await {
         Ok(r) => r,
         Err(input) => broker.call(input).await,
@@ -463,7 +469,7 @@ pub(crate) async fn run_call(broker: &Broker, input: CallInput<'_>) -> crate::en
 }
 
 /// A `CallToolResult` as JSON text (see [`write_tool_result`]).
-pub(crate) fn tool_result(response: &crate::envelope::Response, modern: bool) -> String {
+pub(crate) fn tool_result(response: &crate::answer::envelope::Response, modern: bool) -> String {
     let text = response.to_json();
     let mut out = Vec::with_capacity(result_capacity(&text));
     write_tool_result(&mut out, response, &text, modern);
@@ -477,17 +483,17 @@ fn result_capacity(text: &[u8]) -> usize {
 }
 
 /// Appends a `CallToolResult` to `out`, written by hand so the envelope is serialised
-/// once: the same `text` ([`Response::to_json`](crate::envelope::Response::to_json)) is
+/// once: the same `text` ([`Response::to_json`](crate::answer::envelope::Response::to_json)) is
 /// `structuredContent` and, as a JSON string, `content[0].text`.
 fn write_tool_result(
     out: &mut Vec<u8>,
-    response: &crate::envelope::Response,
+    response: &crate::answer::envelope::Response,
     text: &[u8],
     modern: bool,
 ) {
     let ok = response.is_ok();
     out.extend_from_slice(br#"{"content":[{"type":"text","text":"#);
-    crate::envelope::write_json_string(out, text);
+    crate::answer::envelope::write_json_string(out, text);
     out.extend_from_slice(br#"}],"structuredContent":"#);
     out.extend_from_slice(text);
     out.extend_from_slice(if ok {

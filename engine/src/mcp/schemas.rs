@@ -19,8 +19,8 @@ use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
 
+use crate::catalog::descriptor::{ConfirmationMode, EnvelopeKind};
 use crate::catalog::{Catalog, Tool};
-use crate::descriptor::{ConfirmationMode, EnvelopeKind};
 
 const STANDARD: &str = include_str!("../../../schemas/envelope-standard.schema.json");
 const PORTAL: &str = include_str!("../../../schemas/envelope-portal.schema.json");
@@ -66,18 +66,18 @@ pub fn published_input(catalog: &Catalog, tool: &Tool) -> Value {
                     })
                     .unwrap_or_default();
                 let mut properties = properties;
-                if tool.risk == crate::descriptor::Risk::Write {
+                if tool.risk == crate::catalog::descriptor::Risk::Write {
                     // The broker's own argument (DECISIONS section 8): accepted by every
                     // write, never validated against the tool's schema, never sent.
                     properties.insert(
-                        crate::bound::TOKEN_ARG.into(),
+                        crate::confirm::bound::TOKEN_ARG.into(),
                         serde_json::json!({
                             "type": "string",
                             "description": "Token from this call's preview, where writes are confirmed by token"
                         }),
                     );
                     properties.insert(
-                        crate::approval::APPROVAL_ARG.into(),
+                        crate::confirm::approval::APPROVAL_ARG.into(),
                         serde_json::json!({
                             "type": "string",
                             "description": "Id of the approval a person gave, where writes are approved by a person"

@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::tools::{EntryText, all_entries, listing};
-use crate::auth::Principal;
+use crate::caller::Principal;
 use crate::catalog::Catalog;
 use crate::config::{Toolset, ToolsetName};
 

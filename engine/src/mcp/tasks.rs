@@ -28,11 +28,12 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::{Reply, code, complete, error, result, server_info};
-use crate::auth::Principal;
-use crate::call::{Broker, CallInput, TaskWatch};
+use crate::call::{Broker, CallInput};
+use crate::caller::Principal;
 use crate::catalog::Tool;
+use crate::catalog::descriptor::Risk;
 use crate::config::WriteConfirmation;
-use crate::descriptor::Risk;
+use crate::run::TaskWatch;
 use crate::store::tasks::StoredTask;
 
 /// The extension's identifier, in capabilities.
@@ -89,8 +90,8 @@ fn runs_as_task(tool: &Tool, input: &CallInput<'_>) -> bool {
     let held = tool.risk == Risk::Write
         && match input.principal.confirmation {
             WriteConfirmation::Flag => false,
-            WriteConfirmation::Bound => !has(crate::bound::TOKEN_ARG),
-            WriteConfirmation::Human => !has(crate::approval::APPROVAL_ARG),
+            WriteConfirmation::Bound => !has(crate::confirm::bound::TOKEN_ARG),
+            WriteConfirmation::Human => !has(crate::confirm::approval::APPROVAL_ARG),
         };
     !held
 }
@@ -98,7 +99,7 @@ fn runs_as_task(tool: &Tool, input: &CallInput<'_>) -> bool {
 fn new_id() -> String {
     let mut raw = [0u8; 16];
     let _ = getrandom::fill(&mut raw);
-    crate::identity::hex(&raw)
+    crate::catalog::identity::hex(&raw)
 }
 
 fn iso(ms: i64) -> String {
@@ -121,7 +122,7 @@ pub async fn start<'a>(
     let now = broker.now().as_millisecond();
     let task = StoredTask {
         id: new_id(),
-        owner: crate::jobs::owner(
+        owner: crate::store::jobs::owner(
             &input.principal.name,
             broker.upstream_key(&tool.service, input.headers),
         ),
@@ -312,10 +313,9 @@ pub async fn handle(
             );
         }
     };
-    let owner = broker
-        .catalog
-        .resolve(&task.tool)
-        .map(|t| crate::jobs::owner(&principal.name, broker.upstream_key(&t.service, headers)));
+    let owner = broker.catalog.resolve(&task.tool).map(|t| {
+        crate::store::jobs::owner(&principal.name, broker.upstream_key(&t.service, headers))
+    });
     if owner.as_deref() != Some(task.owner.as_str()) {
         return unknown(id);
     }

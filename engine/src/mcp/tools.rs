@@ -14,13 +14,14 @@ use std::sync::OnceLock;
 use serde_json::{Map, Value, json};
 
 use super::schemas::{compact_envelope_schema, published_input};
-use crate::auth::Principal;
-use crate::call::{Broker, CallInput, unknown_tool};
+use crate::answer::envelope::{self, Meta, Response};
+use crate::call::{Broker, CallInput};
+use crate::caller::Principal;
+use crate::catalog::describe::{descriptor, summary};
+use crate::catalog::descriptor::{Class, EnvelopeKind, Risk, Tier};
+use crate::catalog::unknown_tool;
 use crate::catalog::{Action, Catalog, Tool};
 use crate::config::{Toolset, ToolsetName};
-use crate::describe::{descriptor, summary};
-use crate::descriptor::{Class, EnvelopeKind, Risk, Tier};
-use crate::envelope::{self, Meta, Response};
 use crate::error::CallError;
 use crate::hooks::{FindFilters, text};
 

@@ -17,6 +17,8 @@
 //!
 //! The read path does no store I/O: a proxied read touches the store only when its tool
 //! records a job or has a rate limit.
+//!
+//! May import: the catalog and [`crate::error`]; every stage that keeps state imports it.
 
 pub mod approvals;
 pub mod audit;

@@ -11,16 +11,18 @@
 //! submitted it; an unknown job changes nothing. The stored payload is redacted like
 //! any upstream answer. No upstream call is made. No bearer token is asked for: the
 //! upstream cannot hold one; the webhook's own proof is the authentication.
+//!
+//! May import: [`crate::run`] (the key refresh runs a tool through its pipeline) and
+//! the stages below it; never the call driver or a door.
 
 use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 
-use crate::call::Broker;
-use crate::response::select;
+use crate::answer::response::select;
+use crate::run::Parts;
 
 pub mod keys;
-pub mod spec;
-pub use spec::MessagePart;
+use crate::catalog::webhook::MessagePart;
 
 /// Largest callback body read.
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
@@ -53,13 +55,13 @@ fn text_at(path: &crate::catalog::JsonPath, body: &Value) -> Option<String> {
 
 /// Whether a service's callbacks can be verified now: a `[webhook]` in the catalog and
 /// its secret or public key at hand.
-pub fn ready(broker: &Broker, service: &str) -> bool {
-    broker
+pub fn ready(parts: &Parts, service: &str) -> bool {
+    parts
         .catalog
         .services
         .get(service)
         .is_some_and(|s| s.webhook.is_some())
-        && broker.webhooks.ready(service)
+        && parts.callbacks.ready(service)
 }
 
 /// The first of `paths` that holds a value.
@@ -90,14 +92,14 @@ fn callback_url(configured: Option<&str>, uri: &hyper::Uri, headers: &hyper::Hea
 
 /// Why a callback failed verification (logged; the answer says only "failed").
 fn verify(
-    broker: &Broker,
+    parts: &Parts,
     service_id: &str,
     webhook: &crate::catalog::Webhook,
     uri: &hyper::Uri,
     headers: &hyper::HeaderMap,
     body: &[u8],
 ) -> Result<(), &'static str> {
-    let receiver = broker.webhooks.get(service_id).ok_or("no receiver")?;
+    let receiver = parts.callbacks.get(service_id).ok_or("no receiver")?;
     let proof = header(headers, &webhook.spec.header)
         .strip_prefix(webhook.spec.prefix.as_str())
         .ok_or("the proof header is missing or lacks its prefix")?;
@@ -109,23 +111,23 @@ fn verify(
         let window = webhook
             .spec
             .max_age_seconds
-            .unwrap_or(spec::DEFAULT_MAX_AGE_SECONDS);
-        let skew = broker.now().as_second().abs_diff(at);
+            .unwrap_or(crate::catalog::webhook::DEFAULT_MAX_AGE_SECONDS);
+        let skew = parts.now().as_second().abs_diff(at);
         if skew > window {
             return Err("the timestamp is outside the freshness window");
         }
     }
     match &receiver.proof {
-        keys::Proof::Bearer(secret) => {
+        crate::caller::callbacks::Proof::Bearer(secret) => {
             if bool::from(proof.as_bytes().ct_eq(secret.as_bytes())) {
                 Ok(())
             } else {
                 Err("the secret does not match")
             }
         }
-        keys::Proof::Rsa { .. } => {
-            let key = broker
-                .webhooks
+        crate::caller::callbacks::Proof::Rsa { .. } => {
+            let key = parts
+                .callbacks
                 .rsa_key(service_id)
                 .ok_or("no public key yet")?;
             let signature = base64::Engine::decode(
@@ -163,18 +165,18 @@ fn verify(
 }
 
 fn hex(bytes: &[u8]) -> String {
-    crate::identity::sha256_hex(bytes)
+    crate::catalog::identity::sha256_hex(bytes)
 }
 
 /// Handles one callback whose body has been read (at most `MAX_BODY_BYTES + 1` bytes).
 pub async fn receive(
-    broker: &Broker,
+    parts: &Parts,
     service_id: &str,
     uri: &hyper::Uri,
     headers: &hyper::HeaderMap,
     body: &[u8],
 ) -> Answer {
-    let Some(webhook) = broker
+    let Some(webhook) = parts
         .catalog
         .services
         .get(service_id)
@@ -182,23 +184,23 @@ pub async fn receive(
     else {
         return refuse(404, "no webhook is received for this service");
     };
-    if broker.webhooks.get(service_id).is_none() {
+    if parts.callbacks.get(service_id).is_none() {
         return refuse(
             503,
-            "this broker has no webhook secret or key configured for the service; callbacks are refused",
+            "this parts has no webhook secret or key configured for the service; callbacks are refused",
         );
     }
-    if !broker.webhooks.ready(service_id) {
+    if !parts.callbacks.ready(service_id) {
         // The key is fetched in the background; the upstream retries the callback.
         return refuse(
             503,
-            "this broker has not yet fetched the service's webhook public key; send the callback again",
+            "this parts has not yet fetched the service's webhook public key; send the callback again",
         );
     }
     if body.len() > MAX_BODY_BYTES {
         return refuse(413, "the callback body is over 256 KiB");
     }
-    if let Err(why) = verify(broker, service_id, webhook, uri, headers, body) {
+    if let Err(why) = verify(parts, service_id, webhook, uri, headers, body) {
         tracing::warn!(service = %service_id, reason = why, "webhook refused: verification failed");
         return refuse(
             401,
@@ -217,10 +219,10 @@ pub async fn receive(
     // Kept as the upstream says it, like the statuses watchers read; listings add the
     // job state the catalog maps it to (`states`).
     let status = first_text(&webhook.status, &payload);
-    let secrets = broker.secrets(headers);
-    crate::redact::redact(&mut payload, &broker.catalog.rules.redaction, &[], &secrets);
-    let now = broker.now();
-    let new = match broker
+    let secrets = parts.secrets(headers);
+    crate::answer::redact::redact(&mut payload, &parts.catalog.rules.redaction, &[], &secrets);
+    let now = parts.now();
+    let new = match parts
         .store
         .record_webhook_event(
             service_id,
@@ -238,13 +240,13 @@ pub async fn receive(
             tracing::error!(error = %e, service = %service_id, "webhook event not stored");
             return refuse(
                 503,
-                "the broker cannot store the callback right now; send it again",
+                "the parts cannot store the callback right now; send it again",
             );
         }
     };
     let mut updated = 0;
     if new && let (Some(job), Some(status)) = (&job_id, &status) {
-        match broker
+        match parts
             .store
             .update_job_from_upstream(service_id, job, status, now)
             .await
@@ -254,7 +256,7 @@ pub async fn receive(
                 tracing::error!(error = %e, service = %service_id, "job not updated from a webhook");
                 return refuse(
                     503,
-                    "the broker cannot store the callback right now; send it again",
+                    "the parts cannot store the callback right now; send it again",
                 );
             }
         }

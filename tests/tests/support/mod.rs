@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde_json::{Value, json};
 use tool_broker::call::Broker;
 use tool_broker::catalog::Catalog;
-use tool_broker::compile::compile;
+use tool_broker::catalog::compile::compile;
+use tool_broker::catalog::source::Sources;
 use tool_broker::config::ConfigFile;
-use tool_broker::source::Sources;
 use tool_broker::store::{Store, StoreConfig};
 
 /// The bearer token every test broker accepts.
@@ -172,12 +172,13 @@ impl TestBroker {
         let workers = setup.workers.unwrap_or(1);
         let served = if setup.on_test_runtime {
             tokio::spawn(async move {
-                let _ = tool_broker::server::serve(serving, listener, shutdown).await;
+                let _ = tool_broker::serve::server::serve(serving, listener, shutdown).await;
             })
         } else {
             tokio::spawn(async move {
                 let _ =
-                    tool_broker::server::serve_workers(serving, listener, workers, shutdown).await;
+                    tool_broker::serve::server::serve_workers(serving, listener, workers, shutdown)
+                        .await;
             })
         };
         Self {

@@ -1,0 +1,176 @@
+//! [`Broker`]: the parts every stage reads, and the driver's own state, built once from
+//! the catalog, the config and the environment; the [`Pipeline`] the stages it drives
+//! run tools through.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::caller::Keys;
+use crate::catalog::diag::did_you_mean;
+use crate::catalog::template::Scope;
+use crate::catalog::{Catalog, Tool};
+use crate::config::ConfigFile;
+use crate::confirm::Confirmations;
+use crate::hooks;
+use crate::run::{Parts, Pipeline, RequestCtx, Running, Want};
+use crate::upstream::Upstream;
+use crate::upstream::render::RenderedRequest;
+
+/// The broker: the parts every stage reads ([`Parts`], also reached through `Deref`),
+/// the caller keys, this deployment's confirmation settings, the hooks' caches, what the
+/// front doors keep, and the upstream client. It drives each call ([`Broker::call`]) and
+/// is the [`Pipeline`] the stages it drives run tools through.
+pub struct Broker {
+    /// What every stage may read: the catalog, the store, routes, settings, counters,
+    /// callback keys, the clock.
+    pub parts: Parts,
+    /// Caller keys.
+    pub keys: Keys,
+    /// Who confirms writes, and how (modes `bound` and `human`).
+    pub confirmations: Confirmations,
+    /// The hooks' own caches.
+    pub hooks: hooks::State,
+    /// Largest accepted request body.
+    pub max_body_bytes: usize,
+    /// What a connection may cost (the `[server]` table).
+    pub bounds: crate::config::server::ServerBounds,
+    /// Set on shutdown: readiness answers 503 while calls in flight finish.
+    pub draining: std::sync::atomic::AtomicBool,
+    /// MCP `tools/list` entries of every catalog tool as JSON text, built on first use
+    /// by the MCP door.
+    pub mcp_entries: std::sync::OnceLock<Vec<Box<str>>>,
+    /// Which browser origins may call (`allowed_origins`) and the Host rule.
+    pub origins: crate::caller::origin::OriginPolicy,
+    /// The OpenAPI projection text (without and with legacy tools), built on first use;
+    /// shared, not copied, by every answer.
+    pub projection: [std::sync::OnceLock<bytes::Bytes>; 2],
+    pub(super) upstream: Upstream,
+}
+
+impl std::ops::Deref for Broker {
+    type Target = Parts;
+
+    fn deref(&self) -> &Parts {
+        &self.parts
+    }
+}
+
+impl std::fmt::Debug for Broker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Broker")
+            .field("parts", &self.parts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Broker {
+    /// Builds a broker. `env` reads environment variables (injectable for tests).
+    pub fn new(
+        catalog: Arc<Catalog>,
+        config: &ConfigFile,
+        env: &dyn Fn(&str) -> Option<String>,
+        store: crate::store::Store,
+    ) -> Result<Self, String> {
+        let mut keys = Keys::from_config(
+            &config.keys,
+            config.toolset.clone().unwrap_or_default(),
+            config.confirmation.unwrap_or_default(),
+        )?;
+        let confirmations = Confirmations::new(config, env)?;
+        if let Some(token) = env("TOOL_BROKER_API_KEY").filter(|t| !t.is_empty()) {
+            keys.add_plain("env:TOOL_BROKER_API_KEY", &token);
+        }
+        let toolsets = config
+            .toolset
+            .iter()
+            .map(|t| ("the top-level `toolset`".to_string(), t))
+            .chain(config.keys.iter().filter_map(|k| {
+                k.toolset
+                    .as_ref()
+                    .map(|t| (format!("key `{}`: `toolset`", k.name), t))
+            }));
+        for (place, toolset) in toolsets {
+            if let crate::config::Toolset::Services(services) = toolset {
+                for id in services {
+                    if !catalog.services.contains_key(id) {
+                        return Err(format!(
+                            "config {place} names `{id}`, which is not a catalog service{}",
+                            did_you_mean(id, catalog.services.keys().map(String::as_str))
+                                .map(|h| format!("; {h}"))
+                                .unwrap_or_default()
+                        ));
+                    }
+                }
+            }
+        }
+        let origins = crate::caller::origin::OriginPolicy::new(&config.allowed_origins)?;
+        let parts = Parts::new(catalog, config, env, store)?;
+        config.server.validate()?;
+        Ok(Self {
+            bounds: config.server.clone(),
+            draining: std::sync::atomic::AtomicBool::new(false),
+            max_body_bytes: config
+                .max_body_bytes
+                .unwrap_or(parts.catalog.rules.limits.max_body_bytes),
+            parts,
+            keys,
+            confirmations,
+            hooks: hooks::State::default(),
+            upstream: Upstream::new()?,
+            mcp_entries: std::sync::OnceLock::new(),
+            origins,
+            projection: [std::sync::OnceLock::new(), std::sync::OnceLock::new()],
+        })
+    }
+
+    /// What confirmation code reads: the parts and this deployment's confirmation
+    /// settings.
+    pub fn confirming(&self) -> crate::confirm::Context<'_> {
+        crate::confirm::Context {
+            parts: &self.parts,
+            confirmations: &self.confirmations,
+        }
+    }
+
+    /// Replaces the clock (tests pin "now").
+    pub fn with_clock(mut self, clock: fn() -> jiff::Timestamp) -> Self {
+        self.parts.set_clock(clock);
+        self
+    }
+}
+
+impl Pipeline for Broker {
+    fn parts(&self) -> &Parts {
+        &self.parts
+    }
+
+    fn execute<'a>(
+        &'a self,
+        tool: &'a Tool,
+        arguments: Option<Value>,
+        ctx: &'a RequestCtx<'_>,
+    ) -> Running<'a> {
+        Box::pin(Broker::execute(self, tool, arguments, ctx))
+    }
+
+    fn send_rendered<'a>(
+        &'a self,
+        tool: &'a Tool,
+        request: &'a RenderedRequest,
+        args: &'a Map<String, Value>,
+        template_ctx: &'a Scope<'_>,
+        ctx: &'a RequestCtx<'_>,
+        limits: (Option<usize>, Want),
+    ) -> Running<'a> {
+        Box::pin(Broker::send_rendered(
+            self,
+            tool,
+            request,
+            args,
+            template_ctx,
+            ctx,
+            limits,
+        ))
+    }
+}

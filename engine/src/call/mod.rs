@@ -1,0 +1,469 @@
+//! One call, end to end (DECISIONS sections 2-5):
+//!
+//! resolve -> may the caller use it -> validate arguments -> preconditions ->
+//! confirmation (preview or refusal, nothing sent) -> hook, or: base URL and upstream
+//! key (refused before any contact) -> render -> send -> classify -> redact -> data,
+//! pagination, truncation -> envelope.
+//!
+//! [`Broker`] (`broker.rs`) holds everything a call needs that is not in the request: the
+//! parts every stage reads ([`crate::run::Parts`]), the caller keys, the confirmation
+//! settings, the hooks' caches, the upstream client and what the front doors keep. It is
+//! the [`crate::run::Pipeline`] hooks and webhooks run tools through.
+//!
+//! Here: one call from its name to its envelope, and a resolved tool run (arguments,
+//! tenancy, preconditions, the flag decision, hook or render). `confirmed.rs`: a write
+//! under its caller's confirmation mode. `send.rs`: the upstream exchange and the answer
+//! made a result. What only the driver uses: `args`, `tenancy`, `ratelimit`.
+//!
+//! May import every stage below it (confirm, hooks, webhook, run, answer, upstream,
+//! the store, callers, config, telemetry, the catalog); never a door ([`crate::mcp`],
+//! [`crate::serve`]).
+
+pub mod args;
+mod broker;
+mod confirmed;
+pub mod ratelimit;
+mod send;
+pub mod tenancy;
+
+pub use broker::Broker;
+
+use std::time::Instant;
+
+use serde_json::{Map, Value, json};
+
+use crate::answer::envelope::{self, Meta, Portal, Response};
+use crate::caller::Principal;
+use crate::catalog::descriptor::{Class, ConfirmationMode, EnvelopeKind, Risk};
+use crate::catalog::template::Scope;
+use crate::catalog::{Action, Tool};
+use crate::confirm::flag::{Decision, PreviewReason, decide};
+use crate::error::{CallError, Classification};
+use crate::hooks;
+use crate::run::{Elicitation, Exec, RequestCtx, TaskWatch, Want};
+use crate::upstream::render::render;
+
+/// One `tools/call`.
+#[derive(Debug)]
+pub struct CallInput<'a> {
+    /// JSON-RPC id as a string.
+    pub request_id: String,
+    /// `params.name`.
+    pub name: &'a str,
+    /// `params.arguments`.
+    pub arguments: Option<Value>,
+    /// Request headers.
+    pub headers: &'a hyper::HeaderMap,
+    /// The authenticated caller.
+    pub principal: &'a Principal,
+    /// An idempotency key given outside the headers (MCP `_meta.idempotencyKey`); the
+    /// `Idempotency-Key` header is read when this is `None`.
+    pub idempotency_key: Option<String>,
+    /// The MCP door's elicitation capability and round (`None` on other doors).
+    pub elicitation: Option<Elicitation>,
+    /// Run as an MCP task (see [`RequestCtx::task_watch`]).
+    pub task_watch: Option<TaskWatch>,
+}
+
+impl Broker {
+    /// Runs one `tools/call` and returns the response to send.
+    pub async fn call(&self, mut input: CallInput<'_>) -> Response {
+        let started = Instant::now();
+        // The broker's own arguments: taken out before anything hashes or validates.
+        let token = crate::confirm::bound::take_token(&mut input.arguments);
+        let approval_id = crate::confirm::bound::take_arg(
+            &mut input.arguments,
+            crate::confirm::approval::APPROVAL_ARG,
+        );
+        let trace_id = self.trace_id(&input.request_id);
+        let mut meta = Meta {
+            request_id: std::mem::take(&mut input.request_id),
+            trace_id: trace_id.clone(),
+            ..Meta::default()
+        };
+        let portal_name = input.name.starts_with("portal.");
+        let Some(tool) = self.catalog.resolve(input.name) else {
+            let err = crate::catalog::unknown_tool(&self.catalog, input.name);
+            meta.duration_ms = elapsed_ms(started);
+            self.metrics
+                .record_call("unknown", err.classification.as_str(), meta.duration_ms);
+            return if portal_name {
+                self.portal_response(input.name, &trace_id, Err(err))
+            } else {
+                envelope::standard_err(&err, meta, &self.catalog.rules)
+            };
+        };
+        let mut ctx = RequestCtx {
+            principal: input.principal,
+            headers: input.headers,
+            trace_id: &trace_id,
+            idempotency: None,
+            elicitation: input.elicitation.as_ref(),
+            task_watch: input.task_watch,
+        };
+        let task_args = (ctx.task_watch.is_some() && tool.task.is_some()).then(|| {
+            input
+                .arguments
+                .as_ref()
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default()
+        });
+        let started_at = self.now();
+        let write = tool.risk == Risk::Write;
+        let args_sha256 = write.then(|| audit_hash(input.arguments.as_ref()));
+        let mut held = None;
+        let result = match input.principal.check(tool) {
+            Err(e) => Err(e),
+            Ok(()) => match (
+                &args_sha256,
+                crate::confirm::idempotency::key_of(
+                    input.idempotency_key.as_deref(),
+                    input.headers,
+                ),
+            ) {
+                (Some(_), Err(e)) => Err(e),
+                (Some(sha), Ok(Some(key))) => {
+                    let owner = self.job_owner(&tool.service, &ctx);
+                    match crate::confirm::idempotency::begin(
+                        &self.store,
+                        tool,
+                        &owner,
+                        &key,
+                        sha,
+                        || self.now(),
+                    )
+                    .await
+                    {
+                        Ok(crate::confirm::idempotency::Begin::Replay(response)) => {
+                            self.metrics.record_call(
+                                &tool.full_name,
+                                "replayed",
+                                elapsed_ms(started),
+                            );
+                            tracing::info!(tool = %tool.full_name, caller = %input.principal.name, "idempotent repeat answered from the store");
+                            return response;
+                        }
+                        Ok(crate::confirm::idempotency::Begin::Run(h)) => {
+                            ctx.idempotency = Some(h.upstream.clone());
+                            held = Some(h);
+                            self.execute_confirmed(
+                                tool,
+                                input.arguments,
+                                (token, approval_id),
+                                &ctx,
+                            )
+                            .await
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
+                _ => {
+                    self.execute_confirmed(tool, input.arguments, (token, approval_id), &ctx)
+                        .await
+                }
+            },
+        };
+        // Run as an MCP task, a tool that answered a job at once watches it.
+        let result = match (result, &tool.task) {
+            (Ok(exec), Some(plan)) if ctx.task_watch.is_some() && !exec.dry_run => {
+                let args = task_args.unwrap_or_default();
+                Ok(crate::hooks::watch_answered_job(self, tool, plan, &args, exec, &ctx).await)
+            }
+            (result, _) => result,
+        };
+        let duration_ms = elapsed_ms(started);
+        let ran = write_outcome(&result) == Some(crate::store::audit::Outcome::Executed);
+        if let Some(args_sha256) = args_sha256 {
+            self.audit(tool, &ctx, &result, args_sha256, started_at, duration_ms)
+                .await;
+        }
+        let outcome = match &result {
+            Ok(_) => "ok",
+            Err(e) => e.classification.as_str(),
+        };
+        self.metrics
+            .record_call(&tool.full_name, outcome, duration_ms);
+        tracing::info!(
+            tool = %tool.full_name,
+            caller = %input.principal.name,
+            outcome,
+            duration_ms,
+            trace_id = %ctx.trace_id,
+            "tool call"
+        );
+        let response = self.respond(tool, &trace_id, meta, duration_ms, result);
+        if let Some(held) = &held {
+            crate::confirm::idempotency::finish(&self.store, held, ran, &response).await;
+        }
+        response
+    }
+
+    /// The envelope of a finished call (portal or standard, by the tool's service).
+    fn respond(
+        &self,
+        tool: &Tool,
+        trace_id: &str,
+        mut meta: Meta,
+        duration_ms: u64,
+        result: Result<Exec, CallError>,
+    ) -> Response {
+        if self.catalog.services.get(&tool.service).map(|s| s.envelope)
+            == Some(EnvelopeKind::Portal)
+        {
+            return self.portal_response(&tool.full_name, trace_id, result);
+        }
+        let names = &tool.meta_names;
+        meta.service = Some(names.service.clone());
+        meta.tool = Some(names.tool.clone());
+        meta.catalog_version = Some(names.catalog_version.clone());
+        meta.descriptor_hash = Some(names.descriptor_hash.clone());
+        meta.consumes_credits = tool
+            .classes
+            .iter()
+            .any(|c| matches!(c, Class::Spend | Class::Credits));
+        meta.snapshot_id = Some(names.snapshot_id.clone());
+        meta.duration_ms = duration_ms;
+        match result {
+            Ok(exec) => {
+                meta.dry_run = exec.dry_run;
+                meta.upstream_status = exec.upstream_status;
+                meta.pagination = exec.pagination;
+                meta.truncation = exec.truncation;
+                meta.redacted = exec.redacted;
+                meta.dispatched_to = exec.dispatched_to;
+                match exec.data_text {
+                    Some(text) => envelope::standard_ok_text(text, meta),
+                    None => envelope::standard_ok(exec.data, meta),
+                }
+            }
+            Err(err) => {
+                meta.upstream_status = err.upstream_status;
+                envelope::standard_err(&err, meta, &self.catalog.rules)
+            }
+        }
+    }
+
+    /// Appends the audit record of a write call (a preview is not a write and is not
+    /// recorded). A store that fails is logged; the caller still gets its answer, since
+    /// the write may already have run.
+    async fn audit(
+        &self,
+        tool: &Tool,
+        ctx: &RequestCtx<'_>,
+        result: &Result<Exec, CallError>,
+        args_sha256: String,
+        at: jiff::Timestamp,
+        duration_ms: u64,
+    ) {
+        use crate::store::audit::AuditRecord;
+        let Some(outcome) = write_outcome(result) else {
+            return;
+        };
+        let (upstream_status, classification) = match result {
+            Ok(exec) => (exec.upstream_status, "ok"),
+            Err(e) => (e.upstream_status, e.classification.as_str()),
+        };
+        let record = AuditRecord {
+            seq: 0,
+            at: at.to_string(),
+            key_name: ctx.principal.name.clone(),
+            tool: tool.full_name.clone(),
+            descriptor_hash: tool.descriptor_hash.clone(),
+            catalog_version: self
+                .catalog
+                .services
+                .get(&tool.service)
+                .map(|s| s.catalog_version.clone())
+                .unwrap_or_default(),
+            args_sha256,
+            outcome,
+            upstream_status,
+            classification: classification.to_string(),
+            trace_id: ctx.trace_id.to_string(),
+            duration_ms,
+            confirmation: Some(ctx.principal.confirmation.as_str().to_string()),
+        };
+        if let Err(e) = self.store.append_audit(&record).await {
+            tracing::error!(error = %e, tool = %tool.full_name, trace_id = %ctx.trace_id, "write audit record not stored");
+        }
+    }
+
+    fn portal_response(
+        &self,
+        name: &str,
+        trace_id: &str,
+        result: Result<Exec, CallError>,
+    ) -> Response {
+        let (service_id, tool_name) = name.split_once('.').unwrap_or(("portal", name));
+        let rules = &self.catalog.rules;
+        match result {
+            Ok(exec) => envelope::portal(
+                Portal {
+                    service_id: service_id.to_string(),
+                    tool_name: tool_name.to_string(),
+                    trace_id: trace_id.to_string(),
+                    summary: exec.summary.unwrap_or_default(),
+                    data: exec.data,
+                    data_text: exec.data_text,
+                    resource: exec.resource.unwrap_or(Value::Null),
+                    pagination: exec.pagination.unwrap_or(Value::Null),
+                    next_action: exec.next_action,
+                },
+                None,
+                rules,
+            ),
+            Err(err) => envelope::portal(
+                Portal {
+                    service_id: service_id.to_string(),
+                    tool_name: tool_name.to_string(),
+                    trace_id: trace_id.to_string(),
+                    summary: format!("{name} failed: {}", err.classification.as_str()),
+                    ..Portal::default()
+                },
+                Some(&err),
+                rules,
+            ),
+        }
+    }
+
+    /// Runs a resolved tool the caller may use: everything after the permission check.
+    pub async fn execute(
+        &self,
+        tool: &Tool,
+        arguments: Option<Value>,
+        ctx: &RequestCtx<'_>,
+    ) -> Result<Exec, CallError> {
+        self.execute_as(tool, arguments, ctx, false, Want::Value)
+            .await
+    }
+
+    /// [`Broker::execute`] for a call whose result goes straight into its envelope: the
+    /// result may be JSON text ([`Want::Text`]).
+    async fn execute_for_envelope(
+        &self,
+        tool: &Tool,
+        arguments: Option<Value>,
+        ctx: &RequestCtx<'_>,
+    ) -> Result<Exec, CallError> {
+        self.execute_as(tool, arguments, ctx, false, Want::Text)
+            .await
+    }
+
+    /// [`Broker::execute`], or with `preview_only` the tool's preview whatever its
+    /// confirmation flags say (HTTP tools; hooks answer as they are).
+    async fn execute_as(
+        &self,
+        tool: &Tool,
+        arguments: Option<Value>,
+        ctx: &RequestCtx<'_>,
+        preview_only: bool,
+        want: Want,
+    ) -> Result<Exec, CallError> {
+        let mut args = args::prepare(tool, arguments)?;
+        let routed = crate::call::tenancy::route(self, tool, &mut args, ctx.headers)?;
+        // Built only if a template reads it (`routed_context` copies the arguments).
+        let (arguments, routed_to) = (&args, routed.as_deref());
+        let template_ctx = Scope::lazy(arguments, move || {
+            self.routed_context(tool, arguments, ctx.headers, routed_to)
+        });
+        let templates = &self.catalog.templates;
+        for rule in &tool.require {
+            let ok = templates.truthy(&rule.check, &template_ctx).map_err(|e| {
+                tracing::error!(template = %e.name, kind = %e.kind, "precondition failed to evaluate");
+                CallError::internal()
+            })?;
+            if !ok {
+                return Err(CallError::new(rule.classification, rule.message.clone()));
+            }
+        }
+        let decision = if preview_only {
+            Decision::Preview(PreviewReason::NotConfirmed)
+        } else {
+            decide(tool, &args, &self.catalog.rules.confirmation)?
+        };
+        match &tool.action {
+            Action::Hook(hook) => {
+                drop(template_ctx);
+                hooks::run(*hook, self, &self.hooks, tool, args, ctx).await
+            }
+            Action::Http(plan) => {
+                let request = render(plan, templates, &template_ctx)?;
+                if let Decision::Preview(reason) = decision {
+                    return Ok(self.preview(tool, request.preview(), reason));
+                }
+                if let Some(limit) = &tool.rate_limit {
+                    crate::call::ratelimit::check(
+                        &self.store,
+                        &tool.full_name,
+                        &self.job_owner(&tool.service, ctx),
+                        limit,
+                        self.now(),
+                    )
+                    .await?;
+                }
+                self.send_rendered(tool, &request, &args, &template_ctx, ctx, (None, want))
+                    .await
+            }
+        }
+    }
+
+    fn preview(&self, tool: &Tool, mut request: Value, reason: PreviewReason) -> Exec {
+        // Credential-like fields of the request (an `apiKey` the caller passes on to the
+        // upstream) are shown redacted, as everywhere else in an answer.
+        let redacted =
+            crate::answer::redact::redact(&mut request, &self.catalog.rules.redaction, &[], &[]);
+        let needs_confirm = matches!(
+            tool.confirmation,
+            ConfirmationMode::ConfirmFlag | ConfirmationMode::DryRunDefault
+        );
+        let next = self.render_shared(
+            "dry_run_next_action.j2",
+            &json!({
+                "tool": { "name": tool.full_name, "title": tool.title },
+                "confirm_arg": self.catalog.rules.confirmation.confirm_arg,
+                "preview_arg": (reason == PreviewReason::Requested).then_some(tool.preview_arg.clone()).flatten(),
+                "needs_confirm": needs_confirm,
+            }),
+        );
+        Exec {
+            data: crate::answer::envelope::object([
+                ("dryRun", Value::Bool(true)),
+                ("request", request),
+                ("nextAction", Value::String(next.clone())),
+            ]),
+            dry_run: true,
+            redacted: (redacted > 0).then_some(redacted),
+            next_action: Some(next),
+            summary: Some(format!("dry run of {}: nothing was sent", tool.full_name)),
+            ..Exec::default()
+        }
+    }
+}
+
+fn write_outcome(result: &Result<Exec, CallError>) -> Option<crate::store::audit::Outcome> {
+    use crate::store::audit::Outcome;
+    match result {
+        Ok(exec) if exec.token_issued => Some(Outcome::TokenIssued),
+        Ok(exec) if exec.dry_run => None,
+        Ok(_) => Some(Outcome::Executed),
+        Err(e)
+            if e.upstream_status.is_some()
+                || e.classification == Classification::UpstreamTimeout =>
+        {
+            Some(Outcome::Executed)
+        }
+        Err(_) => Some(Outcome::Refused),
+    }
+}
+
+/// sha256 (hex) of the canonical JSON of a call's arguments (absent counts as `{}`).
+fn audit_hash(arguments: Option<&Value>) -> String {
+    let empty = Value::Object(Map::new());
+    let text = crate::catalog::identity::canonical_json(arguments.unwrap_or(&empty));
+    crate::catalog::identity::sha256_hex(text.as_bytes())
+}
+
+fn elapsed_ms(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,266 @@
+//! Sending a rendered request upstream and turning the answer into a tool's result: the
+//! key (routing profile, the caller's own, or the server's), refusals classified,
+//! redaction, jobs noted, shaping and truncation, or the whole answer in one pass.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::Broker;
+use crate::answer::redact::redact;
+use crate::answer::response::{extract_data, extract_pagination, refusal_error, select, truncate};
+use crate::catalog::template::Scope;
+use crate::catalog::{JsonPath, Tool};
+use crate::error::{CallError, Classification};
+use crate::run::{Exec, RequestCtx, Want};
+use crate::upstream::render::RenderedRequest;
+use crate::upstream::{Outcome, Target};
+
+impl Broker {
+    /// Sends a rendered request of `tool` upstream and turns the answer into its result:
+    /// key (profile, BYOK or server-side), refusals classified, redaction, job recording,
+    /// shaping and truncation. `max_response` lowers the largest answer read; `want` says
+    /// whether the result may be JSON text.
+    pub async fn send_rendered(
+        &self,
+        tool: &Tool,
+        request: &RenderedRequest,
+        args: &Map<String, Value>,
+        template_ctx: &Scope<'_>,
+        ctx: &RequestCtx<'_>,
+        (max_response, want): (Option<usize>, Want),
+    ) -> Result<Exec, CallError> {
+        let templates = &self.catalog.templates;
+        let Some(base_url) = self.base_url(&tool.service) else {
+            return Err(CallError::new(
+                Classification::NotConfigured,
+                format!(
+                    "the `{0}` upstream has no base URL; set TOOL_BROKER_UPSTREAM_{1} or [upstreams] {0} in the config file",
+                    tool.service,
+                    tool.service.to_ascii_uppercase()
+                ),
+            ));
+        };
+        let service = self
+            .catalog
+            .services
+            .get(&tool.service)
+            .ok_or_else(CallError::internal)?;
+        let key =
+            match self
+                .routes
+                .profile_key(&self.catalog, tool, args, &ctx.principal.profiles)?
+            {
+                Some(key) => Some(key),
+                None => self.upstream_key(&tool.service, ctx.headers),
+            };
+        if let Some(cred) = &service.credential
+            && key.is_none()
+        {
+            return Err(CallError::new(
+                Classification::MissingRequiredCredentials,
+                format!(
+                    "`{}` needs your `{}` key in the `{}` request header; nothing was sent upstream",
+                    tool.full_name, tool.service, cred.header
+                ),
+            ));
+        }
+        let target = Target {
+            service,
+            base_url,
+            key,
+            idempotency_key: ctx.idempotency.as_deref(),
+            timeout: tool.timeout,
+            max_body_bytes: max_response
+                .unwrap_or(self.catalog.rules.limits.max_upstream_body_bytes),
+        };
+        let secrets = self.secrets(ctx.headers);
+        match self.upstream.send(request, &target).await? {
+            Outcome::Refusal(refusal) => {
+                Err(refusal_error(tool, refusal, &self.catalog.rules, &secrets))
+            }
+            Outcome::Answer(answer) => {
+                let asked = Asked::of(&tool.response, args, tool.item_budget);
+                if want == Want::Text && asked.one_pass(&tool.response) {
+                    return self.one_pass(tool, &answer, &secrets, asked.budget);
+                }
+                let mut body = answer.json(&tool.service)?;
+                let mut paths: Vec<&JsonPath> = tool.response.redact.iter().collect();
+                for (unless, extra) in &tool.response.redact_unless {
+                    let keep = templates.truthy(unless, template_ctx).map_err(|e| {
+                        tracing::error!(template = %e.name, kind = %e.kind, "redaction condition failed");
+                        CallError::internal()
+                    })?;
+                    if !keep {
+                        paths.extend(extra.iter());
+                    }
+                }
+                let redacted = redact(&mut body, &self.catalog.rules.redaction, &paths, &secrets);
+                let pagination = extract_pagination(tool, &body);
+                if let Some(path) = &tool.response.job_id
+                    && let Some(Value::String(id)) = select(path, &body)
+                {
+                    // The answer goes back whatever the store says: the upstream did the
+                    // work, and its id is in the answer the caller gets.
+                    if let Err(e) = self
+                        .store
+                        .record_job(
+                            &tool.service,
+                            &self.job_owner(&tool.service, ctx),
+                            &id,
+                            &tool.name,
+                            self.now(),
+                        )
+                        .await
+                    {
+                        tracing::error!(error = %e, tool = %tool.full_name, "job not recorded");
+                    }
+                }
+                if let Some((id, path)) = &tool.response.job_status {
+                    self.note_job_status(tool, id, path, &body, template_ctx, ctx)
+                        .await;
+                }
+                let plan = &tool.response;
+                let raw = asked.raw.then(|| body.clone());
+                let mut data = extract_data(tool, body);
+                if let Some(fields) = asked.fields {
+                    data = crate::answer::shape::project(data, &fields);
+                } else if asked.compact {
+                    data = crate::answer::shape::compact(data, plan.compact_fields.as_ref());
+                }
+                let truncation = match asked.budget {
+                    Some(budget) => truncate(&mut data, budget),
+                    None => Vec::new(),
+                };
+                if let Some(raw) = raw {
+                    data = crate::answer::envelope::object([("data", data), ("raw", raw)]);
+                }
+                Ok(Exec {
+                    data,
+                    upstream_status: Some(answer.status),
+                    pagination,
+                    truncation,
+                    redacted: Some(redacted),
+                    ..Exec::default()
+                })
+            }
+        }
+    }
+
+    /// The result of an answer written in one pass ([`crate::answer::scan`]): the same text,
+    /// redaction count and truncation the tree path gives, kept as text.
+    fn one_pass(
+        &self,
+        tool: &Tool,
+        answer: &crate::upstream::UpstreamAnswer,
+        secrets: &[&str],
+        budget: Option<usize>,
+    ) -> Result<Exec, CallError> {
+        let scanned = if answer.is_empty() {
+            crate::answer::scan::Scanned {
+                text: "null".into(),
+                redacted: 0,
+                truncation: Vec::new(),
+            }
+        } else {
+            let rules = &self.catalog.rules.redaction;
+            crate::answer::scan::scan(&answer.bytes, rules, secrets, budget)
+                .map_err(|_| crate::upstream::not_json(&tool.service, answer.status))?
+        };
+        Ok(Exec {
+            data_text: Some(Arc::from(scanned.text)),
+            upstream_status: Some(answer.status),
+            truncation: scanned.truncation,
+            redacted: Some(scanned.redacted),
+            ..Exec::default()
+        })
+    }
+
+    /// Writes the status a job status read answered to the caller's job record. The
+    /// answer goes back whatever the store says: the upstream is the source of truth.
+    async fn note_job_status(
+        &self,
+        tool: &Tool,
+        id: &crate::catalog::template::Expr,
+        path: &crate::catalog::JsonPath,
+        body: &Value,
+        template_ctx: &Scope<'_>,
+        ctx: &RequestCtx<'_>,
+    ) {
+        let job = match self.catalog.templates.eval(id, template_ctx) {
+            Ok(Some(Value::String(s))) if !s.is_empty() => s,
+            Ok(Some(Value::Number(n))) => n.to_string(),
+            _ => return,
+        };
+        let status = match select(path, body) {
+            Some(Value::String(s)) if !s.is_empty() => s,
+            _ => return,
+        };
+        let owner = self.job_owner(&tool.service, ctx);
+        if let Err(e) = self
+            .store
+            .update_job(&tool.service, &owner, &job, &status, self.now())
+            .await
+        {
+            tracing::error!(error = %e, tool = %tool.full_name, "job status not recorded");
+        }
+    }
+}
+
+/// How a write call ended, for the audit and idempotency: `None` for a dry-run preview
+/// (not a write); executed when a request went upstream (an answer, or a timeout after
+/// sending); refused when nothing was sent.
+/// What a call's arguments ask of its answer's shape (`response.*_arg`).
+struct Asked {
+    /// The whole redacted answer beside `data` (`raw_arg` true).
+    raw: bool,
+    /// Only these fields of each item (`fields_arg`, when it names any).
+    fields: Option<Vec<String>>,
+    /// Compact items (`mode_arg` other than `"full"`, when the tool has one).
+    compact: bool,
+    /// The item budget lists are cut to; `None` when `compact_arg` is false.
+    budget: Option<usize>,
+}
+
+impl Asked {
+    fn of(plan: &crate::catalog::ResponsePlan, args: &Map<String, Value>, default: usize) -> Self {
+        let flag = |name: &Option<String>| name.as_ref().and_then(|n| args.get(n));
+        let fields: Option<Vec<String>> = flag(&plan.fields_arg)
+            .and_then(Value::as_array)
+            .map(|f| {
+                f.iter()
+                    .filter_map(Value::as_str)
+                    .map(String::from)
+                    .collect()
+            })
+            .filter(|f: &Vec<String>| !f.is_empty());
+        let compact = fields.is_none()
+            && plan.mode_arg.is_some()
+            && flag(&plan.mode_arg).and_then(Value::as_str) != Some("full");
+        let budget = flag(&plan.budget_arg)
+            .and_then(Value::as_u64)
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(default);
+        Self {
+            raw: flag(&plan.raw_arg) == Some(&Value::Bool(true)),
+            fields,
+            compact,
+            budget: (flag(&plan.compact_arg) != Some(&Value::Bool(false))).then_some(budget),
+        }
+    }
+
+    /// Whether the answer can be written in one pass: nothing selected, redacted by
+    /// path, read for pagination or a job, or reshaped; only cut to the budget.
+    fn one_pass(&self, plan: &crate::catalog::ResponsePlan) -> bool {
+        !self.raw
+            && self.fields.is_none()
+            && !self.compact
+            && plan.data.is_none()
+            && plan.redact.is_empty()
+            && plan.redact_unless.is_empty()
+            && plan.pagination.is_empty()
+            && plan.job_id.is_none()
+            && plan.job_status.is_none()
+    }
+}

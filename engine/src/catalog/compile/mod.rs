@@ -1,0 +1,763 @@
+//! The compile stage: raw TOML structs -> [`Catalog`].
+//!
+//! Reads every file of a catalog root, parses each strictly, checks everything that can
+//! be checked before a request arrives (names, hooks, templates, expressions, JSONPaths,
+//! schemas, confirmation arguments), computes descriptor hashes, and reports every
+//! problem together, each with its file and line. Nothing here runs on the request path.
+
+mod normalize;
+mod tool;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use toml::Spanned;
+
+use crate::catalog::Hook;
+use crate::catalog::descriptor::{
+    ConfirmationMode, EnvelopeKind, RawHttp, RawResponse, RawTool, ServiceFile, SpannedStr,
+    VersionFormat,
+};
+use crate::catalog::diag::{Diagnostics, LineIndex, did_you_mean, line_of};
+use crate::catalog::identity::{Field, LOCK_PATH, compact_is_canonical, descriptor_hash_with};
+use crate::catalog::rules::RawArgumentSets;
+use crate::catalog::rules::{
+    Confirmation, Limits, RawConfirmation, RawErrors, RawRedaction, Redaction, Rules,
+};
+use crate::catalog::search::RawSearch;
+use crate::catalog::source::Sources;
+use crate::catalog::template::{Expr, Templates, describe, referenced_templates};
+use crate::catalog::tool_file::Parsed;
+use crate::catalog::{
+    Action, BodyPlan, Catalog, HttpPlan, JsonPath, PathPart, Require, ResponsePlan, SchemaText,
+    Service, Tool,
+};
+use crate::error::Classification;
+
+/// Shared templates the engine itself renders.
+pub const REQUIRED_TEMPLATES: [&str; 2] = ["dry_run_next_action.j2", "summary_default.j2"];
+
+/// Compiles a catalog root; on failure returns every problem found.
+pub fn compile(sources: &Sources) -> Result<Catalog, Diagnostics> {
+    compile_with(sources, Options::default()).map(|(catalog, _)| catalog)
+}
+
+/// What [`compile_with`] does beyond [`compile`].
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Also return every tool's normalized definition (what its descriptor hash
+    /// covers), by full name. A served catalog keeps only the hashes: the definitions,
+    /// as JSON trees, would be a fifth of its memory.
+    pub keep_definitions: bool,
+    /// Evaluate plain expressions (literals, lookups, picks) without minijinja, as
+    /// served catalogs do; `false` compiles every expression as a template, to check
+    /// that both give the same answers.
+    pub plain_expressions: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            keep_definitions: false,
+            plain_expressions: true,
+        }
+    }
+}
+
+/// Compiles a catalog root with `options`; the map holds the normalized definitions
+/// when they were asked for.
+pub fn compile_with(
+    sources: &Sources,
+    options: Options,
+) -> Result<(Catalog, BTreeMap<String, serde_json::Value>), Diagnostics> {
+    let started = std::time::Instant::now();
+    let mut definitions = BTreeMap::new();
+    let mut c = Compiler {
+        sources,
+        diags: Diagnostics::default(),
+        definitions: options.keep_definitions.then_some(&mut definitions),
+    };
+    let rules = c.rules();
+    let fuel = rules.as_ref().map_or(50_000, |r| r.limits.template_fuel);
+    let mut templates = Templates::new(fuel);
+    templates.set_plain_expressions(options.plain_expressions);
+    c.templates(&mut templates);
+    let services = c.services();
+    let mut tools = Vec::new();
+    if let Some(rules) = &rules {
+        // Each tool's schemas as parsed go to the check as the tool is compiled, and are
+        // dropped there (the tools keep them as text).
+        let mut checker = crate::catalog::schema_check::Checker::start();
+        let mut seen: BTreeMap<String, (String, usize)> = BTreeMap::new();
+        let mut files = Vec::new();
+        for (file, text) in c.tool_files() {
+            match service_of(file).and_then(|id| services.get(id)) {
+                Some(service) => files.push((file, text, service)),
+                None => c.diags.push(
+                    file,
+                    0,
+                    "tool file is not in a service folder with a `service.toml`",
+                ),
+            }
+        }
+        let texts: Vec<&str> = files.iter().map(|(_, text, _)| *text).collect();
+        let mut lines = LineIndex::new("");
+        // Files are parsed on a second thread while this one compiles (crate::catalog::tool_file).
+        crate::catalog::tool_file::read_all(&texts, |index, parsed| {
+            let Some(&(file, _, service)) = files.get(index) else {
+                return;
+            };
+            let (offset, raw) = match parsed {
+                Parsed::Tool(offset, raw) => (offset, raw),
+                Parsed::File(index) => {
+                    lines = index;
+                    return;
+                }
+                Parsed::Error(offset, e) => {
+                    c.parse_error(file, &lines, offset, &e);
+                    return;
+                }
+            };
+            let line = lines.line(offset + raw.name.span().start);
+            let full = format!("{}.{}", service.0.id, raw.name.get_ref());
+            if let Some((f, l)) = seen.get(&full) {
+                c.diags.push(
+                    file,
+                    line,
+                    format!("tool `{full}` is defined twice (first at {f}:{l})"),
+                );
+                return;
+            }
+            seen.insert(full, (file.to_string(), line));
+            let mut tc = ToolCompiler {
+                c: &mut c,
+                file,
+                lines: &lines,
+                offset,
+                service: &service.0,
+                service_file: &service.1,
+                rules,
+                templates: &mut templates,
+            };
+            if let Some((tool, parsed)) = tc.compile(*raw, line) {
+                checker.submit(&tool.arguments, tool.output.as_ref(), parsed);
+                tools.push(tool);
+            }
+        });
+        let compiled = started.elapsed();
+        let checked = checker.finish();
+        for (file, line, message) in crate::catalog::schema_check::problems(&tools, checked) {
+            c.diags.push(&file, line, message);
+        }
+        tracing::debug!(
+            tools_ms = compiled.as_millis() as u64,
+            schemas_ms = (started.elapsed() - compiled).as_millis() as u64,
+            "tools compiled and their schemas checked"
+        );
+    }
+    for tool in &tools {
+        // Step tools of multi-step hooks: raw HTTP tools of the same service, of the
+        // risk their step needs.
+        use crate::catalog::descriptor::Risk;
+        // `(name, risk, must be an HTTP tool)`.
+        let mut steps: Vec<(&String, Risk, bool)> = Vec::new();
+        if let Some(r) = &tool.reschedule {
+            steps.push((&r.search_tool, Risk::Read, true));
+            steps.push((&r.update_tool, Risk::Write, true));
+            steps.extend(r.zone.iter().map(|(t, _, _)| (t, Risk::Read, true)));
+        }
+        if let Some(p) = &tool.poll {
+            steps.extend(p.submit.iter().map(|(_, t, _)| (t, Risk::Write, true)));
+            steps.push((&p.status_tool, Risk::Read, true));
+            // The tool named to check later may be local (a hook).
+            steps.extend(p.check_tool.iter().map(|t| (t, Risk::Read, false)));
+        }
+        {
+            for (name, risk, http) in steps {
+                let found = tools
+                    .iter()
+                    .find(|t| t.service == tool.service && &t.name == name);
+                match found {
+                    Some(t) if t.risk == risk && (!http || matches!(t.action, Action::Http(_))) => {
+                    }
+                    Some(_) => c.diags.push(
+                        &tool.source.0,
+                        tool.source.1,
+                        format!(
+                            "tool `{}`: step tool `{name}` must be a {} {}tool",
+                            tool.full_name,
+                            risk.as_str(),
+                            if http { "HTTP " } else { "" }
+                        ),
+                    ),
+                    None => c.diags.push_help(
+                        &tool.source.0,
+                        tool.source.1,
+                        format!(
+                            "tool `{}`: step tool `{name}` is not a tool of service `{}`",
+                            tool.full_name, tool.service
+                        ),
+                        did_you_mean(
+                            name,
+                            tools
+                                .iter()
+                                .filter(|t| t.service == tool.service)
+                                .map(|t| t.name.as_str()),
+                        ),
+                    ),
+                }
+            }
+        }
+        // A task's watch: a read `submit_and_poll` tool of the same service that takes
+        // the job from its arguments (no submit choices).
+        if let Some(plan) = &tool.task {
+            let found = tools
+                .iter()
+                .find(|t| t.service == tool.service && t.name == plan.watch);
+            let fits = found.is_some_and(|t| {
+                t.risk == Risk::Read && t.poll.as_ref().is_some_and(|p| p.submit.is_empty())
+            });
+            if !fits {
+                c.diags.push_help(
+                    &tool.source.0,
+                    tool.source.1,
+                    format!(
+                        "tool `{}`: `[tool.task] watch = \"{}\"` must name a read `submit_and_poll` tool of service `{}` without submit choices{}",
+                        tool.full_name,
+                        plan.watch,
+                        tool.service,
+                        if found.is_some() { "" } else { " (no such tool)" }
+                    ),
+                    did_you_mean(
+                        &plan.watch,
+                        tools
+                            .iter()
+                            .filter(|t| t.service == tool.service && t.poll.is_some())
+                            .map(|t| t.name.as_str()),
+                    ),
+                );
+            }
+        }
+        for category in tool.dispatch.iter().flat_map(|d| &d.categories) {
+            let known = tools.iter().any(|t| {
+                t.service == tool.service && t.category.as_deref() == Some(category.as_str())
+            });
+            if !known {
+                let candidates: Vec<&str> = tools
+                    .iter()
+                    .filter(|t| t.service == tool.service)
+                    .filter_map(|t| t.category.as_deref())
+                    .collect();
+                c.diags.push_help(
+                    &tool.source.0,
+                    tool.source.1,
+                    format!(
+                        "tool `{}`: no tool of service `{}` has the category `{category}`",
+                        tool.full_name, tool.service
+                    ),
+                    did_you_mean(category, candidates),
+                );
+            }
+        }
+    }
+    // A webhook's verification key tool: a read HTTP tool of the same service.
+    for (id, (service, _)) in &services {
+        let Some((name, _)) = service.webhook.as_ref().and_then(|w| w.public_key.as_ref()) else {
+            continue;
+        };
+        let ok = tools.iter().any(|t| {
+            &t.full_name == name
+                && t.risk == crate::catalog::descriptor::Risk::Read
+                && matches!(t.action, Action::Http(_))
+        });
+        if !ok {
+            c.diags.push(
+                &format!("catalog/{id}/service.toml"),
+                0,
+                format!(
+                    "[webhook] public_key.tool `{name}` must be a read HTTP tool of the service"
+                ),
+            );
+        }
+    }
+    let Some(rules) = rules else {
+        c.diags.sort();
+        return Err(c.diags);
+    };
+    if !c.diags.is_empty() {
+        c.diags.sort();
+        return Err(c.diags);
+    }
+    let services = services.into_iter().map(|(k, (s, _))| (k, s)).collect();
+    match Catalog::assemble(services, tools, rules, templates, sources.origin.clone()) {
+        Ok(catalog) => Ok((catalog, definitions)),
+        Err(collisions) => {
+            let mut diags = Diagnostics::default();
+            for (file, line, message) in collisions {
+                diags.push(&file, line, message);
+            }
+            diags.sort();
+            Err(diags)
+        }
+    }
+}
+
+/// A schema as hashed into its tool's descriptor: its compact text where that is its
+/// canonical text, else the parsed value.
+fn schema_field<'a>(text: Option<&'a SchemaText>, value: &'a Value) -> Field<'a> {
+    match text.map(SchemaText::as_str) {
+        Some(text) if compact_is_canonical(text) => Field::Canonical(text),
+        _ => Field::Value(value),
+    }
+}
+
+/// Service id from a path `catalog/<id>/...`.
+fn service_of(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix("catalog/")?;
+    rest.split_once('/').map(|(id, _)| id)
+}
+
+struct Compiler<'a> {
+    sources: &'a Sources,
+    diags: Diagnostics,
+    /// Where normalized definitions go when the caller asked for them.
+    definitions: Option<&'a mut BTreeMap<String, serde_json::Value>>,
+}
+
+impl<'a> Compiler<'a> {
+    /// Parses a TOML file strictly, reporting the error with its line.
+    fn parse<T: DeserializeOwned>(&mut self, file: &str, text: &str) -> Option<T> {
+        match toml::from_str::<T>(text) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.parse_error(file, &LineIndex::new(text), 0, &e);
+                None
+            }
+        }
+    }
+
+    /// Reports a TOML error whose span is relative to byte `offset` of the file.
+    fn parse_error(&mut self, file: &str, lines: &LineIndex, offset: usize, e: &toml::de::Error) {
+        let line = e.span().map_or(0, |s| lines.line(offset + s.start));
+        let message = e.message().trim().to_string();
+        let help = unknown_field_help(&message);
+        self.diags.push_help(file, line, message, help);
+    }
+
+    fn rules(&mut self) -> Option<Rules> {
+        let load = |c: &mut Self, name: &str| -> Option<(String, String)> {
+            let path = format!("rules/{name}");
+            match c.sources.get(&path) {
+                Some(text) => Some((path, text.to_string())),
+                None => {
+                    c.diags.push(&path, 0, "rules file is missing");
+                    None
+                }
+            }
+        };
+        let errors = load(self, "errors.toml")
+            .and_then(|(p, t)| self.parse::<RawErrors>(&p, &t).map(|e| (p, t, e)));
+        let redaction =
+            load(self, "redaction.toml").and_then(|(p, t)| self.parse::<RawRedaction>(&p, &t));
+        let confirmation = load(self, "confirmation.toml")
+            .and_then(|(p, t)| self.parse::<RawConfirmation>(&p, &t).map(|c| (p, c)));
+        let limits = load(self, "limits.toml").and_then(|(p, t)| self.parse::<Limits>(&p, &t));
+        let search = load(self, "search.toml").and_then(|(p, t)| self.parse::<RawSearch>(&p, &t));
+        let argument_sets = load(self, "argument_sets.toml")
+            .and_then(|(p, t)| self.parse::<RawArgumentSets>(&p, &t));
+
+        let mut error_rules = BTreeMap::new();
+        if let Some((path, text, raw)) = &errors {
+            for (name, rule) in raw {
+                let line = text
+                    .find(&format!("[{name}]"))
+                    .map_or(0, |o| line_of(text, o));
+                match Classification::parse(name) {
+                    Some(c) => {
+                        if !(100..=599).contains(&rule.status) {
+                            self.diags.push(
+                                path,
+                                line,
+                                format!("status {} of `{name}` is not an HTTP status", rule.status),
+                            );
+                        }
+                        error_rules.insert(c, *rule);
+                    }
+                    None => self.diags.push_help(
+                        path,
+                        line,
+                        format!("unknown classification `{name}`"),
+                        did_you_mean(name, Classification::ALL.iter().map(|c| c.as_str())),
+                    ),
+                }
+            }
+            for c in Classification::ALL {
+                if !error_rules.contains_key(&c) {
+                    self.diags.push(
+                        path,
+                        0,
+                        format!("classification `{}` has no status", c.as_str()),
+                    );
+                }
+            }
+        }
+        if let Some((path, raw)) = &confirmation {
+            for p in &raw.policy {
+                if p.mode == ConfirmationMode::Auto {
+                    self.diags
+                        .push(path, 0, "a policy's mode cannot be `auto`; name a mode");
+                }
+            }
+        }
+        Some(Rules {
+            errors: error_rules,
+            redaction: Redaction::compile(redaction?),
+            confirmation: confirmation.map(|(_, raw)| Confirmation {
+                confirm_arg: raw.confirm_arg,
+                apply_arg: raw.apply_arg,
+                apply_phrase: raw.apply_phrase,
+                policies: raw.policy,
+            })?,
+            limits: limits?,
+            search: search?,
+            argument_sets: argument_sets?,
+        })
+        .filter(|_| errors.is_some())
+    }
+
+    fn templates(&mut self, templates: &mut Templates) {
+        for (path, text) in &self.sources.files {
+            let Some(name) = path.strip_prefix("templates/") else {
+                continue;
+            };
+            if let Err(e) = templates.add_template(name, text) {
+                self.diags.push(
+                    path,
+                    e.line().unwrap_or(0),
+                    format!("template does not parse: {}", describe(&e)),
+                );
+            }
+        }
+        for name in REQUIRED_TEMPLATES {
+            if !templates.has(name) {
+                self.diags.push(
+                    &format!("templates/{name}"),
+                    0,
+                    "the engine needs this shared template and it is missing",
+                );
+            }
+        }
+        // Includes must exist: a missing one would only fail at run time.
+        for (path, text) in &self.sources.files {
+            if path.starts_with("templates/") {
+                for name in referenced_templates(text) {
+                    if !templates.has(&name) {
+                        self.diags.push(
+                            path,
+                            0,
+                            format!("template includes `{name}`, which does not exist"),
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    fn services(&mut self) -> BTreeMap<String, (Service, ServiceFile)> {
+        let mut out = BTreeMap::new();
+        // `sources` outlives `self`'s borrow: iterate it without copying the texts.
+        let sources = self.sources;
+        for (path, text) in sources
+            .files
+            .iter()
+            .filter(|(p, _)| p.starts_with("catalog/"))
+        {
+            if path == LOCK_PATH {
+                continue;
+            }
+            let rest = path.trim_start_matches("catalog/");
+            if !rest.contains('/') {
+                self.diags.push(
+                    path,
+                    0,
+                    "unexpected file: `catalog/` holds one folder per service and `catalog.lock`",
+                );
+                continue;
+            }
+            if !path.ends_with("/service.toml") {
+                continue;
+            }
+            let Some(raw) = self.parse::<ServiceFile>(path, text) else {
+                continue;
+            };
+            let folder = service_of(path).unwrap_or_default().to_string();
+            let line = |s: &SpannedStr| line_of(text, s.span().start);
+            if raw.id.get_ref() != &folder {
+                self.diags.push(
+                    path,
+                    line(&raw.id),
+                    format!(
+                        "service id `{}` does not match its folder `{folder}`",
+                        raw.id.get_ref()
+                    ),
+                );
+            }
+            if !version_matches(
+                raw.version_format,
+                raw.id.get_ref(),
+                raw.catalog_version.get_ref(),
+            ) {
+                self.diags.push_help(
+                    path,
+                    line(&raw.catalog_version),
+                    format!(
+                        "catalog_version `{}` does not have the form {}",
+                        raw.catalog_version.get_ref(),
+                        version_form(raw.version_format, raw.id.get_ref())
+                    ),
+                    None,
+                );
+            }
+            if let Some(url) = &raw.base_url
+                && !(url.starts_with("https://") || url.starts_with("http://"))
+            {
+                self.diags.push(
+                    path,
+                    0,
+                    format!("base_url `{url}` must be an http or https URL"),
+                );
+            }
+            let (headers, problems) = crate::catalog::ServiceHeaders::parse(
+                raw.credential.as_ref(),
+                &raw.static_headers,
+                raw.idempotency_header.as_deref(),
+            );
+            for problem in problems {
+                self.diags.push(path, 0, problem);
+            }
+            // A name that does not parse at all is reported above.
+            if let Some(cred) = &raw.credential
+                && headers.caller_key.is_some()
+                && cred.header != cred.header.to_ascii_lowercase()
+            {
+                self.diags.push(
+                    path,
+                    0,
+                    format!(
+                        "credential header `{}` must be a lowercase header name",
+                        cred.header
+                    ),
+                );
+            }
+            for name in raw.context_headers.values() {
+                if hyper::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                    self.diags
+                        .push(path, 0, format!("`{name}` is not a valid header name"));
+                }
+            }
+            let webhook = raw.webhook.as_ref().and_then(|spec| {
+                match crate::catalog::webhook::compile(spec, &folder) {
+                    Ok(webhook) => Some(webhook),
+                    Err(errors) => {
+                        for e in errors {
+                            self.diags.push(path, 0, e);
+                        }
+                        None
+                    }
+                }
+            });
+            // The folder decides the id, so a mismatch is reported once, not again for
+            // every tool.
+            let service = Service {
+                webhook,
+                id: folder.clone(),
+                title: raw.title.clone(),
+                description: raw.description.clone(),
+                catalog_version: raw.catalog_version.get_ref().clone(),
+                version_format: raw.version_format,
+                envelope: raw.envelope,
+                base_url: raw
+                    .base_url
+                    .as_ref()
+                    .map(|u| u.trim_end_matches('/').to_string()),
+                credential: raw.credential.clone(),
+                static_headers: raw.static_headers.clone(),
+                idempotency_header: raw.idempotency_header.clone(),
+                context_headers: raw.context_headers.clone(),
+                tables: raw.tables.clone(),
+                tenancy: raw.tenancy.clone(),
+                figures: crate::catalog::ServiceFigures::default(),
+                headers,
+            };
+            out.insert(folder, (service, raw));
+        }
+        out
+    }
+
+    fn tool_files(&self) -> Vec<(&'a str, &'a str)> {
+        let sources: &'a Sources = self.sources;
+        sources
+            .files
+            .iter()
+            .filter(|(p, _)| {
+                p.starts_with("catalog/")
+                    && p.ends_with(".toml")
+                    && !p.ends_with("/service.toml")
+                    && p.trim_start_matches("catalog/").contains('/')
+            })
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .collect()
+    }
+}
+
+/// "did you mean" for toml's "unknown field `x`, expected one of `a`, `b`" messages.
+fn unknown_field_help(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (field, rest) = rest.split_once('`')?;
+    let expected: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
+    did_you_mean(field, expected)
+}
+
+fn version_form(format: VersionFormat, id: &str) -> String {
+    match format {
+        VersionFormat::ServiceDottedDate => format!("`{id}-YYYY.MM.DD.n`"),
+        VersionFormat::DashedDate => "`YYYY-MM-DD.n`".into(),
+        VersionFormat::Semver => "`MAJOR.MINOR.PATCH`".into(),
+    }
+}
+
+fn all_digits(s: &str, len: Option<usize>) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && len.is_none_or(|l| s.len() == l)
+}
+
+/// Whether a catalog version has its service's form.
+pub fn version_matches(format: VersionFormat, id: &str, version: &str) -> bool {
+    let date = |y: &str, m: &str, d: &str, n: &str| {
+        all_digits(y, Some(4))
+            && all_digits(m, Some(2))
+            && all_digits(d, Some(2))
+            && all_digits(n, None)
+    };
+    match format {
+        VersionFormat::ServiceDottedDate => version
+            .strip_prefix(&format!("{id}-"))
+            .map(|rest| rest.split('.').collect::<Vec<_>>())
+            .is_some_and(|p| p.len() == 4 && date(p[0], p[1], p[2], p[3])),
+        VersionFormat::DashedDate => version
+            .split_once('.')
+            .map(|(d, n)| (d.split('-').collect::<Vec<_>>(), n))
+            .is_some_and(|(p, n)| p.len() == 3 && date(p[0], p[1], p[2], n)),
+        VersionFormat::Semver => {
+            let p: Vec<&str> = version.split('.').collect();
+            p.len() == 3 && p.iter().all(|x| all_digits(x, None))
+        }
+    }
+}
+
+struct ToolCompiler<'a, 'b> {
+    c: &'a mut Compiler<'b>,
+    file: &'a str,
+    lines: &'a LineIndex,
+    /// Byte offset of the tool's part in the file (its spans are relative to it).
+    offset: usize,
+    service: &'a Service,
+    service_file: &'a ServiceFile,
+    rules: &'a Rules,
+    templates: &'a mut Templates,
+}
+
+/// Tool settings resolved from the tool, its service and the rules, for the hash.
+#[derive(Clone, Copy)]
+struct Resolved<'a> {
+    arguments: &'a Value,
+    confirmation: ConfirmationMode,
+    preview_arg: &'a Option<String>,
+    timeout_ms: u64,
+    item_budget: usize,
+}
+
+fn is_snake_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// Splits `/a/{b}/c` into literals and placeholders.
+pub fn parse_path(path: &str) -> Result<Vec<PathPart>, &'static str> {
+    if !path.starts_with('/') {
+        return Err("must start with `/`");
+    }
+    if path.contains("..") || path.contains('?') || path.contains('#') {
+        return Err("must not contain `..`, `?` or `#`");
+    }
+    let mut out = Vec::new();
+    let mut rest = path;
+    while let Some(start) = rest.find('{') {
+        let Some(len) = rest[start..].find('}') else {
+            return Err("has an unclosed `{`");
+        };
+        if start > 0 {
+            out.push(PathPart::Literal(rest[..start].to_string()));
+        }
+        let name = &rest[start + 1..start + len];
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err("has a placeholder that is not a plain name");
+        }
+        out.push(PathPart::Param(name.to_string()));
+        rest = &rest[start + len + 1..];
+    }
+    if rest.contains('}') {
+        return Err("has an unmatched `}`");
+    }
+    if !rest.is_empty() {
+        out.push(PathPart::Literal(rest.to_string()));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_forms() {
+        use VersionFormat::*;
+        assert!(version_matches(
+            ServiceDottedDate,
+            "hosting",
+            "hosting-2026.11.21.1"
+        ));
+        assert!(!version_matches(
+            ServiceDottedDate,
+            "hosting",
+            "crm-2026.11.21.1"
+        ));
+        assert!(!version_matches(
+            ServiceDottedDate,
+            "hosting",
+            "hosting-2026.11.21"
+        ));
+        assert!(version_matches(DashedDate, "crm", "2026-11-21.3"));
+        assert!(!version_matches(DashedDate, "crm", "2026-11-21"));
+        assert!(version_matches(Semver, "leads", "1.0.2"));
+        assert!(!version_matches(Semver, "leads", "1.0"));
+    }
+
+    #[test]
+    fn paths_split_into_parts() {
+        assert_eq!(
+            parse_path("/a/{b}/c{d}"),
+            Ok(vec![
+                PathPart::Literal("/a/".into()),
+                PathPart::Param("b".into()),
+                PathPart::Literal("/c".into()),
+                PathPart::Param("d".into()),
+            ])
+        );
+        assert!(parse_path("a").is_err());
+        assert!(parse_path("/a/{b").is_err());
+        assert!(parse_path("/a/../b").is_err());
+    }
+}

@@ -1,0 +1,239 @@
+//! The normalized definition a tool's descriptor hash covers (DECISIONS section 6):
+//! every descriptor field and every execution rule, with the text of any template used.
+
+use super::*;
+
+impl ToolCompiler<'_, '_> {
+    /// The normalized definition that the descriptor hash covers: every descriptor field
+    /// and every execution rule, with the text of any template used.
+    pub(super) fn normalized(&self, raw: &RawTool, full: &str, resolved: &Resolved<'_>) -> Value {
+        let Resolved {
+            arguments,
+            confirmation,
+            preview_arg,
+            timeout_ms,
+            item_budget,
+        } = *resolved;
+        let spanned_map = |m: &BTreeMap<String, SpannedStr>| -> Value {
+            m.iter()
+                .map(|(k, v)| (k.clone(), json!(v.get_ref())))
+                .collect::<serde_json::Map<_, _>>()
+                .into()
+        };
+        let opt = |s: &Option<SpannedStr>| s.as_ref().map(|v| v.get_ref().clone());
+        let http = raw.http.as_ref().map(|h| {
+            json!({
+                "method": h.method.get_ref(),
+                "path": h.path.get_ref(),
+                "path_params": spanned_map(&h.path_params),
+                "query": spanned_map(&h.query),
+                "query_object": opt(&h.query_object),
+                "headers": spanned_map(&h.headers),
+                "body": opt(&h.body),
+                "body_template": h.body_template.as_ref().map(|t| self.template_text(t.get_ref())),
+                "query_arrays": self.service_file.defaults.query_arrays,
+                "body_encoding": h.body_encoding,
+                "base_url": self.service.base_url,
+                "credential": self.service.credential,
+                "static_headers": self.service.static_headers,
+                "context_headers": self.service.context_headers,
+            })
+        });
+        let mut normalized = json!({
+            "name": full,
+            "title": raw.title,
+            "description": raw.description,
+            "tier": raw.tier,
+            "risk": raw.risk,
+            "classes": raw.classes,
+            "category": raw.category,
+            "aliases": raw.aliases,
+            "envelope": self.service.envelope,
+            "confirmation": {
+                "mode": confirmation,
+                "confirm_arg": self.rules.confirmation.confirm_arg,
+                "apply_arg": self.rules.confirmation.apply_arg,
+                "apply_phrase": self.rules.confirmation.apply_phrase,
+                "preview_arg": preview_arg,
+            },
+            "timeout_ms": timeout_ms,
+            "item_budget": item_budget,
+            "hook": opt(&raw.hook),
+            "dispatch": raw.dispatch,
+            "reschedule": raw.reschedule.as_ref().map(|r| json!({
+                "search_tool": r.search_tool,
+                "search_arguments": r.search_arguments.get_ref(),
+                "items": r.items.get_ref(),
+                "due_field": r.due_field,
+                "item_id": r.item_id.get_ref(),
+                "update_tool": r.update_tool,
+                "update_arguments": r.update_arguments.get_ref(),
+                "zone_tool": r.zone_tool,
+                "zone_arguments": opt(&r.zone_arguments),
+                "zone_path": opt(&r.zone_path),
+            })),
+            "http": http,
+            "require": raw.require.iter().map(|r| json!({
+                "check": r.check.get_ref(),
+                "classification": r.classification,
+                "message": r.message,
+            })).collect::<Vec<_>>(),
+            "response": {
+                "data": opt(&raw.response.data),
+                "pagination": spanned_map(&raw.response.pagination),
+                "redact": raw.response.redact.iter().map(|r| r.get_ref().clone()).collect::<Vec<_>>(),
+                "compact_arg": raw.response.compact_arg,
+                "budget_arg": raw.response.budget_arg,
+                "raw_arg": raw.response.raw_arg,
+                "redact_unless": raw.response.redact_unless.iter().map(|r| json!({
+                    "unless": r.unless.get_ref(),
+                    "paths": r.paths.iter().map(|p| p.get_ref().clone()).collect::<Vec<_>>(),
+                })).collect::<Vec<_>>(),
+                "summary": opt(&raw.response.summary),
+                "upstream_errors": raw.response.upstream_errors,
+            },
+            // "arguments" and "output" are hashed in place (see `compile`).
+            "fill_defaults": raw.fill_defaults,
+            "exposed": raw.exposed,
+            "source": raw.source,
+        });
+        // Added only where present, so tools without one keep their hashes. A lookup's
+        // hash covers the table it reads, a compact answer's the table it keeps by.
+        if let (Some(allowlist), Some(map)) = (&raw.allowlist, normalized.as_object_mut()) {
+            map.insert("allowlist".into(), json!(allowlist));
+        }
+        if let (Some(limit), Some(map)) = (&raw.rate_limit, normalized.as_object_mut()) {
+            map.insert("rate_limit".into(), json!(limit));
+        }
+        // Where a write sends its idempotency key changes what it sends: hashed, for
+        // HTTP writes of services that have one.
+        if let (Some(header), Some(map), Some(_), crate::catalog::descriptor::Risk::Write) = (
+            &self.service.idempotency_header,
+            normalized.as_object_mut(),
+            &raw.http,
+            raw.risk,
+        ) {
+            map.insert("idempotency_header".into(), json!(header));
+        }
+        if let (Some(tenancy), Some(map)) = (&self.service.tenancy, normalized.as_object_mut()) {
+            let declares = |name: &str| {
+                arguments
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .is_some_and(|p| p.contains_key(name))
+            };
+            if declares(&tenancy.tenant_arg) || declares(&tenancy.location_arg) {
+                map.insert("tenancy".into(), json!(tenancy));
+            }
+        }
+        // A tool that records jobs: how the service's callbacks update them is part of
+        // what the tool does.
+        if let (Some(_), Some(webhook), Some(map)) = (
+            &raw.response.job_id,
+            &self.service.webhook,
+            normalized.as_object_mut(),
+        ) {
+            map.insert("webhook".into(), json!(webhook.spec));
+        }
+        let r = &raw.response;
+        if let (Some(job_id), Some(response)) = (
+            &r.job_id,
+            normalized
+                .get_mut("response")
+                .and_then(Value::as_object_mut),
+        ) {
+            response.insert("job_id".into(), json!(job_id.get_ref()));
+        }
+        if let (Some(job), Some(response)) = (
+            &r.job_status,
+            normalized
+                .get_mut("response")
+                .and_then(Value::as_object_mut),
+        ) {
+            response.insert(
+                "job_status".into(),
+                json!({ "id": job.id.get_ref(), "status": job.status.get_ref() }),
+            );
+        }
+        if (r.mode_arg.is_some() || r.fields_arg.is_some() || r.compact_table.is_some())
+            && let Some(response) = normalized
+                .get_mut("response")
+                .and_then(Value::as_object_mut)
+        {
+            response.insert("mode_arg".into(), json!(r.mode_arg));
+            response.insert("fields_arg".into(), json!(r.fields_arg));
+            response.insert(
+                "compact_table".into(),
+                json!(r.compact_table.as_ref().map(|t| json!({
+                    "name": t,
+                    "data": self.service.tables.get(t),
+                }))),
+            );
+        }
+        if let (Some(l), Some(map)) = (&raw.lookup, normalized.as_object_mut()) {
+            map.insert(
+                "lookup".into(),
+                json!({
+                    "table": l.table,
+                    "table_data": l.table.as_ref().and_then(|t| self.service.tables.get(t)),
+                    "query": opt(&l.query),
+                    "filter": opt(&l.filter),
+                    "fields": l.fields,
+                    "result": l.result.get_ref(),
+                }),
+            );
+        }
+        if let (Some(t), Some(map)) = (&raw.task, normalized.as_object_mut()) {
+            map.insert(
+                "task".into(),
+                json!({ "watch": t.watch, "arguments": t.arguments.get_ref() }),
+            );
+        }
+        if let (Some(p), Some(map)) = (&raw.poll, normalized.as_object_mut()) {
+            map.insert(
+                "poll".into(),
+                json!({
+                    "submit": p.submit.iter().map(|s| json!({
+                        "when": opt(&s.when),
+                        "tool": s.tool,
+                        "arguments": s.arguments.get_ref(),
+                    })).collect::<Vec<_>>(),
+                    "id": p.id.get_ref(),
+                    "status_tool": p.status_tool,
+                    "status_arguments": p.status_arguments.get_ref(),
+                    "status": p.status.get_ref(),
+                    "done": p.done,
+                    "failed": p.failed,
+                    "waiting": p.waiting,
+                    "result": p.result.get_ref(),
+                    "interval_ms": p.interval_ms,
+                    "wait_arg": p.wait_arg,
+                    "default_wait_seconds": p.default_wait_seconds,
+                    "max_wait_seconds": p.max_wait_seconds,
+                    "check_tool": p.check_tool,
+                }),
+            );
+        }
+        normalized
+    }
+
+    /// A template's text and the text of everything it includes, for hashing.
+    pub(super) fn template_text(&self, name: &str) -> Value {
+        let mut seen = BTreeMap::new();
+        let mut todo = vec![name.to_string()];
+        while let Some(n) = todo.pop() {
+            if seen.contains_key(&n) {
+                continue;
+            }
+            let text = self
+                .c
+                .sources
+                .get(&format!("templates/{n}"))
+                .unwrap_or_default()
+                .to_string();
+            todo.extend(referenced_templates(&text));
+            seen.insert(n, Value::String(text));
+        }
+        json!({ "name": name, "texts": seen })
+    }
+}

@@ -1,0 +1,289 @@
+//! The deployment config file (`--config FILE`, TOML, strict): caller keys, upstream
+//! overrides, server-side upstream keys and non-secret per-service settings.
+//!
+//! ```toml
+//! listen = "127.0.0.1:8080"
+//! max_body_bytes = 1048576
+//!
+//! toolset = "discovery"          # what MCP tools/list shows keys without their own
+//! allowed_origins = ["https://console.example.com"]
+//!
+//! [[keys]]
+//! name = "support-agent"
+//! sha256 = "<hex sha256 of the bearer token>"
+//! services = ["hosting", "crm"]   # default: all
+//! tiers = ["agent_ready"]         # default: all
+//! risks = ["read"]                # default: all
+//!
+//! [upstreams]
+//! payments = "http://127.0.0.1:4010"
+//!
+//! [server_keys.payments]
+//! env = "PAYMENTS_SECRET_KEY"     # the key is read from this variable at start
+//!
+//! [settings.media]
+//! drive_folder_id = "folder-123"
+//!
+//! [server]                        # connection limits (docs/deployment.md)
+//! header_read_timeout_ms = 10000
+//! max_connections = 4096
+//! ```
+//!
+//! May import: the catalog (to name services, risks and tiers) and [`crate::error`].
+
+pub mod server;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::catalog::descriptor::{Risk, Tier};
+
+/// The config file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct ConfigFile {
+    /// Listen address (the CLI flag wins).
+    #[serde(default)]
+    pub listen: Option<String>,
+    /// Largest accepted request body; default from `rules/limits.toml`.
+    #[serde(default)]
+    pub max_body_bytes: Option<usize>,
+    /// Caller keys.
+    #[serde(default)]
+    pub keys: Vec<KeyEntry>,
+    /// Upstream base URL per service id.
+    #[serde(default)]
+    pub upstreams: BTreeMap<String, String>,
+    /// Server-side upstream keys per service id (only for services that allow them).
+    #[serde(default)]
+    pub server_keys: BTreeMap<String, ServerKey>,
+    /// How this deployment verifies each service's callbacks (services whose catalog
+    /// entry has `[webhook]`): the shared secret, or the RSA public key and the URL the
+    /// upstream signs.
+    #[serde(default)]
+    pub webhook_secrets: BTreeMap<String, WebhookSecret>,
+    /// Non-secret settings per service id, visible to templates as `settings`.
+    #[serde(default)]
+    pub settings: BTreeMap<String, toml::Table>,
+    /// Server-side upstream keys chosen per call by `profileId` / `profileSlug`.
+    #[serde(default)]
+    pub profiles: Vec<ProfileEntry>,
+    /// What MCP `tools/list` shows a key that names no `toolset` of its own (including
+    /// `TOOL_BROKER_API_KEY` and the generated key). Default: `"discovery"`, the three
+    /// discovery tools (about 5 KB), so a default client gets a list a model can hold;
+    /// `"all"` lists every agent-ready tool the key may use (about 3 MB).
+    #[serde(default)]
+    pub toolset: Option<Toolset>,
+    /// Who confirms a write (DECISIONS section 8) for keys that name no `confirmation`:
+    /// `flag` (the default: the spec's flags), `bound` (a token the preview answered),
+    /// `human` (a person; not built yet, refused at start).
+    #[serde(default)]
+    pub confirmation: Option<WriteConfirmation>,
+    /// How long a confirmation token stays valid, in seconds (default 300).
+    #[serde(default)]
+    pub confirmation_ttl_seconds: Option<u64>,
+    /// The people who approve writes under `confirmation = "human"`.
+    #[serde(default)]
+    pub approvers: Vec<ApproverEntry>,
+    /// Environment variable holding the key (at least 32 characters) that seals what
+    /// approvers are shown; needed for `human`; the same on every replica.
+    #[serde(default)]
+    pub approval_key_env: Option<String>,
+    /// Variables holding earlier approval keys: previews sealed under them still open
+    /// (rotation: put the new key in `approval_key_env`, the old one here, and drop it
+    /// once its approvals have expired).
+    #[serde(default)]
+    pub approval_previous_key_envs: Vec<String>,
+    /// How long an approval may wait and then be used, in seconds (default 900).
+    #[serde(default)]
+    pub approval_ttl_seconds: Option<u64>,
+    /// How long a call repeated with the `approvalId` of a pending approval waits for
+    /// the person's decision before it answers `approval_pending`, in seconds (default
+    /// 20, at most 60; 0 answers at once).
+    #[serde(default)]
+    pub approval_wait_seconds: Option<u64>,
+    /// The broker's public base URL (`https://broker.example.com`), for approval links;
+    /// default: the host a call came to, over http.
+    #[serde(default)]
+    pub public_url: Option<String>,
+    /// Browser origins (`scheme://host[:port]`) allowed besides the broker's own. A
+    /// request carrying any other `Origin` is refused with 403 before any tool runs.
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    /// What a connection may cost: timeouts, the connection cap, header limits, the
+    /// shutdown grace ([`server::ServerBounds`]; every field has a default).
+    #[serde(default)]
+    pub server: server::ServerBounds,
+}
+
+/// One routing profile: a server-side key of one service, named by id and slug.
+///
+/// ```toml
+/// [[profiles]]
+/// service = "payments"
+/// id = "prof_eu"
+/// slug = "eu-store"
+/// env = "PAYMENTS_EU_SECRET_KEY"   # the key is read from this variable at start
+/// ```
+/// A caller key may route to it only when its `profiles` list names the id or slug.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct ProfileEntry {
+    /// Service id (its credential must allow server-side keys).
+    pub service: String,
+    /// Profile id (`profileId`).
+    pub id: String,
+    /// Profile slug (`profileSlug`).
+    pub slug: String,
+    /// Environment variable holding the key.
+    pub env: String,
+}
+
+/// One caller key.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct KeyEntry {
+    /// A name for logs (never the key).
+    pub name: String,
+    /// Hex sha256 of the bearer token.
+    pub sha256: String,
+    /// Allowed services; absent means all.
+    #[serde(default)]
+    pub services: Option<Vec<String>>,
+    /// Allowed tiers; absent means all.
+    #[serde(default)]
+    pub tiers: Option<Vec<Tier>>,
+    /// Allowed risks; absent means all.
+    #[serde(default)]
+    pub risks: Option<Vec<Risk>>,
+    /// Profiles this key may route to.
+    #[serde(default)]
+    pub profiles: Vec<String>,
+    /// What MCP `tools/list` shows this key: `"discovery"` (only the find / reference /
+    /// call tools), `"all"`, or a list of service ids. Absent: the deployment's
+    /// top-level `toolset`.
+    #[serde(default)]
+    pub toolset: Option<Toolset>,
+    /// Who confirms this key's writes; default: the top-level `confirmation`.
+    #[serde(default)]
+    pub confirmation: Option<WriteConfirmation>,
+}
+
+/// `[[approvers]]`: a person who approves writes on the approval page.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApproverEntry {
+    /// Shown on the page and in the audit.
+    pub name: String,
+    /// sha256 (hex) of the approver's credential.
+    pub sha256: String,
+}
+
+/// Who confirms a write (DECISIONS section 8).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WriteConfirmation {
+    /// The spec's flags decide (`confirm=true`, `confirmApply`).
+    #[default]
+    Flag,
+    /// A write runs only with the `confirmationToken` its preview answered, bound to the
+    /// caller, the tool, its descriptor hash and the arguments; single use, expiring.
+    Bound,
+    /// A person approves (MCP elicitation or the approval page).
+    Human,
+}
+
+impl WriteConfirmation {
+    /// The mode's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Flag => "flag",
+            Self::Bound => "bound",
+            Self::Human => "human",
+        }
+    }
+}
+
+/// The tools an MCP client of one key sees in `tools/list` (calls are still governed
+/// by the key's services, tiers and risks).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum Toolset {
+    /// A named set: `all` or `discovery`.
+    Named(ToolsetName),
+    /// The agent-ready tools of these services.
+    Services(Vec<String>),
+}
+
+impl Default for Toolset {
+    /// The discovery tools: a surface every model can hold.
+    fn default() -> Self {
+        Self::Named(ToolsetName::Discovery)
+    }
+}
+
+impl Toolset {
+    /// How the toolset is written in config and docs.
+    pub fn label(&self) -> String {
+        match self {
+            Self::Named(ToolsetName::All) => "all".into(),
+            Self::Named(ToolsetName::Discovery) => "discovery".into(),
+            Self::Services(services) => services.join(","),
+        }
+    }
+}
+
+/// Named toolsets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolsetName {
+    /// Every agent-ready tool the key may use.
+    All,
+    /// Only `find_tools`, `get_tool_reference` and `call_tool`.
+    Discovery,
+}
+
+/// Where a server-side upstream key comes from.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct ServerKey {
+    /// Environment variable holding the key.
+    pub env: String,
+}
+
+/// `[webhook_secrets.<service>]`: where the broker finds what verifies a service's
+/// callbacks. Which fields apply follows the catalog's `[webhook] scheme`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookSecret {
+    /// Bearer: environment variable holding the shared secret the upstream sends.
+    #[serde(default)]
+    pub env: Option<String>,
+    /// RSA: environment variable holding the upstream's PEM public key.
+    #[serde(default)]
+    pub public_key_env: Option<String>,
+    /// RSA: environment variable holding an upstream API key the broker uses to fetch
+    /// the public key with the catalog's `public_key` tool (at start, then hourly).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// The callback URL exactly as registered upstream (signed messages with `{url}`);
+    /// default: rebuilt from the request (`X-Forwarded-Proto`, `Host`, path and query).
+    #[serde(default)]
+    pub url: Option<String>,
+}
+
+impl ConfigFile {
+    /// Reads and parses a config file; the error names the file and line.
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read config file `{}`: {e}", path.display()))?;
+        toml::from_str(&text).map_err(|e| {
+            let line = e
+                .span()
+                .map_or(0, |s| crate::catalog::diag::line_of(&text, s.start));
+            format!("{}:{line}: {}", path.display(), e.message().trim())
+        })
+    }
+}

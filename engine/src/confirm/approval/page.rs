@@ -1,0 +1,394 @@
+//! The approval page: server-rendered HTML, no script, no build step.
+//!
+//! - `GET /approvals/<id>`: without an approver session, a sign-in form; with one, the
+//!   exact request (tool, method, path, the redacted body, risk and class words, whether
+//!   it spends credits, the caller key's name, the expiry) and approve/decline buttons.
+//! - `POST /approvals/<id>/sign-in`: an approver credential of `[[approvers]]`; sets a
+//!   session cookie (sealed, `HttpOnly`, `SameSite=Strict`, eight hours).
+//! - `POST /approvals/<id>/decision`: `approve` or `decline`.
+//!
+//! Every form carries a CSRF token sealed for its approval (and, after sign-in, its
+//! approver); a post without it changes nothing (403). The page is never framed or
+//! cached, and its URL never goes to another site as a referrer (`same-origin`: with
+//! `no-referrer` Chromium sends `Origin: null` on the page's own forms, which the
+//! broker's Origin rule refuses; found by the browser check).
+
+use serde_json::{Value, json};
+
+use crate::confirm::Context;
+use crate::store::approvals::ApprovalState;
+use crate::store::ratelimit::Count;
+
+const SESSION_COOKIE: &str = "tb_approver";
+const SESSION_MS: i64 = 8 * 3600 * 1000;
+const FORM_MS: i64 = 3600 * 1000;
+/// Sign-in attempts allowed per approval in [`SIGN_IN_WINDOW_MS`].
+pub const SIGN_IN_ATTEMPTS: u32 = 10;
+/// The window of the sign-in limit.
+const SIGN_IN_WINDOW_MS: i64 = 15 * 60 * 1000;
+
+/// An HTML answer.
+#[derive(Debug)]
+pub struct Page {
+    /// HTTP status.
+    pub status: u16,
+    /// Extra headers (cookies, redirects).
+    pub headers: Vec<(&'static str, String)>,
+    /// The HTML.
+    pub body: String,
+}
+
+/// Headers every page carries.
+pub const PAGE_HEADERS: [(&str, &str); 6] = [
+    ("content-type", "text/html; charset=utf-8"),
+    ("cache-control", "no-store"),
+    ("x-frame-options", "DENY"),
+    ("referrer-policy", "same-origin"),
+    (
+        "content-security-policy",
+        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+    ),
+    ("x-content-type-options", "nosniff"),
+];
+
+/// HTML-escapes text.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn layout(title: &str, body: &str) -> String {
+    format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>{}</title>\
+<style>body{{font-family:system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem;color:#111}}\
+pre{{background:#f4f4f4;padding:.75rem;overflow:auto;white-space:pre-wrap}}dt{{font-weight:600}}\
+button{{font-size:1rem;padding:.4rem 1.2rem;margin-right:1rem}}.warn{{color:#8a1c00}}</style></head>\
+<body><h1>{}</h1>{body}</body></html>",
+        escape(title),
+        escape(title)
+    )
+}
+
+fn page(status: u16, title: &str, body: &str) -> Page {
+    Page {
+        status,
+        headers: Vec::new(),
+        body: layout(title, body),
+    }
+}
+
+fn message(status: u16, title: &str, text: &str) -> Page {
+    page(status, title, &format!("<p>{}</p>", escape(text)))
+}
+
+fn cookie(headers: &hyper::HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(hyper::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.to_string())
+}
+
+fn form(body: &[u8]) -> std::collections::BTreeMap<String, String> {
+    url::form_urlencoded::parse(body).into_owned().collect()
+}
+
+/// Opens a sealed statement of `purpose` that has not expired.
+async fn open(cx: Context<'_>, purpose: &str, sealed: &str) -> Option<Value> {
+    let claims = cx
+        .confirmations
+        .sealer
+        .open(&cx.store, purpose, sealed)
+        .await
+        .ok()?
+        .ok()?;
+    let exp = claims.get("exp").and_then(Value::as_i64)?;
+    (exp > cx.now().as_millisecond()).then_some(claims)
+}
+
+async fn seal(cx: Context<'_>, purpose: &str, claims: Value) -> Option<String> {
+    cx.confirmations
+        .sealer
+        .seal(&cx.store, cx.now().as_millisecond(), purpose, &claims)
+        .await
+        .ok()
+}
+
+/// The approver signed in on this request, if any.
+async fn approver(cx: Context<'_>, headers: &hyper::HeaderMap) -> Option<String> {
+    let sealed = cookie(headers, SESSION_COOKIE)?;
+    let claims = open(cx, "approver-session", &sealed).await?;
+    claims
+        .get("name")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+}
+
+fn unavailable() -> Page {
+    message(
+        503,
+        "Approval unavailable",
+        "The cx cannot read approvals right now. Try again shortly.",
+    )
+}
+
+/// `GET /approvals/<id>`.
+pub async fn view(cx: Context<'_>, id: &str, headers: &hyper::HeaderMap) -> Page {
+    let Some(name) = approver(cx, headers).await else {
+        let exp = cx.now().as_millisecond() + FORM_MS;
+        let Some(csrf) = seal(cx, "approval-sign-in", json!({ "id": id, "exp": exp })).await else {
+            return unavailable();
+        };
+        return page(
+            200,
+            "Sign in to review a write",
+            &format!(
+                "<p>An agent asks to make a change on a user's account. Sign in with your approver credential to see exactly what it would send.</p>\
+<form method=\"post\" action=\"/approvals/{id}/sign-in\"><input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+<label>Approver credential <input type=\"password\" name=\"credential\" autocomplete=\"current-password\" required></label> \
+<button type=\"submit\">Sign in</button></form>",
+                escape(&csrf),
+                id = escape(id)
+            ),
+        );
+    };
+    let approval = match cx.store.approval(id).await {
+        Ok(Some(a)) => a,
+        Ok(None) => return message(404, "No such approval", "This approval does not exist."),
+        Err(_) => return unavailable(),
+    };
+    let preview: Value = cx
+        .confirmations
+        .approval_cipher
+        .as_ref()
+        .and_then(|c| c.open(id, &approval.preview))
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Value::Null);
+    let now = cx.now().as_millisecond();
+    let expires = jiff::Timestamp::from_millisecond(approval.expires_ms)
+        .map(|t| t.to_string())
+        .unwrap_or_default();
+    let state = if approval.state == ApprovalState::Pending && approval.expires_ms <= now {
+        "expired"
+    } else {
+        approval.state.as_str()
+    };
+    let request = &preview["request"];
+    let mut details = format!(
+        "<dl><dt>Tool</dt><dd>{} ({})</dd><dt>Asked by</dt><dd>{}</dd>\
+<dt>Risk</dt><dd>{}</dd><dt>Kinds of change</dt><dd>{}</dd><dt>Spends credits</dt><dd>{}</dd>\
+<dt>Request</dt><dd><code>{} {}</code></dd><dt>Expires</dt><dd>{}</dd><dt>State</dt><dd>{}</dd></dl>",
+        escape(preview["title"].as_str().unwrap_or("")),
+        escape(&approval.tool),
+        escape(&approval.key_name),
+        escape(preview["risk"].as_str().unwrap_or("write")),
+        escape(
+            &preview["classes"]
+                .as_array()
+                .map(|c| c
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", "))
+                .unwrap_or_default()
+        ),
+        if preview["consumesCredits"] == true {
+            "yes"
+        } else {
+            "no"
+        },
+        escape(request["method"].as_str().unwrap_or("")),
+        escape(
+            request["url"]
+                .as_str()
+                .or(request["path"].as_str())
+                .unwrap_or("")
+        ),
+        escape(&expires),
+        escape(state),
+    );
+    let body = request
+        .get("body")
+        .or(request.get("json"))
+        .cloned()
+        .unwrap_or_else(|| preview["arguments"].clone());
+    details.push_str(&format!(
+        "<h2>What would be sent</h2><pre>{}</pre>",
+        escape(&serde_json::to_string_pretty(&body).unwrap_or_default())
+    ));
+    if state == "pending" {
+        let Some(csrf) = seal(
+            cx,
+            "approval-decision",
+            json!({ "id": id, "approver": name, "exp": now + FORM_MS }),
+        )
+        .await
+        else {
+            return unavailable();
+        };
+        details.push_str(&format!(
+            "<p class=\"warn\">Approve only if the user asked for exactly this change.</p>\
+<form method=\"post\" action=\"/approvals/{id}/decision\"><input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+<button type=\"submit\" name=\"decision\" value=\"approve\">Approve</button>\
+<button type=\"submit\" name=\"decision\" value=\"decline\">Decline</button></form>",
+            escape(&csrf),
+            id = escape(id)
+        ));
+    }
+    details.push_str(&format!("<p>Signed in as {}.</p>", escape(&name)));
+    page(200, "Review a write", &details)
+}
+
+/// `POST /approvals/<id>/sign-in`.
+pub async fn sign_in(cx: Context<'_>, id: &str, headers: &hyper::HeaderMap, body: &[u8]) -> Page {
+    let fields = form(body);
+    let csrf_ok = match fields.get("csrf") {
+        Some(csrf) => open(cx, "approval-sign-in", csrf)
+            .await
+            .is_some_and(|c| c["id"] == id),
+        None => false,
+    };
+    if !csrf_ok {
+        return message(
+            403,
+            "Sign-in refused",
+            "This form is stale or did not come from this page. Open the approval link again.",
+        );
+    }
+    // Guessing is bounded per approval, across replicas (the store counts).
+    let key = format!("approval-sign-in\u{1f}{id}");
+    match cx
+        .store
+        .count_request(
+            &key,
+            SIGN_IN_ATTEMPTS,
+            SIGN_IN_WINDOW_MS,
+            cx.now().as_millisecond(),
+        )
+        .await
+    {
+        Ok(Count::Allowed) => {}
+        Ok(Count::Refused { retry_after_ms }) => {
+            tracing::warn!(approval = %id, "approver sign-in attempts over the limit");
+            let seconds = u64::try_from(retry_after_ms)
+                .unwrap_or(1)
+                .div_ceil(1000)
+                .max(1);
+            let mut page = message(
+                429,
+                "Too many sign-in attempts",
+                &format!(
+                    "This approval has had {SIGN_IN_ATTEMPTS} sign-in attempts in {} minutes. Try again in {} minutes.",
+                    SIGN_IN_WINDOW_MS / 60_000,
+                    seconds.div_ceil(60)
+                ),
+            );
+            page.headers.push(("retry-after", seconds.to_string()));
+            return page;
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "sign-in attempts not counted; sign-in refused");
+            return unavailable();
+        }
+    }
+    let credential = fields.get("credential").map_or("", String::as_str);
+    let Some(name) = cx.confirmations.approvers.authenticate(credential) else {
+        tracing::warn!(approval = %id, "approver sign-in refused");
+        return message(
+            401,
+            "Sign-in refused",
+            "That is not an approver credential of this deployment.",
+        );
+    };
+    let exp = cx.now().as_millisecond() + SESSION_MS;
+    let Some(session) = seal(cx, "approver-session", json!({ "name": name, "exp": exp })).await
+    else {
+        return unavailable();
+    };
+    let secure = headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|p| p.eq_ignore_ascii_case("https"));
+    tracing::info!(approval = %id, approver = %name, "approver signed in");
+    Page {
+        status: 303,
+        headers: vec![
+            ("location", format!("/approvals/{id}")),
+            (
+                "set-cookie",
+                format!(
+                    "{SESSION_COOKIE}={session}; Path=/approvals; HttpOnly; SameSite=Strict; Max-Age={}{}",
+                    SESSION_MS / 1000,
+                    if secure { "; Secure" } else { "" }
+                ),
+            ),
+        ],
+        body: layout("Signed in", "<p>Signed in.</p>"),
+    }
+}
+
+/// `POST /approvals/<id>/decision`.
+pub async fn decide(cx: Context<'_>, id: &str, headers: &hyper::HeaderMap, body: &[u8]) -> Page {
+    let Some(name) = approver(cx, headers).await else {
+        return message(
+            401,
+            "Not signed in",
+            "Sign in from the approval link first.",
+        );
+    };
+    let fields = form(body);
+    let csrf_ok = match fields.get("csrf") {
+        Some(csrf) => open(cx, "approval-decision", csrf)
+            .await
+            .is_some_and(|c| c["id"] == id && c["approver"] == name.as_str()),
+        None => false,
+    };
+    if !csrf_ok {
+        tracing::warn!(approval = %id, approver = %name, "approval decision refused: no valid CSRF token");
+        return message(
+            403,
+            "Decision refused",
+            "This form is stale or did not come from this page. Open the approval link again; nothing was changed.",
+        );
+    }
+    let approve = match fields.get("decision").map(String::as_str) {
+        Some("approve") => true,
+        Some("decline") => false,
+        _ => return message(400, "Decision refused", "Choose approve or decline."),
+    };
+    let now = cx.now().as_millisecond();
+    match cx.store.decide_approval(id, &name, approve, now).await {
+        Ok(true) => {
+            tracing::info!(approval = %id, approver = %name, approved = approve, "approval decided");
+            crate::confirm::audit::decision(cx.parts, id, &name, approve).await;
+            if approve {
+                message(
+                    200,
+                    "Approved",
+                    "Approved. The agent can now run this write once.",
+                )
+            } else {
+                message(200, "Declined", "Declined. The write will not run.")
+            }
+        }
+        Ok(false) => message(
+            409,
+            "Already decided or expired",
+            "This approval was already decided, or has expired. Nothing was changed.",
+        ),
+        Err(_) => unavailable(),
+    }
+}

@@ -1,0 +1,119 @@
+//! Who confirms a write, and how (DECISIONS sections 5 and 8): the flag decision
+//! (`flag`: run, preview or refuse), bound confirmation tokens (`bound`) and the key
+//! ring that seals them (`seal`), a person's approval (`approval/`: the page and MCP
+//! elicitation), and `Idempotency-Key` replays (`idempotency`).
+//!
+//! The functions here take the pipeline's parts ([`crate::run::Parts`]) and this
+//! stage's own settings ([`Confirmations`]), never the driver.
+//!
+//! May import: the catalog, config, callers, the store, upstream, answers, telemetry,
+//! [`crate::run`] and [`crate::error`]; never the call driver or a door.
+
+pub mod approval;
+pub mod audit;
+pub mod bound;
+pub mod flag;
+pub mod idempotency;
+pub mod seal;
+
+/// This stage's own settings: how confirmation tokens are sealed and how long they last,
+/// who may approve writes and what seals what they are shown (mode `human`).
+pub struct Confirmations {
+    /// Seals confirmation tokens (keys in the store).
+    pub(crate) sealer: seal::Sealer,
+    /// Who may approve writes (mode `human`).
+    pub(crate) approvers: approval::Approvers,
+    /// Seals what approvers are shown.
+    pub(crate) approval_cipher: Option<approval::PreviewCipher>,
+    /// How long an approval lasts.
+    pub(crate) approval_ttl_seconds: u64,
+    /// How long a repeat waits on a pending approval.
+    pub(crate) approval_wait_seconds: u64,
+    /// The public base URL for approval links.
+    pub(crate) public_url: Option<String>,
+    /// How long a confirmation token stays valid.
+    pub(crate) confirmation_ttl_seconds: u64,
+}
+
+impl Confirmations {
+    /// Reads the confirmation settings of the config; `env` gives the approval keys.
+    /// Mode `human` anywhere needs approvers and an approval key.
+    pub fn new(
+        config: &crate::config::ConfigFile,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, String> {
+        let human = config.confirmation == Some(crate::config::WriteConfirmation::Human)
+            || config
+                .keys
+                .iter()
+                .any(|k| k.confirmation == Some(crate::config::WriteConfirmation::Human));
+        let approvers = approval::Approvers::from_config(&config.approvers)?;
+        let mut previous = Vec::new();
+        for old in &config.approval_previous_key_envs {
+            let Some(key) = env(old).filter(|v| !v.is_empty()) else {
+                return Err(format!(
+                    "config approval_previous_key_envs: the variable `{old}` is not set; set it or remove it from the list"
+                ));
+            };
+            previous.push(key);
+        }
+        let approval_cipher = match &config.approval_key_env {
+            Some(variable) => match env(variable).filter(|v| !v.is_empty()) {
+                Some(secret) => Some(
+                    approval::PreviewCipher::with_previous(&secret, &previous)
+                        .map_err(|e| format!("config approval_key_env `{variable}`: {e}"))?,
+                ),
+                None => None,
+            },
+            None => None,
+        };
+        let approval_wait_seconds = config
+            .approval_wait_seconds
+            .unwrap_or(approval::DEFAULT_WAIT_SECONDS);
+        if approval_wait_seconds > approval::MAX_WAIT_SECONDS {
+            return Err(format!(
+                "config approval_wait_seconds = {approval_wait_seconds}: at most {} (a call waits that long for a person; clients time out)",
+                approval::MAX_WAIT_SECONDS
+            ));
+        }
+        if human && (approvers.is_empty() || approval_cipher.is_none()) {
+            return Err("confirmation = \"human\" needs [[approvers]] (who may approve) and approval_key_env (a variable holding a key of at least 32 characters that seals what approvers are shown)".into());
+        }
+        if let Some(url) = &config.public_url
+            && !(url.starts_with("https://") || url.starts_with("http://"))
+        {
+            return Err("config public_url must be an absolute http(s) URL".into());
+        }
+        Ok(Self {
+            sealer: seal::Sealer::default(),
+            approvers,
+            approval_cipher,
+            approval_ttl_seconds: config
+                .approval_ttl_seconds
+                .unwrap_or(approval::DEFAULT_TTL_SECONDS),
+            approval_wait_seconds,
+            public_url: config.public_url.clone(),
+            confirmation_ttl_seconds: config
+                .confirmation_ttl_seconds
+                .unwrap_or(bound::DEFAULT_TTL_SECONDS),
+        })
+    }
+}
+
+/// What confirmation code reads: the pipeline's parts (through `Deref`) and this
+/// stage's own settings.
+#[derive(Clone, Copy)]
+pub struct Context<'a> {
+    /// The parts every stage may read.
+    pub parts: &'a crate::run::Parts,
+    /// This stage's settings.
+    pub confirmations: &'a Confirmations,
+}
+
+impl std::ops::Deref for Context<'_> {
+    type Target = crate::run::Parts;
+
+    fn deref(&self) -> &crate::run::Parts {
+        self.parts
+    }
+}

@@ -1,0 +1,206 @@
+//! What the call driver ([`crate::call`]) and the stages it drives share: the facts of
+//! one request ([`RequestCtx`]), what a tool produced ([`Exec`]), the deployment's parts
+//! every stage may read ([`Parts`]: the catalog, the store, where requests go and with
+//! which key, settings, counters, callback keys, the clock), and [`Pipeline`]: the narrow
+//! view of the broker that hooks, confirmation and webhooks get instead of the driver.
+//! Through it a stage runs another tool the ordinary way (resolve, arguments,
+//! confirmation, upstream, redaction), and reads the parts; it never sees the driver's
+//! own state (caller keys, confirmation settings, front-door settings).
+//!
+//! May import: the catalog, config, callers, the store, upstream, answers, telemetry and
+//! [`crate::error`]. The driver implements [`Pipeline`]; nothing here names it.
+
+mod parts;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use serde_json::{Map, Value};
+
+use crate::answer::envelope::Truncation;
+use crate::caller::Principal;
+use crate::catalog::Tool;
+use crate::catalog::template::Scope;
+use crate::error::CallError;
+use crate::upstream::render::RenderedRequest;
+
+pub use parts::Parts;
+
+/// A future a [`Pipeline`] method returns (boxed: the pipeline is a trait object, and a
+/// hook that runs a tool may run a hook again).
+pub type Running<'a> = Pin<Box<dyn Future<Output = Result<Exec, CallError>> + Send + 'a>>;
+
+/// What a stage may ask of the broker beyond reading its [`Parts`]: running a tool
+/// through the ordinary pipeline, and sending a rendered request upstream. Implemented
+/// by [`crate::call::Broker`]. `&dyn Pipeline` reads the parts directly
+/// (`cx.catalog`, `cx.store`, `cx.now()`).
+pub trait Pipeline: Send + Sync {
+    /// The parts every stage may read.
+    fn parts(&self) -> &Parts;
+
+    /// Runs a resolved tool the caller may use: everything after the permission check
+    /// (arguments, tenancy, preconditions, confirmation, hook or upstream, answer).
+    fn execute<'a>(
+        &'a self,
+        tool: &'a Tool,
+        arguments: Option<Value>,
+        ctx: &'a RequestCtx<'_>,
+    ) -> Running<'a>;
+
+    /// Sends a rendered request of `tool` upstream with the caller's key and turns the
+    /// answer into its result (refusals classified, redaction, jobs, shaping).
+    /// `max_response` lowers the largest answer read; `want` says whether the result
+    /// may be JSON text.
+    fn send_rendered<'a>(
+        &'a self,
+        tool: &'a Tool,
+        request: &'a RenderedRequest,
+        args: &'a Map<String, Value>,
+        template_ctx: &'a Scope<'_>,
+        ctx: &'a RequestCtx<'_>,
+        limits: (Option<usize>, Want),
+    ) -> Running<'a>;
+}
+
+impl std::ops::Deref for dyn Pipeline + '_ {
+    type Target = Parts;
+
+    fn deref(&self) -> &Parts {
+        self.parts()
+    }
+}
+
+/// What a tool produced, before it is put in an envelope.
+#[derive(Debug, Clone, Default)]
+pub struct Exec {
+    /// The result.
+    pub data: Value,
+    /// The result as JSON text instead (then `data` is null): a local answer built once
+    /// and kept (`hooks::portal::check_connection`), or an upstream answer written in one
+    /// pass ([`crate::answer::scan`]). Always whole JSON. Read both with [`Exec::take_data`].
+    pub data_text: Option<Arc<str>>,
+    /// Upstream status, when contacted.
+    pub upstream_status: Option<u16>,
+    /// Pagination figures.
+    pub pagination: Option<Value>,
+    /// Truncated lists.
+    pub truncation: Vec<Truncation>,
+    /// Whether this was a preview.
+    pub dry_run: bool,
+    /// Values replaced by redaction.
+    pub redacted: Option<usize>,
+    /// Next-action text.
+    pub next_action: Option<String>,
+    /// Summary text.
+    pub summary: Option<String>,
+    /// The resource acted on (portal envelope).
+    pub resource: Option<Value>,
+    /// The raw tool a wrapper ran.
+    pub dispatched_to: Option<String>,
+    /// A preview that answered a confirmation token (mode `bound`; audited).
+    pub token_issued: bool,
+}
+
+impl Exec {
+    /// Puts a result kept as text into `data` (for readers that look into it).
+    pub fn materialize(&mut self) {
+        if self.data_text.is_some() {
+            self.data = self.take_data();
+        }
+    }
+
+    /// The result as a `Value`, whichever form it has.
+    pub fn take_data(&mut self) -> Value {
+        match self.data_text.take() {
+            // Whole JSON, written from a `Value` or by `scan`: it always parses.
+            Some(text) => serde_json::from_str(&text).unwrap_or_default(),
+            None => self.data.take(),
+        }
+    }
+}
+
+/// The form a caller of a tool wants its result in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Want {
+    /// A `Value` in [`Exec::data`]: a hook reads into the result of its step tools.
+    Value,
+    /// JSON text in [`Exec::data_text`] where the tool's plan allows it (an answer in
+    /// one pass, [`crate::answer::scan`]): the envelope only writes the result out.
+    Text,
+}
+
+/// The request-scoped facts a tool may use.
+#[derive(Debug)]
+pub struct RequestCtx<'a> {
+    /// Who is calling.
+    pub principal: &'a Principal,
+    /// Request headers (BYOK keys, context headers).
+    pub headers: &'a hyper::HeaderMap,
+    /// Trace id.
+    pub trace_id: &'a str,
+    /// The idempotency key sent upstream (derived), when this call holds one.
+    pub idempotency: Option<String>,
+    /// What an MCP 2026-07-28 request brought for elicitation (`/mcp` only).
+    pub elicitation: Option<&'a Elicitation>,
+    /// Run as an MCP task: tools that wait watch their job for the task's bound instead
+    /// of their own, until the task is cancelled.
+    pub task_watch: Option<TaskWatch>,
+}
+
+/// How a call run as an MCP task watches its job.
+#[derive(Debug, Clone)]
+pub struct TaskWatch {
+    /// The longest watch.
+    pub limit: std::time::Duration,
+    /// Set when the task is cancelled: the watch ends at its next read.
+    pub stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl TaskWatch {
+    /// Whether the task was cancelled.
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+/// What one MCP request brings for elicitation (2026-07-28); the rounds themselves are
+/// [`crate::confirm::approval::elicit`]'s.
+#[derive(Debug, Clone, Default)]
+pub struct Elicitation {
+    /// The client declared `elicitation` in `_meta`'s client capabilities.
+    pub can_elicit: bool,
+    /// `params.inputResponses`.
+    pub responses: Option<Value>,
+    /// `params.requestState`.
+    pub state: Option<String>,
+}
+
+impl Elicitation {
+    /// Whether a human-mode write goes through the client rather than the approval
+    /// page: the client can elicit, or this is the retry of a round.
+    pub fn applies(&self) -> bool {
+        self.can_elicit || self.state.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Elicitation;
+
+    #[test]
+    fn elicitation_applies_when_the_client_can_or_a_round_is_answered() {
+        assert!(!Elicitation::default().applies());
+        let can = Elicitation {
+            can_elicit: true,
+            ..Elicitation::default()
+        };
+        assert!(can.applies());
+        let retry = Elicitation {
+            state: Some("s".into()),
+            ..Elicitation::default()
+        };
+        assert!(retry.applies());
+    }
+}

@@ -1,0 +1,209 @@
+//! [`Parts`]: what every stage may read, built once from the catalog, the config and the
+//! environment.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use super::RequestCtx;
+use crate::caller::callbacks::Receivers;
+use crate::catalog::template::Scope;
+use crate::catalog::{Catalog, Tool};
+use crate::config::ConfigFile;
+use crate::store::Store;
+use crate::telemetry::metrics::Metrics;
+use crate::telemetry::trace::TraceIds;
+use crate::upstream::route::Routes;
+
+/// The deployment's parts every stage may read: none of them knows who drives a call.
+pub struct Parts {
+    /// The compiled catalog.
+    pub catalog: Arc<Catalog>,
+    /// The durable store: jobs, rate-limit windows, the write audit, confirmations.
+    pub store: Store,
+    /// Where each service's requests go and with which key.
+    pub routes: Routes,
+    /// What verifies each service's callbacks; secrets never leave the broker.
+    pub callbacks: Receivers,
+    /// Counters for `GET /metrics`.
+    pub metrics: Metrics,
+    /// Trace and request ids.
+    pub traces: TraceIds,
+    /// `[settings.<service>]`: non-secret values templates read.
+    settings: BTreeMap<String, Value>,
+    clock: fn() -> jiff::Timestamp,
+}
+
+impl std::fmt::Debug for Parts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Parts")
+            .field("snapshot_id", &self.catalog.snapshot_id)
+            .field("routes", &self.routes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Parts {
+    /// Builds the parts. `env` reads environment variables (injectable for tests).
+    pub fn new(
+        catalog: Arc<Catalog>,
+        config: &ConfigFile,
+        env: &dyn Fn(&str) -> Option<String>,
+        store: Store,
+    ) -> Result<Self, String> {
+        let callbacks = Receivers::build(&catalog, &config.webhook_secrets, env)?;
+        let routes = Routes::new(&catalog, config, env, callbacks.secrets())?;
+        let settings = config
+            .settings
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or(Value::Null)))
+            .collect();
+        Ok(Self {
+            catalog,
+            store,
+            routes,
+            callbacks,
+            metrics: Metrics::default(),
+            traces: TraceIds::default(),
+            settings,
+            clock: jiff::Timestamp::now,
+        })
+    }
+
+    /// Replaces the clock (tests pin "now").
+    pub fn set_clock(&mut self, clock: fn() -> jiff::Timestamp) {
+        self.clock = clock;
+    }
+
+    /// The current time.
+    pub fn now(&self) -> jiff::Timestamp {
+        (self.clock)()
+    }
+
+    /// A new trace id that carries the request id.
+    pub fn trace_id(&self, request_id: &str) -> String {
+        self.traces.trace_id(request_id)
+    }
+
+    /// A request id for a call that brought none (the REST door without `X-Request-Id`).
+    pub fn next_request_id(&self) -> String {
+        self.traces.next_request_id()
+    }
+
+    /// The base URL in effect for a service.
+    pub fn base_url(&self, service: &str) -> Option<&str> {
+        self.routes.base_url(service)
+    }
+
+    /// The upstream key for a service: the caller's BYOK header, else a server-side key.
+    pub fn upstream_key<'a>(
+        &'a self,
+        service: &str,
+        headers: &'a hyper::HeaderMap,
+    ) -> Option<&'a str> {
+        self.routes.upstream_key(&self.catalog, service, headers)
+    }
+
+    /// Who owns jobs submitted in this request (see [`crate::store::jobs::owner`]).
+    pub fn job_owner(&self, service: &str, ctx: &RequestCtx<'_>) -> String {
+        crate::store::jobs::owner(&ctx.principal.name, self.upstream_key(service, ctx.headers))
+    }
+
+    /// How many routing profiles with a key the deployment has for a service.
+    pub fn profile_count(&self, service: &str) -> usize {
+        self.routes.profile_count(service)
+    }
+
+    /// Whether a service's key would come from the server (for configuration checks).
+    pub fn has_server_key(&self, service: &str) -> bool {
+        self.routes.has_server_key(service)
+    }
+
+    /// Secrets of this request, searched for in upstream answers ([`Routes::secrets`]).
+    pub fn secrets<'a>(&'a self, headers: &'a hyper::HeaderMap) -> Vec<&'a str> {
+        self.routes.secrets(&self.catalog.rules.redaction, headers)
+    }
+
+    /// One non-secret deployment setting of a service (`[settings.<service>]`).
+    pub fn setting(&self, service: &str, key: &str) -> Option<&Value> {
+        self.settings.get(service).and_then(|s| s.get(key))
+    }
+
+    /// The template context of a call: `args`, `ctx`, `settings`, `tool`.
+    pub fn template_context(
+        &self,
+        tool: &Tool,
+        args: &Map<String, Value>,
+        headers: &hyper::HeaderMap,
+    ) -> Value {
+        self.routed_context(tool, args, headers, None)
+    }
+
+    /// The template context with the location tenant routing chose as the service's
+    /// runtime-location context value ([`crate::call::tenancy`]).
+    pub fn routed_context(
+        &self,
+        tool: &Tool,
+        args: &Map<String, Value>,
+        headers: &hyper::HeaderMap,
+        routed: Option<&str>,
+    ) -> Value {
+        let mut context = Map::new();
+        if let Some(service) = self.catalog.services.get(&tool.service) {
+            for (name, header) in &service.context_headers {
+                if let Some(v) = headers.get(header.as_str()).and_then(|v| v.to_str().ok()) {
+                    context.insert(name.clone(), json!(v));
+                }
+            }
+            if let (Some(tenancy), Some(location)) = (&service.tenancy, routed) {
+                context.insert(tenancy.context.clone(), json!(location));
+            }
+        }
+        // Built from copies, not through `json!` (which would serialise `args` into a
+        // new tree): this context is made for every call.
+        let text = |s: &str| Value::String(s.to_string());
+        crate::answer::envelope::object([
+            ("args", Value::Object(args.clone())),
+            ("ctx", Value::Object(context)),
+            (
+                "settings",
+                self.settings
+                    .get(&tool.service)
+                    .cloned()
+                    .unwrap_or_else(|| Value::Object(Map::new())),
+            ),
+            (
+                "tool",
+                crate::answer::envelope::object([
+                    ("service", text(&tool.service)),
+                    ("name", text(&tool.name)),
+                    ("title", text(&tool.title)),
+                ]),
+            ),
+        ])
+    }
+
+    /// Renders a shared template from `templates/`; a failure is logged and yields "".
+    pub fn render_shared(&self, name: &str, ctx: &Value) -> String {
+        self.catalog
+            .templates
+            .render(name, &Scope::borrowed(ctx))
+            .unwrap_or_else(|e| {
+                tracing::error!(template = %e.name, kind = %e.kind, "shared template failed");
+                String::new()
+            })
+    }
+
+    /// The one-line summary of a tool's result (portal envelopes only): the tool's
+    /// `response.summary` template, else `summary_default.j2`.
+    pub fn summary(&self, tool: &Tool, data: &Value) -> String {
+        let ctx = json!({ "data": data, "tool": { "name": tool.full_name, "title": tool.title } });
+        let name = tool
+            .response
+            .summary
+            .as_deref()
+            .unwrap_or("summary_default.j2");
+        self.render_shared(name, &ctx).trim().to_string()
+    }
+}

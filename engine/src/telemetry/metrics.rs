@@ -1,0 +1,148 @@
+//! Counters for `GET /metrics` (Prometheus text format, no bearer token needed).
+//!
+//! Labels are only catalog tool names, classification names and HTTP statuses, never
+//! anything a caller sent: a call to an unknown tool counts under `tool="unknown"`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+
+/// Process-wide call counters.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    calls: Mutex<BTreeMap<(String, &'static str), Counter>>,
+    responses: Mutex<BTreeMap<u16, u64>>,
+    /// Connections the broker's own HTTP/1.1 door handed to hyper's server
+    /// ([`crate::serve::door`]).
+    handovers: std::sync::atomic::AtomicU64,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Counter {
+    count: u64,
+    duration_ms: u64,
+}
+
+impl Metrics {
+    /// Records one tool call and how it ended (`ok` or a classification).
+    pub fn record_call(&self, tool: &str, outcome: &'static str, duration_ms: u64) {
+        if let Ok(mut calls) = self.calls.lock() {
+            let c = calls.entry((tool.to_string(), outcome)).or_default();
+            c.count += 1;
+            c.duration_ms += duration_ms;
+        }
+    }
+
+    /// Records one response status of `POST /`.
+    pub fn record_status(&self, status: u16) {
+        if let Ok(mut responses) = self.responses.lock() {
+            *responses.entry(status).or_default() += 1;
+        }
+    }
+
+    /// Records a connection the broker's own door handed to hyper's server.
+    pub fn record_handover(&self) {
+        self.handovers
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Calls of one service's tools since the process started: totals by outcome and
+    /// the mean duration (for runtime-health tools).
+    pub fn service_summary(&self, service: &str) -> serde_json::Value {
+        let prefix = format!("{service}.");
+        let calls = self.calls.lock().map(|c| c.clone()).unwrap_or_default();
+        let mut outcomes: BTreeMap<&str, u64> = BTreeMap::new();
+        let (mut total, mut duration) = (0u64, 0u64);
+        for ((tool, outcome), c) in &calls {
+            if tool.starts_with(&prefix) {
+                *outcomes.entry(outcome).or_default() += c.count;
+                total += c.count;
+                duration += c.duration_ms;
+            }
+        }
+        let upstream_failures: u64 = outcomes
+            .iter()
+            .filter(|(o, _)| o.starts_with("upstream_"))
+            .map(|(_, n)| n)
+            .sum();
+        serde_json::json!({
+            "calls": total,
+            "byOutcome": outcomes,
+            "upstreamFailures": upstream_failures,
+            "meanDurationMs": duration.checked_div(total).unwrap_or(0),
+        })
+    }
+
+    /// The Prometheus text exposition.
+    pub fn render(&self, snapshot_id: &str, tools: usize) -> String {
+        let mut out = String::new();
+        family(
+            &mut out,
+            "tool_broker_catalog_info",
+            "gauge",
+            "The catalog being served.",
+        );
+        let _ = writeln!(
+            out,
+            "tool_broker_catalog_info{{snapshot=\"{snapshot_id}\",tools=\"{tools}\"}} 1"
+        );
+        let calls = self.calls.lock().map(|c| c.clone()).unwrap_or_default();
+        family(
+            &mut out,
+            "tool_broker_calls_total",
+            "counter",
+            "Tool calls by tool and outcome.",
+        );
+        for ((tool, outcome), c) in &calls {
+            let _ = writeln!(
+                out,
+                "tool_broker_calls_total{{tool=\"{tool}\",outcome=\"{outcome}\"}} {}",
+                c.count
+            );
+        }
+        family(
+            &mut out,
+            "tool_broker_call_duration_milliseconds_total",
+            "counter",
+            "Time spent in tool calls.",
+        );
+        for ((tool, outcome), c) in &calls {
+            let _ = writeln!(
+                out,
+                "tool_broker_call_duration_milliseconds_total{{tool=\"{tool}\",outcome=\"{outcome}\"}} {}",
+                c.duration_ms
+            );
+        }
+        let responses = self.responses.lock().map(|r| r.clone()).unwrap_or_default();
+        family(
+            &mut out,
+            "tool_broker_responses_total",
+            "counter",
+            "Responses of POST / by HTTP status.",
+        );
+        for (status, n) in &responses {
+            let _ = writeln!(
+                out,
+                "tool_broker_responses_total{{status=\"{status}\"}} {n}"
+            );
+        }
+        family(
+            &mut out,
+            "tool_broker_http1_handovers_total",
+            "counter",
+            "Connections the broker's own HTTP/1.1 door handed to hyper's server (another path or method, HTTP/1.0, a chunked body, Expect, HTTP/2).",
+        );
+        let _ = writeln!(
+            out,
+            "tool_broker_http1_handovers_total {}",
+            self.handovers.load(std::sync::atomic::Ordering::Relaxed)
+        );
+        out
+    }
+}
+
+/// Writes a metric family's `# HELP` and `# TYPE` lines.
+fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
