@@ -379,7 +379,10 @@ async fn shutdown_lets_the_call_in_flight_finish(workers: Option<usize>) {
     b.stop();
     b.stopped().await;
     assert!(
-        b.broker.draining.load(std::sync::atomic::Ordering::Acquire),
+        b.broker
+            .doors
+            .draining
+            .load(std::sync::atomic::Ordering::Acquire),
         "readiness went false"
     );
     // The call in flight finished with its answer before serve returned.
@@ -483,6 +486,7 @@ async fn worker_threads_serve_many_connections_at_once() {
 async fn readiness_says_shutting_down_while_draining() {
     let b = broker("").await;
     b.broker
+        .doors
         .draining
         .store(true, std::sync::atomic::Ordering::Release);
     let (status, _, body) = b.send(reqwest::Method::GET, "/readyz", None, &[]).await;

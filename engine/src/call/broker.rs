@@ -31,6 +31,16 @@ pub struct Broker {
     pub confirmations: Confirmations,
     /// The hooks' own caches.
     pub hooks: hooks::State,
+    /// What the front doors keep with the broker.
+    pub doors: Doors,
+    pub(super) upstream: Upstream,
+}
+
+/// What the front doors ([`crate::mcp`], [`crate::serve`]) keep with the broker: their
+/// settings from the config, and what they build once and share. Held here because a
+/// door is handed the broker; nothing in the driver reads it.
+#[derive(Debug)]
+pub struct Doors {
     /// Largest accepted request body.
     pub max_body_bytes: usize,
     /// What a connection may cost (the `[server]` table).
@@ -45,7 +55,6 @@ pub struct Broker {
     /// The OpenAPI projection text (without and with legacy tools), built on first use;
     /// shared, not copied, by every answer.
     pub projection: [std::sync::OnceLock<bytes::Bytes>; 2],
-    pub(super) upstream: Upstream,
 }
 
 impl std::ops::Deref for Broker {
@@ -108,19 +117,21 @@ impl Broker {
         let parts = Parts::new(catalog, config, env, store)?;
         config.server.validate()?;
         Ok(Self {
-            bounds: config.server.clone(),
-            draining: std::sync::atomic::AtomicBool::new(false),
-            max_body_bytes: config
-                .max_body_bytes
-                .unwrap_or(parts.catalog.rules.limits.max_body_bytes),
+            doors: Doors {
+                bounds: config.server.clone(),
+                draining: std::sync::atomic::AtomicBool::new(false),
+                max_body_bytes: config
+                    .max_body_bytes
+                    .unwrap_or(parts.catalog.rules.limits.max_body_bytes),
+                mcp_entries: std::sync::OnceLock::new(),
+                origins,
+                projection: [std::sync::OnceLock::new(), std::sync::OnceLock::new()],
+            },
             parts,
             keys,
             confirmations,
             hooks: hooks::State::default(),
             upstream: Upstream::new()?,
-            mcp_entries: std::sync::OnceLock::new(),
-            origins,
-            projection: [std::sync::OnceLock::new(), std::sync::OnceLock::new()],
         })
     }
 

@@ -777,7 +777,7 @@ fn serve_inner(
         let listener = tokio::net::TcpListener::bind(&listen)
             .await
             .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
-        let workers = broker.bounds.worker_threads();
+        let workers = broker.doors.bounds.worker_threads();
         tracing::info!(
             listen = %listen,
             workers,

@@ -95,6 +95,7 @@ pub fn all_entries(catalog: &Catalog) -> Vec<EntryText> {
 /// Entries of every catalog tool, built on first use and kept by the broker.
 fn entries(broker: &Broker) -> &[EntryText] {
     broker
+        .doors
         .mcp_entries
         .get_or_init(|| all_entries(&broker.catalog))
 }

@@ -295,7 +295,7 @@ pub async fn serve(
     state: &Arc<ConnState>,
     mut stopped: tokio::sync::watch::Receiver<bool>,
 ) -> Ended {
-    let bounds = &broker.bounds;
+    let bounds = &broker.doors.bounds;
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     let mut out = Vec::with_capacity(2 * 1024);
     let mut lines = Vec::with_capacity(16);
@@ -411,8 +411,8 @@ async fn body(
     buf: &mut BytesMut,
     head: &Head,
 ) -> Read {
-    let bounds = &broker.bounds;
-    let limit = broker.max_body_bytes;
+    let bounds = &broker.doors.bounds;
+    let limit = broker.doors.max_body_bytes;
     let head_bytes = buf.split_to(head.len).freeze();
     if head.body > limit {
         if head.body - limit > bounds.over_limit_drain_bytes {

@@ -54,7 +54,7 @@ struct Serving {
 
 impl Serving {
     fn new(broker: Arc<Broker>, loopback: bool) -> (Arc<Self>, tokio::sync::watch::Sender<bool>) {
-        let bounds = &broker.bounds;
+        let bounds = &broker.doors.bounds;
         let permits = Arc::new(tokio::sync::Semaphore::new(bounds.max_connections));
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
@@ -94,7 +94,7 @@ impl Serving {
                 self.broker.metrics.record_status(429);
                 if self.refused.due(self.broker.now().as_millisecond(), 1_000) {
                     tracing::warn!(
-                        max_connections = self.broker.bounds.max_connections,
+                        max_connections = self.broker.doors.bounds.max_connections,
                         "connection refused: the broker is at its connection cap (429)"
                     );
                 }
@@ -123,14 +123,14 @@ impl Serving {
         } = accepted;
         let broker = &self.broker;
         let state = crate::serve::bounds::ConnState::new();
-        let watchdog = crate::serve::bounds::watchdog(state.clone(), &broker.bounds);
+        let watchdog = crate::serve::bounds::watchdog(state.clone(), &broker.doors.bounds);
         tokio::pin!(watchdog);
-        if broker.bounds.front_door == crate::config::server::FrontDoor::Own {
+        if broker.doors.bounds.front_door == crate::config::server::FrontDoor::Own {
             // Pipelined answers go out at once, not after the last one's ACK.
             let _ = stream.set_nodelay(true);
         }
         let watched = crate::serve::bounds::Watched::new(stream, state.clone());
-        let io = match broker.bounds.front_door {
+        let io = match broker.doors.bounds.front_door {
             crate::config::server::FrontDoor::Own => {
                 let own = door::serve(broker, self.loopback, watched, &state, self.stopped.clone());
                 // Pinned out here, so a connection the watchdog closes is logged before
@@ -142,7 +142,7 @@ impl Serving {
                         door::Ended::Hyper(io) => io,
                     },
                     expired = &mut watchdog => {
-                        log_expired(expired, peer, &broker.bounds);
+                        log_expired(expired, peer, &broker.doors.bounds);
                         return;
                     }
                 }
@@ -177,7 +177,7 @@ impl Serving {
                 }
                 expired = &mut watchdog => {
                     // Dropping the connection closes it.
-                    log_expired(expired, peer, &broker.bounds);
+                    log_expired(expired, peer, &broker.doors.bounds);
                     break;
                 }
                 changed = stopped.wait_for(|stopped| *stopped), if !draining => {
@@ -193,8 +193,9 @@ impl Serving {
     /// After the accept loops have ended: `/readyz` goes false, every connection
     /// finishes its calls in flight and closes, for up to the shutdown grace.
     async fn drain(&self, stop: tokio::sync::watch::Sender<bool>) {
-        let bounds = &self.broker.bounds;
+        let bounds = &self.broker.doors.bounds;
         self.broker
+            .doors
             .draining
             .store(true, std::sync::atomic::Ordering::Release);
         let open = bounds.max_connections - self.permits.available_permits();
@@ -413,7 +414,7 @@ fn over_cap_body(broker: &Broker) -> Value {
         Classification::RateLimited,
         format!(
             "the broker is at its limit of {} open connections; retry in a moment",
-            broker.bounds.max_connections
+            broker.doors.bounds.max_connections
         ),
     );
     let meta = Meta {
@@ -503,7 +504,7 @@ fn refuse_origin(broker: &Broker, path: &str, reason: String) -> Answer {
 
 /// Routes one HTTP request. `loopback`: the broker listens on a loopback address.
 pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool) -> HttpResponse {
-    if let Err(refusal) = broker.origins.check(
+    if let Err(refusal) = broker.doors.origins.check(
         req.headers(),
         req.uri().authority().map(|a| a.as_str()),
         loopback,
@@ -520,8 +521,14 @@ pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool)
             None => {
                 let (parts, body) = req.into_parts();
                 let path = parts.uri.path();
-                let body =
-                    read_limited(&broker, &parts.headers, path, body, broker.max_body_bytes).await;
+                let body = read_limited(
+                    &broker,
+                    &parts.headers,
+                    path,
+                    body,
+                    broker.doors.max_body_bytes,
+                )
+                .await;
                 let request = door::Request {
                     door,
                     path,
@@ -539,7 +546,10 @@ pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool)
         (&Method::GET, "/readyz") => {
             // Ready: the catalog is compiled and the store answers. Never the store's
             // location: only its kind.
-            let draining = broker.draining.load(std::sync::atomic::Ordering::Acquire);
+            let draining = broker
+                .doors
+                .draining
+                .load(std::sync::atomic::Ordering::Acquire);
             let store_ready = !draining && broker.store.ping().await;
             json_response(
                 if store_ready { 200 } else { 503 },
@@ -568,7 +578,7 @@ pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool)
                 .uri()
                 .query()
                 .is_some_and(|q| q.split('&').any(|p| p == "include_legacy=true"));
-            let slot = &broker.projection[usize::from(include_legacy)];
+            let slot = &broker.doors.projection[usize::from(include_legacy)];
             let text = match slot.get() {
                 Some(text) => text,
                 None => match crate::serve::projection::text(&broker.catalog, include_legacy) {
@@ -643,7 +653,7 @@ async fn read_limited(
     mut body: Incoming,
     limit: usize,
 ) -> Result<Bytes, CallError> {
-    let drain = broker.bounds.over_limit_drain_bytes;
+    let drain = broker.doors.bounds.over_limit_drain_bytes;
     let declared = headers
         .get(hyper::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -654,7 +664,7 @@ async fn read_limited(
     if declared.is_some_and(|n| n > limit && (waits_to_send || n - limit > drain)) {
         return Err(too_large(limit));
     }
-    let timeout = broker.bounds.body_read_timeout();
+    let timeout = broker.doors.bounds.body_read_timeout();
     let read = async {
         // A body that comes in one frame (the usual case) is kept as it came, uncopied.
         let mut first: Option<Bytes> = None;
@@ -690,7 +700,7 @@ async fn read_limited(
         Ok(Err(Unread::Broken)) => Err(CallError::invalid_request(
             "the request body could not be read",
         )),
-        Err(_) => Err(body_timed_out(&broker.bounds, path)),
+        Err(_) => Err(body_timed_out(&broker.doors.bounds, path)),
     }
 }
 
@@ -791,7 +801,7 @@ pub(crate) async fn answer_call(
     loopback: bool,
     request: door::Request<'_>,
 ) -> Answer {
-    let answer = if let Err(refusal) = broker.origins.check(request.headers, None, loopback) {
+    let answer = if let Err(refusal) = broker.doors.origins.check(request.headers, None, loopback) {
         refuse_origin(broker, request.path, refusal.0)
     } else if let Some(refused) = precheck(request.door, request.headers) {
         refused
