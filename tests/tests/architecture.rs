@@ -4,7 +4,7 @@
 //! strings and `#[cfg(test)]` items, and fails on an edge the table does not allow.
 //!
 //! The table is printed in `engine/DESIGN.md` ("Who may import whom"); the test fails if
-//! the two differ, and prints the text to paste.
+//! the two differ, and prints the text to paste. A last test holds the files' length.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -202,6 +202,35 @@ fn the_table_has_no_cycle_and_is_printed_in_design_md() {
     assert!(
         design.contains(&table),
         "engine/DESIGN.md must print the table this test holds; paste:\n{table}"
+    );
+}
+
+/// A file longer than this says why at its top, in a line of its module doc that starts
+/// `//! Longer than`.
+const MAX_LINES: usize = 1_200;
+
+#[test]
+fn no_file_is_long_without_a_reason_at_its_top() {
+    let src = engine_src();
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|file| {
+            let text = std::fs::read_to_string(file).ok()?;
+            let lines = text.lines().count();
+            let reason = text
+                .lines()
+                .take_while(|l| l.starts_with("//!"))
+                .any(|l| l.starts_with("//! Longer than"));
+            let name = file.strip_prefix(&src).unwrap_or(file).display();
+            (lines > MAX_LINES && !reason).then(|| format!("{name} ({lines} lines)"))
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "split these files by what they do, or say at the top why not \
+         (`//! Longer than {MAX_LINES} lines because ...`): {long:?}"
     );
 }
 
