@@ -7,7 +7,6 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::caller::Keys;
-use crate::catalog::diag::did_you_mean;
 use crate::catalog::template::Scope;
 use crate::catalog::{Catalog, Tool};
 use crate::config::ConfigFile;
@@ -81,38 +80,8 @@ impl Broker {
         env: &dyn Fn(&str) -> Option<String>,
         store: crate::store::Store,
     ) -> Result<Self, String> {
-        let mut keys = Keys::from_config(
-            &config.keys,
-            config.toolset.clone().unwrap_or_default(),
-            config.confirmation.unwrap_or_default(),
-        )?;
+        let keys = Keys::new(config, &catalog, env)?;
         let confirmations = Confirmations::new(config, env)?;
-        if let Some(token) = env("TOOL_BROKER_API_KEY").filter(|t| !t.is_empty()) {
-            keys.add_plain("env:TOOL_BROKER_API_KEY", &token);
-        }
-        let toolsets = config
-            .toolset
-            .iter()
-            .map(|t| ("the top-level `toolset`".to_string(), t))
-            .chain(config.keys.iter().filter_map(|k| {
-                k.toolset
-                    .as_ref()
-                    .map(|t| (format!("key `{}`: `toolset`", k.name), t))
-            }));
-        for (place, toolset) in toolsets {
-            if let crate::config::Toolset::Services(services) = toolset {
-                for id in services {
-                    if !catalog.services.contains_key(id) {
-                        return Err(format!(
-                            "config {place} names `{id}`, which is not a catalog service{}",
-                            did_you_mean(id, catalog.services.keys().map(String::as_str))
-                                .map(|h| format!("; {h}"))
-                                .unwrap_or_default()
-                        ));
-                    }
-                }
-            }
-        }
         let origins = crate::caller::origin::OriginPolicy::new(&config.allowed_origins)?;
         let parts = Parts::new(catalog, config, env, store)?;
         config.server.validate()?;

@@ -75,7 +75,7 @@ impl Broker {
             &mut input.arguments,
             crate::confirm::approval::APPROVAL_ARG,
         );
-        let trace_id = self.trace_id(&input.request_id);
+        let trace_id = self.traces.trace_id(&input.request_id);
         let mut meta = Meta {
             request_id: std::mem::take(&mut input.request_id),
             trace_id: trace_id.clone(),

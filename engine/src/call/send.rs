@@ -31,7 +31,7 @@ impl Broker {
         (max_response, want): (Option<usize>, Want),
     ) -> Result<Exec, CallError> {
         let templates = &self.catalog.templates;
-        let Some(base_url) = self.base_url(&tool.service) else {
+        let Some(base_url) = self.routes.base_url(&tool.service) else {
             return Err(CallError::new(
                 Classification::NotConfigured,
                 format!(

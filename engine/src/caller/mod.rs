@@ -112,6 +112,51 @@ fn parse_hex32(hex: &str) -> Option<[u8; 32]> {
 }
 
 impl Keys {
+    /// The caller keys of a deployment: `[[keys]]` of the config, each key's and the
+    /// top-level `toolset` checked against the catalog's services, and the key in
+    /// `TOOL_BROKER_API_KEY` (read through `env`) when set.
+    pub fn new(
+        config: &crate::config::ConfigFile,
+        catalog: &crate::catalog::Catalog,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, String> {
+        let mut keys = Self::from_config(
+            &config.keys,
+            config.toolset.clone().unwrap_or_default(),
+            config.confirmation.unwrap_or_default(),
+        )?;
+        let toolsets = config
+            .toolset
+            .iter()
+            .map(|t| ("the top-level `toolset`".to_string(), t))
+            .chain(config.keys.iter().filter_map(|k| {
+                k.toolset
+                    .as_ref()
+                    .map(|t| (format!("key `{}`: `toolset`", k.name), t))
+            }));
+        for (place, toolset) in toolsets {
+            if let crate::config::Toolset::Services(services) = toolset {
+                for id in services {
+                    if !catalog.services.contains_key(id) {
+                        return Err(format!(
+                            "config {place} names `{id}`, which is not a catalog service{}",
+                            crate::catalog::diag::did_you_mean(
+                                id,
+                                catalog.services.keys().map(String::as_str)
+                            )
+                            .map(|h| format!("; {h}"))
+                            .unwrap_or_default()
+                        ));
+                    }
+                }
+            }
+        }
+        if let Some(token) = env("TOOL_BROKER_API_KEY").filter(|t| !t.is_empty()) {
+            keys.add_plain("env:TOOL_BROKER_API_KEY", &token);
+        }
+        Ok(keys)
+    }
+
     /// Keys from config entries; an entry with a malformed hash is an error. Entries
     /// without a `toolset` list `default_toolset`.
     pub fn from_config(
@@ -235,5 +280,24 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn a_toolset_must_name_catalog_services_and_the_env_key_is_added() {
+        let catalog =
+            crate::catalog::compile::compile(&crate::catalog::source::Sources::embedded())
+                .unwrap_or_else(|d| panic!("{d}"));
+        let config: crate::config::ConfigFile = toml::from_str("toolset = [\"paymnets\"]").unwrap();
+        let err = Keys::new(&config, &catalog, &|_| None).unwrap_err();
+        assert!(
+            err.contains("the top-level `toolset` names `paymnets`") && err.contains("payments"),
+            "{err}"
+        );
+        let config: crate::config::ConfigFile = toml::from_str("toolset = [\"payments\"]").unwrap();
+        let env = |name: &str| (name == "TOOL_BROKER_API_KEY").then(|| "tb_env_key".to_string());
+        let keys = Keys::new(&config, &catalog, &env).unwrap();
+        assert!(keys.authenticate(Some("Bearer tb_env_key")).is_ok());
+        let none = Keys::new(&config, &catalog, &|_| None).unwrap();
+        assert!(none.authenticate(Some("Bearer tb_env_key")).is_err());
     }
 }

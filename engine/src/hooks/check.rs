@@ -117,7 +117,7 @@ fn fixed_part(cx: &dyn Pipeline, service: &Service) -> Map<String, Value> {
     let figures = service.figures;
     let key_mode = match &service.credential {
         None => "none",
-        Some(c) if c.server_side && cx.has_server_key(&service.id) => "byok_or_server",
+        Some(c) if c.server_side && cx.routes.has_server_key(&service.id) => "byok_or_server",
         Some(_) => "byok",
     };
     let mut map = Map::new();
@@ -127,7 +127,7 @@ fn fixed_part(cx: &dyn Pipeline, service: &Service) -> Map<String, Value> {
     map.insert("agentReadyCount".into(), json!(figures.agent_ready));
     map.insert(
         "endpointConfigured".into(),
-        json!(cx.base_url(&service.id).is_some()),
+        json!(cx.routes.base_url(&service.id).is_some()),
     );
     map.insert("keyMode".into(), json!(key_mode));
     map.insert(
@@ -160,7 +160,7 @@ fn fixed_part(cx: &dyn Pipeline, service: &Service) -> Map<String, Value> {
     {
         map.insert(
             "routingProfiles".into(),
-            json!(cx.profile_count(&service.id)),
+            json!(cx.routes.profile_count(&service.id)),
         );
     }
     map

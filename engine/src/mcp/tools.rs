@@ -212,7 +212,7 @@ pub fn listing<'a>(
 fn meta(broker: &Broker, request_id: &str, tool: &str) -> Meta {
     Meta {
         request_id: request_id.to_string(),
-        trace_id: broker.trace_id(request_id),
+        trace_id: broker.traces.trace_id(request_id),
         tool: Some(tool.into()),
         snapshot_id: Some(broker.catalog.snapshot_id.as_str().into()),
         ..Meta::default()

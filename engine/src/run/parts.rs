@@ -81,21 +81,6 @@ impl Parts {
         (self.clock)()
     }
 
-    /// A new trace id that carries the request id.
-    pub fn trace_id(&self, request_id: &str) -> String {
-        self.traces.trace_id(request_id)
-    }
-
-    /// A request id for a call that brought none (the REST door without `X-Request-Id`).
-    pub fn next_request_id(&self) -> String {
-        self.traces.next_request_id()
-    }
-
-    /// The base URL in effect for a service.
-    pub fn base_url(&self, service: &str) -> Option<&str> {
-        self.routes.base_url(service)
-    }
-
     /// The upstream key for a service: the caller's BYOK header, else a server-side key.
     pub fn upstream_key<'a>(
         &'a self,
@@ -108,16 +93,6 @@ impl Parts {
     /// Who owns jobs submitted in this request (see [`crate::store::jobs::owner`]).
     pub fn job_owner(&self, service: &str, ctx: &RequestCtx<'_>) -> String {
         crate::store::jobs::owner(&ctx.principal.name, self.upstream_key(service, ctx.headers))
-    }
-
-    /// How many routing profiles with a key the deployment has for a service.
-    pub fn profile_count(&self, service: &str) -> usize {
-        self.routes.profile_count(service)
-    }
-
-    /// Whether a service's key would come from the server (for configuration checks).
-    pub fn has_server_key(&self, service: &str) -> bool {
-        self.routes.has_server_key(service)
     }
 
     /// Secrets of this request, searched for in upstream answers ([`Routes::secrets`]).

@@ -418,7 +418,7 @@ fn over_cap_body(broker: &Broker) -> Value {
         ),
     );
     let meta = Meta {
-        trace_id: broker.trace_id(""),
+        trace_id: broker.traces.trace_id(""),
         ..Meta::default()
     };
     envelope::standard_err(&err, meta, &broker.catalog.rules).envelope()
@@ -956,7 +956,7 @@ async fn rest(
         .get("x-request-id")
         .and_then(|v| v.to_str().ok())
         .filter(|v| !v.is_empty() && v.chars().count() <= max_id)
-        .map_or_else(|| broker.next_request_id(), String::from);
+        .map_or_else(|| broker.traces.next_request_id(), String::from);
     let bytes = match body {
         Ok(bytes) => bytes,
         Err(e) => return failure(broker, &request_id, e),
@@ -1023,7 +1023,7 @@ async fn guarded_call(
 fn failure(broker: &Broker, request_id: &str, err: CallError) -> Answer {
     let meta = Meta {
         request_id: request_id.to_string(),
-        trace_id: broker.trace_id(request_id),
+        trace_id: broker.traces.trace_id(request_id),
         ..Meta::default()
     };
     send(envelope::standard_err(&err, meta, &broker.catalog.rules))

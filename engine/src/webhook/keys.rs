@@ -57,7 +57,7 @@ async fn fetch(cx: &dyn Pipeline, service: &str, api_key: &str) -> Result<Vec<u8
         .map_err(|_| "the API key is not a valid header value")?;
     headers.insert(name, value);
     let principal = crate::caller::Principal::unrestricted("webhook-key-refresh");
-    let trace_id = cx.trace_id(&cx.next_request_id());
+    let trace_id = cx.traces.trace_id(&cx.traces.next_request_id());
     let ctx = crate::run::RequestCtx {
         principal: &principal,
         headers: &headers,
