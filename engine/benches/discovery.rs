@@ -51,6 +51,36 @@ fn discovery(c: &mut Criterion) {
                 .search("crm", black_box("create a contact"), |_| true)
         })
     });
+    // What the MCP discovery `find_tools` ranks: every service as one corpus (issue 33:
+    // p50 under 1 ms).
+    c.bench_function(
+        "find_tools: all services 'list refunds' (1,817 tools)",
+        |b| {
+            b.iter(|| {
+                catalog
+                    .search
+                    .search_all(None, black_box("list refunds"), |_| true)
+                    .len()
+            })
+        },
+    );
+    c.bench_function(
+        "find_tools: all services, a user's sentence (1,817 tools)",
+        |b| {
+            b.iter(|| {
+                catalog
+                    .search
+                    .search_all(
+                        None,
+                        black_box(
+                            "Give the customer their money back for charge ch_3MmlLrLkdIwHu7ix",
+                        ),
+                        |_| true,
+                    )
+                    .len()
+            })
+        },
+    );
     let find = catalog
         .resolve("payments.find_tools")
         .unwrap_or_else(|| panic!("payments.find_tools missing"));

@@ -358,6 +358,7 @@ async fn main() {
                             idempotency_key: None,
                             elicitation: None,
                             task_watch: None,
+                            descriptor_hash: None,
                         })
                         .await;
                     let body = response.envelope();

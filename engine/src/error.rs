@@ -45,13 +45,16 @@ pub enum Classification {
     /// An `Idempotency-Key` already used by this caller for this tool with other
     /// arguments (or still in flight).
     IdempotencyConflict,
+    /// The caller pinned a descriptor hash (the tool it reviewed) and the tool has
+    /// changed since: nothing ran (DECISIONS section 10).
+    DescriptorChanged,
     /// A bug.
     InternalError,
 }
 
 impl Classification {
     /// All classifications, in the order of DECISIONS section 3.
-    pub const ALL: [Classification; 17] = [
+    pub const ALL: [Classification; 18] = [
         Self::InvalidRequest,
         Self::Unauthorized,
         Self::MissingRequiredCredentials,
@@ -68,6 +71,7 @@ impl Classification {
         Self::NotConfigured,
         Self::ConfirmationDeclined,
         Self::IdempotencyConflict,
+        Self::DescriptorChanged,
         Self::InternalError,
     ];
 
@@ -90,6 +94,7 @@ impl Classification {
             Self::NotConfigured => "not_configured",
             Self::ConfirmationDeclined => "confirmation_declined",
             Self::IdempotencyConflict => "idempotency_conflict",
+            Self::DescriptorChanged => "descriptor_changed",
             Self::InternalError => "internal_error",
         }
     }

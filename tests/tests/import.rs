@@ -33,6 +33,8 @@ type = "boolean"
 [operations.createPet]
 classes = ["spend"]
 response = { data = "$.id" }
+[text]
+skip_paragraphs = ["Credits are charged"]
 "#;
 
 fn scratch(import: &str) -> (tempfile::TempDir, PathBuf) {

@@ -282,11 +282,51 @@ async fn tools_list_pages_through_every_agent_ready_tool_once() {
         .filter(|t| t.exposed && t.tier == tool_broker::catalog::descriptor::Tier::AgentReady)
         .map(|t| t.full_name.as_str())
         .collect();
+    // `_meta.canonicalName` keeps `<service>.<tool>`, in catalog order, once each.
+    let canonical: Vec<&str> = tools
+        .iter()
+        .map(|t| t["_meta"]["canonicalName"].as_str().unwrap())
+        .collect();
+    assert_eq!(canonical, expected);
+    assert!(canonical.len() > 1000);
+    // The listed names are what every model API takes (`^[a-zA-Z0-9_-]{1,64}$`, so
+    // Claude and OpenAI accept the whole list), unique, and `<service>_<tool>` unless
+    // that is over 64 characters.
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, expected);
-    assert!(names.len() > 1000);
     let unique: BTreeSet<&&str> = names.iter().collect();
     assert_eq!(unique.len(), names.len());
+    let mut shortened = 0;
+    for (name, full) in names.iter().zip(&canonical) {
+        assert!(
+            !name.is_empty()
+                && name.len() <= 64
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
+            "`{name}` ({full}) is refused by model APIs"
+        );
+        let plain = full.replace('.', "_");
+        if plain.len() <= 64 {
+            assert_eq!(*name, plain);
+        } else {
+            shortened += 1;
+            assert!(name.starts_with(&plain[..50]), "{name} for {full}");
+        }
+    }
+    assert!(shortened > 0, "the catalog has names over 64 characters");
+    // The same catalog lists the same names on every start.
+    let again = TestBroker::start({
+        let mut setup = Setup::all_upstreams(&server.uri());
+        setup.config = Some("toolset = \"all\"\n".into());
+        setup
+    })
+    .await;
+    let relisted = list_all(&again, &[("mcp-protocol-version", "2025-11-25")], json!({})).await;
+    let renamed: Vec<&str> = relisted
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(renamed, names);
     for t in &tools {
         assert_eq!(t["inputSchema"]["type"], "object", "{}", t["name"]);
         assert_eq!(t["outputSchema"]["type"], "object");
@@ -310,7 +350,12 @@ async fn tools_list_pages_through_every_agent_ready_tool_once() {
             "the title is the entry's own"
         );
     }
-    let find = |name: &str| tools.iter().find(|t| t["name"] == name).unwrap();
+    let find = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t["_meta"]["canonicalName"] == name)
+            .unwrap()
+    };
     let delete = find("agent.delete_webhook");
     // destructive and not read-only: both MCP defaults, so neither is written.
     assert_eq!(delete["annotations"], json!({}), "{delete}");
@@ -377,14 +422,18 @@ async fn toolsets_choose_what_each_key_sees() {
         !tools.is_empty()
             && tools
                 .iter()
-                .all(|t| t["name"].as_str().unwrap().starts_with("media."))
+                .all(|t| t["name"].as_str().unwrap().starts_with("media_")
+                    && t["_meta"]["canonicalName"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with("media."))
     );
     let reader = as_key("tb_reader_key_000000");
     let tools = list_all(&broker, &[("authorization", &reader)], json!({})).await;
     assert!(
         tools
             .iter()
-            .all(|t| t["name"].as_str().unwrap().starts_with("agent.")
+            .all(|t| t["name"].as_str().unwrap().starts_with("agent_")
                 && t["annotations"]["readOnlyHint"] == true)
     );
 

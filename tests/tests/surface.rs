@@ -310,6 +310,6 @@ fn published_schemas_drop_what_a_model_cannot_act_on_and_keep_what_it_can() {
             .unwrap()
             .keys()
             .collect::<Vec<_>>(),
-        ["catalogVersion", "descriptorHash"]
+        ["canonicalName", "catalogVersion", "descriptorHash"]
     );
 }

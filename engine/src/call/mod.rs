@@ -43,6 +43,41 @@ use crate::hooks;
 use crate::run::{Elicitation, Exec, RequestCtx, TaskWatch, Want};
 use crate::upstream::render::render;
 
+/// A caller's pin (DECISIONS section 10): the descriptor hash it reviewed, held against
+/// the tool's current one. A mismatch is `descriptor_changed` with the current hash, and
+/// nothing runs; a pin that is no descriptor hash at all is the caller's mistake
+/// (`invalid_request`), never taken for a change.
+pub fn check_pin(tool: &Tool, pinned: Option<&str>) -> Result<(), CallError> {
+    let Some(pinned) = pinned else {
+        return Ok(());
+    };
+    let hash = pinned.trim();
+    if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(CallError::invalid_request(
+            "the descriptor hash must be the 64 hex characters a tool's `descriptorHash` shows (tools/list `_meta`, get_tool_reference)",
+        ));
+    }
+    if hash.eq_ignore_ascii_case(&tool.descriptor_hash) {
+        return Ok(());
+    }
+    Err(CallError::new(
+        Classification::DescriptorChanged,
+        format!(
+            "`{}` has changed since the descriptor you reviewed: nothing ran",
+            tool.full_name
+        ),
+    )
+    .with_details(json!({
+        "tool": tool.full_name,
+        "currentHash": tool.descriptor_hash,
+        "pinnedHash": hash.to_ascii_lowercase(),
+        "nextAction": format!(
+            "Read `{}` again (tools/list or get_tool_reference), review what changed, then call it with the new descriptorHash.",
+            tool.full_name
+        ),
+    })))
+}
+
 /// One `tools/call`.
 #[derive(Debug)]
 pub struct CallInput<'a> {
@@ -63,6 +98,10 @@ pub struct CallInput<'a> {
     pub elicitation: Option<Elicitation>,
     /// Run as an MCP task (see [`RequestCtx::task_watch`]).
     pub task_watch: Option<TaskWatch>,
+    /// The descriptor hash the caller reviewed (MCP `_meta.descriptorHash`,
+    /// `params.descriptorHash`, `X-Descriptor-Hash`): when the tool's differs, nothing
+    /// runs ([`check_pin`]).
+    pub descriptor_hash: Option<String>,
 }
 
 impl Broker {
@@ -113,7 +152,11 @@ impl Broker {
         let write = tool.risk == Risk::Write;
         let args_sha256 = write.then(|| audit_hash(input.arguments.as_ref()));
         let mut held = None;
-        let result = match input.principal.check(tool) {
+        let result = match input
+            .principal
+            .check(tool)
+            .and_then(|()| check_pin(tool, input.descriptor_hash.as_deref()))
+        {
             Err(e) => Err(e),
             Ok(()) => match (
                 &args_sha256,

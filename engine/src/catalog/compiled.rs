@@ -34,6 +34,8 @@ pub struct Catalog {
     /// Ranked search over each service's tools (`find_tools`).
     pub search: crate::catalog::search::SearchIndex,
     index: LookupIndex,
+    /// Listed name (`/mcp`) -> the tool's index.
+    listed: HashMap<String, usize>,
 }
 
 /// The catalog strings a tool's envelopes carry in `meta`, made once at assembly so a
@@ -201,6 +203,9 @@ pub struct Tool {
     pub title: String,
     /// Description.
     pub description: String,
+    /// The upstream document's whole text on the operation, when the description keeps
+    /// only its opening.
+    pub documentation: Option<String>,
     /// Tier.
     pub tier: Tier,
     /// Risk.
@@ -261,6 +266,9 @@ pub struct Tool {
     pub descriptor_hash: String,
     /// What every envelope of this tool says in `meta`, shared (set at assembly).
     pub meta_names: std::sync::Arc<MetaNames>,
+    /// The name `/mcp` lists it under (`payments_get_customers`; set at assembly,
+    /// [`crate::catalog::listed`]).
+    pub listed_name: String,
     /// Source file and line of the tool.
     pub source: (String, usize),
     /// Where an imported tool came from.
@@ -559,6 +567,25 @@ impl Catalog {
                 snapshot_id: snapshot.clone(),
             });
         }
+        let listed_names =
+            crate::catalog::listed::listed_names(tools.iter().map(|t| t.full_name.as_str()));
+        let mut listed = HashMap::with_capacity(tools.len());
+        for (i, name) in listed_names.iter().enumerate() {
+            if let Some(other) = listed.insert(name.clone(), i) {
+                let (tool, first) = (&tools[i], &tools[other]);
+                return Err(vec![(
+                    tool.source.0.clone(),
+                    tool.source.1,
+                    format!(
+                        "tool `{}` would be listed on /mcp as `{name}`, as is `{}`; rename one of them",
+                        tool.full_name, first.full_name
+                    ),
+                )]);
+            }
+        }
+        for (tool, name) in tools.iter_mut().zip(listed_names) {
+            tool.listed_name = name;
+        }
         // Without its thread (it could not start or stopped), the index is built here.
         let search = search
             .unwrap_or_else(|| crate::catalog::search::SearchIndex::build(&rules.search, &tools));
@@ -571,6 +598,7 @@ impl Catalog {
             origin,
             search,
             index,
+            listed,
         })
     }
 
@@ -631,7 +659,8 @@ impl Catalog {
         Ok((index, services))
     }
 
-    /// Resolves `<service>.<tool>` by native name, canonical name, alias or unique title.
+    /// Resolves `<service>.<tool>` by native name, canonical name, alias or unique title,
+    /// or a tool's listed name (`/mcp`).
     pub fn resolve(&self, full_name: &str) -> Option<&Tool> {
         // A tool's own full name (what a client that listed the tools sends) is found by
         // a binary search of the tools, sorted by it at assembly: no key is built or
@@ -643,8 +672,11 @@ impl Catalog {
         {
             return self.tools.get(i);
         }
-        let (service, tool) = full_name.split_once('.')?;
-        self.resolve_in(service, tool)
+        match full_name.split_once('.') {
+            Some((service, tool)) => self.resolve_in(service, tool),
+            // A name without a dot is the name `/mcp` lists the tool under.
+            None => self.listed.get(full_name).and_then(|&i| self.tools.get(i)),
+        }
     }
 
     /// Resolves a tool name, canonical name or alias within one service.

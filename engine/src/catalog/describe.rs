@@ -179,6 +179,7 @@ pub fn descriptor(catalog: &Catalog, tool: &Tool) -> Value {
         "service": tool.service,
         "title": tool.title,
         "description": tool.description,
+        "documentation": tool.documentation,
         "aliases": tool.aliases,
         "tier": tool.tier,
         "risk": tool.risk,

@@ -359,6 +359,10 @@ pub struct RawTool {
     pub title: String,
     /// What the tool does and its confirmation rules.
     pub description: String,
+    /// The upstream document's whole text on the operation (plain text), where the
+    /// description keeps only its opening: `get_tool_reference` shows it.
+    #[serde(default)]
+    pub documentation: Option<String>,
     /// `agent_ready` or `legacy`.
     pub tier: Tier,
     /// `read` or `write`.

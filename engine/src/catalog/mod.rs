@@ -15,6 +15,7 @@ pub mod descriptor;
 pub mod diag;
 mod hook;
 pub mod identity;
+pub mod listed;
 pub mod rules;
 pub mod sample;
 pub mod schema;

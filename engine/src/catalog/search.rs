@@ -39,6 +39,24 @@ pub struct RawSearch {
     /// Query word -> words that also count for it (at half weight).
     #[serde(default)]
     pub synonyms: BTreeMap<String, Vec<String>>,
+    /// Words a user says for a thing the tools name otherwise ("money back" ->
+    /// "refund"): in a query, the phrase's words are replaced by these.
+    #[serde(default)]
+    pub phrases: BTreeMap<String, Vec<String>>,
+    /// Id prefix -> what an id of that form names (`ch_3Mml...` is a charge): a query
+    /// word `<prefix>_<...digits...>` is read as these words; an id of an unknown
+    /// prefix is dropped (it names no tool).
+    #[serde(default)]
+    pub id_prefixes: BTreeMap<String, String>,
+    /// Words the stemmer would merge with others, kept as these stems ("customer"
+    /// is not "custom").
+    #[serde(default)]
+    pub stems: BTreeMap<String, String>,
+    /// Score factor of the tools of other services when a query word names a service
+    /// ("list crm users"); the word itself is then not matched. Between 0 and 1; 1
+    /// (the default) turns it off.
+    #[serde(default = "one")]
+    pub service_miss_factor: f64,
     /// Words a tool gets from its method and path shape.
     #[serde(default)]
     pub operation_words: Vec<OperationWords>,
@@ -57,6 +75,11 @@ pub struct Actions {
     /// Score factor of a tool whose name, aliases, title, path or operation words hold
     /// none of the query's verbs (nor their synonyms); between 0 and 1.
     pub miss_factor: f64,
+    /// Verbs that ask to read ("list", "show") and question words ("which"): when one
+    /// opens the query or comes before any action word, the query asks to read ("list
+    /// refunds", "which plugins are installed?") and writes score `miss_factor`.
+    #[serde(default)]
+    pub read_words: Vec<String>,
 }
 
 /// Weight of each field.
@@ -77,6 +100,13 @@ pub struct Weights {
     pub path: f64,
     /// Operation words.
     pub operation: f64,
+    /// The resource: the last literal path segment that is not an action
+    /// (`payment_intents` of `/v1/payment_intents/{intent}/cancel`).
+    #[serde(default)]
+    pub resource: f64,
+    /// The names of the arguments (`email`, `evidence`).
+    #[serde(default)]
+    pub arguments: f64,
 }
 
 /// Words for tools of one method whose path ends one way.
@@ -92,6 +122,10 @@ pub struct OperationWords {
     pub words: Vec<String>,
 }
 
+fn one() -> f64 {
+    1.0
+}
+
 fn any_target() -> String {
     "any".into()
 }
@@ -102,9 +136,22 @@ pub struct SearchIndex {
     k1: f64,
     b: f64,
     actions: HashSet<String>,
+    /// Stemmed read verbs (see [`Actions::read_words`]).
+    reads: HashSet<String>,
+    /// The read verbs and question words as written, for a query's first word.
+    read_openers: HashSet<String>,
     action_miss: f64,
     stopwords: HashSet<String>,
     synonyms: HashMap<String, Vec<String>>,
+    /// Stemmed phrase -> stemmed words it stands for, longest phrases first.
+    phrases: Vec<(Vec<String>, Vec<String>)>,
+    /// Id prefix -> the words an id of that form stands for.
+    id_prefixes: HashMap<String, String>,
+    /// Word -> its stem, where the stemmer's would merge it with another word.
+    stems: HashMap<String, String>,
+    /// Stemmed service id -> the service it names.
+    service_words: HashMap<String, String>,
+    service_miss: f64,
     services: HashMap<String, ServiceIndex>,
     /// Document frequencies and lengths over every service, for searches across them.
     global: Stats,
@@ -115,8 +162,15 @@ pub struct SearchIndex {
 struct Stats {
     df: HashMap<String, u32>,
     docs: usize,
-    avg_len: f64,
 }
+
+/// A tool's fields: name, aliases, title, category, description, path, operation words,
+/// resource, argument names.
+const FIELDS: usize = 9;
+
+/// Which fields say what a tool does (an action word there is one it performs); the
+/// category, the description and the arguments only talk about it.
+const SAYS_WHAT: [bool; FIELDS] = [true, true, true, false, false, true, true, true, false];
 
 #[derive(Debug, Default)]
 struct ServiceIndex {
@@ -130,7 +184,10 @@ struct Doc {
     terms: HashMap<String, f64>,
     /// Words of the fields that say what the tool does (not its description).
     verbs: HashSet<String>,
-    len: f64,
+    /// The tool's service.
+    service: String,
+    /// Whether it writes.
+    writes: bool,
 }
 
 /// One search hit: the tool's position in `Catalog::tools` and its score.
@@ -149,12 +206,40 @@ impl SearchIndex {
             k1: raw.k1,
             b: raw.b,
             actions: HashSet::new(),
+            reads: HashSet::new(),
+            read_openers: raw
+                .actions
+                .iter()
+                .flat_map(|a| a.read_words.iter())
+                .map(|w| w.to_lowercase())
+                .collect(),
             action_miss: raw.actions.as_ref().map_or(1.0, |a| a.miss_factor),
             stopwords: raw.stopwords.iter().map(|w| w.to_lowercase()).collect(),
             synonyms: HashMap::new(),
+            phrases: Vec::new(),
+            id_prefixes: raw.id_prefixes.clone().into_iter().collect(),
+            stems: raw
+                .stems
+                .iter()
+                .map(|(w, s)| (w.to_lowercase(), s.to_lowercase()))
+                .collect(),
+            service_words: HashMap::new(),
+            service_miss: raw.service_miss_factor,
             services: HashMap::new(),
             global: Stats::default(),
         };
+        index.phrases = raw
+            .phrases
+            .iter()
+            .map(|(phrase, words)| {
+                let words = words.iter().flat_map(|w| index.words(w)).collect();
+                (index.words(phrase), words)
+            })
+            .filter(|(phrase, _)| !phrase.is_empty())
+            .collect();
+        index
+            .phrases
+            .sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));
         index.synonyms = raw
             .synonyms
             .iter()
@@ -172,65 +257,60 @@ impl SearchIndex {
             .flat_map(|a| a.words.iter())
             .flat_map(|w| index.words(w))
             .collect();
+        index.service_words = tools
+            .iter()
+            .filter_map(|t| Some((index.words(&t.service).pop()?, t.service.clone())))
+            .collect();
+        index.reads = raw
+            .actions
+            .iter()
+            .flat_map(|a| a.read_words.iter())
+            .flat_map(|w| index.words(w))
+            .collect();
         let w = raw.weights;
-        for (i, tool) in tools.iter().enumerate() {
+        let weights = [
+            w.name,
+            w.aliases,
+            w.title,
+            w.category,
+            w.description,
+            w.path,
+            w.operation,
+            w.resource,
+            w.arguments,
+        ];
+        // First the words of each tool's fields (a word counts once per field:
+        // `/charges/{charge}/refunds/{refund}` does not outrank `/refunds` for "refund"
+        // by repeating it), then each field's average length over the catalog.
+        let fielded: Vec<[Vec<String>; FIELDS]> =
+            tools.iter().map(|tool| index.fields(raw, tool)).collect();
+        let mut avg = [0.0f64; FIELDS];
+        for fields in &fielded {
+            for (f, words) in fields.iter().enumerate() {
+                avg[f] += words.len() as f64;
+            }
+        }
+        for a in &mut avg {
+            *a = (*a / tools.len().max(1) as f64).max(1.0);
+        }
+        for (i, (tool, fields)) in tools.iter().zip(fielded).enumerate() {
+            // BM25F: a term's frequency is the sum over fields of the field's weight,
+            // each normalised by that field's own length, so a long description
+            // weakens what the description says, never a match in the name.
             let mut terms: HashMap<String, f64> = HashMap::new();
             let mut verbs: HashSet<String> = HashSet::new();
             // A read does none of the actions a query can name: its path and name may
             // say "refunds" or "cancel", but calling it changes nothing.
             let acts = tool.risk == crate::catalog::descriptor::Risk::Write;
-            // A word counts once per field: `/charges/{charge}/refunds/{refund}` does not
-            // outrank `/refunds` for "refund" by repeating it.
-            let mut add = |text: &str, weight: f64, says_what: bool, index: &Self| {
-                let mut words = index.words(text);
-                words.sort_unstable();
-                words.dedup();
+            for (f, words) in fields.iter().enumerate() {
+                let norm = 1.0 - index.b + index.b * words.len() as f64 / avg[f];
                 for word in words {
-                    if acts && says_what && index.actions.contains(&word) {
+                    if acts && SAYS_WHAT[f] && index.actions.contains(word) {
                         verbs.insert(word.clone());
                     }
-                    *terms.entry(word).or_default() += weight;
+                    *terms.entry(word.clone()).or_default() += weights[f] / norm;
                 }
-            };
-            add(&tool.name, w.name, true, &index);
-            for alias in &tool.aliases {
-                add(alias, w.aliases, true, &index);
             }
-            add(&tool.title, w.title, true, &index);
-            if let Some(category) = &tool.category {
-                add(category, w.category, false, &index);
-            }
-            add(&tool.description, w.description, false, &index);
-            if let Action::Http(plan) = &tool.action {
-                let literals: Vec<&str> = plan
-                    .segments
-                    .iter()
-                    .filter_map(|part| match part {
-                        PathPart::Literal(text) => Some(text.as_str()),
-                        PathPart::Param(_) => None,
-                    })
-                    .collect();
-                add(&literals.join(" "), w.path, true, &index);
-                // A trailing `/` is not a segment: `/contacts/` is a collection.
-                let target =
-                    match plan.segments.iter().rev().find(
-                        |p| !matches!(p, PathPart::Literal(t) if t.trim_matches('/').is_empty()),
-                    ) {
-                        Some(PathPart::Param(_)) => "item",
-                        _ => "collection",
-                    };
-                let words: Vec<&str> = raw
-                    .operation_words
-                    .iter()
-                    .filter(|rule| {
-                        rule.method.eq_ignore_ascii_case(plan.method.as_str())
-                            && (rule.target == "any" || rule.target == target)
-                    })
-                    .flat_map(|rule| rule.words.iter().map(String::as_str))
-                    .collect();
-                add(&words.join(" "), w.operation, true, &index);
-            }
-            let len = terms.values().sum();
             let service = index.services.entry(tool.service.clone()).or_default();
             for term in terms.keys() {
                 *service.stats.df.entry(term.clone()).or_default() += 1;
@@ -239,22 +319,82 @@ impl SearchIndex {
                 tool: i,
                 terms,
                 verbs,
-                len,
+                service: tool.service.clone(),
+                writes: acts,
             });
         }
-        let mut total_len = 0.0;
         for service in index.services.values_mut() {
-            let total: f64 = service.docs.iter().map(|d| d.len).sum();
             service.stats.docs = service.docs.len();
-            service.stats.avg_len = total / (service.docs.len().max(1) as f64);
-            total_len += total;
             index.global.docs += service.docs.len();
             for (term, df) in &service.stats.df {
                 *index.global.df.entry(term.clone()).or_default() += df;
             }
         }
-        index.global.avg_len = total_len / (index.global.docs.max(1) as f64);
         index
+    }
+
+    /// The distinct words of each field of a tool, in [`FIELDS`] order.
+    fn fields(&self, raw: &RawSearch, tool: &Tool) -> [Vec<String>; FIELDS] {
+        let words = |text: &str| {
+            let mut words = self.words(text);
+            words.sort_unstable();
+            words.dedup();
+            words
+        };
+        let (path, operation, resource) = match &tool.action {
+            Action::Http(plan) => {
+                let literals: Vec<&str> = plan
+                    .segments
+                    .iter()
+                    .filter_map(|part| match part {
+                        PathPart::Literal(text) => Some(text.as_str()),
+                        PathPart::Param(_) => None,
+                    })
+                    .collect();
+                // A trailing `/` is not a segment: `/contacts/` is a collection.
+                let target =
+                    match plan.segments.iter().rev().find(
+                        |p| !matches!(p, PathPart::Literal(t) if t.trim_matches('/').is_empty()),
+                    ) {
+                        Some(PathPart::Param(_)) => "item",
+                        _ => "collection",
+                    };
+                let operation: Vec<&str> = raw
+                    .operation_words
+                    .iter()
+                    .filter(|rule| {
+                        rule.method.eq_ignore_ascii_case(plan.method.as_str())
+                            && (rule.target == "any" || rule.target == target)
+                    })
+                    .flat_map(|rule| rule.words.iter().map(String::as_str))
+                    .collect();
+                // The thing acted on: the last literal segment that is not itself an
+                // action (`cancel`, `capture`).
+                let resource = literals
+                    .iter()
+                    .rev()
+                    .map(|l| words(l))
+                    .find(|w| !w.is_empty() && !w.iter().all(|w| self.actions.contains(w)))
+                    .unwrap_or_default();
+                (
+                    words(&literals.join(" ")),
+                    words(&operation.join(" ")),
+                    resource,
+                )
+            }
+            Action::Hook(_) => (Vec::new(), Vec::new(), Vec::new()),
+        };
+        [
+            words(&tool.name),
+            words(&tool.aliases.join(" ")),
+            words(&tool.title),
+            words(tool.category.as_deref().unwrap_or_default()),
+            words(&tool.description),
+            path,
+            operation,
+            resource,
+            words(&tool.argument_names.join(" ")),
+        ]
     }
 
     /// Words of a text: split at punctuation and camelCase, lowercased, stop words
@@ -281,9 +421,43 @@ impl SearchIndex {
 
     fn push_word(&self, out: &mut Vec<String>, current: &mut String) {
         if !current.is_empty() && !self.stopwords.contains(current.as_str()) {
-            out.push(stem(current));
+            out.push(match self.stems.get(current.as_str()) {
+                Some(kept) => kept.clone(),
+                None => stem(current),
+            });
         }
         current.clear();
+    }
+
+    /// The words of a query, each phrase the rules know replaced by the words it stands
+    /// for.
+    pub fn query_words(&self, query: &str) -> Vec<String> {
+        let mut text = String::with_capacity(query.len());
+        for token in query.split_whitespace() {
+            let bare = token.trim_matches(|c: char| !c.is_alphanumeric() && c != '_');
+            match id_prefix(bare) {
+                Some(prefix) => {
+                    if let Some(named) = self.id_prefixes.get(prefix) {
+                        text.push_str(named);
+                    }
+                }
+                None => text.push_str(token),
+            }
+            text.push(' ');
+        }
+        let mut words = self.words(&text);
+        for (phrase, replacement) in &self.phrases {
+            let mut i = 0;
+            while i + phrase.len() <= words.len() {
+                if words[i..i + phrase.len()] == phrase[..] {
+                    words.splice(i..i + phrase.len(), replacement.iter().cloned());
+                    i += replacement.len().max(1);
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        words
     }
 
     /// Ranks the tools of one service for a query; `keep` filters candidates.
@@ -318,14 +492,51 @@ impl SearchIndex {
         query: &str,
         keep: impl Fn(usize) -> bool,
     ) -> Vec<Hit> {
-        let mut query_words = self.words(query);
+        let mut query_words = self.query_words(query);
+        // The verb a query asks for is its first action or read word: "cancel the
+        // subscription" asks to cancel, "list refunds" to read ("refunds" is then the
+        // thing, not the action).
+        // A question ("which plugins are installed?") asks to read, as does a first
+        // read verb; then writes score `miss_factor` of what they would.
+        let opener = query
+            .split_whitespace()
+            .next()
+            .map(|w| {
+                w.trim_matches(|c: char| !c.is_alphanumeric())
+                    .to_lowercase()
+            })
+            .unwrap_or_default();
+        let first = if self.read_openers.contains(&opener) {
+            None
+        } else {
+            query_words
+                .iter()
+                .find(|w| self.actions.contains(w.as_str()) || self.reads.contains(w.as_str()))
+        };
+        let verb = first.filter(|w| self.actions.contains(w.as_str())).cloned();
+        let reading = self.read_openers.contains(&opener)
+            || first.is_some_and(|w| self.reads.contains(w.as_str()));
+        // A word naming a service says where to look, not what to match.
+        let named: HashSet<&str> = query_words
+            .iter()
+            .filter_map(|w| self.service_words.get(w.as_str()).map(String::as_str))
+            .collect();
+        if !named.is_empty()
+            && self.service_miss < 1.0
+            && query_words
+                .iter()
+                .any(|w| !self.service_words.contains_key(w.as_str()))
+        {
+            query_words.retain(|w| !self.service_words.contains_key(w.as_str()));
+        }
+        query_words.sort_unstable();
         query_words.dedup();
-        let distinct: HashSet<&String> = query_words.iter().collect();
+        // Sorted, so sums are added in one order and equal scores tie exactly.
+        let distinct: Vec<&String> = query_words.iter().collect();
         if distinct.is_empty() {
             return Vec::new();
         }
         let n = stats.docs as f64;
-        let avg_len = stats.avg_len;
         let idf = |term: &str| {
             let df = f64::from(stats.df.get(term).copied().unwrap_or(0));
             (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
@@ -348,10 +559,9 @@ impl SearchIndex {
                     .collect()
             })
             .collect();
-        // The verbs the query names, each with its synonyms that are verbs too.
-        let asked: Vec<Vec<&str>> = distinct
+        // The verb the query names, with its synonyms that are verbs too.
+        let asked: Vec<Vec<&str>> = verb
             .iter()
-            .filter(|w| self.actions.contains(w.as_str()))
             .map(|w| {
                 std::iter::once(w.as_str())
                     .chain(
@@ -370,14 +580,13 @@ impl SearchIndex {
             if !keep(doc.tool) {
                 continue;
             }
-            let norm = self.k1 * (1.0 - self.b + self.b * doc.len / avg_len.max(1e-9));
             let mut score = 0.0;
             let mut matched = 0usize;
             for candidates in &weighted {
                 let mut best = 0.0f64;
                 for &(term, weight) in candidates {
                     if let Some(&tf) = doc.terms.get(term) {
-                        let part = weight * tf * (self.k1 + 1.0) / (tf + norm);
+                        let part = weight * tf * (self.k1 + 1.0) / (tf + self.k1);
                         best = best.max(part);
                     }
                 }
@@ -391,10 +600,19 @@ impl SearchIndex {
                 let does_it = asked
                     .iter()
                     .all(|verb| verb.iter().any(|v| doc.verbs.contains(*v)));
-                let action = if does_it { 1.0 } else { self.action_miss };
+                let action = if does_it && !(reading && doc.writes) {
+                    1.0
+                } else {
+                    self.action_miss
+                };
+                let place = if named.is_empty() || named.contains(doc.service.as_str()) {
+                    1.0
+                } else {
+                    self.service_miss
+                };
                 hits.push(Hit {
                     tool: doc.tool,
-                    score: score * coverage * action,
+                    score: score * coverage * action * place,
                 });
             }
         }
@@ -404,38 +622,45 @@ impl SearchIndex {
     }
 }
 
-/// A light English stemmer: plurals, `-ing`, `-ed` and a final `e`, so "cards"/"card",
-/// "creating"/"create"/"created" and "prices"/"pricing" meet.
+/// The prefix of an id such as `ch_3MmlLrLkdIwHu7ix` or `vm_42`: a short lowercase word,
+/// `_`, and letters and digits with at least one digit. `get_refunds` is no id.
+fn id_prefix(token: &str) -> Option<&str> {
+    let (prefix, rest) = token.split_once('_')?;
+    let is_id = (1..=6).contains(&prefix.len())
+        && prefix.bytes().all(|b| b.is_ascii_lowercase())
+        && !rest.is_empty()
+        && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && rest.bytes().any(|b| b.is_ascii_digit());
+    is_id.then_some(prefix)
+}
+
+/// The Snowball English stemmer: "cards"/"card", "creating"/"create"/"created",
+/// "prices"/"pricing" and "retrieves"/"retrieve" meet.
 pub fn stem(word: &str) -> String {
-    let mut w = word.to_string();
-    let n = w.chars().count();
-    if n > 4 && w.ends_with("ies") {
-        w.truncate(w.len() - 3);
-        w.push('y');
-    } else if w.ends_with("sses") {
-        w.truncate(w.len() - 2);
-    } else if n > 3
-        && w.ends_with('s')
-        && !w.ends_with("ss")
-        && !w.ends_with("us")
-        && !w.ends_with("is")
-    {
-        w.truncate(w.len() - 1);
-    }
-    if w.chars().count() > 5 && w.ends_with("ing") {
-        w.truncate(w.len() - 3);
-    } else if w.chars().count() > 4 && w.ends_with("ed") {
-        w.truncate(w.len() - 2);
-    }
-    if w.chars().count() > 4 && w.ends_with('e') {
-        w.truncate(w.len() - 1);
-    }
-    w
+    static STEMMER: std::sync::LazyLock<rust_stemmers::Stemmer> = std::sync::LazyLock::new(|| {
+        rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English)
+    });
+    STEMMER.stem(word).into_owned()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::stem;
+    use super::{id_prefix, stem};
+
+    #[test]
+    fn ids_are_told_from_names() {
+        for (token, prefix) in [
+            ("ch_3MmlLrLkdIwHu7ix0snN0B15", Some("ch")),
+            ("cus_NffrFeUfNV2Hib", Some("cus")),
+            ("vm_42", Some("vm")),
+            ("get_refunds", None),
+            ("abc123", None),
+            ("Ch_123", None),
+            ("customers_123", None),
+        ] {
+            assert_eq!(id_prefix(token), prefix, "{token}");
+        }
+    }
 
     #[test]
     fn stems_meet() {
@@ -447,6 +672,8 @@ mod tests {
             ("companies", "company"),
             ("addresses", "address"),
             ("status", "status"),
+            ("retrieves", "retrieve"),
+            ("refunded", "refunds"),
         ] {
             assert_eq!(stem(a), stem(b), "{a} / {b}");
         }

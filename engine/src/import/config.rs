@@ -26,6 +26,9 @@ pub struct ImportFile {
     /// How arguments are formed.
     #[serde(default)]
     pub arguments: Arguments,
+    /// What is kept of the upstream prose.
+    #[serde(default)]
+    pub text: Text,
     /// Tables deep-merged into generated tools, before `operations`.
     #[serde(default)]
     pub defaults: Defaults,
@@ -42,6 +45,16 @@ pub struct ImportFile {
 
 fn default_output() -> String {
     "openapi.toml".into()
+}
+
+/// What the importer keeps of the documents' prose (`import::prose`).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct Text {
+    /// Paragraphs that open this way are the document's boilerplate (credit notes, key
+    /// scopes), not what the operation does: left out of descriptions and the kept text.
+    #[serde(default)]
+    pub skip_paragraphs: Vec<String>,
 }
 
 /// Naming rules.

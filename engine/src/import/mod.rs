@@ -20,6 +20,7 @@
 pub mod config;
 pub mod naming;
 pub mod openapi;
+pub mod prose;
 pub mod prune;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -32,6 +33,9 @@ use naming::snake_case;
 use openapi::{Documents, short_text};
 
 const METHODS: [&str; 6] = ["get", "put", "post", "delete", "patch", "head"];
+
+/// The longest first sentence that makes a title.
+const TITLE_CHARS: usize = 100;
 
 /// What an import produced.
 #[derive(Debug, Default)]
@@ -741,21 +745,53 @@ fn generate(
             config::TitleStyle::Summary => None,
         }
     };
+    // What the document says the operation does: its description, else its summary.
+    let said = op
+        .op
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let skip = &config.text.skip_paragraphs;
     let title = if let Some(t) = title {
         format!("{}{t}", config.naming.title_prefix)
     } else {
+        // The summary, else the description's first sentence ("Update a specified
+        // refund"), else the name's words.
         let plain = summary
             .clone()
+            .or_else(|| {
+                prose::first_sentence(said, TITLE_CHARS).filter(|s| prose::opens_with_verb(s))
+            })
             .unwrap_or_else(|| naming::title_case(&base_name));
         format!("{}{plain}", config.naming.title_prefix)
     };
-    let lead = summary.clone().unwrap_or_else(|| title.clone());
-    let mut description = format!("{lead}: {method} {}.", op.path);
+    let mut lead = prose::lead(said, skip);
+    // A summary the title does not show opens the description (hosting's titles are
+    // made from operation ids).
+    if let Some(summary) = summary.as_ref().filter(|s| !title.ends_with(s.as_str())) {
+        lead = if lead.is_empty() {
+            summary.clone()
+        } else if lead.starts_with(summary.as_str()) {
+            lead
+        } else {
+            format!("{summary}: {lead}")
+        };
+    }
+    if lead.is_empty() {
+        lead = title.clone();
+    }
+    if !lead.ends_with(['.', '!', '?', '…']) {
+        lead.push('.');
+    }
+    let mut description = format!("{lead} {method} {}.", op.path);
     description.push_str(match (risk, method.as_str()) {
         ("read", _) => " Reads only.",
         (_, "DELETE") => " Deletes upstream data (destructive).",
         _ => " Changes upstream state.",
     });
+    // The whole text, where the description keeps only its opening.
+    let documentation = Some(prose::plain(said, skip))
+        .filter(|whole| whole.chars().count() > lead.chars().count() + 1);
     let deprecated = op.op.get("deprecated") == Some(&Value::Bool(true));
     if deprecated {
         description.push_str(" Deprecated upstream.");
@@ -777,6 +813,9 @@ fn generate(
     tool.insert("name".into(), toml::Value::String(name));
     tool.insert("title".into(), toml::Value::String(title));
     tool.insert("description".into(), toml::Value::String(description));
+    if let Some(text) = documentation {
+        tool.insert("documentation".into(), toml::Value::String(text));
+    }
     tool.insert(
         "tier".into(),
         toml::Value::String(if deprecated { "legacy" } else { "agent_ready" }.into()),

@@ -740,6 +740,19 @@ pub async fn handle(
                     );
                 }
             };
+            // The descriptor the caller reviewed, from the `_meta` tools/list gave it.
+            let descriptor_hash = match params.get("_meta").and_then(|m| m.get("descriptorHash")) {
+                None => None,
+                Some(Value::String(h)) => Some(h.clone()),
+                Some(_) => {
+                    return error(
+                        &id,
+                        code::INVALID_PARAMS,
+                        "`params._meta.descriptorHash` must be a string: the `descriptorHash` of the tool you reviewed",
+                        None,
+                    );
+                }
+            };
             if arguments
                 .as_ref()
                 .is_some_and(|a| !a.is_object() && !a.is_null())
@@ -768,6 +781,7 @@ pub async fn handle(
                 idempotency_key,
                 elicitation,
                 task_watch: None,
+                descriptor_hash,
             };
             if modern && tasks::opted_in(&params) {
                 match tasks::start(broker, &id, input).await {

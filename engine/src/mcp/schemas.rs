@@ -307,6 +307,54 @@ pub fn lint(catalog: &Catalog, tool: &Tool) -> Vec<Finding> {
         });
     }
     walk(&schema, String::new(), tool, &mut out);
+    out.extend(name_findings(tool));
+    out
+}
+
+/// What model APIs would make of a tool's name: its listed name must be one they take
+/// (`^[a-zA-Z0-9_-]{1,64}$`, always so by construction, checked all the same), and so
+/// must the characters of its native name, or the listing rewrites them; a listed name
+/// that had to be shortened (over 64 characters) is a warning.
+fn name_findings(tool: &Tool) -> Vec<Finding> {
+    use crate::catalog::listed::{MAX_LEN, model_safe};
+    let finding = |problem: String, refused: bool| Finding {
+        tool: tool.full_name.clone(),
+        pointer: String::new(),
+        problem,
+        refused,
+    };
+    let mut out = Vec::new();
+    if !model_safe(&tool.listed_name) {
+        out.push(finding(
+            format!(
+                "the listed name `{}` is outside ^[a-zA-Z0-9_-]{{1,{MAX_LEN}}}$ (a whole tool list is refused over it)",
+                tool.listed_name
+            ),
+            true,
+        ));
+    }
+    let refused_chars = tool.name.is_empty()
+        || !tool
+            .name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if refused_chars {
+        out.push(finding(
+            format!(
+                "the tool name `{}` holds characters outside ^[a-zA-Z0-9_-]$, which model APIs refuse; rename it (it is listed as `{}`)",
+                tool.name, tool.listed_name
+            ),
+            true,
+        ));
+    } else if tool.listed_name != format!("{}_{}", tool.service, tool.name) {
+        out.push(finding(
+            format!(
+                "listed on /mcp as `{}`: `{}_{}` is over {MAX_LEN} characters or taken; a shorter name reads better",
+                tool.listed_name, tool.service, tool.name
+            ),
+            false,
+        ));
+    }
     out
 }
 

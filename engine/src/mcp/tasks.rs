@@ -147,6 +147,7 @@ pub async fn start<'a>(
         headers: input.headers.clone(),
         principal: input.principal.clone(),
         idempotency_key: input.idempotency_key,
+        descriptor_hash: input.descriptor_hash,
     };
     tokio::spawn(run(broker.clone(), task.id.clone(), owned));
     Ok(result(
@@ -172,6 +173,7 @@ struct Owned {
     headers: hyper::HeaderMap,
     principal: Principal,
     idempotency_key: Option<String>,
+    descriptor_hash: Option<String>,
 }
 
 /// Runs the call, renewing the heartbeat; settles the task unless it was cancelled.
@@ -194,6 +196,7 @@ async fn run(broker: Arc<Broker>, task: String, call: Owned) {
             idempotency_key: call.idempotency_key,
             elicitation: None,
             task_watch: Some(watch),
+            descriptor_hash: call.descriptor_hash,
         };
         super::run_call(&calling, input).await
     });

@@ -62,16 +62,18 @@ pub fn entry(catalog: &Catalog, tool: &Tool) -> Value {
     if local {
         annotations.insert("openWorldHint".into(), json!(false));
     }
-    // The name carries the service and only agent-ready tools are listed; the hash and
-    // the version let a client pin what it was shown.
+    // The listed name carries the service in the characters model APIs take (the
+    // canonical `<service>.<tool>` is in `_meta` and resolves too); only agent-ready
+    // tools are listed; the hash and the version let a client pin what it was shown.
     json!({
-        "name": tool.full_name,
+        "name": tool.listed_name,
         "title": tool.title,
         "description": tool.description,
         "inputSchema": published_input(catalog, tool),
         "outputSchema": compact_envelope_schema(envelope_kind),
         "annotations": annotations,
         "_meta": {
+            "canonicalName": tool.full_name,
             "catalogVersion": service.map(|s| s.catalog_version.clone()),
             "descriptorHash": tool.descriptor_hash,
         },
@@ -165,7 +167,8 @@ fn discovery_values() -> Vec<Value> {
                 "required": ["name"],
                 "properties": {
                     "name": { "type": "string", "minLength": 3, "maxLength": 300 },
-                    "arguments": { "type": "object" }
+                    "arguments": { "type": "object" },
+                    "descriptorHash": { "type": "string", "description": "The descriptorHash you reviewed: if the tool changed since, nothing runs (descriptor_changed)." }
                 }
             },
             "outputSchema": output,
@@ -242,6 +245,7 @@ pub async fn call_discovery<'a>(
         idempotency_key,
         elicitation,
         task_watch,
+        descriptor_hash,
         ..
     } = input;
     let request_id = request_id.as_str();
@@ -319,6 +323,19 @@ pub async fn call_discovery<'a>(
                 ));
             };
             let inner = inner.to_string();
+            // The pin of the tool called: `call_tool`'s own argument, else the request's.
+            let descriptor_hash = match args.get("descriptorHash") {
+                None => descriptor_hash,
+                Some(Value::String(h)) => Some(h.clone()),
+                Some(_) => {
+                    return Ok(invalid(
+                        broker,
+                        request_id,
+                        name,
+                        "`descriptorHash` must be a string: the `descriptorHash` of the tool you reviewed",
+                    ));
+                }
+            };
             broker
                 .call(CallInput {
                     request_id: request_id.to_string(),
@@ -329,6 +346,7 @@ pub async fn call_discovery<'a>(
                     idempotency_key,
                     elicitation,
                     task_watch,
+                    descriptor_hash,
                 })
                 .await
         }

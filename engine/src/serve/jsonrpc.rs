@@ -25,6 +25,8 @@ pub struct Call<'a> {
     pub name: Cow<'a, str>,
     /// `params.arguments` as sent (`None` when absent; `null` is kept).
     pub arguments: Option<Value>,
+    /// `params.descriptorHash`: the descriptor the caller reviewed (a pin).
+    pub descriptor_hash: Option<Cow<'a, str>>,
 }
 
 /// A request read: the id to answer with (empty when there is none, or it is not a
@@ -52,9 +54,10 @@ pub fn read(body: &[u8], max_id: usize) -> Read<'_> {
     };
     let call = match parsed {
         Err(_) => Err(CallError::invalid_request("the body is not JSON")),
-        Ok(body) => check_request(&body, id.as_deref(), max_id).map(|(name, arguments)| Call {
-            name: Cow::Owned(name),
-            arguments,
+        Ok(body) => check_request(&body, id.as_deref(), max_id).map(|checked| Call {
+            name: Cow::Owned(checked.name),
+            arguments: checked.arguments,
+            descriptor_hash: checked.descriptor_hash.map(Cow::Owned),
         }),
     };
     Read { shown_id, call }
@@ -85,6 +88,7 @@ fn fast(body: &[u8], max_id: usize) -> Option<Read<'_>> {
         call: Ok(Call {
             name: Cow::Borrowed(params.name.unwrap_or_default()),
             arguments: params.arguments,
+            descriptor_hash: params.descriptor_hash.map(Cow::Borrowed),
         }),
     })
 }
@@ -108,6 +112,7 @@ struct Request<'a> {
 struct Params<'a> {
     name: Option<&'a str>,
     arguments: Option<Value>,
+    descriptor_hash: Option<&'a str>,
 }
 
 struct RequestVisitor;
@@ -160,6 +165,7 @@ impl<'de> Visitor<'de> for ParamsSeed {
             match key {
                 "name" => once(&mut params.name, map.next_value()?)?,
                 "arguments" => once(&mut params.arguments, map.next_value()?)?,
+                "descriptorHash" => once(&mut params.descriptor_hash, map.next_value()?)?,
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -178,12 +184,16 @@ fn request_id(body: &Value) -> Option<String> {
     }
 }
 
-/// Checks the JSON-RPC shape; returns `params.name` and `params.arguments`.
-fn check_request(
-    body: &Value,
-    id: Option<&str>,
-    max_id: usize,
-) -> Result<(String, Option<Value>), CallError> {
+/// What [`check_request`] takes from `params`.
+struct Checked {
+    name: String,
+    arguments: Option<Value>,
+    descriptor_hash: Option<String>,
+}
+
+/// Checks the JSON-RPC shape; returns `params.name`, `params.arguments` and
+/// `params.descriptorHash`.
+fn check_request(body: &Value, id: Option<&str>, max_id: usize) -> Result<Checked, CallError> {
     let invalid = |m: &str| Err(CallError::invalid_request(m));
     let Some(obj) = body.as_object() else {
         return if body.is_array() {
@@ -228,7 +238,20 @@ fn check_request(
     if !well_formed(name) {
         return invalid("`params.name` must have the form `<service>.<tool>`");
     }
-    Ok((name.clone(), params.get("arguments").cloned()))
+    let descriptor_hash = match params.get("descriptorHash") {
+        None => None,
+        Some(Value::String(h)) => Some(h.clone()),
+        Some(_) => {
+            return invalid(
+                "`params.descriptorHash` must be a string: the `descriptorHash` of the tool you reviewed",
+            );
+        }
+    };
+    Ok(Checked {
+        name: name.clone(),
+        arguments: params.get("arguments").cloned(),
+        descriptor_hash,
+    })
 }
 
 #[cfg(test)]
@@ -250,12 +273,11 @@ mod tests {
         };
         let call = match parsed {
             Err(_) => Err(CallError::invalid_request("the body is not JSON")),
-            Ok(v) => {
-                check_request(&v, request_id(&v).as_deref(), max_id).map(|(name, arguments)| Call {
-                    name: Cow::Owned(name),
-                    arguments,
-                })
-            }
+            Ok(v) => check_request(&v, request_id(&v).as_deref(), max_id).map(|checked| Call {
+                name: Cow::Owned(checked.name),
+                arguments: checked.arguments,
+                descriptor_hash: checked.descriptor_hash.map(Cow::Owned),
+            }),
         };
         Read { shown_id, call }
     }
@@ -287,6 +309,22 @@ mod tests {
             (
                 r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"a.b","other":{"k":1}}}"#,
                 true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"descriptorHash":"ab12","name":"a.b"}}"#,
+                true,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"a.b","descriptorHash":"a\u0062"}}"#,
+                false,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"a.b","descriptorHash":7}}"#,
+                false,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"a.b","descriptorHash":"x","descriptorHash":"y"}}"#,
+                false,
             ),
             // Left to the `Value` reading: its answer, exactly.
             (

@@ -988,7 +988,19 @@ async fn rest(
             }
         }
     };
-    guarded_call(broker, request_id, &name, arguments, headers, &principal).await
+    // The REST door's pin is a header; one that is not text is no hash (refused as such).
+    let pinned = headers
+        .get("x-descriptor-hash")
+        .map(|v| v.to_str().unwrap_or_default().to_string());
+    guarded_call(
+        broker,
+        request_id,
+        (&name, pinned),
+        arguments,
+        headers,
+        &principal,
+    )
+    .await
 }
 
 /// Runs one call; a panic becomes an `internal_error` envelope, never a dropped
@@ -996,7 +1008,7 @@ async fn rest(
 async fn guarded_call(
     broker: &Broker,
     request_id: String,
-    name: &str,
+    (name, descriptor_hash): (&str, Option<String>),
     arguments: Option<Value>,
     headers: &hyper::HeaderMap,
     principal: &crate::caller::Principal,
@@ -1010,6 +1022,7 @@ async fn guarded_call(
         idempotency_key: None,
         elicitation: None,
         task_watch: None,
+        descriptor_hash,
     });
     match std::panic::AssertUnwindSafe(call).catch_unwind().await {
         Ok(response) => send(response),
@@ -1053,7 +1066,10 @@ async fn rpc(
     guarded_call(
         broker,
         shown_id,
-        &call.name,
+        (
+            &call.name,
+            call.descriptor_hash.map(std::borrow::Cow::into_owned),
+        ),
         call.arguments,
         headers,
         principal,

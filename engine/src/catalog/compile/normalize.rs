@@ -99,6 +99,9 @@ impl ToolCompiler<'_, '_> {
         });
         // Added only where present, so tools without one keep their hashes. A lookup's
         // hash covers the table it reads, a compact answer's the table it keeps by.
+        if let (Some(text), Some(map)) = (&raw.documentation, normalized.as_object_mut()) {
+            map.insert("documentation".into(), json!(text));
+        }
         if let (Some(allowlist), Some(map)) = (&raw.allowlist, normalized.as_object_mut()) {
             map.insert("allowlist".into(), json!(allowlist));
         }
