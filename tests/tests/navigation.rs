@@ -43,24 +43,10 @@ async fn find(broker: &TestBroker, tool: &str, args: serde_json::Value) -> serde
         assert_eq!(status, 200, "{tool}: {body}");
         return body;
     }
-    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                       "params": { "name": tool, "arguments": args } });
-    let (status, _, text) = broker
-        .send(
-            reqwest::Method::POST,
-            "/mcp",
-            Some(body.to_string().into_bytes()),
-            &[
-                (
-                    "authorization",
-                    &format!("Bearer {}", crate::support::API_KEY),
-                ),
-                ("content-type", "application/json"),
-            ],
-        )
-        .await;
-    assert_eq!(status, 200, "{text}");
-    let reply: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let (status, reply) =
+        crate::support::mcp_tools_call(broker, json!({ "name": tool, "arguments": args }), &[])
+            .await;
+    assert_eq!(status, 200, "{reply}");
     reply["result"]["structuredContent"].clone()
 }
 

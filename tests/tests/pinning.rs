@@ -7,7 +7,9 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::support::{API_KEY, Setup, TestBroker, check_envelope, classification, sources_with};
+use crate::support::{
+    API_KEY, Setup, TestBroker, check_envelope, classification, mcp_tools_call, sources_with,
+};
 
 const KEY: (&str, &str) = ("x-media-api-key", "mk_1234567");
 
@@ -54,22 +56,7 @@ async fn broker_with(version: &str, server: &MockServer) -> TestBroker {
 
 /// A `tools/call` on `/mcp`; returns the HTTP status and the envelope.
 async fn mcp_call(broker: &TestBroker, params: Value) -> (u16, Value) {
-    let body = json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params });
-    let bearer = format!("Bearer {API_KEY}");
-    let (status, _, text) = broker
-        .send(
-            reqwest::Method::POST,
-            "/mcp",
-            Some(body.to_string().into_bytes()),
-            &[
-                ("authorization", &bearer),
-                ("content-type", "application/json"),
-                ("mcp-protocol-version", "2025-11-25"),
-                KEY,
-            ],
-        )
-        .await;
-    let reply: Value = serde_json::from_str(&text).unwrap();
+    let (status, reply) = mcp_tools_call(broker, params, &[KEY]).await;
     let envelope = reply["result"]["structuredContent"].clone();
     assert!(envelope.is_object(), "{reply}");
     check_envelope(&envelope);
@@ -281,22 +268,12 @@ async fn a_pin_that_is_no_hash_is_the_callers_mistake() {
         (400, "invalid_request")
     );
     // On /mcp a `_meta.descriptorHash` that is not a string is an invalid param.
-    let bearer = format!("Bearer {API_KEY}");
-    let body = json!({ "jsonrpc": "2.0", "id": 4, "method": "tools/call",
-                       "params": { "name": "media.pin_probe", "_meta": { "descriptorHash": 5 } } });
-    let (_, _, text) = broker
-        .send(
-            reqwest::Method::POST,
-            "/mcp",
-            Some(body.to_string().into_bytes()),
-            &[
-                ("authorization", &bearer),
-                ("content-type", "application/json"),
-                ("mcp-protocol-version", "2025-11-25"),
-            ],
-        )
-        .await;
-    let reply: Value = serde_json::from_str(&text).unwrap();
+    let (_, reply) = mcp_tools_call(
+        &broker,
+        json!({ "name": "media.pin_probe", "_meta": { "descriptorHash": 5 } }),
+        &[],
+    )
+    .await;
     assert_eq!(reply["error"]["code"], -32602, "{reply}");
     assert!(
         server

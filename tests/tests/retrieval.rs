@@ -63,25 +63,13 @@ impl Tally {
 
 /// The full names `find_tools` ranks first for a query, best first (at most five).
 async fn top5(broker: &TestBroker, query: &str) -> Vec<String> {
-    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                       "params": { "name": "find_tools",
-                                   "arguments": { "query": query, "limit": 5 } } });
-    let (status, _, text) = broker
-        .send(
-            reqwest::Method::POST,
-            "/mcp",
-            Some(body.to_string().into_bytes()),
-            &[
-                (
-                    "authorization",
-                    &format!("Bearer {}", crate::support::API_KEY),
-                ),
-                ("content-type", "application/json"),
-            ],
-        )
-        .await;
-    assert_eq!(status, 200, "{text}");
-    let reply: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let (status, reply) = crate::support::mcp_tools_call(
+        broker,
+        json!({ "name": "find_tools", "arguments": { "query": query, "limit": 5 } }),
+        &[],
+    )
+    .await;
+    assert_eq!(status, 200, "{reply}");
     let results = &reply["result"]["structuredContent"]["data"]["results"];
     assert!(results.is_array(), "`{query}`: {reply}");
     results

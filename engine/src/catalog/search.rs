@@ -451,7 +451,9 @@ impl SearchIndex {
             while i + phrase.len() <= words.len() {
                 if words[i..i + phrase.len()] == phrase[..] {
                     words.splice(i..i + phrase.len(), replacement.iter().cloned());
-                    i += replacement.len().max(1);
+                    // A phrase that stands for nothing ("set up") leaves the next word
+                    // where the phrase began.
+                    i += replacement.len();
                 } else {
                     i += 1;
                 }
@@ -496,8 +498,11 @@ impl SearchIndex {
         // The verb a query asks for is its first action or read word: "cancel the
         // subscription" asks to cancel, "list refunds" to read ("refunds" is then the
         // thing, not the action).
-        // A question ("which plugins are installed?") asks to read, as does a first
-        // read verb; then writes score `miss_factor` of what they would.
+        // A question ("which plugins are installed?") asks to read, as does a query that
+        // opens with a read verb ("list refunds", "show me every refund"); then writes
+        // score `miss_factor` of what they would. Otherwise the query's verb is its first
+        // action word ("give the customer their money back" asks to refund; "my site
+        // shows an old page, flush its cache" to flush).
         let opener = query
             .split_whitespace()
             .next()
@@ -506,16 +511,18 @@ impl SearchIndex {
                     .to_lowercase()
             })
             .unwrap_or_default();
-        let first = if self.read_openers.contains(&opener) {
+        let reading = self.read_openers.contains(&opener)
+            || query_words
+                .first()
+                .is_some_and(|w| self.reads.contains(w.as_str()));
+        let verb = if reading {
             None
         } else {
             query_words
                 .iter()
-                .find(|w| self.actions.contains(w.as_str()) || self.reads.contains(w.as_str()))
+                .find(|w| self.actions.contains(w.as_str()))
+                .cloned()
         };
-        let verb = first.filter(|w| self.actions.contains(w.as_str())).cloned();
-        let reading = self.read_openers.contains(&opener)
-            || first.is_some_and(|w| self.reads.contains(w.as_str()));
         // A word naming a service says where to look, not what to match.
         let named: HashSet<&str> = query_words
             .iter()

@@ -727,31 +727,19 @@ pub async fn handle(
                     None,
                 );
             };
-            // An idempotency key may also come in `_meta` (the header works too).
-            let idempotency_key = match params.get("_meta").and_then(|m| m.get("idempotencyKey")) {
-                None => None,
-                Some(Value::String(k)) => Some(k.clone()),
-                Some(_) => {
-                    return error(
-                        &id,
-                        code::INVALID_PARAMS,
-                        "`params._meta.idempotencyKey` must be a string",
-                        None,
-                    );
-                }
+            // An idempotency key may also come in `_meta` (the header works too), and so
+            // does the descriptor the caller reviewed (the hash tools/list gave it).
+            let idempotency_key = match meta_text(&params, "idempotencyKey", "") {
+                Ok(key) => key,
+                Err(message) => return error(&id, code::INVALID_PARAMS, message, None),
             };
-            // The descriptor the caller reviewed, from the `_meta` tools/list gave it.
-            let descriptor_hash = match params.get("_meta").and_then(|m| m.get("descriptorHash")) {
-                None => None,
-                Some(Value::String(h)) => Some(h.clone()),
-                Some(_) => {
-                    return error(
-                        &id,
-                        code::INVALID_PARAMS,
-                        "`params._meta.descriptorHash` must be a string: the `descriptorHash` of the tool you reviewed",
-                        None,
-                    );
-                }
+            let descriptor_hash = match meta_text(
+                &params,
+                "descriptorHash",
+                ": the `descriptorHash` of the tool you reviewed",
+            ) {
+                Ok(hash) => hash,
+                Err(message) => return error(&id, code::INVALID_PARAMS, message, None),
             };
             if arguments
                 .as_ref()
@@ -802,5 +790,15 @@ pub async fn handle(
             ),
             None,
         ),
+    }
+}
+
+/// A text member of `params._meta` (`None` when absent); a member of another type is
+/// the message to answer as invalid params (`hint` says what it should be).
+fn meta_text(params: &Value, key: &str, hint: &str) -> Result<Option<String>, String> {
+    match params.get("_meta").and_then(|m| m.get(key)) {
+        None => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(_) => Err(format!("`params._meta.{key}` must be a string{hint}")),
     }
 }

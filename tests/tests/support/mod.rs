@@ -458,3 +458,29 @@ pub async fn mcp_modern(
         .await;
     (status, serde_json::from_str(&text).unwrap())
 }
+
+/// Posts one MCP `tools/call` (2025-11-25, no session) to `/mcp` with the test bearer
+/// and extra headers; `(status, JSON-RPC reply)`.
+pub async fn mcp_tools_call(
+    broker: &TestBroker,
+    params: Value,
+    extra: &[(&str, &str)],
+) -> (u16, Value) {
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params });
+    let bearer = format!("Bearer {API_KEY}");
+    let mut headers = vec![
+        ("authorization", bearer.as_str()),
+        ("content-type", "application/json"),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    headers.extend_from_slice(extra);
+    let (status, _, text) = broker
+        .send(
+            reqwest::Method::POST,
+            "/mcp",
+            Some(body.to_string().into_bytes()),
+            &headers,
+        )
+        .await;
+    (status, serde_json::from_str(&text).unwrap())
+}
