@@ -153,14 +153,17 @@ pub struct SearchIndex {
     service_words: HashMap<String, String>,
     service_miss: f64,
     services: HashMap<String, ServiceIndex>,
-    /// Document frequencies and lengths over every service, for searches across them.
+    /// Document frequencies over every service, for searches across them.
     global: Stats,
+    /// Every word a tool holds -> its term id.
+    vocabulary: HashMap<String, u32>,
 }
 
 /// What BM25 needs of a corpus besides its documents.
 #[derive(Debug, Default)]
 struct Stats {
-    df: HashMap<String, u32>,
+    /// Term id -> how many documents hold it.
+    df: HashMap<u32, u32>,
     docs: usize,
 }
 
@@ -178,12 +181,15 @@ struct ServiceIndex {
     stats: Stats,
 }
 
+/// One tool's terms. Terms are ids of the index's vocabulary (each word stored once,
+/// not once per tool), kept sorted for a binary search per query word.
 #[derive(Debug)]
 struct Doc {
     tool: usize,
-    terms: HashMap<String, f64>,
-    /// Words of the fields that say what the tool does (not its description).
-    verbs: HashSet<String>,
+    /// `(term id, BM25F term frequency)`, sorted by id.
+    terms: Vec<(u32, f64)>,
+    /// Action words of the fields that say what the tool does (term ids, sorted).
+    verbs: Vec<u32>,
     /// The tool's service.
     service: String,
     /// Whether it writes.
@@ -227,6 +233,7 @@ impl SearchIndex {
             service_miss: raw.service_miss_factor,
             services: HashMap::new(),
             global: Stats::default(),
+            vocabulary: HashMap::new(),
         };
         index.phrases = raw
             .phrases
@@ -297,23 +304,29 @@ impl SearchIndex {
             // BM25F: a term's frequency is the sum over fields of the field's weight,
             // each normalised by that field's own length, so a long description
             // weakens what the description says, never a match in the name.
-            let mut terms: HashMap<String, f64> = HashMap::new();
-            let mut verbs: HashSet<String> = HashSet::new();
+            let mut terms: HashMap<u32, f64> = HashMap::new();
+            let mut verbs: Vec<u32> = Vec::new();
             // A read does none of the actions a query can name: its path and name may
             // say "refunds" or "cancel", but calling it changes nothing.
             let acts = tool.risk == crate::catalog::descriptor::Risk::Write;
             for (f, words) in fields.iter().enumerate() {
                 let norm = 1.0 - index.b + index.b * words.len() as f64 / avg[f];
                 for word in words {
+                    let next = u32::try_from(index.vocabulary.len()).unwrap_or(u32::MAX);
+                    let id = *index.vocabulary.entry(word.clone()).or_insert(next);
                     if acts && SAYS_WHAT[f] && index.actions.contains(word) {
-                        verbs.insert(word.clone());
+                        verbs.push(id);
                     }
-                    *terms.entry(word.clone()).or_default() += weights[f] / norm;
+                    *terms.entry(id).or_default() += weights[f] / norm;
                 }
             }
+            let mut terms: Vec<(u32, f64)> = terms.into_iter().collect();
+            terms.sort_unstable_by_key(|&(id, _)| id);
+            verbs.sort_unstable();
+            verbs.dedup();
             let service = index.services.entry(tool.service.clone()).or_default();
-            for term in terms.keys() {
-                *service.stats.df.entry(term.clone()).or_default() += 1;
+            for &(id, _) in &terms {
+                *service.stats.df.entry(id).or_default() += 1;
             }
             service.docs.push(Doc {
                 tool: i,
@@ -326,8 +339,8 @@ impl SearchIndex {
         for service in index.services.values_mut() {
             service.stats.docs = service.docs.len();
             index.global.docs += service.docs.len();
-            for (term, df) in &service.stats.df {
-                *index.global.df.entry(term.clone()).or_default() += df;
+            for (&id, df) in &service.stats.df {
+                *index.global.df.entry(id).or_default() += df;
             }
         }
         index
@@ -544,30 +557,35 @@ impl SearchIndex {
             return Vec::new();
         }
         let n = stats.docs as f64;
-        let idf = |term: &str| {
-            let df = f64::from(stats.df.get(term).copied().unwrap_or(0));
+        let idf = |id: u32| {
+            let df = f64::from(stats.df.get(&id).copied().unwrap_or(0));
             (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
         };
+        // A word no tool holds matches nothing (it still counts for coverage).
+        let id = |word: &str| self.vocabulary.get(word).copied();
         // Per query word: the terms that count for it and their weights, computed once.
         // A synonym weighs no more than the word asked for: a rare synonym ("add") must
         // not outrank the common word itself ("create").
-        let weighted: Vec<Vec<(&str, f64)>> = distinct
+        let weighted: Vec<Vec<(u32, f64)>> = distinct
             .iter()
             .map(|word| {
-                let own_idf = idf(word);
-                std::iter::once((word.as_str(), own_idf))
+                let own_idf = id(word).map_or(f64::INFINITY, idf);
+                id(word)
+                    .map(|own| (own, own_idf))
+                    .into_iter()
                     .chain(
                         self.synonyms
                             .get(word.as_str())
                             .into_iter()
                             .flatten()
-                            .map(|s| (s.as_str(), 0.5 * idf(s).min(own_idf))),
+                            .filter_map(|s| id(s))
+                            .map(|s| (s, 0.5 * idf(s).min(own_idf))),
                     )
                     .collect()
             })
             .collect();
         // The verb the query names, with its synonyms that are verbs too.
-        let asked: Vec<Vec<&str>> = verb
+        let asked: Vec<Vec<u32>> = verb
             .iter()
             .map(|w| {
                 std::iter::once(w.as_str())
@@ -579,6 +597,7 @@ impl SearchIndex {
                             .map(String::as_str)
                             .filter(|s| self.actions.contains(*s)),
                     )
+                    .filter_map(id)
                     .collect()
             })
             .collect();
@@ -592,7 +611,8 @@ impl SearchIndex {
             for candidates in &weighted {
                 let mut best = 0.0f64;
                 for &(term, weight) in candidates {
-                    if let Some(&tf) = doc.terms.get(term) {
+                    if let Ok(at) = doc.terms.binary_search_by_key(&term, |&(id, _)| id) {
+                        let tf = doc.terms[at].1;
                         let part = weight * tf * (self.k1 + 1.0) / (tf + self.k1);
                         best = best.max(part);
                     }
@@ -606,7 +626,7 @@ impl SearchIndex {
                 let coverage = matched as f64 / distinct.len() as f64;
                 let does_it = asked
                     .iter()
-                    .all(|verb| verb.iter().any(|v| doc.verbs.contains(*v)));
+                    .all(|verb| verb.iter().any(|v| doc.verbs.binary_search(v).is_ok()));
                 let action = if does_it && !(reading && doc.writes) {
                     1.0
                 } else {
