@@ -448,15 +448,7 @@ pub async fn mcp_modern(
         ("mcp-name", name),
     ];
     headers.extend_from_slice(extra);
-    let (status, _, text) = broker
-        .send(
-            reqwest::Method::POST,
-            "/mcp",
-            Some(body.to_string().into_bytes()),
-            &headers,
-        )
-        .await;
-    (status, serde_json::from_str(&text).unwrap())
+    post_mcp(broker, &body, &headers).await
 }
 
 /// Posts one MCP `tools/call` (2025-11-25, no session) to `/mcp` with the test bearer
@@ -474,12 +466,17 @@ pub async fn mcp_tools_call(
         ("mcp-protocol-version", "2025-11-25"),
     ];
     headers.extend_from_slice(extra);
+    post_mcp(broker, &body, &headers).await
+}
+
+/// Posts one JSON-RPC body to `/mcp` with these headers; `(status, JSON-RPC reply)`.
+async fn post_mcp(broker: &TestBroker, body: &Value, headers: &[(&str, &str)]) -> (u16, Value) {
     let (status, _, text) = broker
         .send(
             reqwest::Method::POST,
             "/mcp",
             Some(body.to_string().into_bytes()),
-            &headers,
+            headers,
         )
         .await;
     (status, serde_json::from_str(&text).unwrap())
