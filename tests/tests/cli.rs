@@ -268,3 +268,42 @@ properties = { a = { "$ref" = "#/$defs/a" }, "b[]" = { type = "string" } }
         "{err}"
     );
 }
+
+#[test]
+fn lint_fails_on_a_name_a_model_api_would_refuse_and_warns_on_a_shortened_one() {
+    let (_keep, dir) = scratch_root();
+    let tool = |name: &str| {
+        format!(
+            r#"
+[[tool]]
+name = "{name}"
+title = "Name probe"
+description = "A tool whose name is probed."
+tier = "agent_ready"
+risk = "read"
+hook = "check_configuration"
+[tool.arguments]
+type = "object"
+"#
+        )
+    };
+    // A name with a dot (model APIs refuse dots) does not get past the catalog check.
+    std::fs::write(
+        dir.join("catalog/media/name_probe.toml"),
+        tool("name.probe"),
+    )
+    .unwrap();
+    let err = catalog(CatalogCommand::Lint, &dir).unwrap_err();
+    assert!(err.contains("must be snake_case"), "{err}");
+    // A name that is too long for one is listed shortened: a warning naming both.
+    let long = format!("name_probe_{}", "very_long_".repeat(6));
+    std::fs::write(dir.join("catalog/media/name_probe.toml"), tool(&long)).unwrap();
+    let out = catalog(CatalogCommand::Lint, &dir).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        out.contains(&format!(
+            "warning: media.{long} /: listed on /mcp as `media_name_probe_very_long_"
+        )),
+        "{out}"
+    );
+    assert!(out.contains(", 0 refused by model providers"), "{out}");
+}
