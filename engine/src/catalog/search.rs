@@ -1,20 +1,20 @@
-//! Ranked tool search for the `find_tools` hook: a field-weighted BM25 over each tool's
-//! words, built once at compile time, per service.
+//! Ranked tool search for the `find_tools` hook: BM25F over each tool's fields, built
+//! once at compile time, per service and across services.
 //!
-//! A tool's words come from its native name, aliases, title, category, description and
-//! path, each field with its weight from `rules/search.toml`, plus *operation words*
-//! derived from its method and the shape of its path (a GET on a collection is a "list",
-//! a POST on one a "create"), so a plain query such as "list issuing cards" finds
-//! `GET /v1/issuing/cards` rather than the single-card read beside it. Words are split
-//! at punctuation and camelCase, lowercased, stop words dropped and lightly stemmed; a
-//! query word also matches its synonyms at half weight. A document's score is its BM25
-//! score times the share of distinct query words it matched, so a tool that matches
-//! every word outranks one that repeats a single word. When a query names an action
-//! (`rules/search.toml` `[actions]`: "cancel", "refund", ...), a tool that writes and
-//! names that action (or a synonym) in its name, aliases, title, path or operation
-//! words keeps its score; every other tool, and every read, is scaled by `miss_factor`,
-//! so a query that says what to do finds tools that do it before tools that list the
-//! thing. No embedding service.
+//! A tool's fields are its native name, aliases, title, category, description, literal
+//! path segments, *operation words* (from its method and path shape: a GET on a
+//! collection is a "list", a POST on one a "create"), its resource (the last path
+//! segment that is not an action) and its argument names; each has its weight from
+//! `rules/search.toml` and its own length normalisation, so a long description never
+//! weakens a match in the name. Words are split at punctuation and camelCase,
+//! lowercased, stop words dropped and Snowball-stemmed (some stems kept whole); each
+//! word is stored once, as a term id. A query's phrases and ids are read as the
+//! catalog's words first; a query word also matches its synonyms at half weight. A
+//! score is the BM25F sum times the share of distinct query words matched. A query that
+//! opens with a read verb or a question asks to read (writes scaled by `miss_factor`);
+//! else its first action word is the verb, and tools that do not name it in the fields
+//! that say what they do are scaled instead. A query word naming a service is not
+//! matched and scales the other services' tools. No embedding service.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -190,8 +190,6 @@ struct Doc {
     terms: Vec<(u32, f64)>,
     /// Action words of the fields that say what the tool does (term ids, sorted).
     verbs: Vec<u32>,
-    /// The tool's service.
-    service: String,
     /// Whether it writes.
     writes: bool,
 }
@@ -258,22 +256,13 @@ impl SearchIndex {
                 )
             })
             .collect();
-        index.actions = raw
-            .actions
-            .iter()
-            .flat_map(|a| a.words.iter())
-            .flat_map(|w| index.words(w))
-            .collect();
+        let actions = raw.actions.as_ref();
+        index.actions = index.stemmed(actions.map(|a| a.words.as_slice()));
         index.service_words = tools
             .iter()
             .filter_map(|t| Some((index.words(&t.service).pop()?, t.service.clone())))
             .collect();
-        index.reads = raw
-            .actions
-            .iter()
-            .flat_map(|a| a.read_words.iter())
-            .flat_map(|w| index.words(w))
-            .collect();
+        index.reads = index.stemmed(actions.map(|a| a.read_words.as_slice()));
         let w = raw.weights;
         let weights = [
             w.name,
@@ -332,7 +321,6 @@ impl SearchIndex {
                 tool: i,
                 terms,
                 verbs,
-                service: tool.service.clone(),
                 writes: acts,
             });
         }
@@ -344,6 +332,15 @@ impl SearchIndex {
             }
         }
         index
+    }
+
+    /// The stems of a word list of the rules (absent: none).
+    fn stemmed(&self, words: Option<&[String]>) -> HashSet<String> {
+        words
+            .into_iter()
+            .flatten()
+            .flat_map(|w| self.words(w))
+            .collect()
     }
 
     /// The distinct words of each field of a tool, in [`FIELDS`] order.
@@ -480,7 +477,8 @@ impl SearchIndex {
         let Some(index) = self.services.get(service) else {
             return Vec::new();
         };
-        self.rank(index.docs.iter(), &index.stats, query, keep)
+        let docs = index.docs.iter().map(|doc| (service, doc));
+        self.rank(docs, &index.stats, query, keep)
     }
 
     /// Ranks the tools of every service (or of one, scored against every service's
@@ -496,21 +494,19 @@ impl SearchIndex {
             .services
             .iter()
             .filter(|(id, _)| service.is_none_or(|s| s == id.as_str()))
-            .flat_map(|(_, index)| index.docs.iter());
+            .flat_map(|(id, index)| index.docs.iter().map(move |doc| (id.as_str(), doc)));
         self.rank(docs, &self.global, query, keep)
     }
 
+    /// Ranks `docs`, each with its service's id.
     fn rank<'a>(
         &self,
-        docs: impl Iterator<Item = &'a Doc>,
+        docs: impl Iterator<Item = (&'a str, &'a Doc)>,
         stats: &Stats,
         query: &str,
         keep: impl Fn(usize) -> bool,
     ) -> Vec<Hit> {
         let mut query_words = self.query_words(query);
-        // The verb a query asks for is its first action or read word: "cancel the
-        // subscription" asks to cancel, "list refunds" to read ("refunds" is then the
-        // thing, not the action).
         // A question ("which plugins are installed?") asks to read, as does a query that
         // opens with a read verb ("list refunds", "show me every refund"); then writes
         // score `miss_factor` of what they would. Otherwise the query's verb is its first
@@ -602,7 +598,7 @@ impl SearchIndex {
             })
             .collect();
         let mut hits = Vec::new();
-        for doc in docs {
+        for (service, doc) in docs {
             if !keep(doc.tool) {
                 continue;
             }
@@ -632,7 +628,7 @@ impl SearchIndex {
                 } else {
                     self.action_miss
                 };
-                let place = if named.is_empty() || named.contains(doc.service.as_str()) {
+                let place = if named.is_empty() || named.contains(service) {
                     1.0
                 } else {
                     self.service_miss
@@ -672,7 +668,43 @@ pub fn stem(word: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{id_prefix, stem};
+    use super::{RawSearch, SearchIndex, id_prefix, stem};
+
+    #[test]
+    fn a_query_reads_phrases_ids_and_kept_stems_as_the_catalog_words() {
+        let raw: RawSearch = toml::from_str(
+            r#"
+k1 = 1.2
+b = 0.5
+stopwords = ["the", "for", "of", "and"]
+[weights]
+name = 1.0
+aliases = 1.0
+title = 1.0
+category = 1.0
+description = 1.0
+path = 1.0
+operation = 1.0
+[phrases]
+"money back" = ["refund"]
+"set up" = []
+[id_prefixes]
+ch = "charge"
+[stems]
+customers = "customer"
+"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let index = SearchIndex::build(&raw, &[]);
+        assert_eq!(
+            index.query_words("money back for the customers of ch_3Mml9x and xy_12"),
+            ["refund", "customer", "charg"]
+        );
+        // A phrase that stands for nothing leaves the next word where it began, so a
+        // phrase right after it is read too.
+        assert_eq!(index.query_words("set up set up calendars"), ["calendar"]);
+        assert_eq!(index.query_words("get_refunds"), ["get", "refund"]);
+    }
 
     #[test]
     fn ids_are_told_from_names() {
