@@ -14,6 +14,9 @@
 #
 # FRONT_DOOR=hyper (default own) sets the `[server]` `front_door`: the broker's own
 # HTTP/1.1 door for the call paths, or hyper's server for everything (A/B of session 20).
+# AUTH=token (default key) calls with an OAuth access token instead of the static key:
+# nginx also serves an issuer's discovery document and key set made by the `mint`
+# example, which prints the token; the broker runs with `[oauth]` naming them.
 #
 # The call is compare.sh's: hosting.billing_get_catalog_item_list_v1 against an nginx
 # upstream answering the same 331-byte JSON array. Installs nginx-light, wrk and valgrind
@@ -38,7 +41,7 @@ case $path in
 esac
 
 install_missing nginx:nginx-light wrk:wrk valgrind:valgrind
-cargo build --release -q -p tool-broker --bin tool-broker --example rate
+cargo build --release -q -p tool-broker --bin tool-broker --example rate --example mint
 
 work=$(mktemp -d)
 pids=()
@@ -52,7 +55,17 @@ trap cleanup EXIT
 
 
 up_port=$(free_port)
+idp_port=$(free_port)
 broker_port=$(free_port)
+auth=${AUTH:-key}
+key=tb_bench_key
+oauth_table=""
+if [[ $auth == token ]]; then
+  mkdir -p "$work/idp"
+  key=$(target/release/examples/mint --issuer "http://127.0.0.1:$idp_port" \
+    --audience "http://127.0.0.1:$broker_port/mcp" --out "$work/idp")
+  oauth_table=$(printf '[oauth]\nissuer = "http://127.0.0.1:%s"\nresource = "http://127.0.0.1:%s/mcp"\n' "$idp_port" "$broker_port")
+fi
 # compare.sh's answer, so the figures are comparable with its runs.
 answer=$(sed -n "s/^answer='\(.*\)'$/\1/p" bench/compare.sh)
 {
@@ -62,23 +75,26 @@ answer=$(sed -n "s/^answer='\(.*\)'$/\1/p" bench/compare.sh)
     listen 127.0.0.1:$up_port;
     location / { default_type application/json; return 200 '$answer'; }
   }
+  server {
+    listen 127.0.0.1:$idp_port;
+    location / { default_type application/json; root $work/idp; }
+  }
 }
 EOF
 } > "$work/nginx.conf"
 "$nginx_bin" -c "$work/nginx.conf" -p "$work"
 wait_for "http://127.0.0.1:$up_port/"
 
-key=tb_bench_key
 body='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hosting.billing_get_catalog_item_list_v1","arguments":{}}}'
 headers=("authorization: Bearer $key" "x-hosting-api-key: hk_bench" "content-type: application/json")
 [[ $path == /mcp ]] && headers+=("accept: application/json, text/event-stream" "mcp-protocol-version: 2025-11-25")
 url="http://127.0.0.1:$broker_port$path"
 serve=(target/release/tool-broker serve --listen "127.0.0.1:$broker_port" --data-dir "$work/data")
 front_door=${FRONT_DOOR:-own}
-export TOOL_BROKER_API_KEY=$key TOOL_BROKER_UPSTREAM_HOSTING="http://127.0.0.1:$up_port" TOOL_BROKER_LOG=warn
+export TOOL_BROKER_API_KEY=tb_bench_key TOOL_BROKER_UPSTREAM_HOSTING="http://127.0.0.1:$up_port" TOOL_BROKER_LOG=warn
 
 if [[ $mode == callgrind ]]; then
-  printf '[server]\nworkers = 1\nfront_door = "%s"\n' "$front_door" > "$work/one-worker.toml"
+  printf '[server]\nworkers = 1\nfront_door = "%s"\n%s\n' "$front_door" "$oauth_table" > "$work/one-worker.toml"
   mkdir -p "$(dirname "$out")"
   valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" \
     "${serve[@]}" --config "$work/one-worker.toml" > "$work/valgrind.log" 2>&1 &
@@ -102,7 +118,7 @@ if [[ $mode == callgrind ]]; then
   exit 0
 fi
 
-printf '[server]\nfront_door = "%s"\n' "$front_door" > "$work/door.toml"
+printf '[server]\nfront_door = "%s"\n%s\n' "$front_door" "$oauth_table" > "$work/door.toml"
 "${serve[@]}" --config "$work/door.toml" > "$work/broker.log" 2>&1 &
 broker=$!
 pids+=("$broker")

@@ -121,6 +121,9 @@ pub struct CallError {
     pub upstream_status: Option<u16>,
     /// Seconds to wait before retrying, for `rate_limited`.
     pub retry_after_seconds: Option<u64>,
+    /// The `WWW-Authenticate` challenge of an `unauthorized` answer, or of a
+    /// `forbidden` one for a scope the caller's access token lacks.
+    pub challenge: Option<String>,
 }
 
 impl CallError {
@@ -132,6 +135,7 @@ impl CallError {
             details: None,
             upstream_status: None,
             retry_after_seconds: None,
+            challenge: None,
         }
     }
 

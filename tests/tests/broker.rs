@@ -24,6 +24,7 @@ mod leak;
 mod local_tools;
 mod mcp;
 mod navigation;
+mod oauth;
 mod origin;
 mod pinning;
 mod poll;

@@ -430,10 +430,16 @@ pub fn error_object(err: &CallError, rules: &Rules) -> Value {
     obj
 }
 
+/// The headers an error answer carries: `Retry-After`, `WWW-Authenticate`.
 fn retry_headers(err: &CallError) -> Vec<(&'static str, String)> {
-    err.retry_after_seconds
-        .map(|s| vec![("retry-after", s.to_string())])
-        .unwrap_or_default()
+    let mut headers = Vec::new();
+    if let Some(s) = err.retry_after_seconds {
+        headers.push(("retry-after", s.to_string()));
+    }
+    if let Some(challenge) = &err.challenge {
+        headers.push(("www-authenticate", challenge.clone()));
+    }
+    headers
 }
 
 /// A standard success envelope.

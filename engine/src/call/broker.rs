@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::caller::Keys;
+use crate::caller::Callers;
 use crate::catalog::template::Scope;
 use crate::catalog::{Catalog, Tool};
 use crate::config::ConfigFile;
@@ -17,15 +17,15 @@ use crate::upstream::Upstream;
 use crate::upstream::render::RenderedRequest;
 
 /// The broker: the parts every stage reads ([`Parts`], also reached through `Deref`),
-/// the caller keys, this deployment's confirmation settings, the hooks' caches, what the
+/// who may call, this deployment's confirmation settings, the hooks' caches, what the
 /// front doors keep, and the upstream client. It drives each call ([`Broker::call`]) and
 /// is the [`Pipeline`] the stages it drives run tools through.
 pub struct Broker {
     /// What every stage may read: the catalog, the store, routes, settings, counters,
     /// callback keys, the clock.
     pub parts: Parts,
-    /// Caller keys.
-    pub keys: Keys,
+    /// Who may call: the keys and the users of access tokens.
+    pub callers: Callers,
     /// Who confirms writes, and how (modes `bound` and `human`).
     pub confirmations: Confirmations,
     /// The hooks' own caches.
@@ -80,7 +80,7 @@ impl Broker {
         env: &dyn Fn(&str) -> Option<String>,
         store: crate::store::Store,
     ) -> Result<Self, String> {
-        let keys = Keys::new(config, &catalog, env)?;
+        let callers = Callers::new(config, &catalog, env)?;
         let confirmations = Confirmations::new(config, env)?;
         let origins = crate::caller::origin::OriginPolicy::new(&config.allowed_origins)?;
         let parts = Parts::new(catalog, config, env, store)?;
@@ -97,7 +97,7 @@ impl Broker {
                 projection: [std::sync::OnceLock::new(), std::sync::OnceLock::new()],
             },
             parts,
-            keys,
+            callers,
             confirmations,
             hooks: hooks::State::default(),
             upstream: Upstream::new()?,

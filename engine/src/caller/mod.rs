@@ -1,14 +1,17 @@
-//! Who calls, and what they may use: bearer tokens checked against sha256 hashes in
-//! constant time, each mapped to a [`Principal`] with the services, tiers and risks it
-//! may use (here); which browser origins may call (`origin`); what verifies an
-//! upstream's callbacks (`callbacks`).
+//! Who calls, and what they may use ([`Callers`]): static keys, checked against sha256
+//! hashes in constant time (here), and users with OAuth access tokens (`oauth`), each
+//! mapped to a [`Principal`] with the services, tiers and risks it may use; which
+//! browser origins may call (`origin`); what verifies an upstream's callbacks
+//! (`callbacks`).
 //!
 //! May import: the catalog, config and [`crate::error`].
 
 pub mod callbacks;
+pub mod oauth;
 pub mod origin;
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -35,6 +38,22 @@ pub struct Principal {
     pub toolset: crate::config::Toolset,
     /// Who confirms this caller's writes.
     pub confirmation: crate::config::WriteConfirmation,
+    /// The person behind an access token (`None` for a key).
+    pub user: Option<User>,
+    /// What the access token's scopes allow (`None` for a key: nothing narrows it).
+    pub scopes: Option<oauth::scopes::Scopes>,
+    /// Further permission sets (a user's other roles): a tool any of them allows is
+    /// allowed too.
+    pub other_grants: Vec<Grant>,
+}
+
+/// The person an access token names: issuer and subject, never the token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    /// `iss`.
+    pub issuer: String,
+    /// `sub`.
+    pub subject: String,
 }
 
 impl Principal {
@@ -48,11 +67,32 @@ impl Principal {
             profiles: Vec::new(),
             toolset: crate::config::Toolset::default(),
             confirmation: crate::config::WriteConfirmation::Flag,
+            user: None,
+            scopes: None,
+            other_grants: Vec::new(),
         }
     }
 
-    /// Refuses a tool this principal may not use, or one not exposed, with `forbidden`.
+    /// Refuses a tool this principal may not use, or one not exposed, with `forbidden`;
+    /// one the access token's scopes do not cover with `forbidden` and a step-up
+    /// challenge.
     pub fn check(&self, tool: &Tool) -> Result<(), CallError> {
+        self.check_permission(tool)?;
+        match &self.scopes {
+            Some(scopes) => scopes.check(tool),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether this principal sees a tool in lists and searches: its permission set
+    /// allows it. Scopes are not asked: a client sees a write tool and steps up when it
+    /// calls it.
+    pub fn may_see(&self, tool: &Tool) -> bool {
+        self.check_permission(tool).is_ok()
+    }
+
+    /// The permission set alone (exposure, services, tiers, risks), not the scopes.
+    pub fn check_permission(&self, tool: &Tool) -> Result<(), CallError> {
         if !tool.exposed {
             return Err(CallError::new(
                 Classification::Forbidden,
@@ -62,33 +102,82 @@ impl Principal {
                 ),
             ));
         }
-        let deny = |what: String| {
-            Err(CallError::new(
-                Classification::Forbidden,
-                format!("this API key may not use {what}; ask the broker's operator to allow it"),
-            ))
+        let denied = match self.denial(tool) {
+            None => return Ok(()),
+            Some(what) => what,
         };
-        if self
-            .services
+        // A user with several roles may use what any one of them allows.
+        if self.other_grants.iter().any(|g| g.denial(tool).is_none()) {
+            return Ok(());
+        }
+        Err(CallError::new(
+            Classification::Forbidden,
+            format!(
+                "this {} may not use {denied}; ask the broker's operator to allow it",
+                if self.user.is_some() {
+                    "user"
+                } else {
+                    "API key"
+                }
+            ),
+        ))
+    }
+
+    /// Whether any of this principal's permission sets allows a service.
+    pub fn may_use_service(&self, service: &str) -> bool {
+        let allows = |s: &Option<BTreeSet<String>>| s.as_ref().is_none_or(|s| s.contains(service));
+        allows(&self.services) || self.other_grants.iter().any(|g| allows(&g.services))
+    }
+
+    /// What the first permission set denies of a tool (its service, tier or risk).
+    fn denial(&self, tool: &Tool) -> Option<String> {
+        Grant::denial_of(&self.services, &self.tiers, &self.risks, tool)
+    }
+}
+
+/// One more permission set of a principal (a user's further roles): services, tiers
+/// and risks, `None` meaning all.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Grant {
+    /// Allowed services.
+    pub services: Option<BTreeSet<String>>,
+    /// Allowed tiers.
+    pub tiers: Option<BTreeSet<Tier>>,
+    /// Allowed risks.
+    pub risks: Option<BTreeSet<Risk>>,
+}
+
+impl Grant {
+    fn denial(&self, tool: &Tool) -> Option<String> {
+        Self::denial_of(&self.services, &self.tiers, &self.risks, tool)
+    }
+
+    fn denial_of(
+        services: &Option<BTreeSet<String>>,
+        tiers: &Option<BTreeSet<Tier>>,
+        risks: &Option<BTreeSet<Risk>>,
+        tool: &Tool,
+    ) -> Option<String> {
+        if services
             .as_ref()
             .is_some_and(|s| !s.contains(&tool.service))
         {
-            return deny(format!("the `{}` service", tool.service));
+            return Some(format!("the `{}` service", tool.service));
         }
-        if self.tiers.as_ref().is_some_and(|t| !t.contains(&tool.tier)) {
-            return deny(format!("`{}` tools", tool.tier.as_str()));
+        if tiers.as_ref().is_some_and(|t| !t.contains(&tool.tier)) {
+            return Some(format!("`{}` tools", tool.tier.as_str()));
         }
-        if self.risks.as_ref().is_some_and(|r| !r.contains(&tool.risk)) {
-            return deny(format!("`{}` tools", tool.risk.as_str()));
+        if risks.as_ref().is_some_and(|r| !r.contains(&tool.risk)) {
+            return Some(format!("`{}` tools", tool.risk.as_str()));
         }
-        Ok(())
+        None
     }
 }
 
 /// The configured keys.
 #[derive(Debug, Clone, Default)]
 pub struct Keys {
-    entries: Vec<([u8; 32], Principal)>,
+    entries: Vec<([u8; 32], Arc<Principal>)>,
     /// The toolset of keys that name none.
     default_toolset: crate::config::Toolset,
     /// The confirmation mode of keys that name none.
@@ -176,9 +265,15 @@ impl Keys {
                     e.name
                 )
             })?;
+            if e.name.contains("://") {
+                return Err(format!(
+                    "key `{}`: a key's name may not hold `://` (users' names are `<issuer>#<subject>`)",
+                    e.name
+                ));
+            }
             keys.entries.push((
                 hash,
-                Principal {
+                Arc::new(Principal {
                     name: e.name.clone(),
                     services: e.services.as_ref().map(|s| s.iter().cloned().collect()),
                     tiers: e.tiers.as_ref().map(|s| s.iter().copied().collect()),
@@ -189,7 +284,10 @@ impl Keys {
                         .clone()
                         .unwrap_or_else(|| keys.default_toolset.clone()),
                     confirmation: e.confirmation.unwrap_or(keys.default_confirmation),
-                },
+                    user: None,
+                    scopes: None,
+                    other_grants: Vec::new(),
+                }),
             ));
         }
         Ok(keys)
@@ -202,7 +300,7 @@ impl Keys {
             confirmation: self.default_confirmation,
             ..Principal::unrestricted(name)
         };
-        self.entries.push((hash_token(token), principal));
+        self.entries.push((hash_token(token), Arc::new(principal)));
     }
 
     /// Whether no key is configured.
@@ -210,12 +308,79 @@ impl Keys {
         self.entries.is_empty()
     }
 
-    /// Checks an `Authorization` header value; every stored hash is compared, in
-    /// constant time, whatever matches.
-    pub fn authenticate(&self, authorization: Option<&str>) -> Result<&Principal, CallError> {
-        let unauthorized = |m: &str| Err(CallError::new(Classification::Unauthorized, m));
+    /// The key whose sha256 is `hash`; every stored hash is compared, in constant
+    /// time, whatever matches.
+    pub fn find(&self, hash: &[u8; 32]) -> Option<&Arc<Principal>> {
+        let mut found = None;
+        for (stored, principal) in &self.entries {
+            if bool::from(stored.ct_eq(hash)) && found.is_none() {
+                found = Some(principal);
+            }
+        }
+        found
+    }
+}
+
+/// Everyone who may call: the static keys and, with `[oauth]`, the users of access
+/// tokens.
+#[derive(Debug, Default)]
+pub struct Callers {
+    /// The static keys.
+    pub keys: Keys,
+    /// Access tokens of the configured issuer (`[oauth]`).
+    pub oauth: Option<oauth::OAuth>,
+}
+
+impl Callers {
+    /// The keys of the config and the environment ([`Keys::new`]) and `[oauth]`.
+    pub fn new(
+        config: &crate::config::ConfigFile,
+        catalog: &crate::catalog::Catalog,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, String> {
+        let keys = Keys::new(config, catalog, env)?;
+        let oauth = match &config.oauth {
+            None => None,
+            Some(table) => Some(oauth::OAuth::new(
+                table,
+                catalog,
+                config.toolset.clone().unwrap_or_default(),
+                config.confirmation.unwrap_or_default(),
+            )?),
+        };
+        Ok(Self { keys, oauth })
+    }
+
+    /// The 401 challenge for a request without a usable credential.
+    fn unauthorized(&self, message: &str, refused: bool) -> CallError {
+        let mut err = CallError::new(Classification::Unauthorized, message);
+        err.challenge = Some(match &self.oauth {
+            Some(oauth) => oauth
+                .challenges()
+                .unauthorized(refused.then_some("unknown API key or access token")),
+            None => "Bearer".to_string(),
+        });
+        err
+    }
+
+    /// Who an `Authorization` header names: a static key (compared by hash in constant
+    /// time), else, with `[oauth]`, the user of a verified access token. A missing or
+    /// unknown credential is `unauthorized` with its `WWW-Authenticate` challenge.
+    pub async fn authenticate(
+        &self,
+        authorization: Option<&str>,
+        now: jiff::Timestamp,
+    ) -> Result<Arc<Principal>, CallError> {
+        let what = if self.oauth.is_some() {
+            "API key or access token"
+        } else {
+            "API key"
+        };
         let Some(value) = authorization else {
-            return unauthorized("missing `Authorization: Bearer <API key>` header");
+            return Err(self.unauthorized(
+                &format!("missing `Authorization: Bearer <{what}>` header"),
+                false,
+            ));
         };
         let token = value
             .strip_prefix("Bearer ")
@@ -223,18 +388,21 @@ impl Keys {
             .map(str::trim)
             .unwrap_or("");
         if token.is_empty() {
-            return unauthorized("the `Authorization` header must be `Bearer <API key>`");
+            return Err(self.unauthorized(
+                &format!("the `Authorization` header must be `Bearer <{what}>`"),
+                false,
+            ));
         }
         let hash = hash_token(token);
-        let mut found = None;
-        for (stored, principal) in &self.entries {
-            if bool::from(stored.ct_eq(&hash)) && found.is_none() {
-                found = Some(principal);
-            }
+        if let Some(principal) = self.keys.find(&hash) {
+            return Ok(Arc::clone(principal));
         }
-        match found {
-            Some(p) => Ok(p),
-            None => unauthorized("unknown API key"),
+        match &self.oauth {
+            // Three dot-separated parts: a JWT, checked as one.
+            Some(oauth) if token.bytes().filter(|b| *b == b'.').count() == 2 => {
+                oauth.authenticate(token, &hash, now).await
+            }
+            _ => Err(self.unauthorized(&format!("unknown {what}"), true)),
         }
     }
 }
@@ -254,10 +422,31 @@ mod tests {
     fn authenticates_by_hash_only() {
         let mut keys = Keys::default();
         keys.add_plain("a", "secret-one");
-        assert!(keys.authenticate(Some("Bearer secret-one")).is_ok());
-        assert!(keys.authenticate(Some("Bearer secret-two")).is_err());
-        assert!(keys.authenticate(Some("secret-one")).is_err());
-        assert!(keys.authenticate(None).is_err());
+        assert!(keys.find(&hash_token("secret-one")).is_some());
+        assert!(keys.find(&hash_token("secret-two")).is_none());
+    }
+
+    #[tokio::test]
+    async fn a_missing_or_unknown_credential_is_challenged() {
+        let mut callers = Callers::default();
+        callers.keys.add_plain("a", "secret-one");
+        let now = jiff::Timestamp::now();
+        assert!(
+            callers
+                .authenticate(Some("Bearer secret-one"), now)
+                .await
+                .is_ok()
+        );
+        for header in [
+            None,
+            Some("secret-one"),
+            Some("Bearer secret-two"),
+            Some("Bearer "),
+        ] {
+            let err = callers.authenticate(header, now).await.unwrap_err();
+            assert_eq!(err.classification, Classification::Unauthorized);
+            assert_eq!(err.challenge.as_deref(), Some("Bearer"), "{header:?}");
+        }
     }
 
     #[test]
@@ -296,8 +485,8 @@ mod tests {
         let config: crate::config::ConfigFile = toml::from_str("toolset = [\"payments\"]").unwrap();
         let env = |name: &str| (name == "TOOL_BROKER_API_KEY").then(|| "tb_env_key".to_string());
         let keys = Keys::new(&config, &catalog, &env).unwrap();
-        assert!(keys.authenticate(Some("Bearer tb_env_key")).is_ok());
+        assert!(keys.find(&hash_token("tb_env_key")).is_some());
         let none = Keys::new(&config, &catalog, &|_| None).unwrap();
-        assert!(none.authenticate(Some("Bearer tb_env_key")).is_err());
+        assert!(none.find(&hash_token("tb_env_key")).is_none());
     }
 }

@@ -758,9 +758,10 @@ fn serve_inner(
     tracing::info!(store = %store.location(), "store ready");
     let env = |name: &str| std::env::var(name).ok();
     let mut broker = Broker::new(Arc::new(catalog), &config, &env, store)?;
-    if broker.keys.is_empty() {
+    // With `[oauth]`, users sign in; a key is generated only where no one else could call.
+    if broker.callers.keys.is_empty() && broker.callers.oauth.is_none() {
         let key = crate::caller::generate_key()?;
-        broker.keys.add_plain("generated", &key);
+        broker.callers.keys.add_plain("generated", &key);
         eprintln!(
             "tool-broker: no API key is configured, so this run accepts a generated one:\n\n    Authorization: Bearer {key}\n\n\
              It is printed only here and changes at every start. To fix a key, set TOOL_BROKER_API_KEY,\n\

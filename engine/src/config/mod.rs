@@ -27,10 +27,15 @@
 //! [server]                        # connection limits (docs/deployment.md)
 //! header_read_timeout_ms = 10000
 //! max_connections = 4096
+//!
+//! [oauth]                         # users with access tokens (docs/oauth.md)
+//! issuer = "https://idp.example.com"
+//! resource = "https://broker.example.com/mcp"
 //! ```
 //!
 //! May import: the catalog (to name services, risks and tiers) and [`crate::error`].
 
+pub mod oauth;
 pub mod server;
 
 use std::collections::BTreeMap;
@@ -116,6 +121,10 @@ pub struct ConfigFile {
     /// shutdown grace ([`server::ServerBounds`]; every field has a default).
     #[serde(default)]
     pub server: server::ServerBounds,
+    /// Access tokens of an OAuth 2.1 authorization server, besides the keys
+    /// ([`oauth::OAuthConfig`], DECISIONS section 11).
+    #[serde(default)]
+    pub oauth: Option<oauth::OAuthConfig>,
 }
 
 /// One routing profile: a server-side key of one service, named by id and slug.

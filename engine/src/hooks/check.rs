@@ -26,11 +26,7 @@ impl CallerPart {
     /// The caller's part of `service`'s readiness.
     pub fn of(cx: &dyn Pipeline, service: &Service, ctx: &RequestCtx<'_>) -> Self {
         Self {
-            granted: ctx
-                .principal
-                .services
-                .as_ref()
-                .is_none_or(|s| s.contains(&service.id)),
+            granted: ctx.principal.may_use_service(&service.id),
             credential_present: service.credential.is_none()
                 || cx.upstream_key(&service.id, ctx.headers).is_some(),
             // Callbacks are received where the catalog has a [webhook] and the deployment

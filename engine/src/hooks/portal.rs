@@ -97,7 +97,7 @@ pub async fn call_read_tool(
     })
 }
 
-/// `portal.check_connection` answers kept by what they depend on: the caller's write
+/// `portal.check_connection` answers kept by what they depend on: who calls, their write
 /// confirmation, the `serviceId` asked for, and each service's caller part
 /// ([`super::check::CallerPart`]). The rest of an answer is fixed while the broker runs,
 /// so an answer is built once per such state and then served as its text. Bounded: at
@@ -106,6 +106,20 @@ pub type ConnectionAnswers = std::collections::HashMap<Vec<u8>, (std::sync::Arc<
 
 /// The most `portal.check_connection` answers a broker keeps.
 pub const MAX_ANSWERS: usize = 256;
+
+/// Who the broker saw: a user's issuer, subject and scopes, or a key's name; never a
+/// token or a key.
+fn identity(principal: &crate::caller::Principal) -> Value {
+    match &principal.user {
+        Some(user) => json!({
+            "kind": "user",
+            "issuer": user.issuer,
+            "subject": user.subject,
+            "scopes": principal.scopes.as_ref().map(crate::caller::oauth::scopes::Scopes::names),
+        }),
+        None => json!({ "kind": "key", "name": principal.name }),
+    }
+}
 
 /// `portal.check_connection`.
 pub fn check_connection(
@@ -133,8 +147,12 @@ pub fn check_connection(
         .map(|s| (s, CallerPart::of(cx, s, ctx)))
         .collect();
     let confirmation = ctx.principal.confirmation.as_str();
-    let mut key =
-        Vec::with_capacity(confirmation.len() + only.map_or(0, str::len) + parts.len() + 2);
+    let who = &ctx.principal.name;
+    let mut key = Vec::with_capacity(
+        who.len() + confirmation.len() + only.map_or(0, str::len) + parts.len() + 3,
+    );
+    key.extend_from_slice(who.as_bytes());
+    key.push(0);
     key.extend_from_slice(confirmation.as_bytes());
     key.push(0);
     key.extend_from_slice(only.unwrap_or_default().as_bytes());
@@ -157,6 +175,7 @@ pub fn check_connection(
             let count = services.len();
             let data = crate::answer::envelope::object([
                 ("authenticated", Value::Bool(true)),
+                ("identity", identity(ctx.principal)),
                 ("catalogReady", Value::Bool(true)),
                 ("snapshotId", json!(catalog.snapshot_id)),
                 ("services", Value::Array(services)),

@@ -74,6 +74,8 @@ pub mod code {
     pub const INVALID_PARAMS: i64 = -32602;
     /// The bearer token is missing or wrong.
     pub const UNAUTHORIZED: i64 = -32001;
+    /// The access token lacks a scope the request needs (HTTP 403, step-up).
+    pub const FORBIDDEN: i64 = -32003;
     /// Headers disagree with the body (2026-07-28).
     pub const HEADER_MISMATCH: i64 = -32020;
     /// Unknown protocol version (2026-07-28).
@@ -127,6 +129,40 @@ pub fn error(id: &Value, code: i64, message: impl Into<String>, data: Option<Val
         ),
         headers,
     }
+}
+
+/// A request whose credential was refused: 401 with the challenge for a missing or
+/// invalid one, 403 with the step-up challenge for a token without the scope, the
+/// classification's status otherwise (the issuer's keys unavailable); the envelope's
+/// error object as `data`.
+fn refused(broker: &Broker, id: &Value, err: &CallError) -> Reply {
+    let rules = &broker.catalog.rules;
+    let (code, status) = match err.classification {
+        crate::error::Classification::Unauthorized => (code::UNAUTHORIZED, 401),
+        crate::error::Classification::Forbidden => (code::FORBIDDEN, 403),
+        other => (-32603, rules.status(other)),
+    };
+    let mut reply = error(
+        id,
+        code,
+        err.message.clone(),
+        Some(crate::answer::envelope::error_object(err, rules)),
+    );
+    reply.status = status;
+    reply.headers = challenge_headers(err);
+    reply
+}
+
+/// `WWW-Authenticate` and `Retry-After` of a refused credential.
+fn challenge_headers(err: &CallError) -> Vec<(&'static str, String)> {
+    let mut headers = Vec::new();
+    if let Some(challenge) = &err.challenge {
+        headers.push(("www-authenticate", challenge.clone()));
+    }
+    if let Some(seconds) = err.retry_after_seconds {
+        headers.push(("retry-after", seconds.to_string()));
+    }
+    headers
 }
 
 /// A `tools/list` result written straight from the entries' JSON text (no entry is
@@ -514,6 +550,11 @@ async fn call_reply(broker: &Broker, id: &Value, input: CallInput<'_>, modern: b
     if let Some(reply) = round(id, &response.body) {
         return reply;
     }
+    // A scope the access token lacks: HTTP 403 with the step-up challenge, which MCP
+    // clients act on (a tool result would hide it from them).
+    if let Some(reply) = step_up(id, &response) {
+        return reply;
+    }
     let text = response.to_json();
     let mut out = Vec::with_capacity(result_capacity(&text));
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
@@ -528,12 +569,32 @@ async fn call_reply(broker: &Broker, id: &Value, input: CallInput<'_>, modern: b
     }
 }
 
+/// The 403 answer of a call refused for a missing scope: a JSON-RPC error carrying the
+/// envelope's error object, and the challenge.
+fn step_up(id: &Value, response: &crate::answer::envelope::Response) -> Option<Reply> {
+    let challenge = response
+        .headers
+        .iter()
+        .find(|(name, _)| *name == "www-authenticate")?;
+    let envelope = response.envelope();
+    let error_object = envelope.get("error").cloned().unwrap_or(Value::Null);
+    let message = error_object
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or("the access token lacks a scope this call needs")
+        .to_string();
+    let mut reply = error(id, code::FORBIDDEN, message, Some(error_object));
+    reply.status = 403;
+    reply.headers = vec![challenge.clone()];
+    Some(reply)
+}
+
 /// Handles one message posted to `/mcp` by an authenticated caller.
 pub async fn handle(
     broker: &std::sync::Arc<Broker>,
     headers: &HeaderMap,
     bytes: &[u8],
-    principal: Result<&Principal, CallError>,
+    principal: Result<&Principal, &CallError>,
 ) -> Reply {
     let mut read = message::read(bytes);
     // The id to answer with, and what the message's `id` member was.
@@ -547,7 +608,7 @@ pub async fn handle(
         .unwrap_or(Value::Null);
     let principal = match principal {
         Ok(p) => p,
-        Err(e) => return error(&id, code::UNAUTHORIZED, e.message, None),
+        Err(e) => return refused(broker, &id, e),
     };
     let message = match read {
         Ok(message) => message,

@@ -178,7 +178,7 @@ fn discovery_values() -> Vec<Value> {
 }
 
 fn listed(tool: &Tool, principal: &Principal) -> bool {
-    tool.tier == Tier::AgentReady && principal.check(tool).is_ok()
+    tool.tier == Tier::AgentReady && principal.may_see(tool)
 }
 
 /// The entries a caller sees, in a stable order.
@@ -278,7 +278,7 @@ pub async fn call_discovery<'a>(
                 catalog
                     .tools
                     .get(i)
-                    .is_some_and(|t| principal.check(t).is_ok() && filters.admits(t))
+                    .is_some_and(|t| principal.may_see(t) && filters.admits(t))
             };
             // One corpus across services, so scores of two services compare.
             let hits = catalog.search.search_all(service, query, keep);
@@ -297,7 +297,7 @@ pub async fn call_discovery<'a>(
         REFERENCE => {
             let wanted = text(&args, "name").unwrap_or_default();
             match catalog.resolve(wanted) {
-                Some(tool) => match principal.check(tool) {
+                Some(tool) => match principal.check_permission(tool) {
                     Ok(()) => envelope::standard_ok(
                         descriptor(catalog, tool),
                         meta(broker, request_id, name),

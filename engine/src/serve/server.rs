@@ -281,6 +281,7 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let (serving, stop) = Serving::new(broker.clone(), is_loopback(listener.local_addr()));
     // Webhook public keys the deployment has the broker fetch: now, then hourly.
+    warm_oauth(&broker);
     crate::webhook::keys::spawn_refresh(broker);
     let place = |accepted| {
         tokio::spawn(serving.clone().connection(accepted));
@@ -353,6 +354,7 @@ pub async fn serve_workers(
         threads.push(thread);
         pool.push(Worker { handoff, open });
     }
+    warm_oauth(&broker);
     crate::webhook::keys::spawn_refresh(broker);
     let place = |accepted: Accepted| {
         let mut handoff = match accepted.stream.into_std() {
@@ -602,6 +604,9 @@ pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool)
             );
             response
         }
+        (&Method::GET, path) if crate::caller::oauth::METADATA_PATHS.contains(&path) => {
+            protected_resource_metadata(&broker)
+        }
         (&Method::GET | &Method::POST, path) if path.starts_with("/approvals/") => {
             let response = approvals(broker.clone(), req).await;
             broker.metrics.record_status(response.status().as_u16());
@@ -625,6 +630,40 @@ pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool)
         _ => json_response(
             404,
             &json!({ "error": "not found: POST / takes JSON-RPC tools/call, POST /mcp speaks MCP, POST /mcp/<service>/<tool> runs one tool; GET /openapi.json lists them" }),
+            &[],
+        ),
+    }
+}
+
+/// With `[oauth]`, fetches the issuer's keys once at start, so the first token is
+/// checked without waiting for them (they are fetched on demand anyway).
+fn warm_oauth(broker: &Arc<Broker>) {
+    if broker.callers.oauth.is_some() {
+        let broker = Arc::clone(broker);
+        tokio::spawn(async move {
+            if let Some(oauth) = &broker.callers.oauth {
+                oauth.warm().await;
+            }
+        });
+    }
+}
+
+/// `GET /.well-known/oauth-protected-resource[/mcp]`: the Protected Resource Metadata
+/// (RFC 9728) MCP clients discover the authorization server by; readable from any
+/// origin (it is public). 404 without `[oauth]`.
+fn protected_resource_metadata(broker: &Broker) -> HttpResponse {
+    match &broker.callers.oauth {
+        Some(oauth) => json_text_response(
+            200,
+            oauth.metadata().to_string(),
+            &[
+                ("access-control-allow-origin", "*".to_string()),
+                ("cache-control", "max-age=3600".to_string()),
+            ],
+        ),
+        None => json_response(
+            404,
+            &json!({ "error": "this broker takes no OAuth access tokens: its config has no [oauth] table" }),
             &[],
         ),
     }
@@ -729,15 +768,20 @@ pub(crate) fn body_timed_out(
     ))
 }
 
-fn authenticate<'a>(
-    broker: &'a Broker,
+/// Who a request's `Authorization` header names ([`crate::caller::Callers`]).
+async fn authenticate(
+    broker: &Broker,
     headers: &hyper::HeaderMap,
-) -> Result<&'a crate::caller::Principal, CallError> {
-    broker.keys.authenticate(
-        headers
-            .get(hyper::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok()),
-    )
+) -> Result<Arc<crate::caller::Principal>, CallError> {
+    broker
+        .callers
+        .authenticate(
+            headers
+                .get(hyper::header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok()),
+            broker.now(),
+        )
+        .await
 }
 
 fn mcp_reply(reply: crate::mcp::Reply) -> Answer {
@@ -844,8 +888,8 @@ async fn mcp(
             });
         }
     };
-    let principal = authenticate(broker, headers);
-    let handled = crate::mcp::handle(broker, headers, &bytes, principal);
+    let principal = authenticate(broker, headers).await;
+    let handled = crate::mcp::handle(broker, headers, &bytes, principal.as_deref());
     match std::panic::AssertUnwindSafe(handled).catch_unwind().await {
         Ok(reply) => mcp_reply(reply),
         Err(_) => {
@@ -961,8 +1005,8 @@ async fn rest(
         Ok(bytes) => bytes,
         Err(e) => return failure(broker, &request_id, e),
     };
-    let principal = match authenticate(broker, headers) {
-        Ok(p) => p.clone(),
+    let principal = match authenticate(broker, headers).await {
+        Ok(p) => p,
         Err(e) => return failure(broker, &request_id, e),
     };
     let Some(name) = name else {
@@ -1055,7 +1099,7 @@ async fn rpc(
     let max_id = broker.catalog.rules.limits.max_request_id_chars;
     let crate::serve::jsonrpc::Read { shown_id, call } =
         crate::serve::jsonrpc::read(&bytes, max_id);
-    let principal = match authenticate(broker, headers) {
+    let principal = match authenticate(broker, headers).await {
         Ok(p) => p,
         Err(e) => return failure(broker, &shown_id, e),
     };
@@ -1072,7 +1116,7 @@ async fn rpc(
         ),
         call.arguments,
         headers,
-        principal,
+        &principal,
     )
     .await
 }

@@ -14,6 +14,8 @@ use tool_broker::catalog::source::Sources;
 use tool_broker::config::ConfigFile;
 use tool_broker::store::{Store, StoreConfig};
 
+pub mod idp;
+
 /// The bearer token every test broker accepts.
 pub const API_KEY: &str = "tb_test_bearer_0123456789";
 

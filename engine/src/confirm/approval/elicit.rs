@@ -79,11 +79,12 @@ pub fn message(tool: &Tool, key_name: &str, preview: &Value, expires_at: &str) -
     };
     format!(
         "Approve this write? Nothing is sent unless you approve.\n\
-Tool: {} ({})\nAsked by API key: {key_name}\nRequest: {request_line}\n\
+Tool: {} ({})\nAsked by: {}\nRequest: {request_line}\n\
 Risk: {}; kinds of change: {}; spends credits: {}\nValid until: {expires_at}\n\
 What would be sent:\n{body}",
         preview["title"].as_str().unwrap_or(""),
         tool.full_name,
+        super::page::asked_by(key_name),
         preview["risk"].as_str().unwrap_or("write"),
         list(&preview["classes"]),
         if preview["consumesCredits"] == true {

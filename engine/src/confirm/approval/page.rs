@@ -51,6 +51,17 @@ pub const PAGE_HEADERS: [(&str, &str); 6] = [
     ("x-content-type-options", "nosniff"),
 ];
 
+/// Who asked, as a person reads it: a user (`<issuer>#<subject>`, DECISIONS section 11)
+/// as "subject (signed in at issuer)", a key by its name.
+pub fn asked_by(caller: &str) -> String {
+    match caller.split_once('#') {
+        Some((issuer, subject)) if issuer.contains("://") => {
+            format!("{subject} (signed in at {issuer})")
+        }
+        _ => format!("API key {caller}"),
+    }
+}
+
 /// HTML-escapes text.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -193,7 +204,7 @@ pub async fn view(cx: Context<'_>, id: &str, headers: &hyper::HeaderMap) -> Page
 <dt>Request</dt><dd><code>{} {}</code></dd><dt>Expires</dt><dd>{}</dd><dt>State</dt><dd>{}</dd></dl>",
         escape(preview["title"].as_str().unwrap_or("")),
         escape(&approval.tool),
-        escape(&approval.key_name),
+        escape(&asked_by(&approval.key_name)),
         escape(preview["risk"].as_str().unwrap_or("write")),
         escape(
             &preview["classes"]

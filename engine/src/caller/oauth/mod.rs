@@ -1,0 +1,450 @@
+//! The broker as an OAuth 2.1 resource server (DECISIONS section 11, docs/oauth.md):
+//! an access token (a JWT of the configured issuer, for the broker's resource) makes the
+//! caller a user, `iss` + `sub`, with the permission set its roles map to, narrowed by
+//! its scopes.
+//!
+//! A token is checked once ([`OAuth::authenticate`]): decoded (`jwt`), its claims
+//! checked (`iss` exactly, `aud` naming the resource, `exp` and `nbf` within the
+//! leeway, `sub`), its signature verified with the issuer's published key (`jwks`),
+//! its scopes read (`scopes`) and its roles mapped. The principal it makes is kept
+//! until `exp`, keyed by the token's sha256 (never the token), so a repeated call costs
+//! a hash and a look-up, like a static key.
+//!
+//! The token never leaves the broker: nothing here sends it anywhere, logs it or keeps
+//! it; its sha256 is the only trace.
+
+pub mod jwks;
+pub mod jwt;
+pub mod scopes;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::{Arc, RwLock};
+
+use serde_json::{Map, Value, json};
+
+use self::jwks::{KeySet, NoKey};
+use self::jwt::Invalid;
+use self::scopes::{Challenges, Scopes};
+use super::{Principal, User};
+use crate::config::oauth::{OAuthConfig, RoleEntry};
+use crate::config::{Toolset, WriteConfirmation};
+use crate::error::{CallError, Classification};
+
+/// The default leeway on `exp` and `nbf`, in seconds.
+pub const DEFAULT_LEEWAY_SECONDS: u64 = 30;
+/// The most verified tokens kept at once; at this many, expired ones are dropped, and
+/// if none has expired, all.
+pub const MAX_KEPT: usize = 10_000;
+/// The two paths the metadata document is served at: the root form and the form for
+/// the `/mcp` endpoint (RFC 9728 section 3.1).
+pub const METADATA_PATHS: [&str; 2] = [
+    "/.well-known/oauth-protected-resource",
+    "/.well-known/oauth-protected-resource/mcp",
+];
+
+/// A verified token's principal, kept until the token expires.
+#[derive(Debug, Clone)]
+struct Kept {
+    principal: Arc<Principal>,
+    /// `exp`, in seconds since the epoch.
+    expires: i64,
+}
+
+/// Hashes a sha256 by its first eight bytes: the key is a cryptographic hash already.
+#[derive(Default)]
+struct FirstBytes(u64);
+
+impl Hasher for FirstBytes {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for (i, b) in bytes.iter().take(8).enumerate() {
+            self.0 ^= u64::from(*b) << (8 * i);
+        }
+    }
+}
+
+type KeptMap = HashMap<[u8; 32], Kept, BuildHasherDefault<FirstBytes>>;
+
+/// The compiled `[oauth]` table with the issuer's keys and the verified tokens.
+pub struct OAuth {
+    issuer: String,
+    resource: String,
+    leeway: i64,
+    roles_claim: String,
+    roles: Vec<RoleEntry>,
+    default_role: Option<usize>,
+    default_toolset: Toolset,
+    default_confirmation: WriteConfirmation,
+    aliases: BTreeMap<String, String>,
+    services: BTreeSet<String>,
+    challenges: Arc<Challenges>,
+    metadata: String,
+    keys: KeySet,
+    kept: RwLock<KeptMap>,
+}
+
+impl std::fmt::Debug for OAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuth")
+            .field("issuer", &self.issuer)
+            .field("resource", &self.resource)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `scheme://host[:port]` and path of an absolute http(s) URL; `http` only on a
+/// loopback host. `what` names the setting in errors.
+fn checked_url(url: &str, what: &str) -> Result<(String, String), String> {
+    let parsed = url::Url::parse(url)
+        .map_err(|e| format!("[oauth] {what} `{url}` is not an absolute URL: {e}"))?;
+    let loopback = match parsed.host() {
+        Some(url::Host::Domain(d)) => d == "localhost",
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    match parsed.scheme() {
+        "https" => {}
+        "http" if loopback => {}
+        _ => {
+            return Err(format!(
+                "[oauth] {what} `{url}` must be https (plain http only on a loopback host)"
+            ));
+        }
+    }
+    if parsed.fragment().is_some() || parsed.query().is_some() || !parsed.username().is_empty() {
+        return Err(format!(
+            "[oauth] {what} `{url}` must have no query, fragment or user"
+        ));
+    }
+    let origin = parsed.origin().ascii_serialization();
+    Ok((origin, parsed.path().trim_end_matches('/').to_string()))
+}
+
+impl OAuth {
+    /// Compiles `[oauth]`: URLs checked, roles checked against the catalog's services,
+    /// the metadata document written. `default_toolset` and `default_confirmation` are
+    /// the deployment's, for roles that name none.
+    pub fn new(
+        config: &OAuthConfig,
+        catalog: &crate::catalog::Catalog,
+        default_toolset: Toolset,
+        default_confirmation: WriteConfirmation,
+    ) -> Result<Self, String> {
+        checked_url(&config.issuer, "issuer")?;
+        let (origin, path) = checked_url(&config.resource, "resource")?;
+        if let Some(uri) = &config.jwks_uri {
+            checked_url(uri, "jwks_uri")?;
+        }
+        let leeway = config.leeway_seconds.unwrap_or(DEFAULT_LEEWAY_SECONDS);
+        if leeway > 300 {
+            return Err(format!(
+                "[oauth] leeway_seconds is {leeway}: at most 300 (default {DEFAULT_LEEWAY_SECONDS})"
+            ));
+        }
+        let services: BTreeSet<String> = catalog.services.keys().cloned().collect();
+        let supported = config
+            .scopes_supported
+            .clone()
+            .unwrap_or_else(|| vec!["tools:read".into(), "tools:write".into()]);
+        for scope in &supported {
+            let known = scope.rsplit_once(':').is_some_and(|(owner, kind)| {
+                matches!(kind, "read" | "write") && (owner == "tools" || services.contains(owner))
+            });
+            if !known {
+                return Err(format!(
+                    "[oauth] scopes_supported names `{scope}`: the broker's scopes are tools:read, tools:write, <service>:read and <service>:write"
+                ));
+            }
+        }
+        for (from, to) in &config.scope_aliases {
+            if !to.ends_with(":read") && !to.ends_with(":write") {
+                return Err(format!(
+                    "[oauth] scope_aliases maps `{from}` to `{to}`, which is no broker scope"
+                ));
+            }
+        }
+        let mut names = BTreeSet::new();
+        for role in &config.roles {
+            if !names.insert(role.name.as_str()) {
+                return Err(format!("[oauth] role `{}` is configured twice", role.name));
+            }
+            let named = role.services.iter().flatten().chain(match &role.toolset {
+                Some(Toolset::Services(list)) => list.iter(),
+                _ => [].iter(),
+            });
+            for id in named {
+                if !services.contains(id) {
+                    return Err(format!(
+                        "[oauth] role `{}` names `{id}`, which is not a catalog service{}",
+                        role.name,
+                        crate::catalog::diag::did_you_mean(id, services.iter().map(String::as_str))
+                            .map(|h| format!("; {h}"))
+                            .unwrap_or_default()
+                    ));
+                }
+            }
+        }
+        let default_role = match &config.default_role {
+            None => None,
+            Some(name) => Some(
+                config
+                    .roles
+                    .iter()
+                    .position(|r| &r.name == name)
+                    .ok_or_else(|| {
+                        format!("[oauth] default_role `{name}` is not one of [[oauth.roles]]")
+                    })?,
+            ),
+        };
+        // The path-inserted form for the `/mcp` endpoint, else the root form: both are
+        // served ([`METADATA_PATHS`]).
+        let metadata_url = if path == "/mcp" {
+            format!("{origin}{}", METADATA_PATHS[1])
+        } else {
+            format!("{origin}{}", METADATA_PATHS[0])
+        };
+        let metadata = json!({
+            "resource": config.resource,
+            "authorization_servers": [config.issuer],
+            "scopes_supported": supported,
+            "bearer_methods_supported": ["header"],
+            "resource_name": "tool broker",
+        })
+        .to_string();
+        Ok(Self {
+            issuer: config.issuer.clone(),
+            resource: config.resource.clone(),
+            leeway: i64::try_from(leeway).unwrap_or(300),
+            roles_claim: config.roles_claim.clone().unwrap_or_else(|| "roles".into()),
+            roles: config.roles.clone(),
+            default_role,
+            default_toolset,
+            default_confirmation,
+            aliases: config.scope_aliases.clone(),
+            services,
+            challenges: Arc::new(Challenges {
+                metadata_url,
+                supported,
+            }),
+            metadata,
+            keys: KeySet::new(&config.issuer, config.jwks_uri.as_deref())?,
+            kept: RwLock::new(KeptMap::default()),
+        })
+    }
+
+    /// The Protected Resource Metadata document (RFC 9728), as JSON text.
+    pub fn metadata(&self) -> &str {
+        &self.metadata
+    }
+
+    /// The challenges of this deployment.
+    pub fn challenges(&self) -> &Challenges {
+        &self.challenges
+    }
+
+    /// Fetches the issuer's keys once (at start, so the first call finds them).
+    pub async fn warm(&self) -> bool {
+        self.keys.refresh().await
+    }
+
+    /// A 401 for a refused token, with the challenge saying why.
+    fn refused(&self, why: Invalid) -> CallError {
+        let description = why.describe();
+        let mut err = CallError::new(
+            Classification::Unauthorized,
+            format!("{description}; sign in again to get a new one"),
+        );
+        err.challenge = Some(self.challenges.unauthorized(Some(&description)));
+        err
+    }
+
+    fn kept(&self, hash: &[u8; 32], now: i64) -> Option<Arc<Principal>> {
+        let kept = self.kept.read().ok()?;
+        let entry = kept.get(hash)?;
+        (now < entry.expires.saturating_add(self.leeway)).then(|| Arc::clone(&entry.principal))
+    }
+
+    fn keep(&self, hash: [u8; 32], principal: Arc<Principal>, expires: i64, now: i64) {
+        let Ok(mut kept) = self.kept.write() else {
+            return;
+        };
+        if kept.len() >= MAX_KEPT {
+            let leeway = self.leeway;
+            kept.retain(|_, e| now < e.expires.saturating_add(leeway));
+            if kept.len() >= MAX_KEPT {
+                kept.clear();
+            }
+        }
+        kept.insert(hash, Kept { principal, expires });
+    }
+
+    /// The user an access token names, or why not: `unauthorized` (401) for a token
+    /// that does not verify, `forbidden` (403, step-up) for one without any broker
+    /// scope, `upstream_unavailable` when the issuer's keys cannot be had. `hash` is
+    /// the token's sha256.
+    pub async fn authenticate(
+        &self,
+        token: &str,
+        hash: &[u8; 32],
+        now: jiff::Timestamp,
+    ) -> Result<Arc<Principal>, CallError> {
+        let now = now.as_second();
+        if let Some(principal) = self.kept(hash, now) {
+            return Ok(principal);
+        }
+        let decoded = jwt::decode(token).map_err(|e| self.refused(e))?;
+        let expires = self
+            .check_claims(&decoded.claims, now)
+            .map_err(|e| self.refused(e))?;
+        let keys = self.keys.keys_for(&decoded).await.map_err(|e| match e {
+            NoKey::Unknown => self.refused(Invalid::UnknownKey),
+            NoKey::Unavailable => {
+                let mut err = CallError::new(
+                    Classification::UpstreamUnavailable,
+                    "the broker cannot fetch its authorization server's keys to check this access token; retry shortly",
+                );
+                err.retry_after_seconds = Some(5);
+                err
+            }
+        })?;
+        if !keys.iter().any(|k| k.verifies(&decoded)) {
+            return Err(self.refused(Invalid::Signature));
+        }
+        let principal = Arc::new(self.principal(&decoded.claims)?);
+        self.keep(*hash, Arc::clone(&principal), expires, now);
+        Ok(principal)
+    }
+
+    /// `iss`, `aud`, `exp`, `nbf` and `sub`; gives `exp`.
+    fn check_claims(&self, claims: &Map<String, Value>, now: i64) -> Result<i64, Invalid> {
+        if claims.get("iss").and_then(Value::as_str) != Some(self.issuer.as_str()) {
+            return Err(Invalid::Issuer);
+        }
+        let audience = match claims.get("aud") {
+            Some(Value::String(aud)) => aud == &self.resource,
+            Some(Value::Array(list)) => list.iter().any(|a| a.as_str() == Some(&self.resource)),
+            _ => false,
+        };
+        if !audience {
+            return Err(Invalid::Audience);
+        }
+        let seconds = |name: &'static str| match claims.get(name) {
+            None => Ok(None),
+            Some(v) => v
+                .as_i64()
+                .or_else(|| v.as_f64().map(|f| f as i64))
+                .map(Some)
+                .ok_or(Invalid::Claim(name)),
+        };
+        let expires = seconds("exp")?.ok_or(Invalid::Claim("exp"))?;
+        if now >= expires.saturating_add(self.leeway) {
+            return Err(Invalid::Expired);
+        }
+        if let Some(nbf) = seconds("nbf")?
+            && now.saturating_add(self.leeway) < nbf
+        {
+            return Err(Invalid::NotYetValid);
+        }
+        match claims.get("sub").and_then(Value::as_str) {
+            Some(sub) if !sub.is_empty() && sub.len() <= 255 => Ok(expires),
+            _ => Err(Invalid::Claim("sub")),
+        }
+    }
+
+    /// The roles a token's claims name, as configured roles.
+    fn roles_of(&self, claims: &Map<String, Value>) -> Vec<&RoleEntry> {
+        let value = claims.get(&self.roles_claim).or_else(|| {
+            let mut parts = self.roles_claim.split('.');
+            let first = claims.get(parts.next()?)?;
+            parts.try_fold(first, |v, part| v.get(part))
+        });
+        let names: Vec<&str> = match value {
+            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+            Some(Value::String(text)) => text.split_ascii_whitespace().collect(),
+            _ => Vec::new(),
+        };
+        self.roles
+            .iter()
+            .filter(|r| names.contains(&r.name.as_str()))
+            .collect()
+    }
+
+    /// The principal of verified claims: the user, the roles' permission set (the
+    /// union of the roles named, else the default role, else everything), the scopes.
+    fn principal(&self, claims: &Map<String, Value>) -> Result<Principal, CallError> {
+        let subject = claims
+            .get("sub")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let mut roles = self.roles_of(claims);
+        if roles.is_empty()
+            && let Some(role) = self.default_role.and_then(|i| self.roles.get(i))
+        {
+            roles.push(role);
+        }
+        let scopes = Scopes::from_claims(
+            claims,
+            &self.aliases,
+            &|s| self.services.contains(s),
+            Arc::clone(&self.challenges),
+        );
+        if scopes.is_empty() {
+            return Err(scopes.none_held());
+        }
+        let mut principal = Principal {
+            name: format!("{}#{subject}", self.issuer),
+            toolset: self.default_toolset.clone(),
+            confirmation: self.default_confirmation,
+            user: Some(User {
+                issuer: self.issuer.clone(),
+                subject,
+            }),
+            scopes: Some(scopes),
+            ..Principal::unrestricted("")
+        };
+        if roles.is_empty() {
+            return Ok(principal);
+        }
+        // The first role's permission set, then each other's: a tool any allows.
+        let set = |list: Option<&Vec<String>>| list.map(|l| l.iter().cloned().collect());
+        let grants: Vec<crate::caller::Grant> = roles
+            .iter()
+            .map(|r| crate::caller::Grant {
+                services: set(r.services.as_ref()),
+                tiers: r.tiers.as_ref().map(|l| l.iter().copied().collect()),
+                risks: r.risks.as_ref().map(|l| l.iter().copied().collect()),
+            })
+            .collect();
+        let mut grants = grants.into_iter();
+        if let Some(first) = grants.next() {
+            principal.services = first.services;
+            principal.tiers = first.tiers;
+            principal.risks = first.risks;
+        }
+        principal.other_grants = grants.collect();
+        let mut profiles: Vec<String> = roles.iter().flat_map(|r| r.profiles.clone()).collect();
+        profiles.sort();
+        profiles.dedup();
+        principal.profiles = profiles;
+        if let Some(toolset) = roles.iter().find_map(|r| r.toolset.clone()) {
+            principal.toolset = toolset;
+        }
+        // The strictest confirmation of the roles named.
+        principal.confirmation = roles
+            .iter()
+            .map(|r| r.confirmation.unwrap_or(self.default_confirmation))
+            .max_by_key(|c| match c {
+                WriteConfirmation::Flag => 0,
+                WriteConfirmation::Bound => 1,
+                WriteConfirmation::Human => 2,
+            })
+            .unwrap_or(self.default_confirmation);
+        Ok(principal)
+    }
+}

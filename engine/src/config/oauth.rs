@@ -1,0 +1,91 @@
+//! The `[oauth]` table of the deployment config: the broker as an OAuth 2.1 resource
+//! server (DECISIONS section 11). Checked and compiled by [`crate::caller::oauth`];
+//! design notes in docs/oauth.md.
+//!
+//! ```toml
+//! [oauth]
+//! issuer = "https://idp.example.com"           # exact `iss`
+//! resource = "https://broker.example.com/mcp"  # what `aud` must name (RFC 8707)
+//! scopes_supported = ["tools:read", "tools:write"]
+//! roles_claim = "roles"
+//! default_role = "reader"
+//! leeway_seconds = 30
+//!
+//! [[oauth.roles]]
+//! name = "support"
+//! services = ["crm", "hosting"]
+//! risks = ["read"]
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::catalog::descriptor::{Risk, Tier};
+use crate::config::{Toolset, WriteConfirmation};
+
+/// `[oauth]`: whose access tokens the broker accepts, for which resource, and what a
+/// token's roles allow.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OAuthConfig {
+    /// The authorization server's issuer identifier, compared exactly with `iss`; its
+    /// metadata (OpenID discovery, else RFC 8414) names the key set. `https`, or `http`
+    /// on a loopback host.
+    pub issuer: String,
+    /// The broker's canonical resource URI (its MCP endpoint, e.g.
+    /// `https://broker.example.com/mcp`): every token's `aud` must contain it.
+    pub resource: String,
+    /// Scopes the metadata document lists and a 401 challenge asks for; default
+    /// `["tools:read", "tools:write"]`.
+    #[serde(default)]
+    pub scopes_supported: Option<Vec<String>>,
+    /// The claim holding a token's roles (default `roles`; `groups` is common). A
+    /// dotted path (`realm_access.roles`) is followed when no claim has the whole name.
+    #[serde(default)]
+    pub roles_claim: Option<String>,
+    /// Roles: each maps a role name to the permission set a key would have.
+    #[serde(default)]
+    pub roles: Vec<RoleEntry>,
+    /// The role of a token whose roles claim is absent or names no configured role;
+    /// default: every service, tier and risk (the scopes still narrow it).
+    #[serde(default)]
+    pub default_role: Option<String>,
+    /// Seconds of clock difference allowed on `exp` and `nbf` (default 30, at most 300).
+    #[serde(default)]
+    pub leeway_seconds: Option<u64>,
+    /// The key set's URL, when the issuer publishes no metadata document (default: the
+    /// `jwks_uri` of the issuer's metadata).
+    #[serde(default)]
+    pub jwks_uri: Option<String>,
+    /// Scope names an identity provider cannot spell as the broker's, mapped to them
+    /// (`"Tools.Read" = "tools:read"`).
+    #[serde(default)]
+    pub scope_aliases: BTreeMap<String, String>,
+}
+
+/// `[[oauth.roles]]`: a role name and the fields a `[[keys]]` entry has.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleEntry {
+    /// The role as the token's roles claim names it.
+    pub name: String,
+    /// Allowed services; absent means all.
+    #[serde(default)]
+    pub services: Option<Vec<String>>,
+    /// Allowed tiers; absent means all.
+    #[serde(default)]
+    pub tiers: Option<Vec<Tier>>,
+    /// Allowed risks; absent means all.
+    #[serde(default)]
+    pub risks: Option<Vec<Risk>>,
+    /// Routing profiles this role may use.
+    #[serde(default)]
+    pub profiles: Vec<String>,
+    /// What MCP `tools/list` shows; default: the top-level `toolset`.
+    #[serde(default)]
+    pub toolset: Option<Toolset>,
+    /// Who confirms this role's writes; default: the top-level `confirmation`.
+    #[serde(default)]
+    pub confirmation: Option<WriteConfirmation>,
+}
