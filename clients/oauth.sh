@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The broker as an OAuth resource server with real parts (DECISIONS section 11,
+# docs/oauth.md): a certified OpenID provider (npm oidc-provider, clients/oauth/
+# provider.mjs) on loopback, the broker with [oauth] naming it, and the official MCP
+# TypeScript SDK client through the whole flow, login and consent in Debian's headless
+# Chromium (clients/oauth/flow.mjs). Versions pinned in clients/oauth/package.json.
+# Installs chromium (Debian) and Node where absent. Loopback only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ ! -x /usr/bin/chromium ]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+if ! command -v npm >/dev/null 2>&1; then
+  apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null
+fi
+dir=clients/oauth
+if [ ! -d "$dir/node_modules/oidc-provider" ]; then
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+cargo build -q -p tool-broker
+. clients/lib.sh
+stub_port=$(free_port)
+idp_port=$(free_port)
+broker_port=$(free_port)
+resource="http://127.0.0.1:$broker_port/mcp"
+work=$(mktemp -d)
+python3 clients/stub_upstream.py "$stub_port" &
+stub_pid=$!
+node "$dir/provider.mjs" "$idp_port" "$resource" >target/oauth-provider.log 2>&1 &
+idp_pid=$!
+trap 'kill $stub_pid $idp_pid ${broker_pid:-} 2>/dev/null || true; rm -rf "$work"' EXIT
+for _ in $(seq 1 100); do
+  python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)' \
+    "http://127.0.0.1:$idp_port/.well-known/openid-configuration" 2>/dev/null && break
+  sleep 0.1
+done
+cat >"$work/config.toml" <<TOML
+[oauth]
+issuer = "http://127.0.0.1:$idp_port"
+resource = "$resource"
+TOML
+env TOOL_BROKER_UPSTREAM_PAYMENTS="http://127.0.0.1:$stub_port" \
+  ./target/debug/tool-broker serve --listen "127.0.0.1:$broker_port" --config "$work/config.toml" \
+  --data-dir "$work/data" >target/oauth-broker.log 2>&1 &
+broker_pid=$!
+url="http://127.0.0.1:$broker_port"
+wait_ready "$url"
+
+echo "oidc-provider $(node -p "require('./$dir/node_modules/oidc-provider/package.json').version"), @modelcontextprotocol/sdk $(node -p "require('./$dir/node_modules/@modelcontextprotocol/sdk/package.json').version"), chromium $(/usr/bin/chromium --version 2>/dev/null | awk '{print $2}')"
+BROKER_URL="$url" PAYMENTS_KEY="pk_oauth_flow_canary_5" node "$dir/flow.mjs"
+# The access token never reaches the broker's log.
+if grep -Eq 'eyJ[A-Za-z0-9_-]{10,}\.eyJ' target/oauth-broker.log; then
+  echo "a JWT reached the broker's log" >&2
+  exit 1
+fi
