@@ -64,6 +64,8 @@ if [[ $auth == token ]]; then
   mkdir -p "$work/idp"
   key=$(target/release/examples/mint --issuer "http://127.0.0.1:$idp_port" \
     --audience "http://127.0.0.1:$broker_port/mcp" --out "$work/idp")
+  # nginx's workers run as another user: they must read the key set.
+  chmod a+x "$work" && chmod -R a+rX "$work/idp"
   oauth_table=$(printf '[oauth]\nissuer = "http://127.0.0.1:%s"\nresource = "http://127.0.0.1:%s/mcp"\n' "$idp_port" "$broker_port")
 fi
 # compare.sh's answer, so the figures are comparable with its runs.

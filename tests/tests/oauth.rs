@@ -593,3 +593,75 @@ async fn rate_limits_count_per_user_and_the_token_goes_nowhere() {
     assert!(!log.contains(&dana) && !log.contains(&erin));
     assert!(!body.to_string().contains(&dana));
 }
+
+#[tokio::test]
+async fn a_users_confirmation_is_theirs_and_the_store_keeps_no_token() {
+    let idp = Idp::start().await;
+    let upstream = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut setup = Setup::all_upstreams(&upstream.uri());
+    setup.config = Some(format!("confirmation = \"bound\"\n{}", idp.config("")));
+    setup.store = Some(crate::support::sqlite_store(dir.path()).await);
+    let broker = TestBroker::start(setup).await;
+    let alice = idp.token("alice", "tools:write");
+    let bob = idp.token("bob", "tools:write");
+    let create = json!({ "name": "Jo", "confirm": true });
+
+    // Alice's preview answers a token bound to her; Bob, with the same payments key,
+    // cannot spend it.
+    let (status, body) = broker
+        .call_as(
+            &alice,
+            "payments.post_customers",
+            create.clone(),
+            &[PAYMENTS_KEY],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let token = body["data"]["confirmationToken"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut confirmed = create.clone();
+    confirmed["confirmationToken"] = json!(token);
+    let (status, body) = broker
+        .call_as(
+            &bob,
+            "payments.post_customers",
+            confirmed.clone(),
+            &[PAYMENTS_KEY],
+        )
+        .await;
+    assert_eq!(status, 428, "{body}");
+    assert_eq!(body["error"]["details"]["reason"], "other_caller");
+    assert_eq!(crate::support::posts(&upstream).await, 0);
+    let (status, body) = broker
+        .call_as(
+            &alice,
+            "payments.post_customers",
+            confirmed,
+            &[PAYMENTS_KEY, ("idempotency-key", "alice-once")],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(crate::support::posts(&upstream).await, 1);
+
+    // The store knows the user, never a token (SQLite files, WAL included).
+    let audit = crate::support::audit(&broker).await;
+    assert!(
+        audit
+            .iter()
+            .any(|r| r.key_name == format!("{}#alice", idp.issuer))
+    );
+    drop(broker);
+    let text = crate::support::folder_text(dir.path());
+    assert!(text.contains("#alice"), "the user is in the store");
+    for secret in [&alice, &bob] {
+        assert!(
+            !text.contains(secret.as_str()),
+            "a token is in the store's files"
+        );
+        // Nor any one part of it (the signature is the token's own secret part).
+        assert!(!text.contains(secret.rsplit('.').next().unwrap()));
+    }
+}

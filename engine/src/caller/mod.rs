@@ -393,15 +393,19 @@ impl Callers {
                 false,
             ));
         }
-        let hash = hash_token(token);
-        if let Some(principal) = self.keys.find(&hash) {
+        // Three dot-separated parts: a JWT. One verified before is found by its tag
+        // first, without the sha256 a key look-up costs (20k instructions on a JWT).
+        let jwt = memchr::memchr_iter(b'.', token.as_bytes()).take(3).count() == 2;
+        if let Some(oauth) = self.oauth.as_ref().filter(|_| jwt)
+            && let Some(principal) = oauth.kept(token, now)
+        {
+            return Ok(principal);
+        }
+        if let Some(principal) = self.keys.find(&hash_token(token)) {
             return Ok(Arc::clone(principal));
         }
         match &self.oauth {
-            // Three dot-separated parts: a JWT, checked as one.
-            Some(oauth) if token.bytes().filter(|b| *b == b'.').count() == 2 => {
-                oauth.authenticate(token, &hash, now).await
-            }
+            Some(oauth) if jwt => oauth.authenticate(token, now).await,
             _ => Err(self.unauthorized(&format!("unknown {what}"), true)),
         }
     }
