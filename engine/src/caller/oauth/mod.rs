@@ -470,3 +470,67 @@ impl OAuth {
         Ok(principal)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn compile(table: &str) -> Result<OAuth, String> {
+        let catalog =
+            crate::catalog::compile::compile(&crate::catalog::source::Sources::embedded())
+                .unwrap_or_else(|d| panic!("{d}"));
+        let config: crate::config::ConfigFile = toml::from_str(table).unwrap();
+        OAuth::new(
+            config.oauth.as_ref().unwrap(),
+            &catalog,
+            Toolset::default(),
+            WriteConfirmation::Flag,
+        )
+    }
+
+    #[test]
+    fn the_table_is_checked_and_says_what_is_wrong() {
+        let head = "[oauth]\nissuer = \"https://idp.example.com\"\nresource = \"https://b.example.com/mcp\"\n";
+        let ok = compile(head).unwrap();
+        assert_eq!(
+            ok.challenges().metadata_url,
+            "https://b.example.com/.well-known/oauth-protected-resource/mcp"
+        );
+        assert!(
+            ok.metadata()
+                .contains("\"bearer_methods_supported\":[\"header\"]")
+        );
+        for (table, expected) in [
+            (
+                "[oauth]\nissuer = \"http://idp.example.com\"\nresource = \"https://b.example.com/mcp\"\n",
+                "must be https (plain http only on a loopback host)",
+            ),
+            (
+                "[oauth]\nissuer = \"https://idp.example.com\"\nresource = \"https://b.example.com/mcp#x\"\n",
+                "no query, fragment or user",
+            ),
+            (
+                &format!("{head}scopes_supported = [\"files:read\"]\n"),
+                "names `files:read`",
+            ),
+            (
+                &format!("{head}default_role = \"admin\"\n"),
+                "default_role `admin`",
+            ),
+            (
+                &format!("{head}[[oauth.roles]]\nname = \"a\"\nservices = [\"paymnets\"]\n"),
+                "`paymnets`, which is not a catalog service",
+            ),
+            (&format!("{head}leeway_seconds = 3600\n"), "at most 300"),
+        ] {
+            let err = compile(table).err().unwrap_or_default();
+            assert!(err.contains(expected), "{table}: {err}");
+        }
+        let loopback =
+            "[oauth]\nissuer = \"http://127.0.0.1:9000\"\nresource = \"http://localhost:8080/\"\n";
+        assert_eq!(
+            compile(loopback).unwrap().challenges().metadata_url,
+            "http://localhost:8080/.well-known/oauth-protected-resource"
+        );
+    }
+}

@@ -403,3 +403,15 @@ pub async fn decide(cx: Context<'_>, id: &str, headers: &hyper::HeaderMap, body:
         Err(_) => unavailable(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_page_says_which_person_or_key_asked() {
+        assert_eq!(
+            super::asked_by("https://idp.example.com#alice@example.com"),
+            "alice@example.com (signed in at https://idp.example.com)"
+        );
+        assert_eq!(super::asked_by("support-agent"), "API key support-agent");
+    }
+}
