@@ -7,19 +7,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ ! -x /usr/bin/chromium ]; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-fi
-if ! command -v npm >/dev/null 2>&1; then
-  apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null
-fi
 dir=clients/browser
-if [ ! -d "$dir/node_modules/playwright-core" ]; then
-  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
-fi
+. clients/lib.sh
+need_browser_and_npm "$dir" playwright-core
 
 cargo build -q -p tool-broker
-. clients/lib.sh
 stub_port=$(free_port)
 broker_port=$(free_port)
 token=tb_browser_check_token_0123456789

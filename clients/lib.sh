@@ -9,3 +9,17 @@ wait_ready() {
   echo "the broker at $1 did not become ready" >&2
   return 1
 }
+
+# Debian's chromium and Node (with npm) where absent, and the npm packages pinned in
+# DIR's package-lock.json when DIR/node_modules/PACKAGE is missing (the browser checks).
+need_browser_and_npm() { # DIR PACKAGE
+  if [ ! -x /usr/bin/chromium ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  fi
+  if ! command -v npm >/dev/null 2>&1; then
+    apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null
+  fi
+  if [ ! -d "$1/node_modules/$2" ]; then
+    (cd "$1" && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+}

@@ -200,6 +200,24 @@ fn parse_hex32(hex: &str) -> Option<[u8; 32]> {
     Some(out)
 }
 
+/// Refuses a service id the catalog does not have, naming where the config wrote it and
+/// the nearest service.
+pub(crate) fn known_service(
+    place: &str,
+    id: &str,
+    catalog: &crate::catalog::Catalog,
+) -> Result<(), String> {
+    if catalog.services.contains_key(id) {
+        return Ok(());
+    }
+    Err(format!(
+        "config {place} names `{id}`, which is not a catalog service{}",
+        crate::catalog::diag::did_you_mean(id, catalog.services.keys().map(String::as_str))
+            .map(|h| format!("; {h}"))
+            .unwrap_or_default()
+    ))
+}
+
 impl Keys {
     /// The caller keys of a deployment: `[[keys]]` of the config, each key's and the
     /// top-level `toolset` checked against the catalog's services, and the key in
@@ -226,17 +244,7 @@ impl Keys {
         for (place, toolset) in toolsets {
             if let crate::config::Toolset::Services(services) = toolset {
                 for id in services {
-                    if !catalog.services.contains_key(id) {
-                        return Err(format!(
-                            "config {place} names `{id}`, which is not a catalog service{}",
-                            crate::catalog::diag::did_you_mean(
-                                id,
-                                catalog.services.keys().map(String::as_str)
-                            )
-                            .map(|h| format!("; {h}"))
-                            .unwrap_or_default()
-                        ));
-                    }
+                    known_service(&place, id, catalog)?;
                 }
             }
         }

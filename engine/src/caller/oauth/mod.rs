@@ -183,15 +183,11 @@ impl OAuth {
                 _ => [].iter(),
             });
             for id in named {
-                if !services.contains(id) {
-                    return Err(format!(
-                        "[oauth] role `{}` names `{id}`, which is not a catalog service{}",
-                        role.name,
-                        crate::catalog::diag::did_you_mean(id, services.iter().map(String::as_str))
-                            .map(|h| format!("; {h}"))
-                            .unwrap_or_default()
-                    ));
-                }
+                crate::caller::known_service(
+                    &format!("[oauth] role `{}`", role.name),
+                    id,
+                    catalog,
+                )?;
             }
         }
         let default_role = match &config.default_role {
