@@ -3,8 +3,11 @@
 # docs/oauth.md): a certified OpenID provider (npm oidc-provider, clients/oauth/
 # provider.mjs) on loopback, the broker with [oauth] naming it, and the official MCP
 # TypeScript SDK client through the whole flow, login and consent in Debian's headless
-# Chromium (clients/oauth/flow.mjs). Versions pinned in clients/oauth/package.json.
-# Installs chromium (Debian) and Node where absent. Loopback only.
+# Chromium (clients/oauth/flow.mjs); then the hub (DECISIONS section 12, docs/hub.md):
+# two users, keys stored through the connect link after signing in at the provider,
+# the stored key reaching the upstream, another user's link storing nothing
+# (clients/oauth/hub.mjs). Versions pinned in clients/oauth/package.json. Installs
+# chromium (Debian) and Node where absent. Loopback only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,7 +23,10 @@ resource="http://127.0.0.1:$broker_port/mcp"
 work=$(mktemp -d)
 python3 clients/stub_upstream.py "$stub_port" &
 stub_pid=$!
-node "$dir/provider.mjs" "$idp_port" "$resource" >target/oauth-provider.log 2>&1 &
+hub_secret="hub-client-secret-$RANDOM$RANDOM"
+hub_key="sk_hub_flow_canary_$RANDOM$RANDOM"
+HUB_REDIRECT="http://127.0.0.1:$broker_port/hub/callback" HUB_SECRET="$hub_secret" \
+  node "$dir/provider.mjs" "$idp_port" "$resource" >target/oauth-provider.log 2>&1 &
 idp_pid=$!
 trap 'kill $stub_pid $idp_pid ${broker_pid:-} 2>/dev/null || true; rm -rf "$work"' EXIT
 for _ in $(seq 1 100); do
@@ -29,11 +35,20 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 cat >"$work/config.toml" <<TOML
+public_url = "http://127.0.0.1:$broker_port"
+vault_key_env = "TOOL_BROKER_VAULT_KEY"
 [oauth]
 issuer = "http://127.0.0.1:$idp_port"
 resource = "$resource"
+[oauth.sign_in]
+client_id = "tool-broker-hub"
+client_secret_env = "TOOL_BROKER_HUB_CLIENT_SECRET"
+scopes = ["openid", "profile"]
+approver_role = "approver"
 TOML
 env TOOL_BROKER_UPSTREAM_PAYMENTS="http://127.0.0.1:$stub_port" \
+  TOOL_BROKER_VAULT_KEY="vault-$(head -c 32 /dev/urandom | base64 | tr -d '/+=')" \
+  TOOL_BROKER_HUB_CLIENT_SECRET="$hub_secret" \
   ./target/debug/tool-broker serve --listen "127.0.0.1:$broker_port" --config "$work/config.toml" \
   --data-dir "$work/data" >target/oauth-broker.log 2>&1 &
 broker_pid=$!
@@ -42,8 +57,17 @@ wait_ready "$url"
 
 echo "oidc-provider $(node -p "require('./$dir/node_modules/oidc-provider/package.json').version"), @modelcontextprotocol/sdk $(node -p "require('./$dir/node_modules/@modelcontextprotocol/sdk/package.json').version"), chromium $(/usr/bin/chromium --version 2>/dev/null | awk '{print $2}')"
 BROKER_URL="$url" PAYMENTS_KEY="pk_oauth_flow_canary_5" node "$dir/flow.mjs"
-# The access token never reaches the broker's log.
+BROKER_URL="$url" STUB_URL="http://127.0.0.1:$stub_port" HUB_KEY="$hub_key" node "$dir/hub.mjs"
+# The access token never reaches the broker's log; the stored key and the client secret
+# are in neither the log nor the data folder.
 if grep -Eq 'eyJ[A-Za-z0-9_-]{10,}\.eyJ' target/oauth-broker.log; then
   echo "a JWT reached the broker's log" >&2
   exit 1
 fi
+for secret in "$hub_key" "$hub_secret"; do
+  if grep -rqF "$secret" target/oauth-broker.log "$work/data"; then
+    echo "a stored key or the hub's client secret is in the log or the data folder" >&2
+    exit 1
+  fi
+done
+echo "no stored key or client secret in the broker's log or its data folder"

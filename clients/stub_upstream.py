@@ -2,7 +2,8 @@
 with 200 and a small JSON body. `GET /v2/task.list` answers one task, so the MCP
 client can see that a proxied call reached it; `GET /__stub/writes` answers how many
 requests other than GET it received, by "METHOD path", so a check can count what a
-confirmed write sent. Binds 127.0.0.1 only; stops with its parent (clients/run.sh
+confirmed write sent; `GET /__stub/keys` answers the `Authorization` value of every other
+request in order (`""` when it had none), so the hub check sees which key was sent. Binds 127.0.0.1 only; stops with its parent (clients/run.sh
 kills it)."""
 
 import json
@@ -12,6 +13,7 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 writes = Counter()
+keys = []
 lock = threading.Lock()
 
 
@@ -20,10 +22,16 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("content-length") or 0)
         if length:
             self.rfile.read(length)
+        if not self.path.startswith("/__stub/"):
+            with lock:
+                keys.append(self.headers.get("authorization") or "")
         if self.command != "GET":
             with lock:
                 writes[f"{self.command} {self.path.split('?')[0]}"] += 1
-        if self.path == "/__stub/writes":
+        if self.path == "/__stub/keys":
+            with lock:
+                body = list(keys)
+        elif self.path == "/__stub/writes":
             with lock:
                 body = dict(writes)
         elif self.path.startswith("/v2/task.list"):

@@ -1,9 +1,12 @@
 // A real, certified OpenID provider (npm `oidc-provider`) on loopback for the OAuth check
 // (clients/oauth.sh): dynamic client registration, PKCE, resource indicators (RFC 8707)
 // with JWT access tokens for the broker's resource, the provider's own login and consent
-// pages. Signing keys are made at start; `/jwks` publishes them.
+// pages. Signing keys are made at start; `/jwks` publishes them. With HUB_REDIRECT and
+// HUB_SECRET set, the broker's hub is a registered confidential client
+// (`tool-broker-hub`, client_secret_basic) whose ID tokens carry `preferred_username` and
+// `roles` (`carol` is an approver); its sign-in asks for no access token for the broker.
 //
-// Usage: node provider.mjs <port> <resource>
+// Usage: [HUB_REDIRECT=... HUB_SECRET=...] node provider.mjs <port> <resource>
 import crypto from 'node:crypto';
 import Provider, { errors } from 'oidc-provider';
 
@@ -15,20 +18,37 @@ function signingKey(type, options, kid, alg) {
   return { ...privateKey.export({ format: 'jwk' }), kid, alg, use: 'sig' };
 }
 
+const hubClients = process.env.HUB_REDIRECT
+  ? [
+      {
+        client_id: 'tool-broker-hub',
+        client_secret: process.env.HUB_SECRET,
+        redirect_uris: [process.env.HUB_REDIRECT],
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'client_secret_basic',
+      },
+    ]
+  : [];
+
 const provider = new Provider(issuer, {
+  clients: hubClients,
+  claims: { openid: ['sub'], profile: ['preferred_username', 'roles'] },
+  // The profile claims in the ID token itself (the hub reads roles there).
+  conformIdTokenClaims: false,
   jwks: {
     keys: [
       signingKey('rsa', { modulusLength: 2048 }, 'rs-1', 'RS256'),
       signingKey('ec', { namedCurve: 'P-256' }, 'es-1', 'ES256'),
     ],
   },
-  scopes: ['openid', 'offline_access', 'tools:read', 'tools:write'],
+  scopes: ['openid', 'offline_access', 'profile', 'tools:read', 'tools:write'],
   features: {
     devInteractions: { enabled: true },
     registration: { enabled: true },
     resourceIndicators: {
       enabled: true,
-      defaultResource: () => resource,
+      defaultResource: (ctx, client) => (client?.clientId === 'tool-broker-hub' ? undefined : resource),
       useGrantedResource: () => true,
       getResourceServerInfo: (ctx, indicator) => {
         if (indicator !== resource) {
@@ -45,7 +65,10 @@ const provider = new Provider(issuer, {
     },
   },
   pkce: { required: () => true },
-  findAccount: (ctx, sub) => ({ accountId: sub, claims: () => ({ sub }) }),
+  findAccount: (ctx, sub) => ({
+    accountId: sub,
+    claims: () => ({ sub, preferred_username: sub, roles: sub === 'carol' ? ['approver'] : [] }),
+  }),
 });
 provider.proxy = false;
 provider.listen(Number(port), '127.0.0.1', () => {

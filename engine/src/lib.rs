@@ -17,6 +17,7 @@
 //! | an answer redacted, shaped and enveloped | [`answer`] |
 //! | what the driver and the stages it drives share | [`run`] |
 //! | who confirms a write | [`confirm`] |
+//! | the keys each user stores | [`hub`] |
 //! | local tools | [`hooks`] |
 //! | upstream callbacks | [`webhook`] |
 //! | one call, end to end | [`call`] |
@@ -34,6 +35,7 @@ pub mod config;
 pub mod confirm;
 pub mod error;
 pub mod hooks;
+pub mod hub;
 pub mod import;
 pub mod mcp;
 pub mod run;

@@ -62,6 +62,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "hub",
+        &[
+            "caller", "catalog", "config", "confirm", "error", "run", "store",
+        ],
+    ),
+    (
         "hooks",
         &[
             "answer",
@@ -86,6 +92,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "confirm",
             "error",
             "hooks",
+            "hub",
             "run",
             "store",
             "telemetry",
@@ -104,6 +111,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "confirm",
             "error",
             "hooks",
+            "hub",
             "run",
             "store",
             "telemetry",
@@ -121,6 +129,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "confirm",
             "error",
             "hooks",
+            "hub",
             "mcp",
             "run",
             "store",
@@ -141,6 +150,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "confirm",
             "error",
             "hooks",
+            "hub",
             "import",
             "mcp",
             "run",

@@ -18,6 +18,7 @@ mod door;
 mod elicitation;
 mod failures;
 mod held;
+mod hub;
 mod idempotency;
 mod import;
 mod leak;

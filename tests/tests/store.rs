@@ -16,7 +16,7 @@ use crate::support::{Setup, TestBroker};
 const PG_VAR: &str = "TOOL_BROKER_TEST_DATABASE_URL";
 
 /// A fresh PostgreSQL schema's store config; panics (fails the test) without the variable.
-fn postgres(name: &str) -> StoreConfig {
+pub(crate) fn postgres(name: &str) -> StoreConfig {
     let url = std::env::var(PG_VAR).unwrap_or_else(|_| {
         panic!("{PG_VAR} is not set: this PostgreSQL test needs a server (postgres://postgres@127.0.0.1:5432/test)")
     });

@@ -28,6 +28,8 @@ pub struct Broker {
     pub callers: Callers,
     /// Who confirms writes, and how (modes `bound` and `human`).
     pub confirmations: Confirmations,
+    /// The keys users store (`vault_key_env`; DECISIONS section 12).
+    pub hub: Option<crate::hub::Hub>,
     /// The hooks' own caches.
     pub hooks: hooks::State,
     /// What the front doors keep with the broker.
@@ -83,6 +85,7 @@ impl Broker {
         let callers = Callers::new(config, &catalog, env)?;
         let confirmations = Confirmations::new(config, env)?;
         let origins = crate::caller::origin::OriginPolicy::new(&config.allowed_origins)?;
+        let hub = crate::hub::Hub::new(config, &catalog, env)?;
         let parts = Parts::new(catalog, config, env, store)?;
         config.server.validate()?;
         Ok(Self {
@@ -99,6 +102,7 @@ impl Broker {
             parts,
             callers,
             confirmations,
+            hub,
             hooks: hooks::State::default(),
             upstream: Upstream::new()?,
         })

@@ -46,17 +46,40 @@ impl Broker {
             .services
             .get(&tool.service)
             .ok_or_else(CallError::internal)?;
-        let key =
-            match self
-                .routes
-                .profile_key(&self.catalog, tool, args, &ctx.principal.profiles)?
-            {
-                Some(key) => Some(key),
-                None => self.upstream_key(&tool.service, ctx.headers),
-            };
+        let profile =
+            self.routes
+                .profile_key(&self.catalog, tool, args, &ctx.principal.profiles)?;
+        // The caller's own key: its header, else the key the user stored in the hub
+        // (DECISIONS section 12; a header wins), else a server-side key.
+        let header = match profile {
+            Some(_) => None,
+            None => self.routes.caller_key(service, ctx.headers),
+        };
+        let stored = match (profile.or(header), &self.hub, &ctx.principal.user) {
+            (None, Some(hub), Some(user)) if hub.holds(&tool.service) => {
+                hub.key_for(&self.parts, user, &tool.service).await?
+            }
+            _ => None,
+        };
+        let key = profile
+            .or(header)
+            .or(stored.as_deref().map(String::as_str))
+            .or_else(|| self.routes.server_key(service));
         if let Some(cred) = &service.credential
             && key.is_none()
         {
+            if let (Some(hub), Some(user)) = (&self.hub, &ctx.principal.user)
+                && hub.holds(&tool.service)
+            {
+                return Err(hub.missing_key(
+                    &tool.full_name,
+                    &tool.service,
+                    &cred.header,
+                    user,
+                    ctx.headers,
+                    self.now().as_millisecond(),
+                ));
+            }
             return Err(CallError::new(
                 Classification::MissingRequiredCredentials,
                 format!(
@@ -74,7 +97,10 @@ impl Broker {
             max_body_bytes: max_response
                 .unwrap_or(self.catalog.rules.limits.max_upstream_body_bytes),
         };
-        let secrets = self.secrets(ctx.headers);
+        let mut secrets = self.secrets(ctx.headers);
+        if let Some(stored) = &stored {
+            secrets.push(stored.as_str());
+        }
         match self.upstream.send(request, &target).await? {
             Outcome::Refusal(refusal) => {
                 Err(refusal_error(tool, refusal, &self.catalog.rules, &secrets))

@@ -53,6 +53,19 @@ pub enum Command {
         #[command(flatten)]
         store: StoreArgs,
     },
+    /// The hub's vault of users' upstream keys.
+    Vault {
+        /// Which one.
+        #[command(subcommand)]
+        command: VaultCommand,
+        /// The deployment config file naming `vault_key_env` and
+        /// `vault_previous_key_envs`.
+        #[arg(long)]
+        config: PathBuf,
+        /// Where the store lives.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
     /// Catalog authoring and audit commands.
     Catalog {
         /// Which one.
@@ -113,6 +126,14 @@ pub enum AuditCommand {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+}
+
+/// `tool-broker vault ...`.
+#[derive(Debug, Clone, Copy, Subcommand)]
+pub enum VaultCommand {
+    /// Re-seal every stored key under the current vault key (`vault_key_env`): after a
+    /// rotation, with the old key still in `vault_previous_key_envs`; then drop it.
+    Rekey,
 }
 
 /// `tool-broker catalog ...`.
@@ -308,6 +329,23 @@ pub fn run(cli: Cli) -> ExitCode {
             store,
         } => serve(&listen, config.as_deref(), catalog_dir.as_deref(), &store),
         Command::Audit { command, store } => match audit(command, &store) {
+            Ok(out) => match write_stdout(&out) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    write_stderr(&format!("tool-broker: cannot write the output: {e}"));
+                    ExitCode::FAILURE
+                }
+            },
+            Err(message) => {
+                write_stderr(&format!("tool-broker: {message}"));
+                ExitCode::FAILURE
+            }
+        },
+        Command::Vault {
+            command,
+            config,
+            store,
+        } => match vault(command, &config, &store, &|name| std::env::var(name).ok()) {
             Ok(out) => match write_stdout(&out) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
@@ -651,6 +689,59 @@ pub fn audit(command: AuditCommand, store: &StoreArgs) -> Result<String, String>
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     runtime.block_on(audit_list(command, store))
+}
+
+/// Runs a `vault` command with the variables `env` reads; returns what it prints.
+pub fn vault(
+    command: VaultCommand,
+    config: &std::path::Path,
+    store: &StoreArgs,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, String> {
+    let VaultCommand::Rekey = command;
+    let file = crate::config::ConfigFile::load(config)?;
+    let cipher = crate::hub::Hub::cipher(&file, env)?.ok_or_else(|| {
+        format!(
+            "`{}` sets no vault_key_env: there is no vault to re-seal",
+            config.display()
+        )
+    })?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(async {
+        let store = crate::store::Store::open(&store.config()?)
+            .await
+            .map_err(|e| e.to_string())?;
+        write_stderr(&format!(
+            "tool-broker: re-sealing the hub's keys in {} under vault key {}",
+            store.location(),
+            cipher.current_id()
+        ));
+        let done = crate::hub::Hub::rekey(&cipher, &store)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut out = format!(
+            "re-sealed {} key(s) under vault key {}",
+            done.resealed,
+            cipher.current_id()
+        );
+        if done.changed_meanwhile > 0 {
+            out.push_str(&format!(
+                "; {} changed by their user meanwhile (already under the current key)",
+                done.changed_meanwhile
+            ));
+        }
+        if done.unopened > 0 {
+            return Err(format!(
+                "{out}; {} key(s) open under no vault key given: keep the key that sealed them in vault_previous_key_envs, or have those users store their keys again",
+                done.unopened
+            ));
+        }
+        out.push('\n');
+        Ok(out)
+    })
 }
 
 /// `audit list`: reads the store and formats the records.

@@ -7,6 +7,7 @@
 //!
 //! toolset = "discovery"          # what MCP tools/list shows keys without their own
 //! allowed_origins = ["https://console.example.com"]
+//! vault_key_env = "TOOL_BROKER_VAULT_KEY"   # the hub: keys users store (docs/hub.md)
 //!
 //! [[keys]]
 //! name = "support-agent"
@@ -101,6 +102,16 @@ pub struct ConfigFile {
     /// once its approvals have expired).
     #[serde(default)]
     pub approval_previous_key_envs: Vec<String>,
+    /// Environment variable holding the key (at least 32 characters) that seals the
+    /// upstream keys users store in the hub (DECISIONS section 12); needed for the hub;
+    /// the same on every replica.
+    #[serde(default)]
+    pub vault_key_env: Option<String>,
+    /// Variables holding earlier vault keys: keys sealed under them still open
+    /// (rotation: put the new key in `vault_key_env`, the old one here, run
+    /// `tool-broker vault rekey`, then drop it).
+    #[serde(default)]
+    pub vault_previous_key_envs: Vec<String>,
     /// How long an approval may wait and then be used, in seconds (default 900).
     #[serde(default)]
     pub approval_ttl_seconds: Option<u64>,

@@ -62,6 +62,57 @@ pub struct OAuthConfig {
     /// (`"Tools.Read" = "tools:read"`).
     #[serde(default)]
     pub scope_aliases: BTreeMap<String, String>,
+    /// How people sign in to the hub and the approval page: the broker as a
+    /// confidential client of the same provider ([`SignInConfig`]). Absent: the hub's
+    /// JSON API still takes access tokens, its pages say sign-in is not configured.
+    #[serde(default)]
+    pub sign_in: Option<SignInConfig>,
+}
+
+/// `[oauth.sign_in]`: the broker's own client at the provider, for the hub page, its
+/// connect links and the approval page (authorization code with PKCE, the ID token
+/// checked like an access token but for this client).
+///
+/// ```toml
+/// [oauth.sign_in]
+/// client_id = "tool-broker-hub"
+/// client_secret_env = "TOOL_BROKER_HUB_CLIENT_SECRET"
+/// redirect_url = "https://broker.example.com/hub/callback"  # default: public_url + /hub/callback
+/// approver_role = "approver"   # a user with this role approves writes (mode `human`)
+/// ```
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignInConfig {
+    /// The client id registered at the provider.
+    pub client_id: String,
+    /// The environment variable holding the client secret.
+    pub client_secret_env: String,
+    /// The redirect URI registered at the provider; it must end in `/hub/callback`.
+    /// Default: `public_url` + `/hub/callback`.
+    #[serde(default)]
+    pub redirect_url: Option<String>,
+    /// Scopes asked for (default `["openid"]`; `openid` is always asked).
+    #[serde(default)]
+    pub scopes: Option<Vec<String>>,
+    /// How the secret is sent to the token endpoint: `client_secret_basic` (default)
+    /// or `client_secret_post`.
+    #[serde(default)]
+    pub token_endpoint_auth: Option<TokenEndpointAuth>,
+    /// A role (in the ID token's roles claim) that lets a signed-in user approve
+    /// writes on the approval page, beside `[[approvers]]`.
+    #[serde(default)]
+    pub approver_role: Option<String>,
+}
+
+/// How the client secret reaches the token endpoint.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenEndpointAuth {
+    /// HTTP Basic with the client id and secret (RFC 6749 section 2.3.1).
+    #[default]
+    ClientSecretBasic,
+    /// `client_id` and `client_secret` in the form body.
+    ClientSecretPost,
 }
 
 /// `[[oauth.roles]]`: a role name and the fields a `[[keys]]` entry has.

@@ -213,7 +213,7 @@ fn store_down(e: &crate::store::StoreError) -> CallError {
     tracing::error!(error = %e, "confirmation store unavailable");
     CallError::new(
         Classification::NotConfigured,
-        "the cx cannot issue or check confirmation tokens right now (its store does not answer); nothing was sent; retry shortly",
+        "the broker cannot issue or check confirmation tokens right now (its store does not answer); nothing was sent; retry shortly",
     )
 }
 

@@ -97,7 +97,7 @@ fn conflict(message: String) -> CallError {
 fn unavailable(e: &crate::store::StoreError, tool: &Tool) -> CallError {
     tracing::error!(error = %e, tool = %tool.full_name, "idempotency key not claimed; the write is not run");
     let mut err = conflict(
-        "the cx cannot check this Idempotency-Key right now, so the write was not run; retry shortly".into(),
+        "the broker cannot check this Idempotency-Key right now, so the write was not run; retry shortly".into(),
     );
     err.retry_after_seconds = Some(5);
     err

@@ -76,8 +76,13 @@ impl Confirmations {
                 approval::MAX_WAIT_SECONDS
             ));
         }
-        if human && (approvers.is_empty() || approval_cipher.is_none()) {
-            return Err("confirmation = \"human\" needs [[approvers]] (who may approve) and approval_key_env (a variable holding a key of at least 32 characters that seals what approvers are shown)".into());
+        let provider_approvers = config
+            .oauth
+            .as_ref()
+            .and_then(|o| o.sign_in.as_ref())
+            .is_some_and(|s| s.approver_role.is_some());
+        if human && ((approvers.is_empty() && !provider_approvers) || approval_cipher.is_none()) {
+            return Err("confirmation = \"human\" needs approvers ([[approvers]], or [oauth.sign_in] approver_role) and approval_key_env (a variable holding a key of at least 32 characters that seals what approvers are shown)".into());
         }
         if let Some(url) = &config.public_url
             && !(url.starts_with("https://") || url.starts_with("http://"))

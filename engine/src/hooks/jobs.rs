@@ -30,7 +30,7 @@ pub async fn list_jobs(
             tracing::error!(error = %e, tool = %tool.full_name, "jobs not listed");
             CallError::new(
                 crate::error::Classification::NotConfigured,
-                "the cx's job store cannot be read right now; retry shortly",
+                "the broker's job store cannot be read right now; retry shortly",
             )
         })?;
     // Each job with the state its status maps to (DECISIONS section 7), where the

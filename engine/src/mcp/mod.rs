@@ -27,6 +27,7 @@
 //! May import: the call driver and the stages below it; never [`crate::serve`], which
 //! routes `POST /mcp` here.
 
+pub mod connect;
 pub mod message;
 pub mod schemas;
 pub mod surface;
@@ -545,9 +546,18 @@ fn write_tool_result(
 }
 
 /// Runs a call and answers its result (or its multi-round-trip step).
-async fn call_reply(broker: &Broker, id: &Value, input: CallInput<'_>, modern: bool) -> Reply {
+async fn call_reply(
+    broker: &Broker,
+    id: &Value,
+    input: CallInput<'_>,
+    (modern, ask): (bool, connect::Ask),
+) -> Reply {
+    let principal = input.principal;
     let response = run_call(broker, input).await;
     if let Some(reply) = round(id, &response.body) {
+        return reply;
+    }
+    if let Some(reply) = connect::round(broker, principal, id, &response, ask) {
         return reply;
     }
     // A scope the access token lacks: HTTP 403 with the step-up challenge, which MCP
@@ -813,9 +823,18 @@ pub async fn handle(
                     None,
                 );
             }
+            let mut ask =
+                connect::ask_of(modern, &params, header(headers, &PROTOCOL_VERSION_HEADER));
             let elicitation = if modern {
                 match elicitation(&params, &id) {
-                    Ok(e) => Some(e),
+                    Ok(mut e) => {
+                        match connect::take_round(broker, principal, &mut e, &id) {
+                            Ok(true) => ask = connect::Ask::No,
+                            Ok(false) => {}
+                            Err(reply) => return reply,
+                        }
+                        Some(e)
+                    }
                     Err(reply) => return reply,
                 }
             } else {
@@ -835,10 +854,10 @@ pub async fn handle(
             if modern && tasks::opted_in(&params) {
                 match tasks::start(broker, &id, input).await {
                     Ok(reply) => return reply,
-                    Err(input) => return call_reply(broker, &id, input, modern).await,
+                    Err(input) => return call_reply(broker, &id, input, (modern, ask)).await,
                 }
             }
-            call_reply(broker, &id, input, modern).await
+            call_reply(broker, &id, input, (modern, ask)).await
         }
         "tasks/get" | "tasks/cancel" | "tasks/update" if modern => {
             tasks::handle(broker, &id, method, &params, headers, principal).await

@@ -35,7 +35,8 @@ use crate::call::{Broker, CallInput};
 use crate::error::{CallError, Classification};
 use crate::serve::door::{self, Answer, CallDoor};
 
-type HttpResponse = hyper::Response<Full<Bytes>>;
+/// What hyper's server answers.
+pub(super) type HttpResponse = hyper::Response<Full<Bytes>>;
 
 /// What every accept loop of one server shares: the broker, the connection cap, the
 /// connection builder and the stop signal.
@@ -426,7 +427,11 @@ fn over_cap_body(broker: &Broker) -> Value {
     envelope::standard_err(&err, meta, &broker.catalog.rules).envelope()
 }
 
-fn json_response(status: u16, body: &Value, extra: &[(&'static str, String)]) -> HttpResponse {
+pub(super) fn json_response(
+    status: u16,
+    body: &Value,
+    extra: &[(&'static str, String)],
+) -> HttpResponse {
     // Straight into bytes: `Value`'s `Display` goes through `fmt` and is slower.
     let text = serde_json::to_vec(body).unwrap_or_default();
     json_text_response(status, text, extra)
@@ -607,6 +612,11 @@ pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool)
         (&Method::GET, path) if crate::caller::oauth::METADATA_PATHS.contains(&path) => {
             protected_resource_metadata(&broker)
         }
+        (_, path) if path == "/hub" || path.starts_with("/hub/") => {
+            let response = super::hub::route(broker.clone(), req).await;
+            broker.metrics.record_status(response.status().as_u16());
+            response
+        }
         (&Method::GET | &Method::POST, path) if path.starts_with("/approvals/") => {
             let response = approvals(broker.clone(), req).await;
             broker.metrics.record_status(response.status().as_u16());
@@ -685,7 +695,7 @@ enum Unread {
 /// length past that bound, or a client waiting on `Expect: 100-continue` (it has not sent
 /// the body and will not). A body that does not arrive in time is `invalid_request`, and
 /// the connection closes (the log says so).
-async fn read_limited(
+pub(super) async fn read_limited(
     broker: &Broker,
     headers: &hyper::HeaderMap,
     path: &str,
@@ -769,7 +779,7 @@ pub(crate) fn body_timed_out(
 }
 
 /// Who a request's `Authorization` header names ([`crate::caller::Callers`]).
-async fn authenticate(
+pub(super) async fn authenticate(
     broker: &Broker,
     headers: &hyper::HeaderMap,
 ) -> Result<Arc<crate::caller::Principal>, CallError> {
@@ -913,17 +923,21 @@ async fn approvals(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
     let rest = path.trim_start_matches("/approvals/");
     let (id, action) = rest.split_once('/').unwrap_or((rest, ""));
     let well_formed = id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit());
+    let provider = super::hub::approval_provider(&broker, &parts.headers);
     let answer = if !well_formed {
         None
     } else {
         match (&parts.method, action) {
-            (&Method::GET, "") => Some(page::view(broker.confirming(), id, &parts.headers).await),
+            (&Method::GET, "") => {
+                Some(page::view(broker.confirming(), id, &parts.headers, &provider).await)
+            }
             (&Method::POST, "sign-in" | "decision") => {
                 match read_limited(&broker, &parts.headers, path, body, 16 * 1024).await {
                     Ok(body) => Some(if action == "sign-in" {
                         page::sign_in(broker.confirming(), id, &parts.headers, &body).await
                     } else {
-                        page::decide(broker.confirming(), id, &parts.headers, &body).await
+                        page::decide(broker.confirming(), id, &parts.headers, &body, &provider)
+                            .await
                     }),
                     Err(_) => Some(page::Page {
                         status: 413,
@@ -935,16 +949,21 @@ async fn approvals(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
             _ => None,
         }
     };
-    let answer = answer.unwrap_or(page::Page {
+    page_response(answer.unwrap_or(page::Page {
         status: 404,
         headers: Vec::new(),
         body: "<!doctype html><title>Not found</title><p>No such approval page.</p>".into(),
-    });
+    }))
+}
+
+/// A server-rendered page (approvals, the hub) as hyper's response, with the headers
+/// every page carries.
+pub(super) fn page_response(answer: crate::confirm::approval::page::Page) -> HttpResponse {
     let mut response = hyper::Response::new(Full::new(Bytes::from(answer.body)));
     *response.status_mut() =
         hyper::StatusCode::from_u16(answer.status).unwrap_or(hyper::StatusCode::OK);
     let headers = response.headers_mut();
-    for (name, value) in page::PAGE_HEADERS {
+    for (name, value) in crate::confirm::approval::page::PAGE_HEADERS {
         headers.insert(name, hyper::header::HeaderValue::from_static(value));
     }
     for (name, value) in answer.headers {

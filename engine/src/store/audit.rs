@@ -1,5 +1,5 @@
 //! The write audit: one append-only record per write the broker executed, refused or
-//! saw declined. It says who (the key's name), what (tool, descriptor hash, catalog
+//! saw declined, and per key a user stored, replaced or deleted in the hub. It says who (the key's name), what (tool, descriptor hash, catalog
 //! version, sha256 of the canonical arguments), how it ended (outcome, upstream status,
 //! classification) and when (time, trace id, duration). Never an argument value, never
 //! a key. The store has no statement that changes or removes a record, and the tables
@@ -23,6 +23,12 @@ pub enum Outcome {
     TokenIssued,
     /// A person approved it on the approval page (mode `human`); it may now run once.
     Approved,
+    /// A user stored an upstream key in the hub (`tool` is `hub/keys/<service>`).
+    KeyStored,
+    /// A user replaced the upstream key the hub held.
+    KeyReplaced,
+    /// A user deleted their upstream key from the hub.
+    KeyDeleted,
 }
 
 impl Outcome {
@@ -34,6 +40,9 @@ impl Outcome {
             Self::Declined => "declined",
             Self::TokenIssued => "token_issued",
             Self::Approved => "approved",
+            Self::KeyStored => "key_stored",
+            Self::KeyReplaced => "key_replaced",
+            Self::KeyDeleted => "key_deleted",
         }
     }
 
@@ -43,6 +52,9 @@ impl Outcome {
             "declined" => Self::Declined,
             "token_issued" => Self::TokenIssued,
             "approved" => Self::Approved,
+            "key_stored" => Self::KeyStored,
+            "key_replaced" => Self::KeyReplaced,
+            "key_deleted" => Self::KeyDeleted,
             _ => Self::Refused,
         }
     }

@@ -56,6 +56,11 @@ pub const PORTABLE: &[Migration] = &[
         "tasks",
         include_str!("migrations/portable/0006_tasks.sql"),
     ),
+    (
+        7,
+        "hub_keys",
+        include_str!("migrations/portable/0007_hub_keys.sql"),
+    ),
 ];
 
 /// A backend's migrations, oldest first: its initial one, then the portable ones.

@@ -23,6 +23,7 @@
 pub mod approvals;
 pub mod audit;
 pub mod confirmation;
+pub mod hub_keys;
 pub mod idempotency;
 pub mod jobs;
 pub mod migrate;

@@ -160,17 +160,32 @@ impl Routes {
         service: &str,
         headers: &'a hyper::HeaderMap,
     ) -> Option<&'a str> {
-        let service_of = catalog.services.get(service)?;
-        let cred = service_of.credential.as_ref()?;
+        let service = catalog.services.get(service)?;
+        service.credential.as_ref()?;
+        self.caller_key(service, headers)
+            .or_else(|| self.server_key(service))
+    }
+
+    /// The key a caller's credential header carries for `service`, if any.
+    pub fn caller_key<'a>(
+        &self,
+        service: &crate::catalog::Service,
+        headers: &'a hyper::HeaderMap,
+    ) -> Option<&'a str> {
         headers
-            .get(service_of.headers.caller_key.as_ref()?)
+            .get(service.headers.caller_key.as_ref()?)
             .and_then(|v| v.to_str().ok())
             .and_then(caller_key)
-            .or_else(|| {
-                cred.server_side
-                    .then(|| self.server_keys.get(service).map(String::as_str))
-                    .flatten()
-            })
+    }
+
+    /// The deployment's server-side key for `service`, where its catalog entry allows one.
+    pub fn server_key(&self, service: &crate::catalog::Service) -> Option<&str> {
+        service
+            .credential
+            .as_ref()
+            .is_some_and(|c| c.server_side)
+            .then(|| self.server_keys.get(&service.id).map(String::as_str))
+            .flatten()
     }
 
     /// The server-side key a call's routing profile names (`profileId` / `profileSlug`),

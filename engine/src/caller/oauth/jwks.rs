@@ -154,8 +154,16 @@ impl KeySet {
         }
     }
 
+    /// Fetches the key set at start, as one of the serialised fetches: a request that
+    /// asks meanwhile waits for it rather than fetching beside it.
+    pub async fn warm(&self) -> bool {
+        let mut last = self.fetching.lock().await;
+        *last = Some(Instant::now());
+        self.refresh().await
+    }
+
     /// Fetches the key set now, keeping the held keys when it fails; says whether it
-    /// was fetched. Callers serialise through `fetching`, except the warm-up at start.
+    /// was fetched. Callers serialise through `fetching`.
     pub async fn refresh(&self) -> bool {
         match self.fetch().await {
             Ok(keys) => {

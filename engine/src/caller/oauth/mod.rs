@@ -243,6 +243,11 @@ impl OAuth {
         })
     }
 
+    /// The issuer identifier, exactly as configured.
+    pub fn issuer(&self) -> &str {
+        &self.issuer
+    }
+
     /// The Protected Resource Metadata document (RFC 9728), as JSON text.
     pub fn metadata(&self) -> &str {
         &self.metadata
@@ -255,7 +260,7 @@ impl OAuth {
 
     /// Fetches the issuer's keys once (at start, so the first call finds them).
     pub async fn warm(&self) -> bool {
-        self.keys.refresh().await
+        self.keys.warm().await
     }
 
     /// A 401 for a refused token, with the challenge saying why.
@@ -374,22 +379,82 @@ impl OAuth {
         }
     }
 
-    /// The roles a token's claims name, as configured roles.
-    fn roles_of(&self, claims: &Map<String, Value>) -> Vec<&RoleEntry> {
+    /// The role names a token's claims hold (the roles claim, a dotted path followed
+    /// when no claim has the whole name), configured or not.
+    pub fn role_names(&self, claims: &Map<String, Value>) -> Vec<String> {
         let value = claims.get(&self.roles_claim).or_else(|| {
             let mut parts = self.roles_claim.split('.');
             let first = claims.get(parts.next()?)?;
             parts.try_fold(first, |v, part| v.get(part))
         });
-        let names: Vec<&str> = match value {
-            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
-            Some(Value::String(text)) => text.split_ascii_whitespace().collect(),
+        match value {
+            Some(Value::Array(items)) => items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect(),
+            Some(Value::String(text)) => text.split_ascii_whitespace().map(String::from).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The configured roles among `names`, else the default role.
+    fn roles_named(&self, names: &[String]) -> Vec<&RoleEntry> {
+        let mut roles: Vec<&RoleEntry> = self
+            .roles
+            .iter()
+            .filter(|r| names.contains(&r.name))
+            .collect();
+        if roles.is_empty()
+            && let Some(role) = self.default_role.and_then(|i| self.roles.get(i))
+        {
+            roles.push(role);
+        }
+        roles
+    }
+
+    /// The principal of a person signed in to the hub's pages (no access token, so no
+    /// scopes): the user and what their roles allow.
+    pub fn signed_in_principal(&self, subject: &str, role_names: &[String]) -> Principal {
+        self.with_roles(subject, self.roles_named(role_names), None)
+    }
+
+    /// Checks an OpenID Connect ID token issued to `client_id` (the hub's sign-in):
+    /// signature by the issuer's keys, `iss`, `aud` (and `azp` when several audiences),
+    /// `exp`, `nbf`, `sub`. Gives its claims; the caller checks `nonce`.
+    pub async fn verify_id_token(
+        &self,
+        token: &str,
+        client_id: &str,
+        now: jiff::Timestamp,
+    ) -> Result<Map<String, Value>, String> {
+        let decoded = jwt::decode(token).map_err(Invalid::describe)?;
+        let claims = &decoded.claims;
+        let audiences: Vec<&str> = match claims.get("aud") {
+            Some(Value::String(aud)) => vec![aud.as_str()],
+            Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
             _ => Vec::new(),
         };
-        self.roles
-            .iter()
-            .filter(|r| names.contains(&r.name.as_str()))
-            .collect()
+        if !audiences.contains(&client_id) {
+            return Err("the ID token was issued to another client".into());
+        }
+        if audiences.len() > 1 && claims.get("azp").and_then(Value::as_str) != Some(client_id) {
+            return Err("the ID token names several audiences and another authorized party".into());
+        }
+        // `aud` is checked above; the rest as for an access token.
+        let mut as_access = claims.clone();
+        as_access.insert("aud".into(), Value::String(self.resource.clone()));
+        self.check_claims(&as_access, now.as_second())
+            .map_err(Invalid::describe)?;
+        let keys = self
+            .keys
+            .keys_for(&decoded)
+            .await
+            .map_err(|_| "the identity provider's keys cannot be had".to_string())?;
+        if !keys.iter().any(|k| k.verifies(&decoded)) {
+            return Err(Invalid::Signature.describe());
+        }
+        Ok(decoded.claims)
     }
 
     /// The principal of verified claims: the user, the roles' permission set (the
@@ -398,14 +463,8 @@ impl OAuth {
         let subject = claims
             .get("sub")
             .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let mut roles = self.roles_of(claims);
-        if roles.is_empty()
-            && let Some(role) = self.default_role.and_then(|i| self.roles.get(i))
-        {
-            roles.push(role);
-        }
+            .unwrap_or_default();
+        let roles = self.roles_named(&self.role_names(claims));
         let scopes = Scopes::from_claims(
             claims,
             &self.aliases,
@@ -415,19 +474,29 @@ impl OAuth {
         if scopes.is_empty() {
             return Err(scopes.none_held());
         }
+        Ok(self.with_roles(subject, roles, Some(scopes)))
+    }
+
+    /// The principal of a user with these roles and scopes.
+    fn with_roles(
+        &self,
+        subject: &str,
+        roles: Vec<&RoleEntry>,
+        scopes: Option<Scopes>,
+    ) -> Principal {
         let mut principal = Principal {
             name: format!("{}#{subject}", self.issuer),
             toolset: self.default_toolset.clone(),
             confirmation: self.default_confirmation,
             user: Some(User {
                 issuer: self.issuer.clone(),
-                subject,
+                subject: subject.to_string(),
             }),
-            scopes: Some(scopes),
+            scopes,
             ..Principal::unrestricted("")
         };
         if roles.is_empty() {
-            return Ok(principal);
+            return principal;
         }
         // The first role's permission set, then each other's: a tool any allows.
         let set = |list: Option<&Vec<String>>| list.map(|l| l.iter().cloned().collect());
@@ -463,7 +532,7 @@ impl OAuth {
                 WriteConfirmation::Human => 2,
             })
             .unwrap_or(self.default_confirmation);
-        Ok(principal)
+        principal
     }
 }
 

@@ -73,7 +73,7 @@ pub fn message(tool: &Tool, key_name: &str, preview: &Value, expires_at: &str) -
     }
     let method = request["method"].as_str().unwrap_or("");
     let request_line = if method.is_empty() && target.is_empty() {
-        "(run by the cx itself)".to_string()
+        "(run by the broker itself)".to_string()
     } else {
         format!("{method} {target}")
     };
@@ -115,7 +115,7 @@ fn store_down(e: &crate::store::StoreError) -> CallError {
     tracing::error!(error = %e, "request-state store unavailable");
     CallError::new(
         Classification::NotConfigured,
-        "the cx cannot seal or check the approval state right now (its store does not answer); nothing was sent; retry shortly",
+        "the broker cannot seal or check the approval state right now (its store does not answer); nothing was sent; retry shortly",
     )
 }
 

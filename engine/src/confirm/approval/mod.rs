@@ -165,7 +165,7 @@ fn store_down(e: &crate::store::StoreError) -> CallError {
     tracing::error!(error = %e, "approval store unavailable");
     CallError::new(
         Classification::NotConfigured,
-        "the cx cannot record or read approvals right now (its store does not answer); nothing was sent; retry shortly",
+        "the broker cannot record or read approvals right now (its store does not answer); nothing was sent; retry shortly",
     )
 }
 

@@ -51,6 +51,17 @@ pub const PAGE_HEADERS: [(&str, &str); 6] = [
     ("x-content-type-options", "nosniff"),
 ];
 
+/// What the door knows of a person signed in at the deployment's identity provider
+/// (the hub's sign-in, DECISIONS section 12): an approver when their roles hold the
+/// configured approver role.
+#[derive(Debug, Clone, Default)]
+pub struct Provider {
+    /// Whether the provider sign-in is configured (the sign-in form links to it).
+    pub available: bool,
+    /// The approver signed in there (`<issuer>#<subject>`), if any.
+    pub approver: Option<String>,
+}
+
 /// Who asked, as a person reads it: a user (`<issuer>#<subject>`, DECISIONS section 11)
 /// as "subject (signed in at issuer)", a key by its name.
 pub fn asked_by(caller: &str) -> String {
@@ -78,7 +89,8 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-fn layout(title: &str, body: &str) -> String {
+/// A whole page: the title as heading, then `body` (HTML, escaped by the caller).
+pub fn layout(title: &str, body: &str) -> String {
     format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>{}</title>\
 <style>body{{font-family:system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem;color:#111}}\
@@ -90,7 +102,8 @@ button{{font-size:1rem;padding:.4rem 1.2rem;margin-right:1rem}}.warn{{color:#8a1
     )
 }
 
-fn page(status: u16, title: &str, body: &str) -> Page {
+/// A page answer.
+pub fn page(status: u16, title: &str, body: &str) -> Page {
     Page {
         status,
         headers: Vec::new(),
@@ -98,11 +111,13 @@ fn page(status: u16, title: &str, body: &str) -> Page {
     }
 }
 
-fn message(status: u16, title: &str, text: &str) -> Page {
+/// A page of one paragraph of text.
+pub fn message(status: u16, title: &str, text: &str) -> Page {
     page(status, title, &format!("<p>{}</p>", escape(text)))
 }
 
-fn cookie(headers: &hyper::HeaderMap, name: &str) -> Option<String> {
+/// A cookie's value from the request's `Cookie` headers.
+pub fn cookie(headers: &hyper::HeaderMap, name: &str) -> Option<String> {
     headers
         .get_all(hyper::header::COOKIE)
         .iter()
@@ -113,7 +128,8 @@ fn cookie(headers: &hyper::HeaderMap, name: &str) -> Option<String> {
         .map(|(_, v)| v.to_string())
 }
 
-fn form(body: &[u8]) -> std::collections::BTreeMap<String, String> {
+/// The fields of an `application/x-www-form-urlencoded` body.
+pub fn form(body: &[u8]) -> std::collections::BTreeMap<String, String> {
     url::form_urlencoded::parse(body).into_owned().collect()
 }
 
@@ -138,8 +154,20 @@ async fn seal(cx: Context<'_>, purpose: &str, claims: Value) -> Option<String> {
         .ok()
 }
 
-/// The approver signed in on this request, if any.
-async fn approver(cx: Context<'_>, headers: &hyper::HeaderMap) -> Option<String> {
+/// The approver signed in on this request, if any: by an approver credential, else at
+/// the identity provider with the approver role.
+async fn approver(
+    cx: Context<'_>,
+    headers: &hyper::HeaderMap,
+    provider: &Provider,
+) -> Option<String> {
+    match approver_by_credential(cx, headers).await {
+        Some(name) => Some(name),
+        None => provider.approver.clone(),
+    }
+}
+
+async fn approver_by_credential(cx: Context<'_>, headers: &hyper::HeaderMap) -> Option<String> {
     let sealed = cookie(headers, SESSION_COOKIE)?;
     let claims = open(cx, "approver-session", &sealed).await?;
     claims
@@ -152,13 +180,18 @@ fn unavailable() -> Page {
     message(
         503,
         "Approval unavailable",
-        "The cx cannot read approvals right now. Try again shortly.",
+        "The broker cannot read approvals right now. Try again shortly.",
     )
 }
 
 /// `GET /approvals/<id>`.
-pub async fn view(cx: Context<'_>, id: &str, headers: &hyper::HeaderMap) -> Page {
-    let Some(name) = approver(cx, headers).await else {
+pub async fn view(
+    cx: Context<'_>,
+    id: &str,
+    headers: &hyper::HeaderMap,
+    provider: &Provider,
+) -> Page {
+    let Some(name) = approver(cx, headers, provider).await else {
         let exp = cx.now().as_millisecond() + FORM_MS;
         let Some(csrf) = seal(cx, "approval-sign-in", json!({ "id": id, "exp": exp })).await else {
             return unavailable();
@@ -170,8 +203,16 @@ pub async fn view(cx: Context<'_>, id: &str, headers: &hyper::HeaderMap) -> Page
                 "<p>An agent asks to make a change on a user's account. Sign in with your approver credential to see exactly what it would send.</p>\
 <form method=\"post\" action=\"/approvals/{id}/sign-in\"><input type=\"hidden\" name=\"csrf\" value=\"{}\">\
 <label>Approver credential <input type=\"password\" name=\"credential\" autocomplete=\"current-password\" required></label> \
-<button type=\"submit\">Sign in</button></form>",
+<button type=\"submit\">Sign in</button></form>{}",
                 escape(&csrf),
+                if provider.available {
+                    format!(
+                        "<p>Or <a href=\"/hub/login?next=%2Fapprovals%2F{}\">sign in with your organisation's account</a> (approvers only).</p>",
+                        escape(id)
+                    )
+                } else {
+                    String::new()
+                },
                 id = escape(id)
             ),
         );
@@ -259,7 +300,14 @@ pub async fn view(cx: Context<'_>, id: &str, headers: &hyper::HeaderMap) -> Page
             id = escape(id)
         ));
     }
-    details.push_str(&format!("<p>Signed in as {}.</p>", escape(&name)));
+    details.push_str(&format!(
+        "<p>Signed in as {}.</p>",
+        escape(&if name.contains('#') {
+            asked_by(&name)
+        } else {
+            name.clone()
+        })
+    ));
     page(200, "Review a write", &details)
 }
 
@@ -352,8 +400,14 @@ pub async fn sign_in(cx: Context<'_>, id: &str, headers: &hyper::HeaderMap, body
 }
 
 /// `POST /approvals/<id>/decision`.
-pub async fn decide(cx: Context<'_>, id: &str, headers: &hyper::HeaderMap, body: &[u8]) -> Page {
-    let Some(name) = approver(cx, headers).await else {
+pub async fn decide(
+    cx: Context<'_>,
+    id: &str,
+    headers: &hyper::HeaderMap,
+    body: &[u8],
+    provider: &Provider,
+) -> Page {
+    let Some(name) = approver(cx, headers, provider).await else {
         return message(
             401,
             "Not signed in",

@@ -1,0 +1,376 @@
+//! The hub's pages: server-rendered HTML like the approval page, no script.
+//!
+//! - `GET /hub`: without a session, a sign-in link; with one, each service the user may
+//!   use with whether a key is stored and since when, a form to add or replace it (a
+//!   password field: a stored key is never shown again) and one to delete it.
+//! - `POST /hub/set/<service>`, `POST /hub/delete/<service>`, `POST /hub/logout`.
+//! - `GET /hub/connect/<service>?state=...`: the link a call without a key answered.
+//!   It stores a key only when the signed-in user is the user who made the call (the
+//!   sealed state names them); signed in as anyone else, it stores nothing.
+//! - `POST /hub/connect/<service>`: the key, the state and the form's token.
+//!
+//! Every form carries a CSRF token sealed for the user and the form's action; a post
+//! without a valid one changes nothing (403).
+
+use serde_json::Value;
+
+use super::signin::{self, Session};
+use super::{CONNECT_PURPOSE, Hub};
+use crate::caller::oauth::OAuth;
+use crate::confirm::approval::page::{Page, escape, form, message, page};
+use crate::run::Parts;
+
+/// What the pages read.
+#[derive(Clone, Copy)]
+pub struct HubCx<'a> {
+    /// The hub.
+    pub hub: &'a Hub,
+    /// The parts (store, catalog, clock).
+    pub parts: &'a Parts,
+    /// The `[oauth]` provider (roles -> what the user may use).
+    pub oauth: &'a OAuth,
+}
+
+impl HubCx<'_> {
+    fn now_ms(&self) -> i64 {
+        self.parts.now().as_millisecond()
+    }
+
+    fn session(&self, headers: &hyper::HeaderMap) -> Option<Session> {
+        signin::session(&self.hub.cipher, headers, self.now_ms())
+            .filter(|s| s.issuer == self.oauth.issuer())
+    }
+
+    fn may_use(&self, session: &Session) -> impl Fn(&str) -> bool {
+        let principal = self
+            .oauth
+            .signed_in_principal(&session.subject, &session.roles);
+        move |service: &str| principal.may_use_service(service)
+    }
+
+    fn title_of(&self, service: &str) -> String {
+        self.parts
+            .catalog
+            .services
+            .get(service)
+            .map_or_else(|| service.to_string(), |s| s.title.clone())
+    }
+}
+
+fn redirect(location: &str) -> Page {
+    Page {
+        status: 303,
+        headers: vec![("location", location.to_string())],
+        body: String::new(),
+    }
+}
+
+fn unavailable(text: &str) -> Page {
+    message(503, "Hub unavailable", text)
+}
+
+fn sign_in_page(cx: HubCx<'_>, next: &str) -> Page {
+    if cx.hub.sign_in.is_none() {
+        return message(
+            503,
+            "Sign-in is not configured",
+            "This broker has no [oauth.sign_in] client, so its pages cannot sign you in. Keys can still be stored through the JSON API (PUT /hub/keys/<service>) with an access token.",
+        );
+    }
+    let link = format!(
+        "/hub/login?next={}",
+        url::form_urlencoded::byte_serialize(next.as_bytes()).collect::<String>()
+    );
+    page(
+        200,
+        "Sign in to your key hub",
+        &format!(
+            "<p>The hub keeps your own keys for the services your agents use, sealed, and never shows them again.</p><p><a href=\"{}\">Sign in</a></p>",
+            escape(&link)
+        ),
+    )
+}
+
+/// `GET /hub`.
+pub async fn home(cx: HubCx<'_>, headers: &hyper::HeaderMap) -> Page {
+    let Some(session) = cx.session(headers) else {
+        return sign_in_page(cx, "/hub");
+    };
+    let now = cx.now_ms();
+    let user = session.user();
+    let entries = match cx.hub.list(cx.parts, &user, &cx.may_use(&session)).await {
+        Ok(entries) => entries,
+        Err(e) => return unavailable(&e.message()),
+    };
+    let mut rows = String::new();
+    for e in &entries {
+        let (Some(set), Some(delete)) = (
+            signin::form_token(&cx.hub.cipher, &session, &format!("set:{}", e.service), now),
+            signin::form_token(
+                &cx.hub.cipher,
+                &session,
+                &format!("delete:{}", e.service),
+                now,
+            ),
+        ) else {
+            return unavailable("no randomness available");
+        };
+        let state = match &e.set_at {
+            Some(at) => format!("stored {}", escape(at)),
+            None => "no key".into(),
+        };
+        let service = escape(&e.service);
+        rows.push_str(&format!(
+            "<tr><td>{} <small>({service})</small></td><td>{state}</td><td>\
+<form method=\"post\" action=\"/hub/set/{service}\"><input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+<label>Key <input type=\"password\" name=\"key\" autocomplete=\"off\" required></label> \
+<button type=\"submit\">{}</button></form></td><td>{}</td></tr>",
+            escape(&cx.title_of(&e.service)),
+            escape(&set),
+            if e.set_at.is_some() { "Replace" } else { "Store" },
+            if e.set_at.is_some() {
+                format!(
+                    "<form method=\"post\" action=\"/hub/delete/{service}\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><button type=\"submit\">Delete</button></form>",
+                    escape(&delete)
+                )
+            } else {
+                String::new()
+            },
+        ));
+    }
+    let Some(logout) = signin::form_token(&cx.hub.cipher, &session, "logout", now) else {
+        return unavailable("no randomness available");
+    };
+    page(
+        200,
+        "Your key hub",
+        &format!(
+            "<p>Signed in as {}. Calls your agents make without a key header use the key stored here for that service. A stored key is never shown again.</p>\
+<table><thead><tr><th>Service</th><th>Key</th><th></th><th></th></tr></thead><tbody>{rows}</tbody></table>\
+<form method=\"post\" action=\"/hub/logout\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><button type=\"submit\">Sign out</button></form>",
+            escape(&session.name),
+            escape(&logout)
+        ),
+    )
+}
+
+/// `POST /hub/set/<service>` and `POST /hub/delete/<service>`.
+pub async fn change(
+    cx: HubCx<'_>,
+    headers: &hyper::HeaderMap,
+    service: &str,
+    set: bool,
+    body: &[u8],
+) -> Page {
+    let Some(session) = cx.session(headers) else {
+        return message(
+            401,
+            "Not signed in",
+            "Sign in on the hub page first; nothing was changed.",
+        );
+    };
+    let fields = form(body);
+    let action = format!("{}:{service}", if set { "set" } else { "delete" });
+    if !signin::form_token_ok(
+        &cx.hub.cipher,
+        &session,
+        &action,
+        fields.get("csrf").map(String::as_str),
+        cx.now_ms(),
+    ) {
+        tracing::warn!(service, "hub form refused: no valid CSRF token");
+        return message(
+            403,
+            "Refused",
+            "This form is stale or did not come from the hub page. Open the hub again; nothing was changed.",
+        );
+    }
+    if !cx.may_use(&session)(service) {
+        return message(
+            403,
+            "Refused",
+            "Your account may not use this service; nothing was changed.",
+        );
+    }
+    let user = session.user();
+    let result = if set {
+        let key = zeroize::Zeroizing::new(fields.get("key").cloned().unwrap_or_default());
+        cx.hub
+            .put(cx.parts, &user, service, &key, "hub:page")
+            .await
+            .map(|_| ())
+    } else {
+        cx.hub
+            .delete(cx.parts, &user, service, "hub:page")
+            .await
+            .map(|_| ())
+    };
+    match result {
+        Ok(()) => redirect("/hub"),
+        Err(super::Refused::Store) => unavailable(&super::Refused::Store.message()),
+        Err(e) => message(
+            400,
+            "Refused",
+            &format!("{}; nothing was changed.", e.message()),
+        ),
+    }
+}
+
+/// `POST /hub/logout`.
+pub fn logout(cx: HubCx<'_>, headers: &hyper::HeaderMap, body: &[u8]) -> Page {
+    let secure = signin::secure(&cx.hub.base_url(headers));
+    if let Some(session) = cx.session(headers) {
+        let fields = form(body);
+        if !signin::form_token_ok(
+            &cx.hub.cipher,
+            &session,
+            "logout",
+            fields.get("csrf").map(String::as_str),
+            cx.now_ms(),
+        ) {
+            return message(
+                403,
+                "Refused",
+                "This form is stale or did not come from the hub page.",
+            );
+        }
+    }
+    let mut out = message(200, "Signed out", "You are signed out of the hub.");
+    for cookie in signin::cleared_cookies(secure) {
+        out.headers.push(("set-cookie", cookie));
+    }
+    out
+}
+
+/// The user and service a connect link's state names, if it is this deployment's and
+/// live.
+fn connect_state(cx: HubCx<'_>, service: &str, state: Option<&str>) -> Option<(String, String)> {
+    let claims = cx
+        .hub
+        .cipher
+        .open_statement(CONNECT_PURPOSE, state?, cx.now_ms())?;
+    let text = |name: &str| claims.get(name).and_then(Value::as_str).map(String::from);
+    (text("svc")? == service).then_some((text("iss")?, text("sub")?))
+}
+
+fn stale_link() -> Page {
+    message(
+        400,
+        "This link has expired",
+        "This connect link is stale or altered. Ask your agent to make the call again: it answers a new link.",
+    )
+}
+
+fn other_user(session: &Session) -> Page {
+    tracing::warn!(user = %format!("{}#{}", session.issuer, session.subject), "a connect link opened by another user than the one who made the call; nothing stored");
+    message(
+        403,
+        "This link is for another account",
+        &format!(
+            "You are signed in as {}, but this link was made for the account that made the call. Nothing was stored. Sign out and sign in with that account, or ask your own agent for a link.",
+            session.name
+        ),
+    )
+}
+
+/// `GET /hub/connect/<service>?state=...`.
+pub async fn connect(
+    cx: HubCx<'_>,
+    headers: &hyper::HeaderMap,
+    service: &str,
+    query: &str,
+) -> Page {
+    let fields = form(query.as_bytes());
+    let state = fields.get("state").map(String::as_str);
+    let Some((issuer, subject)) = connect_state(cx, service, state) else {
+        return stale_link();
+    };
+    let Some(session) = cx.session(headers) else {
+        return sign_in_page(cx, &format!("/hub/connect/{service}?{query}"));
+    };
+    if session.issuer != issuer || session.subject != subject {
+        return other_user(&session);
+    }
+    let Some(csrf) = signin::form_token(
+        &cx.hub.cipher,
+        &session,
+        &format!("connect:{service}"),
+        cx.now_ms(),
+    ) else {
+        return unavailable("no randomness available");
+    };
+    let service_html = escape(service);
+    page(
+        200,
+        &format!("Connect {}", cx.title_of(service)),
+        &format!(
+            "<p>Your agent needs your <strong>{}</strong> key. It is stored sealed in your hub, used for your calls only, and never shown again, not to the agent either.</p>\
+<form method=\"post\" action=\"/hub/connect/{service_html}\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><input type=\"hidden\" name=\"state\" value=\"{}\">\
+<label>Key <input type=\"password\" name=\"key\" autocomplete=\"off\" required></label> <button type=\"submit\">Store</button></form>\
+<p>Signed in as {}.</p>",
+            escape(&cx.title_of(service)),
+            escape(&csrf),
+            escape(state.unwrap_or_default()),
+            escape(&session.name),
+        ),
+    )
+}
+
+/// `POST /hub/connect/<service>`.
+pub async fn connect_store(
+    cx: HubCx<'_>,
+    headers: &hyper::HeaderMap,
+    service: &str,
+    body: &[u8],
+) -> Page {
+    let fields = form(body);
+    let Some((issuer, subject)) =
+        connect_state(cx, service, fields.get("state").map(String::as_str))
+    else {
+        return stale_link();
+    };
+    let Some(session) = cx.session(headers) else {
+        return message(
+            401,
+            "Not signed in",
+            "Open the link again and sign in; nothing was stored.",
+        );
+    };
+    if session.issuer != issuer || session.subject != subject {
+        return other_user(&session);
+    }
+    if !signin::form_token_ok(
+        &cx.hub.cipher,
+        &session,
+        &format!("connect:{service}"),
+        fields.get("csrf").map(String::as_str),
+        cx.now_ms(),
+    ) {
+        return message(
+            403,
+            "Refused",
+            "This form is stale or did not come from the connect page. Open the link again; nothing was stored.",
+        );
+    }
+    let key = zeroize::Zeroizing::new(fields.get("key").cloned().unwrap_or_default());
+    match cx
+        .hub
+        .put(cx.parts, &session.user(), service, &key, "hub:connect")
+        .await
+    {
+        Ok(_) => message(
+            200,
+            "Connected",
+            &format!(
+                "Your {} key is stored. Go back to your agent: its next call uses it.",
+                cx.title_of(service)
+            ),
+        ),
+        Err(super::Refused::Store) => unavailable(&super::Refused::Store.message()),
+        Err(e) => message(
+            400,
+            "Refused",
+            &format!("{}; nothing was stored.", e.message()),
+        ),
+    }
+}

@@ -1,0 +1,597 @@
+//! Signing in to the hub's pages and the approval page: the broker as a confidential
+//! OpenID Connect client of the `[oauth]` provider ([`SignIn`]), and the session it
+//! leaves ([`Session`]).
+//!
+//! `GET /hub/login?next=<path>` answers a redirect to the provider's authorization
+//! endpoint (code flow, PKCE S256, `state`, `nonce`) and a short login cookie sealing
+//! them. `GET /hub/callback` checks `state` (and `iss` when the provider sends it, RFC
+//! 9207), exchanges the code at the token endpoint with the client secret and the PKCE
+//! verifier, checks the ID token like an access token but for this client (signature,
+//! `iss`, `aud`, `exp`, `nonce`), and sets the session cookie: sealed (issuer, subject,
+//! display name, roles, expiry), `HttpOnly`, `SameSite=Lax` (the provider's redirect
+//! back is a cross-site navigation, which a `Strict` cookie would not follow), `Secure`
+//! behind https. Every form the pages show carries a CSRF token sealed for the user and
+//! the form's action.
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD as B64};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::HeaderMap;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use zeroize::Zeroizing;
+
+use super::cipher::VaultCipher;
+use crate::caller::oauth::OAuth;
+use crate::config::oauth::{SignInConfig, TokenEndpointAuth};
+
+/// The session cookie.
+pub const SESSION_COOKIE: &str = "tb_hub";
+const LOGIN_COOKIE: &str = "tb_hub_login";
+const SESSION_MS: i64 = 8 * 3600 * 1000;
+const LOGIN_MS: i64 = 10 * 60 * 1000;
+/// How long a form's CSRF token holds.
+pub const FORM_MS: i64 = 3600 * 1000;
+const SESSION_PURPOSE: &str = "hub-session";
+const LOGIN_PURPOSE: &str = "hub-login";
+const FORM_PURPOSE: &str = "hub-form";
+const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
+
+type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// The provider's endpoints, from its metadata.
+#[derive(Debug, Clone)]
+struct Endpoints {
+    authorization: String,
+    token: String,
+}
+
+/// The broker's client at the provider.
+pub struct SignIn {
+    issuer: String,
+    client_id: String,
+    client_secret: Zeroizing<String>,
+    redirect_url: Option<String>,
+    scopes: String,
+    auth: TokenEndpointAuth,
+    /// The role that makes a signed-in user an approver.
+    pub approver_role: Option<String>,
+    endpoints: tokio::sync::RwLock<Option<Endpoints>>,
+    client: HttpsClient,
+}
+
+impl std::fmt::Debug for SignIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SignIn")
+            .field("client_id", &self.client_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A person signed in to the hub's pages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    /// The provider.
+    pub issuer: String,
+    /// `sub`.
+    pub subject: String,
+    /// What the page calls them (`preferred_username`, `name`, `email`, else `sub`).
+    pub name: String,
+    /// The roles claim of their ID token.
+    pub roles: Vec<String>,
+}
+
+impl Session {
+    /// The user this session is.
+    pub fn user(&self) -> crate::caller::User {
+        crate::caller::User {
+            issuer: self.issuer.clone(),
+            subject: self.subject.clone(),
+        }
+    }
+}
+
+fn random_text(bytes: usize) -> Option<String> {
+    let mut raw = vec![0u8; bytes];
+    getrandom::fill(&mut raw).ok()?;
+    Some(B64.encode(raw))
+}
+
+/// Whether answers go over https: the public URL says so, or a proxy does.
+pub fn secure(public_base: &str) -> bool {
+    public_base.starts_with("https://")
+}
+
+fn cookie_flags(secure: bool) -> &'static str {
+    if secure { "; Secure" } else { "" }
+}
+
+/// A path the sign-in may return to: the hub's pages or an approval page, never
+/// another site.
+pub fn safe_next(next: Option<&str>) -> String {
+    match next {
+        Some(n)
+            if (n.starts_with("/hub") || n.starts_with("/approvals/"))
+                && !n.starts_with("//")
+                && !n.contains('\\')
+                && n.bytes().all(|b| b.is_ascii_graphic()) =>
+        {
+            n.to_string()
+        }
+        _ => "/hub".into(),
+    }
+}
+
+impl SignIn {
+    /// From `[oauth.sign_in]`: the secret read now, the redirect URL checked.
+    pub fn new(
+        config: &SignInConfig,
+        issuer: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, String> {
+        let secret = env(&config.client_secret_env)
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| {
+                format!(
+                    "[oauth.sign_in] client_secret_env names `{}`, which is empty or not set",
+                    config.client_secret_env
+                )
+            })?;
+        if config.client_id.trim().is_empty() {
+            return Err("[oauth.sign_in] client_id is empty".into());
+        }
+        if let Some(url) = &config.redirect_url {
+            let parsed = url::Url::parse(url)
+                .map_err(|e| format!("[oauth.sign_in] redirect_url `{url}`: {e}"))?;
+            if parsed.path() != "/hub/callback" || parsed.query().is_some() {
+                return Err(format!(
+                    "[oauth.sign_in] redirect_url `{url}` must be the broker's /hub/callback (no query)"
+                ));
+            }
+        }
+        let mut scopes = config.scopes.clone().unwrap_or_default();
+        if !scopes.iter().any(|s| s == "openid") {
+            scopes.insert(0, "openid".into());
+        }
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_connect_timeout(Some(FETCH_TIMEOUT));
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .try_with_platform_verifier()
+            .map_err(|e| format!("cannot load the platform's certificate verifier: {e}"))?
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(http);
+        let client = Client::builder(TokioExecutor::new())
+            .pool_max_idle_per_host(0)
+            .build(https);
+        Ok(Self {
+            issuer: issuer.to_string(),
+            client_id: config.client_id.clone(),
+            client_secret: Zeroizing::new(secret),
+            redirect_url: config.redirect_url.clone(),
+            scopes: scopes.join(" "),
+            auth: config.token_endpoint_auth.unwrap_or_default(),
+            approver_role: config.approver_role.clone(),
+            endpoints: tokio::sync::RwLock::new(None),
+            client,
+        })
+    }
+
+    fn redirect_uri(&self, base: &str) -> String {
+        self.redirect_url
+            .clone()
+            .unwrap_or_else(|| format!("{base}/hub/callback"))
+    }
+
+    async fn send(&self, request: hyper::Request<Full<Bytes>>) -> Result<(u16, Value), String> {
+        let url = request.uri().to_string();
+        let fetch = async {
+            let response = self
+                .client
+                .request(request)
+                .await
+                .map_err(|e| format!("{url}: {e}"))?;
+            let status = response.status().as_u16();
+            let body = Limited::new(response.into_body(), MAX_DOCUMENT_BYTES)
+                .collect()
+                .await
+                .map_err(|_| format!("{url}: the answer broke off or is over 256 KiB"))?
+                .to_bytes();
+            let json =
+                serde_json::from_slice::<Value>(&body).map_err(|_| format!("{url}: not JSON"))?;
+            Ok((status, json))
+        };
+        tokio::time::timeout(FETCH_TIMEOUT, fetch)
+            .await
+            .map_err(|_| format!("{url} did not answer within 10 s"))?
+    }
+
+    /// The provider's endpoints: its metadata, fetched once (again after a failure).
+    async fn endpoints(&self) -> Result<Endpoints, String> {
+        if let Some(e) = self.endpoints.read().await.as_ref() {
+            return Ok(e.clone());
+        }
+        let mut tried = Vec::new();
+        for url in crate::caller::oauth::jwks::metadata_urls(&self.issuer) {
+            let request = hyper::Request::get(url.as_str())
+                .header(hyper::header::ACCEPT, "application/json")
+                .body(Full::new(Bytes::new()))
+                .map_err(|e| e.to_string())?;
+            match self.send(request).await {
+                Ok((200, meta)) => {
+                    if meta.get("issuer").and_then(Value::as_str) != Some(self.issuer.as_str()) {
+                        return Err(format!(
+                            "{url} names another issuer than the configured one"
+                        ));
+                    }
+                    let field = |name: &str| {
+                        meta.get(name)
+                            .and_then(Value::as_str)
+                            .map(String::from)
+                            .ok_or_else(|| format!("{url} has no `{name}`"))
+                    };
+                    let found = Endpoints {
+                        authorization: field("authorization_endpoint")?,
+                        token: field("token_endpoint")?,
+                    };
+                    *self.endpoints.write().await = Some(found.clone());
+                    return Ok(found);
+                }
+                Ok((status, _)) => tried.push(format!("{url} answered {status}")),
+                Err(e) => tried.push(e),
+            }
+        }
+        Err(tried.join("; "))
+    }
+
+    /// The start of a sign-in: the provider URL to send the browser to and the login
+    /// cookie that remembers `state`, `nonce`, the PKCE verifier and where to return.
+    pub async fn start(
+        &self,
+        cipher: &VaultCipher,
+        base: &str,
+        next: &str,
+        now_ms: i64,
+    ) -> Result<(String, String), String> {
+        let endpoints = self.endpoints().await?;
+        let (Some(state), Some(nonce), Some(verifier)) =
+            (random_text(16), random_text(16), random_text(32))
+        else {
+            return Err("no randomness available".into());
+        };
+        let challenge = B64.encode(Sha256::digest(verifier.as_bytes()));
+        let sealed = cipher
+            .seal_statement(
+                LOGIN_PURPOSE,
+                &json!({ "state": state, "nonce": nonce, "verifier": verifier, "next": next, "exp": now_ms + LOGIN_MS }),
+            )
+            .ok_or("no randomness available")?;
+        let mut url = url::Url::parse(&endpoints.authorization)
+            .map_err(|_| "the provider's authorization_endpoint is not a URL".to_string())?;
+        url.query_pairs_mut()
+            .append_pair("response_type", "code")
+            .append_pair("client_id", &self.client_id)
+            .append_pair("redirect_uri", &self.redirect_uri(base))
+            .append_pair("scope", &self.scopes)
+            .append_pair("state", &state)
+            .append_pair("nonce", &nonce)
+            .append_pair("code_challenge", &challenge)
+            .append_pair("code_challenge_method", "S256");
+        let cookie = format!(
+            "{LOGIN_COOKIE}={sealed}; Path=/hub; HttpOnly; SameSite=Lax; Max-Age={}{}",
+            LOGIN_MS / 1000,
+            cookie_flags(secure(base))
+        );
+        Ok((url.to_string(), cookie))
+    }
+
+    /// The provider's redirect back: the session and where to go. The error is what a
+    /// person reads (never a code, token or secret).
+    pub async fn finish(
+        &self,
+        cipher: &VaultCipher,
+        oauth: &OAuth,
+        (base, headers, query): (&str, &HeaderMap, &str),
+        now: jiff::Timestamp,
+    ) -> Result<(Session, String), String> {
+        let now_ms = now.as_millisecond();
+        let fields: std::collections::BTreeMap<String, String> =
+            url::form_urlencoded::parse(query.as_bytes())
+                .into_owned()
+                .collect();
+        let login = crate::confirm::approval::page::cookie(headers, LOGIN_COOKIE)
+            .and_then(|c| cipher.open_statement(LOGIN_PURPOSE, &c, now_ms))
+            .ok_or("this sign-in is stale or was started in another browser; start again")?;
+        let text = |name: &str| login.get(name).and_then(Value::as_str).unwrap_or_default();
+        let state_ok = fields.get("state").is_some_and(|s| {
+            use subtle::ConstantTimeEq;
+            bool::from(s.as_bytes().ct_eq(text("state").as_bytes()))
+        });
+        if !state_ok {
+            return Err(
+                "the provider's answer does not belong to this sign-in; start again".into(),
+            );
+        }
+        if let Some(iss) = fields.get("iss")
+            && iss != &self.issuer
+        {
+            return Err("the answer came from another identity provider than this broker's".into());
+        }
+        if let Some(error) = fields.get("error") {
+            let code: String = error
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .take(64)
+                .collect();
+            return Err(format!(
+                "the identity provider refused the sign-in ({code})"
+            ));
+        }
+        let code = fields
+            .get("code")
+            .ok_or("the provider's answer has no code; start again")?;
+        let endpoints = self.endpoints().await?;
+        let request = {
+            let mut form = url::form_urlencoded::Serializer::new(String::new());
+            form.append_pair("grant_type", "authorization_code")
+                .append_pair("code", code)
+                .append_pair("redirect_uri", &self.redirect_uri(base))
+                .append_pair("code_verifier", text("verifier"));
+            let mut request = hyper::Request::post(endpoints.token.as_str())
+                .header(hyper::header::ACCEPT, "application/json")
+                .header(
+                    hyper::header::CONTENT_TYPE,
+                    "application/x-www-form-urlencoded",
+                );
+            match self.auth {
+                TokenEndpointAuth::ClientSecretBasic => {
+                    let enc = |s: &str| {
+                        url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>()
+                    };
+                    let pair = Zeroizing::new(format!(
+                        "{}:{}",
+                        enc(&self.client_id),
+                        enc(&self.client_secret)
+                    ));
+                    request = request.header(
+                        hyper::header::AUTHORIZATION,
+                        format!("Basic {}", STANDARD.encode(pair.as_bytes())),
+                    );
+                }
+                TokenEndpointAuth::ClientSecretPost => {
+                    form.append_pair("client_id", &self.client_id)
+                        .append_pair("client_secret", &self.client_secret);
+                }
+            }
+            let body = Zeroizing::new(form.finish());
+            request
+                .body(Full::new(Bytes::from(body.as_bytes().to_vec())))
+                .map_err(|_| "the token request could not be written".to_string())?
+        };
+        let (status, answer) = self.send(request).await.map_err(|e| {
+            tracing::warn!(error = %e, "hub sign-in: token endpoint unreachable");
+            "the identity provider's token endpoint does not answer; try again shortly".to_string()
+        })?;
+        if status != 200 {
+            let error = answer
+                .get("error")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown");
+            tracing::warn!(
+                status,
+                error,
+                "hub sign-in: the token endpoint refused the code"
+            );
+            return Err(format!(
+                "the identity provider refused to finish the sign-in ({status})"
+            ));
+        }
+        let id_token = answer.get("id_token").and_then(Value::as_str).ok_or(
+            "the identity provider answered no ID token (is `openid` among the client's scopes?)",
+        )?;
+        let claims = oauth
+            .verify_id_token(id_token, &self.client_id, now)
+            .await
+            .map_err(|e| {
+                tracing::warn!(error = %e, "hub sign-in: ID token refused");
+                format!("the identity provider's ID token was refused: {e}")
+            })?;
+        if claims.get("nonce").and_then(Value::as_str) != Some(text("nonce")) {
+            return Err("the ID token does not belong to this sign-in (nonce); start again".into());
+        }
+        let subject = claims
+            .get("sub")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let name = ["preferred_username", "name", "email"]
+            .iter()
+            .find_map(|c| claims.get(*c).and_then(Value::as_str))
+            .unwrap_or(&subject)
+            .to_string();
+        let session = Session {
+            issuer: oauth.issuer().to_string(),
+            subject,
+            name,
+            roles: oauth.role_names(&claims),
+        };
+        Ok((session, safe_next(Some(text("next")))))
+    }
+}
+
+/// The cookie that holds `session` for eight hours.
+pub fn session_cookie(
+    cipher: &VaultCipher,
+    session: &Session,
+    secure: bool,
+    now_ms: i64,
+) -> Option<String> {
+    let sealed = cipher.seal_statement(
+        SESSION_PURPOSE,
+        &json!({
+            "iss": session.issuer,
+            "sub": session.subject,
+            "name": session.name,
+            "roles": session.roles,
+            "exp": now_ms + SESSION_MS,
+        }),
+    )?;
+    Some(format!(
+        "{SESSION_COOKIE}={sealed}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{}",
+        SESSION_MS / 1000,
+        cookie_flags(secure)
+    ))
+}
+
+/// The cookies that end a session and a sign-in in progress.
+pub fn cleared_cookies(secure: bool) -> [String; 2] {
+    [
+        format!(
+            "{SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{}",
+            cookie_flags(secure)
+        ),
+        format!(
+            "{LOGIN_COOKIE}=; Path=/hub; HttpOnly; SameSite=Lax; Max-Age=0{}",
+            cookie_flags(secure)
+        ),
+    ]
+}
+
+/// The session a request's cookie holds, if any and not expired.
+pub fn session(cipher: &VaultCipher, headers: &HeaderMap, now_ms: i64) -> Option<Session> {
+    let sealed = crate::confirm::approval::page::cookie(headers, SESSION_COOKIE)?;
+    let claims = cipher.open_statement(SESSION_PURPOSE, &sealed, now_ms)?;
+    let text = |name: &str| claims.get(name).and_then(Value::as_str).map(String::from);
+    Some(Session {
+        issuer: text("iss")?,
+        subject: text("sub")?,
+        name: text("name").unwrap_or_default(),
+        roles: claims
+            .get("roles")
+            .and_then(Value::as_array)
+            .map(|r| {
+                r.iter()
+                    .filter_map(Value::as_str)
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default(),
+    })
+}
+
+/// A CSRF token for one form (`action`, e.g. `put:payments`) of one user.
+pub fn form_token(
+    cipher: &VaultCipher,
+    session: &Session,
+    action: &str,
+    now_ms: i64,
+) -> Option<String> {
+    cipher.seal_statement(
+        FORM_PURPOSE,
+        &json!({ "iss": session.issuer, "sub": session.subject, "act": action, "exp": now_ms + FORM_MS }),
+    )
+}
+
+/// Whether `token` is a live CSRF token of this user for this form.
+pub fn form_token_ok(
+    cipher: &VaultCipher,
+    session: &Session,
+    action: &str,
+    token: Option<&str>,
+    now_ms: i64,
+) -> bool {
+    token
+        .and_then(|t| cipher.open_statement(FORM_PURPOSE, t, now_ms))
+        .is_some_and(|c| {
+            c["iss"] == session.issuer.as_str()
+                && c["sub"] == session.subject.as_str()
+                && c["act"] == action
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sign_in_returns_only_to_the_brokers_own_pages() {
+        assert_eq!(
+            safe_next(Some("/hub/connect/payments?state=x")),
+            "/hub/connect/payments?state=x"
+        );
+        assert_eq!(safe_next(Some("/approvals/ab12")), "/approvals/ab12");
+        for bad in [
+            "https://evil.example",
+            "//evil.example/hub",
+            "/hub\\..",
+            "/other",
+            "/hub x",
+        ] {
+            assert_eq!(safe_next(Some(bad)), "/hub", "{bad}");
+        }
+        assert_eq!(safe_next(None), "/hub");
+    }
+
+    #[test]
+    fn a_form_token_is_for_one_user_and_one_action() {
+        let cipher = VaultCipher::new("a-vault-secret-of-at-least-32-characters", &[]).unwrap();
+        let alice = Session {
+            issuer: "https://idp".into(),
+            subject: "alice".into(),
+            name: "Alice".into(),
+            roles: vec![],
+        };
+        let bob = Session {
+            subject: "bob".into(),
+            ..alice.clone()
+        };
+        let token = form_token(&cipher, &alice, "put:payments", 0).unwrap();
+        assert!(form_token_ok(
+            &cipher,
+            &alice,
+            "put:payments",
+            Some(&token),
+            1
+        ));
+        assert!(!form_token_ok(
+            &cipher,
+            &bob,
+            "put:payments",
+            Some(&token),
+            1
+        ));
+        assert!(!form_token_ok(
+            &cipher,
+            &alice,
+            "delete:payments",
+            Some(&token),
+            1
+        ));
+        assert!(!form_token_ok(
+            &cipher,
+            &alice,
+            "put:payments",
+            Some(&token),
+            FORM_MS
+        ));
+        assert!(!form_token_ok(&cipher, &alice, "put:payments", None, 1));
+        let cookie = session_cookie(&cipher, &alice, true, 0).unwrap();
+        assert!(
+            cookie.contains("HttpOnly")
+                && cookie.contains("SameSite=Lax")
+                && cookie.ends_with("; Secure")
+        );
+        let value = cookie.split(';').next().unwrap().to_string();
+        let mut headers = HeaderMap::new();
+        headers.insert(hyper::header::COOKIE, value.parse().unwrap());
+        assert_eq!(session(&cipher, &headers, 1), Some(alice));
+    }
+}

@@ -1,0 +1,268 @@
+//! The hub's routes (`crate::hub`): the JSON API under `/hub/keys`, the pages, the
+//! provider sign-in, and what the approval page learns from a hub session.
+//!
+//! | route | what |
+//! |---|---|
+//! | `GET /hub/keys`, `PUT\|DELETE /hub/keys/<service>` | the JSON API (access token or session) |
+//! | `GET /hub` | the page: each service, stored or not, forms |
+//! | `POST /hub/set/<service>`, `POST /hub/delete/<service>`, `POST /hub/logout` | its forms |
+//! | `GET /hub/login?next=`, `GET /hub/callback` | signing in at the provider |
+//! | `GET\|POST /hub/connect/<service>` | the link a call without a key answers |
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::{Method, Request};
+use serde_json::json;
+
+use super::server::{HttpResponse, json_response, page_response, read_limited};
+use crate::call::Broker;
+use crate::confirm::approval::page::{Page, message};
+use crate::hub::page::HubCx;
+use crate::hub::signin;
+
+/// The largest hub form or API body.
+const MAX_BODY: usize = 16 * 1024;
+
+fn service_segment(text: &str) -> Option<&str> {
+    (!text.is_empty()
+        && text.len() <= 64
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-'))
+    .then_some(text)
+}
+
+/// What the approval page learns from the request's hub session: whether provider
+/// sign-in is offered, and the approver signed in there (their roles hold the
+/// configured approver role).
+pub fn approval_provider(
+    broker: &Broker,
+    headers: &hyper::HeaderMap,
+) -> crate::confirm::approval::page::Provider {
+    let Some(hub) = &broker.hub else {
+        return Default::default();
+    };
+    let Some(sign_in) = &hub.sign_in else {
+        return Default::default();
+    };
+    let approver = sign_in.approver_role.as_ref().and_then(|role| {
+        let session = signin::session(&hub.cipher, headers, broker.now().as_millisecond())?;
+        session
+            .roles
+            .contains(role)
+            .then(|| crate::hub::principal_name(&session.user()))
+    });
+    crate::confirm::approval::page::Provider {
+        available: sign_in.approver_role.is_some(),
+        approver,
+    }
+}
+
+/// Routes one request under `/hub`.
+pub async fn route(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
+    let (Some(hub), Some(oauth)) = (&broker.hub, &broker.callers.oauth) else {
+        return json_response(
+            404,
+            &json!({ "error": "this broker has no hub: its config sets no vault_key_env (docs/hub.md)" }),
+            &[],
+        );
+    };
+    let (parts, body) = req.into_parts();
+    let path = parts.uri.path();
+    let query = parts.uri.query().unwrap_or("");
+    let headers = &parts.headers;
+    let cx = HubCx {
+        hub,
+        parts: &broker.parts,
+        oauth,
+    };
+    let method = &parts.method;
+    // The JSON API.
+    if path == "/hub/keys" || path.starts_with("/hub/keys/") {
+        let service = match path.strip_prefix("/hub/keys/") {
+            None => None,
+            Some(s) => match service_segment(s) {
+                Some(s) => Some(s),
+                None => {
+                    return json_response(
+                        404,
+                        &json!({ "error": { "classification": "not_found", "message": "no such service" } }),
+                        &[],
+                    );
+                }
+            },
+        };
+        let principal = if headers.contains_key(hyper::header::AUTHORIZATION)
+            || signin::session(&hub.cipher, headers, broker.now().as_millisecond()).is_none()
+        {
+            match super::server::authenticate(&broker, headers).await {
+                Ok(p) => p,
+                Err(e) => {
+                    let status = broker.catalog.rules.status(e.classification);
+                    let extra: Vec<(&'static str, String)> = e
+                        .challenge
+                        .iter()
+                        .map(|c| ("www-authenticate", c.clone()))
+                        .collect();
+                    return json_response(
+                        status,
+                        &json!({ "error": { "classification": e.classification.as_str(), "message": e.message } }),
+                        &extra,
+                    );
+                }
+            }
+        } else {
+            match signin::session(&hub.cipher, headers, broker.now().as_millisecond()) {
+                Some(s) if s.issuer == oauth.issuer() => {
+                    Arc::new(oauth.signed_in_principal(&s.subject, &s.roles))
+                }
+                _ => {
+                    return json_response(
+                        401,
+                        &json!({ "error": { "classification": "unauthorized", "message": "sign in again" } }),
+                        &[],
+                    );
+                }
+            }
+        };
+        let body = if method == Method::PUT {
+            match read_limited(&broker, headers, path, body, MAX_BODY).await {
+                Ok(b) => b,
+                Err(e) => {
+                    let status = broker.catalog.rules.status(e.classification);
+                    return json_response(
+                        status,
+                        &json!({ "error": { "classification": e.classification.as_str(), "message": e.message } }),
+                        &[],
+                    );
+                }
+            }
+        } else {
+            Bytes::new()
+        };
+        let answer =
+            crate::hub::api::handle(hub, &broker.parts, &principal, (method, service), &body).await;
+        return match answer.body {
+            Some(body) => json_response(answer.status, &body, &[]),
+            None => {
+                let mut response = hyper::Response::new(Full::new(Bytes::new()));
+                *response.status_mut() = hyper::StatusCode::from_u16(answer.status)
+                    .unwrap_or(hyper::StatusCode::NO_CONTENT);
+                response
+            }
+        };
+    }
+    let (section, rest) = path
+        .trim_start_matches("/hub")
+        .trim_start_matches('/')
+        .split_once('/')
+        .unwrap_or((path.trim_start_matches("/hub").trim_start_matches('/'), ""));
+    let page: Page = match (method, section, rest) {
+        (&Method::GET, "", "") => crate::hub::page::home(cx, headers).await,
+        (&Method::GET, "login", "") => {
+            let Some(sign_in) = &hub.sign_in else {
+                return page_response(message(
+                    503,
+                    "Sign-in is not configured",
+                    "This broker has no [oauth.sign_in] client.",
+                ));
+            };
+            let fields: std::collections::BTreeMap<String, String> =
+                url::form_urlencoded::parse(query.as_bytes())
+                    .into_owned()
+                    .collect();
+            let next = signin::safe_next(fields.get("next").map(String::as_str));
+            let base = hub.base_url(headers);
+            match sign_in
+                .start(&hub.cipher, &base, &next, broker.now().as_millisecond())
+                .await
+            {
+                Ok((location, cookie)) => Page {
+                    status: 303,
+                    headers: vec![("location", location), ("set-cookie", cookie)],
+                    body: String::new(),
+                },
+                Err(e) => {
+                    tracing::warn!(error = %e, "hub sign-in could not start");
+                    message(
+                        503,
+                        "Sign-in unavailable",
+                        "The identity provider cannot be reached right now. Try again shortly.",
+                    )
+                }
+            }
+        }
+        (&Method::GET, "callback", "") => {
+            let Some(sign_in) = &hub.sign_in else {
+                return page_response(message(
+                    503,
+                    "Sign-in is not configured",
+                    "This broker has no [oauth.sign_in] client.",
+                ));
+            };
+            let base = hub.base_url(headers);
+            let secure = signin::secure(&base);
+            match sign_in
+                .finish(&hub.cipher, oauth, (&base, headers, query), broker.now())
+                .await
+            {
+                Ok((session, next)) => {
+                    let now = broker.now().as_millisecond();
+                    match signin::session_cookie(&hub.cipher, &session, secure, now) {
+                        Some(cookie) => {
+                            tracing::info!(user = %crate::hub::principal_name(&session.user()), "signed in to the hub");
+                            let [_, clear_login] = signin::cleared_cookies(secure);
+                            Page {
+                                status: 303,
+                                headers: vec![
+                                    ("location", next),
+                                    ("set-cookie", cookie),
+                                    ("set-cookie", clear_login),
+                                ],
+                                body: String::new(),
+                            }
+                        }
+                        None => message(503, "Sign-in unavailable", "No randomness available."),
+                    }
+                }
+                Err(e) => message(400, "Sign-in failed", &e),
+            }
+        }
+        (&Method::POST, "set" | "delete" | "logout" | "connect", _)
+        | (&Method::GET, "connect", _) => {
+            let body = if method == Method::POST {
+                match read_limited(&broker, headers, path, body, MAX_BODY).await {
+                    Ok(b) => b,
+                    Err(_) => {
+                        return page_response(message(413, "Too large", "The form is too large."));
+                    }
+                }
+            } else {
+                Bytes::new()
+            };
+            match (method, section, service_segment(rest)) {
+                (&Method::POST, "logout", _) if rest.is_empty() => {
+                    crate::hub::page::logout(cx, headers, &body)
+                }
+                (&Method::POST, "set", Some(s)) => {
+                    crate::hub::page::change(cx, headers, s, true, &body).await
+                }
+                (&Method::POST, "delete", Some(s)) => {
+                    crate::hub::page::change(cx, headers, s, false, &body).await
+                }
+                (&Method::GET, "connect", Some(s)) => {
+                    crate::hub::page::connect(cx, headers, s, query).await
+                }
+                (&Method::POST, "connect", Some(s)) => {
+                    crate::hub::page::connect_store(cx, headers, s, &body).await
+                }
+                _ => message(404, "Not found", "No such hub page."),
+            }
+        }
+        _ => message(404, "Not found", "No such hub page."),
+    };
+    page_response(page)
+}
