@@ -304,12 +304,45 @@ async fn a_user_stores_a_key_once_and_calls_use_it_never_anothers() {
     );
     assert!(!text.contains(CANARY));
 
+    // check_connection says her payments key is present, not Bob's.
+    for (who, present) in [(&alice, true), (&bob, false)] {
+        let (_, body) = broker
+            .call_as(
+                who,
+                "portal.check_connection",
+                json!({ "serviceId": "payments" }),
+                &[],
+            )
+            .await;
+        assert_eq!(
+            body["data"]["services"][0]["credentialPresent"], present,
+            "{body}"
+        );
+    }
+
     // Alice's MCP call without a key header: the upstream gets her stored key.
     let (status, reply) = mcp_read(&broker, &alice, &[]).await;
     answers.push_str(&reply.to_string());
     assert_eq!(status, 200);
     assert_eq!(reply["result"]["isError"], false, "{reply}");
     assert_eq!(upstream_keys(&upstream).await, [format!("Bearer {CANARY}")]);
+
+    // An upstream answer that echoes the stored key is scrubbed of it.
+    Mock::given(method("GET"))
+        .and(path("/v1/balance"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "object": "balance", "livemode": false, "note": format!("called with {CANARY}")
+        })))
+        .mount(&upstream)
+        .await;
+    let (status, body) = broker
+        .call_as(&alice, "payments.get_balance", json!({}), &[])
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["object"], "balance");
+    answers.push_str(&body.to_string());
+    assert!(!body.to_string().contains(CANARY), "{body}");
+    let sent = upstream_keys(&upstream).await.len();
 
     // Bob has none: nothing is sent; MCP 2025-11-25 answers -32042 with his connect link.
     let (status, reply) = mcp_read(&broker, &bob, &[]).await;
@@ -324,7 +357,7 @@ async fn a_user_stores_a_key_once_and_calls_use_it_never_anothers() {
         link.starts_with(&format!("{}/hub/connect/payments?state=", broker.url)),
         "{link}"
     );
-    assert_eq!(upstream_keys(&upstream).await.len(), 1);
+    assert_eq!(upstream_keys(&upstream).await.len(), sent);
 
     // POST / and REST answer missing_required_credentials with the link.
     let (status, body) = broker
@@ -364,7 +397,7 @@ async fn a_user_stores_a_key_once_and_calls_use_it_never_anothers() {
     assert!(body["error"]["details"]["connectUrl"].is_string());
     assert_eq!(
         upstream_keys(&upstream).await.len(),
-        1,
+        sent,
         "bob's calls sent nothing"
     );
 
@@ -1173,4 +1206,68 @@ async fn rekey_round_trip_on_postgres_and_no_table_holds_a_key() {
         }
     }
     assert!(seen > 0);
+}
+
+/// A config, the variables set, what the refusal must say.
+type Misconfigured<'a> = (String, &'a [(&'a str, &'a str)], &'a str);
+
+#[tokio::test]
+async fn a_hub_misconfigured_is_refused_at_start_saying_what_to_do() {
+    let oauth = "[oauth]\nissuer = \"https://idp.example.com\"\nresource = \"https://broker.example.com/mcp\"\n";
+    let sign_in = "[oauth.sign_in]\nclient_id = \"hub\"\nclient_secret_env = \"SECRET\"\n";
+    let cases: [Misconfigured<'_>; 6] = [
+        (
+            "vault_key_env = \"V\"\n".to_string(),
+            &[("V", VAULT_SECRET)],
+            "needs an [oauth] table",
+        ),
+        (
+            format!("vault_key_env = \"V\"\n{oauth}"),
+            &[],
+            "`V`, which is empty or not set",
+        ),
+        (
+            format!("vault_key_env = \"V\"\n{oauth}"),
+            &[("V", "short")],
+            "at least 32 characters",
+        ),
+        (
+            format!("vault_key_env = \"V\"\nvault_previous_key_envs = [\"OLD\"]\n{oauth}"),
+            &[("V", VAULT_SECRET)],
+            "vault_previous_key_envs names the variable `OLD`",
+        ),
+        (
+            format!("{oauth}{sign_in}"),
+            &[("SECRET", "s")],
+            "needs `vault_key_env`",
+        ),
+        (
+            format!(
+                "vault_key_env = \"V\"\n{oauth}{sign_in}redirect_url = \"https://broker.example.com/elsewhere\"\n"
+            ),
+            &[("V", VAULT_SECRET), ("SECRET", "s")],
+            "must be the broker's /hub/callback",
+        ),
+    ];
+    for (config, env, says) in cases {
+        let file: tool_broker::config::ConfigFile = toml::from_str(&config).unwrap();
+        let store = tool_broker::store::Store::open(&tool_broker::store::StoreConfig::Memory)
+            .await
+            .unwrap();
+        let env: std::collections::BTreeMap<String, String> = env
+            .iter()
+            .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+            .collect();
+        let lookup = move |name: &str| env.get(name).cloned();
+        let err = tool_broker::call::Broker::new(
+            crate::support::embedded_catalog(),
+            &file,
+            &lookup,
+            store,
+        )
+        .err()
+        .unwrap_or_else(|| panic!("accepted: {config}"));
+        assert!(err.contains(says), "{config}\n=> {err}");
+        assert!(!err.contains(VAULT_SECRET));
+    }
 }

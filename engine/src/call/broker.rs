@@ -157,4 +157,16 @@ impl Pipeline for Broker {
             limits,
         ))
     }
+
+    fn stored_keys<'a>(
+        &'a self,
+        principal: &'a crate::caller::Principal,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Vec<String>> + Send + 'a>> {
+        Box::pin(async move {
+            match (&self.hub, &principal.user) {
+                (Some(hub), Some(user)) => hub.stored_services(&self.parts, user).await,
+                _ => Vec::new(),
+            }
+        })
+    }
 }

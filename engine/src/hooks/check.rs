@@ -14,7 +14,8 @@ use crate::run::{Exec, Pipeline, RequestCtx};
 pub struct CallerPart {
     /// The caller may use the service.
     pub granted: bool,
-    /// The caller sent the service's key, or the service needs none.
+    /// The caller sent the service's key, stored it in the hub, the deployment has one,
+    /// or the service needs none.
     pub credential_present: bool,
     /// Whether callbacks are received (services that record jobs only).
     pub webhook_receiver: Option<bool>,
@@ -23,12 +24,19 @@ pub struct CallerPart {
 }
 
 impl CallerPart {
-    /// The caller's part of `service`'s readiness.
-    pub fn of(cx: &dyn Pipeline, service: &Service, ctx: &RequestCtx<'_>) -> Self {
+    /// The caller's part of `service`'s readiness; `stored` are the services whose key
+    /// the calling user stored in the hub ([`Pipeline::stored_keys`]).
+    pub fn of(
+        cx: &dyn Pipeline,
+        service: &Service,
+        ctx: &RequestCtx<'_>,
+        stored: &[String],
+    ) -> Self {
         Self {
             granted: ctx.principal.may_use_service(&service.id),
             credential_present: service.credential.is_none()
-                || cx.upstream_key(&service.id, ctx.headers).is_some(),
+                || cx.upstream_key(&service.id, ctx.headers).is_some()
+                || stored.contains(&service.id),
             // Callbacks are received where the catalog has a [webhook] and the deployment
             // its secret (a fetched public key may arrive while the broker runs).
             webhook_receiver: service
@@ -66,8 +74,15 @@ pub fn readiness(
     state: &State,
     service: &Service,
     ctx: &RequestCtx<'_>,
+    stored: &[String],
 ) -> Value {
-    readiness_with(cx, state, service, CallerPart::of(cx, service, ctx), ctx)
+    readiness_with(
+        cx,
+        state,
+        service,
+        CallerPart::of(cx, service, ctx, stored),
+        ctx,
+    )
 }
 
 /// [`readiness`] with the caller's part already found.
@@ -179,9 +194,10 @@ pub fn runtime_health(
     state: &State,
     tool: &Tool,
     ctx: &RequestCtx<'_>,
+    stored: &[String],
 ) -> Result<Exec, CallError> {
     let service = service_of(cx, tool)?;
-    let readiness = readiness(cx, state, service, ctx);
+    let readiness = readiness(cx, state, service, ctx, stored);
     let observed = cx.metrics.service_summary(&service.id);
     let calls = observed["calls"].as_u64().unwrap_or(0);
     let failures = observed["upstreamFailures"].as_u64().unwrap_or(0);
@@ -200,7 +216,7 @@ pub fn runtime_health(
             ("observed", observed),
             (
                 "note",
-                json!("observed since this cx process started; the upstream is not probed"),
+                json!("observed since this broker process started; the upstream is not probed"),
             ),
         ]),
         ..Exec::default()
@@ -213,9 +229,10 @@ pub async fn check_configuration(
     state: &State,
     tool: &Tool,
     ctx: &RequestCtx<'_>,
+    stored: &[String],
 ) -> Result<Exec, CallError> {
     let service = service_of(cx, tool)?;
-    let mut data = readiness(cx, state, service, ctx);
+    let mut data = readiness(cx, state, service, ctx, stored);
     let store_ready = cx.store.ping().await;
     if let Some(map) = data.as_object_mut() {
         // The store's kind and whether it answers: never its location or URL.

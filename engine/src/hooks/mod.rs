@@ -50,10 +50,18 @@ pub async fn run(
     args: Map<String, Value>,
     ctx: &RequestCtx<'_>,
 ) -> Result<Exec, CallError> {
+    // What a readiness answer says of a user's keys stored in the hub (users only: a
+    // key's answer costs no store read).
+    let stored = async || match ctx.principal.user {
+        Some(_) => cx.stored_keys(ctx.principal).await,
+        None => Vec::new(),
+    };
     match hook {
         Hook::PortalCallReadTool => Box::pin(call_read_tool(cx, args, ctx)).await,
-        Hook::PortalCheckConnection => check_connection(cx, state, args, ctx),
-        Hook::CheckConfiguration => check_configuration(cx, state, tool, ctx).await,
+        Hook::PortalCheckConnection => check_connection(cx, state, args, ctx, &stored().await),
+        Hook::CheckConfiguration => {
+            check_configuration(cx, state, tool, ctx, &stored().await).await
+        }
         Hook::CategoryDispatch => Box::pin(category_dispatch(cx, tool, args, ctx)).await,
         Hook::RescheduleOverdue => Box::pin(reschedule_overdue(cx, tool, args, ctx)).await,
         Hook::FindTools => find_tools(cx, tool, &args),
@@ -63,7 +71,7 @@ pub async fn run(
         Hook::SubmitAndPoll => Box::pin(submit_and_poll(cx, tool, args, ctx)).await,
         Hook::TableLookup => table_lookup(cx, tool, &args, ctx),
         Hook::ListJobs => list_jobs(cx, tool, &args, ctx).await,
-        Hook::RuntimeHealth => runtime_health(cx, state, tool, ctx),
+        Hook::RuntimeHealth => runtime_health(cx, state, tool, ctx, &stored().await),
         Hook::AllowlistedRequest => Box::pin(allowlisted_request(cx, tool, args, ctx)).await,
     }
 }

@@ -127,6 +127,7 @@ pub fn check_connection(
     state: &super::State,
     args: Map<String, Value>,
     ctx: &RequestCtx<'_>,
+    stored: &[String],
 ) -> Result<Exec, CallError> {
     let catalog = &cx.catalog;
     let only = str_arg(&args, "serviceId");
@@ -144,7 +145,7 @@ pub fn check_connection(
     let parts: Vec<_> = catalog
         .services
         .values()
-        .map(|s| (s, CallerPart::of(cx, s, ctx)))
+        .map(|s| (s, CallerPart::of(cx, s, ctx, stored)))
         .collect();
     let confirmation = ctx.principal.confirmation.as_str();
     let who = &ctx.principal.name;

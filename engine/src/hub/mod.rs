@@ -203,6 +203,18 @@ impl Hub {
         }
     }
 
+    /// The services the user has a key stored for (rows present; nothing opened). A
+    /// store failure is logged and reads as none.
+    pub async fn stored_services(&self, parts: &Parts, user: &User) -> Vec<String> {
+        match parts.store.hub_keys_of(&user.issuer, &user.subject).await {
+            Ok(rows) => rows.into_iter().map(|r| r.service).collect(),
+            Err(e) => {
+                tracing::error!(error = %e, "hub store unavailable; stored keys not reported");
+                Vec::new()
+            }
+        }
+    }
+
     /// What the user may see in the hub: each service whose callers bring a key and
     /// that `may_use` allows, with when its key was stored.
     pub async fn list(

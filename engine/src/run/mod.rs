@@ -62,6 +62,14 @@ pub trait Pipeline: Send + Sync {
         ctx: &'a RequestCtx<'_>,
         limits: (Option<usize>, Want),
     ) -> Running<'a>;
+
+    /// The services whose key the calling user stored in the hub (DECISIONS section
+    /// 12), by presence of the sealed row (nothing is opened); empty for keys and
+    /// deployments without a hub, or when the store does not answer (logged).
+    fn stored_keys<'a>(
+        &'a self,
+        principal: &'a Principal,
+    ) -> Pin<Box<dyn Future<Output = Vec<String>> + Send + 'a>>;
 }
 
 impl std::ops::Deref for dyn Pipeline + '_ {

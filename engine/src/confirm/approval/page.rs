@@ -7,6 +7,10 @@
 //!   session cookie (sealed, `HttpOnly`, `SameSite=Strict`, eight hours).
 //! - `POST /approvals/<id>/decision`: `approve` or `decline`.
 //!
+//! A person signed in at the deployment's identity provider through the hub's sign-in
+//! (`[oauth.sign_in]`) whose roles hold its `approver_role` is an approver too; the door
+//! passes them in ([`Provider`]) and the sign-in form links to that sign-in.
+//!
 //! Every form carries a CSRF token sealed for its approval (and, after sign-in, its
 //! approver); a post without it changes nothing (403). The page is never framed or
 //! cached, and its URL never goes to another site as a referrer (`same-origin`: with
