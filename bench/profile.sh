@@ -17,6 +17,9 @@
 # AUTH=token (default key) calls with an OAuth access token instead of the static key:
 # nginx also serves an issuer's discovery document and key set made by the `mint`
 # example, which prints the token; the broker runs with `[oauth]` naming them.
+# KEY=hub (default header; needs AUTH=token) sends no upstream key header: the user
+# stores the key once in the hub (`PUT /hub/keys/hosting`) and each call reads it from
+# the store and opens it (DECISIONS section 12).
 #
 # The call is compare.sh's: hosting.billing_get_catalog_item_list_v1 against an nginx
 # upstream answering the same 331-byte JSON array. Installs nginx-light, wrk and valgrind
@@ -90,19 +93,40 @@ wait_for "http://127.0.0.1:$up_port/"
 body='{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hosting.billing_get_catalog_item_list_v1","arguments":{}}}'
 headers=("authorization: Bearer $key" "x-hosting-api-key: hk_bench" "content-type: application/json")
 [[ $path == /mcp ]] && headers+=("accept: application/json, text/event-stream" "mcp-protocol-version: 2025-11-25")
+key_source=${KEY:-header}
+vault_line=""
+if [[ $key_source == hub ]]; then
+  if [[ $auth != token ]]; then
+    echo "KEY=hub needs AUTH=token: the hub keeps the keys of users" >&2
+    exit 2
+  fi
+  vault_line='vault_key_env = "TOOL_BROKER_VAULT_KEY"'
+  export TOOL_BROKER_VAULT_KEY=bench-vault-key-of-at-least-32-characters
+  kept=()
+  for h in "${headers[@]}"; do [[ $h == x-hosting-api-key:* ]] || kept+=("$h"); done
+  headers=("${kept[@]}")
+fi
+# The user's key, stored once before any counted call (KEY=hub).
+store_key() {
+  if [[ $key_source == hub ]]; then
+    curl -fs -o /dev/null -X PUT -H "authorization: Bearer $key" -d '{"key":"hk_bench"}' \
+      "http://127.0.0.1:$broker_port/hub/keys/hosting"
+  fi
+}
 url="http://127.0.0.1:$broker_port$path"
 serve=(target/release/tool-broker serve --listen "127.0.0.1:$broker_port" --data-dir "$work/data")
 front_door=${FRONT_DOOR:-own}
 export TOOL_BROKER_API_KEY=tb_bench_key TOOL_BROKER_UPSTREAM_HOSTING="http://127.0.0.1:$up_port" TOOL_BROKER_LOG=warn
 
 if [[ $mode == callgrind ]]; then
-  printf '[server]\nworkers = 1\nfront_door = "%s"\n%s\n' "$front_door" "$oauth_table" > "$work/one-worker.toml"
+  printf '%s\n[server]\nworkers = 1\nfront_door = "%s"\n%s\n' "$vault_line" "$front_door" "$oauth_table" > "$work/one-worker.toml"
   mkdir -p "$(dirname "$out")"
   valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" \
     "${serve[@]}" --config "$work/one-worker.toml" > "$work/valgrind.log" 2>&1 &
   broker=$!
   pids+=("$broker")
   wait_for "http://127.0.0.1:$broker_port/readyz"
+  store_key
   rate=(target/release/examples/rate --url "$url" --method POST --body "$body" --connections 8)
   for h in "${headers[@]}"; do rate+=(--header "$h"); done
   "${rate[@]}" --rate 200 --seconds 2 > /dev/null
@@ -120,11 +144,12 @@ if [[ $mode == callgrind ]]; then
   exit 0
 fi
 
-printf '[server]\nfront_door = "%s"\n%s\n' "$front_door" "$oauth_table" > "$work/door.toml"
+printf '%s\n[server]\nfront_door = "%s"\n%s\n' "$vault_line" "$front_door" "$oauth_table" > "$work/door.toml"
 "${serve[@]}" --config "$work/door.toml" > "$work/broker.log" 2>&1 &
 broker=$!
 pids+=("$broker")
 wait_for "http://127.0.0.1:$broker_port/readyz"
+store_key
 joined=$(IFS='^'; echo "${headers[*]}")
 load() { WRK_METHOD=POST WRK_BODY=$body WRK_HEADERS=$joined wrk -t1 -c32 -d5s -s bench/wrk.lua "$url"; }
 ticks() { awk '{print $14, $15}' "/proc/$broker/stat"; }
