@@ -1120,13 +1120,12 @@ async fn rekey_round_trip(
         "OLD" => Some(VAULT_SECRET.to_string()),
         _ => None,
     };
-    let command = tool_broker::cli::VaultCommand::Rekey;
+    let command = tool_broker::cli::VaultCommand::Rekey { config };
     let store_for_cli = store_args.clone();
-    let out = tokio::task::spawn_blocking(move || {
-        tool_broker::cli::vault(command, &config, &store_for_cli, &env)
-    })
-    .await
-    .unwrap();
+    let out =
+        tokio::task::spawn_blocking(move || tool_broker::cli::vault(command, &store_for_cli, &env))
+            .await
+            .unwrap();
     // Bob's swapped row opens under no key: said, and the command fails.
     let err = out.unwrap_err();
     assert!(

@@ -58,10 +58,6 @@ pub enum Command {
         /// Which one.
         #[command(subcommand)]
         command: VaultCommand,
-        /// The deployment config file naming `vault_key_env` and
-        /// `vault_previous_key_envs`.
-        #[arg(long)]
-        config: PathBuf,
         /// Where the store lives.
         #[command(flatten)]
         store: StoreArgs,
@@ -129,11 +125,16 @@ pub enum AuditCommand {
 }
 
 /// `tool-broker vault ...`.
-#[derive(Debug, Clone, Copy, Subcommand)]
+#[derive(Debug, Clone, Subcommand)]
 pub enum VaultCommand {
     /// Re-seal every stored key under the current vault key (`vault_key_env`): after a
     /// rotation, with the old key still in `vault_previous_key_envs`; then drop it.
-    Rekey,
+    Rekey {
+        /// The deployment config file naming `vault_key_env` and
+        /// `vault_previous_key_envs`.
+        #[arg(long)]
+        config: PathBuf,
+    },
 }
 
 /// `tool-broker catalog ...`.
@@ -341,23 +342,21 @@ pub fn run(cli: Cli) -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Command::Vault {
-            command,
-            config,
-            store,
-        } => match vault(command, &config, &store, &|name| std::env::var(name).ok()) {
-            Ok(out) => match write_stdout(&out) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    write_stderr(&format!("tool-broker: cannot write the output: {e}"));
+        Command::Vault { command, store } => {
+            match vault(command, &store, &|name| std::env::var(name).ok()) {
+                Ok(out) => match write_stdout(&out) {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => {
+                        write_stderr(&format!("tool-broker: cannot write the output: {e}"));
+                        ExitCode::FAILURE
+                    }
+                },
+                Err(message) => {
+                    write_stderr(&format!("tool-broker: {message}"));
                     ExitCode::FAILURE
                 }
-            },
-            Err(message) => {
-                write_stderr(&format!("tool-broker: {message}"));
-                ExitCode::FAILURE
             }
-        },
+        }
         Command::Catalog {
             command,
             catalog_dir,
@@ -694,11 +693,11 @@ pub fn audit(command: AuditCommand, store: &StoreArgs) -> Result<String, String>
 /// Runs a `vault` command with the variables `env` reads; returns what it prints.
 pub fn vault(
     command: VaultCommand,
-    config: &std::path::Path,
     store: &StoreArgs,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<String, String> {
-    let VaultCommand::Rekey = command;
+    let VaultCommand::Rekey { config } = command;
+    let config = config.as_path();
     let file = crate::config::ConfigFile::load(config)?;
     let cipher = crate::hub::Hub::cipher(&file, env)?.ok_or_else(|| {
         format!(
@@ -911,6 +910,32 @@ fn serve_inner(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed_and_vault_rekey_parses() {
+        use clap::CommandFactory as _;
+        Cli::command().debug_assert();
+        let cli = Cli::try_parse_from([
+            "tool-broker",
+            "vault",
+            "rekey",
+            "--config",
+            "broker.toml",
+            "--data-dir",
+            "d",
+        ])
+        .unwrap_or_else(|e| panic!("{e}"));
+        let Command::Vault {
+            command: VaultCommand::Rekey { config },
+            store,
+        } = cli.command
+        else {
+            panic!("not vault rekey")
+        };
+        assert_eq!(config, PathBuf::from("broker.toml"));
+        assert_eq!(store.data_dir, PathBuf::from("d"));
+        assert!(Cli::try_parse_from(["tool-broker", "vault", "rekey"]).is_err());
+    }
 
     /// A reader that takes `room` bytes and then closes the pipe (`| head -c room`).
     struct ClosingPipe {
