@@ -459,3 +459,55 @@ async fn human_needs_approvers_and_an_approval_key() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn sign_in_is_bounded_per_client_address_across_approvals() {
+    let server = MockServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = human_broker(&server, dir.path()).await;
+    let client = reqwest::Client::new();
+    let attempt = |page: String, token: String, forwarded: Option<&'static str>| {
+        let client = client.clone();
+        let url = format!("{}{page}/sign-in", broker.url);
+        async move {
+            let body: String = url::form_urlencoded::Serializer::new(String::new())
+                .extend_pairs([("credential", "a guess"), ("csrf", token.as_str())])
+                .finish();
+            let mut request = client
+                .post(url)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(body);
+            if let Some(address) = forwarded {
+                request = request.header("x-forwarded-for", address);
+            }
+            let response = request.send().await.unwrap();
+            (response.status().as_u16(), response.text().await.unwrap())
+        }
+    };
+    // Thirty guesses from one address over three approvals (ten each, the per-approval
+    // limit); the thirty-first, on a fourth approval, is refused for the address.
+    let mut pages = Vec::new();
+    for _ in 0..4 {
+        let (_, page) = ask(&broker).await;
+        let token = csrf(&get(&broker, &page, None).await.1);
+        pages.push((page, token));
+    }
+    for (page, token) in &pages[..3] {
+        for _ in 0..10 {
+            assert_eq!(attempt(page.clone(), token.clone(), None).await.0, 401);
+        }
+    }
+    let (page, token) = pages[3].clone();
+    let (status, html) = attempt(page.clone(), token.clone(), None).await;
+    assert_eq!(status, 429, "{html}");
+    assert!(
+        html.contains("Your address has made 30 sign-in attempts"),
+        "{html}"
+    );
+    // Behind a proxy on this host, the address it names counts instead.
+    assert_eq!(
+        attempt(page, token, Some("203.0.113.9")).await.0,
+        401,
+        "another client behind the proxy is not refused"
+    );
+}

@@ -259,3 +259,93 @@ async fn health_and_unknown_paths() {
     let other = client.post(format!("{}/nope", b.url)).send().await.unwrap();
     assert_eq!(other.status().as_u16(), 404);
 }
+
+#[tokio::test]
+async fn a_dot_segment_path_parameter_is_refused_before_anything_is_sent() {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let upstream = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "id": "cus_1" })))
+        .mount(&upstream)
+        .await;
+    let b = TestBroker::start(Setup::all_upstreams(&upstream.uri())).await;
+    let key = [("x-payments-api-key", "sk_dots")];
+    for value in [".", ".."] {
+        let (status, body) = b
+            .call(
+                "payments.get_customers_customer",
+                json!({ "path_params": { "customer": value } }),
+                &key,
+            )
+            .await;
+        assert_eq!(
+            (status, classification(&body)),
+            (422, "validation_error"),
+            "{value}: {body}"
+        );
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("may not be") && message.contains("another resource"),
+            "{message}"
+        );
+    }
+    assert!(upstream.received_requests().await.unwrap().is_empty());
+    // Dots inside a value are a value: sent, encoded as they are.
+    let (status, _) = b
+        .call(
+            "payments.get_customers_customer",
+            json!({ "path_params": { "customer": "..." } }),
+            &key,
+        )
+        .await;
+    assert_eq!(status, 200);
+    let sent = upstream.received_requests().await.unwrap();
+    assert_eq!(sent[0].url.path(), "/v1/customers/...");
+}
+
+#[tokio::test]
+async fn an_upstream_redirect_is_never_followed() {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let internal = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "secret": "internal" })))
+        .mount(&internal)
+        .await;
+    let upstream = MockServer::start().await;
+    let b = TestBroker::start(Setup::all_upstreams(&upstream.uri())).await;
+    for (status, location) in [
+        (302, format!("{}/latest/meta-data", internal.uri())),
+        (307, "http://169.254.169.254/latest/meta-data/".to_string()),
+        (301, "http://10.0.0.1/admin".to_string()),
+        (308, "http://[fe80::1]/".to_string()),
+    ] {
+        upstream.reset().await;
+        Mock::given(method("GET"))
+            .respond_with(
+                ResponseTemplate::new(status).insert_header("location", location.as_str()),
+            )
+            .mount(&upstream)
+            .await;
+        let (_, body) = b
+            .call(
+                "payments.get_customers",
+                json!({}),
+                &[("x-payments-api-key", "sk_redirect")],
+            )
+            .await;
+        assert_eq!(body["ok"], false, "{status} to {location}: {body}");
+        assert!(!body.to_string().contains("internal"), "{body}");
+        // The 3xx is the upstream's answer, classified; the Location is not fetched
+        // (an unreachable one would have been upstream_unavailable or a timeout).
+        assert_eq!(
+            classification(&body),
+            "upstream_http_error",
+            "{status}: {body}"
+        );
+        assert_eq!(body["error"]["upstreamStatus"], status, "{body}");
+        assert_eq!(upstream.received_requests().await.unwrap().len(), 1);
+    }
+    assert!(internal.received_requests().await.unwrap().is_empty());
+}

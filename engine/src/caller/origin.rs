@@ -16,6 +16,39 @@
 
 use hyper::HeaderMap;
 
+/// The TCP peer of a request, put in its extensions by the server (what sign-in limits
+/// count by, through [`client_address`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer(pub std::net::SocketAddr);
+
+/// The address a request came from, for limits counted per client: the TCP peer, or,
+/// when the peer is a proxy on this host or a private network (loopback, RFC 1918, IPv6
+/// unique-local) and names one, the last address of `X-Forwarded-For` (the one that
+/// proxy saw). A public peer's `X-Forwarded-For` is never read: anyone can write it.
+pub fn client_address(peer: Option<Peer>, headers: &HeaderMap) -> String {
+    let Some(Peer(peer)) = peer else {
+        return "unknown".into();
+    };
+    let ip = peer.ip();
+    let proxy = match ip {
+        std::net::IpAddr::V4(v4) => v4.is_loopback() || v4.is_private(),
+        std::net::IpAddr::V6(v6) => v6.is_loopback() || (v6.segments()[0] & 0xfe00) == 0xfc00,
+    };
+    if proxy
+        && let Some(forwarded) = headers
+            .get_all("x-forwarded-for")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .filter_map(|a| a.parse::<std::net::IpAddr>().ok())
+            .next_back()
+    {
+        return forwarded.to_string();
+    }
+    ip.to_string()
+}
+
 /// The compiled `allowed_origins` setting.
 #[derive(Debug, Clone, Default)]
 pub struct OriginPolicy {
@@ -157,6 +190,39 @@ impl OriginPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_client_address_is_the_peer_unless_a_private_proxy_names_one() {
+        let headers = |xff: &str| {
+            let mut h = HeaderMap::new();
+            h.insert("x-forwarded-for", xff.parse().unwrap());
+            h
+        };
+        let peer = |a: &str| Some(Peer(a.parse().unwrap()));
+        let forged = headers("198.51.100.1, 203.0.113.9");
+        assert_eq!(client_address(peer("192.0.2.7:5000"), &forged), "192.0.2.7");
+        assert_eq!(
+            client_address(peer("127.0.0.1:5000"), &forged),
+            "203.0.113.9"
+        );
+        assert_eq!(
+            client_address(peer("10.1.2.3:5000"), &forged),
+            "203.0.113.9"
+        );
+        assert_eq!(
+            client_address(peer("[fd00::1]:5000"), &forged),
+            "203.0.113.9"
+        );
+        assert_eq!(
+            client_address(peer("10.1.2.3:5000"), &headers("junk")),
+            "10.1.2.3"
+        );
+        assert_eq!(
+            client_address(peer("10.1.2.3:5000"), &HeaderMap::new()),
+            "10.1.2.3"
+        );
+        assert_eq!(client_address(None, &HeaderMap::new()), "unknown");
+    }
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();

@@ -160,6 +160,29 @@ pub async fn route(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
         .trim_start_matches('/')
         .split_once('/')
         .unwrap_or((path.trim_start_matches("/hub").trim_start_matches('/'), ""));
+    // Completed sign-ins (each a code exchange) are counted per client address, like
+    // the approval page's.
+    if method == Method::GET && (section, rest) == ("callback", "") {
+        let client = crate::caller::origin::client_address(
+            parts
+                .extensions
+                .get::<crate::caller::origin::Peer>()
+                .copied(),
+            headers,
+        );
+        let key = crate::confirm::approval::page::address_key(&client);
+        if let Err(page) = crate::confirm::approval::page::limited(
+            broker.confirming(),
+            &key,
+            crate::confirm::approval::page::SIGN_IN_ATTEMPTS_PER_ADDRESS,
+            "Your address has made",
+        )
+        .await
+        {
+            tracing::warn!(client = %client, "hub sign-in attempts over the limit");
+            return page_response(page);
+        }
+    }
     let page: Page = match (method, section, rest) {
         (&Method::GET, "", "") => crate::hub::page::home(cx, headers).await,
         (&Method::GET, "login", "") => {

@@ -154,9 +154,11 @@ impl Serving {
             let broker = broker.clone();
             let state = state.clone();
             let loopback = self.loopback;
-            hyper::service::service_fn(move |req| {
+            hyper::service::service_fn(move |mut req: Request<Incoming>| {
                 let broker = broker.clone();
                 let in_flight = state.request();
+                req.extensions_mut()
+                    .insert(crate::caller::origin::Peer(peer));
                 async move {
                     let response = handle(broker, req, loopback).await;
                     drop(in_flight);
@@ -924,6 +926,13 @@ async fn approvals(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
     let (id, action) = rest.split_once('/').unwrap_or((rest, ""));
     let well_formed = id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit());
     let provider = super::hub::approval_provider(&broker, &parts.headers);
+    let client = crate::caller::origin::client_address(
+        parts
+            .extensions
+            .get::<crate::caller::origin::Peer>()
+            .copied(),
+        &parts.headers,
+    );
     let answer = if !well_formed {
         None
     } else {
@@ -934,7 +943,7 @@ async fn approvals(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
             (&Method::POST, "sign-in" | "decision") => {
                 match read_limited(&broker, &parts.headers, path, body, 16 * 1024).await {
                     Ok(body) => Some(if action == "sign-in" {
-                        page::sign_in(broker.confirming(), id, &parts.headers, &body).await
+                        page::sign_in(broker.confirming(), id, &parts.headers, &body, &client).await
                     } else {
                         page::decide(broker.confirming(), id, &parts.headers, &body, &provider)
                             .await

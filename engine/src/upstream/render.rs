@@ -98,6 +98,15 @@ pub fn render(
                     ))
                     .with_details(json!([{ "pointer": format!("/{name}"), "message": "required path parameter" }])));
                 };
+                // `.` and `..` are left as they are by percent-encoding (unreserved), and a
+                // server or proxy normalises such a segment into another resource
+                // (`/v1/customers/..` is `/v1/`): refused before anything is sent.
+                if text == "." || text == ".." {
+                    return Err(CallError::validation(format!(
+                        "the path parameter `{name}` may not be `{text}`: as a whole path segment it would address another resource"
+                    ))
+                    .with_details(json!([{ "pointer": format!("/{name}"), "message": "a dot segment is not a value" }])));
+                }
                 path.extend(utf8_percent_encode(&text, COMPONENT));
             }
         }
@@ -256,5 +265,12 @@ mod tests {
         flatten("tlds", &json!(["com", "net"]), false, &mut out);
         assert_eq!(out.len(), 2);
         assert_eq!(out[1], ("tlds".to_string(), "net".to_string()));
+    }
+
+    #[test]
+    fn percent_encoding_leaves_dot_segments_which_are_refused() {
+        // Why the check exists: `.` is unreserved, so encoding keeps `..` as it is.
+        assert_eq!(utf8_percent_encode("..", COMPONENT).to_string(), "..");
+        assert_eq!(utf8_percent_encode("../x", COMPONENT).to_string(), "..%2Fx");
     }
 }

@@ -28,8 +28,11 @@ const SESSION_MS: i64 = 8 * 3600 * 1000;
 const FORM_MS: i64 = 3600 * 1000;
 /// Sign-in attempts allowed per approval in [`SIGN_IN_WINDOW_MS`].
 pub const SIGN_IN_ATTEMPTS: u32 = 10;
-/// The window of the sign-in limit.
-const SIGN_IN_WINDOW_MS: i64 = 15 * 60 * 1000;
+/// Sign-in attempts allowed per client address in [`SIGN_IN_WINDOW_MS`], whatever
+/// the approval (also the hub's sign-ins).
+pub const SIGN_IN_ATTEMPTS_PER_ADDRESS: u32 = 30;
+/// The window of the sign-in limits.
+pub const SIGN_IN_WINDOW_MS: i64 = 15 * 60 * 1000;
 
 /// An HTML answer.
 #[derive(Debug)]
@@ -315,8 +318,53 @@ pub async fn view(
     page(200, "Review a write", &details)
 }
 
-/// `POST /approvals/<id>/sign-in`.
-pub async fn sign_in(cx: Context<'_>, id: &str, headers: &hyper::HeaderMap, body: &[u8]) -> Page {
+/// The store key of a client address's sign-in attempts (approvals and the hub's).
+pub fn address_key(client: &str) -> String {
+    format!("sign-in-address\u{1f}{client}")
+}
+
+/// Counts one sign-in attempt under `key`: the 429 page when over `limit` in the
+/// window (`what` begins its sentence), the 503 page when the store does not answer.
+pub async fn limited(cx: Context<'_>, key: &str, limit: u32, what: &str) -> Result<(), Page> {
+    match cx
+        .store
+        .count_request(key, limit, SIGN_IN_WINDOW_MS, cx.now().as_millisecond())
+        .await
+    {
+        Ok(Count::Allowed) => Ok(()),
+        Ok(Count::Refused { retry_after_ms }) => {
+            let seconds = u64::try_from(retry_after_ms)
+                .unwrap_or(1)
+                .div_ceil(1000)
+                .max(1);
+            let mut page = message(
+                429,
+                "Too many sign-in attempts",
+                &format!(
+                    "{what} {limit} sign-in attempts in {} minutes. Try again in {} minutes.",
+                    SIGN_IN_WINDOW_MS / 60_000,
+                    seconds.div_ceil(60)
+                ),
+            );
+            page.headers.push(("retry-after", seconds.to_string()));
+            Err(page)
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "sign-in attempts not counted; sign-in refused");
+            Err(unavailable())
+        }
+    }
+}
+
+/// `POST /approvals/<id>/sign-in`; `client` is the client's address
+/// (`crate::serve`'s `client_address`).
+pub async fn sign_in(
+    cx: Context<'_>,
+    id: &str,
+    headers: &hyper::HeaderMap,
+    body: &[u8],
+    client: &str,
+) -> Page {
     let fields = form(body);
     let csrf_ok = match fields.get("csrf") {
         Some(csrf) => open(cx, "approval-sign-in", csrf)
@@ -331,40 +379,23 @@ pub async fn sign_in(cx: Context<'_>, id: &str, headers: &hyper::HeaderMap, body
             "This form is stale or did not come from this page. Open the approval link again.",
         );
     }
-    // Guessing is bounded per approval, across replicas (the store counts).
-    let key = format!("approval-sign-in\u{1f}{id}");
-    match cx
-        .store
-        .count_request(
-            &key,
+    // Guessing is bounded per approval and per client address, across replicas (the
+    // store counts).
+    for (key, limit, what) in [
+        (
+            format!("approval-sign-in\u{1f}{id}"),
             SIGN_IN_ATTEMPTS,
-            SIGN_IN_WINDOW_MS,
-            cx.now().as_millisecond(),
-        )
-        .await
-    {
-        Ok(Count::Allowed) => {}
-        Ok(Count::Refused { retry_after_ms }) => {
-            tracing::warn!(approval = %id, "approver sign-in attempts over the limit");
-            let seconds = u64::try_from(retry_after_ms)
-                .unwrap_or(1)
-                .div_ceil(1000)
-                .max(1);
-            let mut page = message(
-                429,
-                "Too many sign-in attempts",
-                &format!(
-                    "This approval has had {SIGN_IN_ATTEMPTS} sign-in attempts in {} minutes. Try again in {} minutes.",
-                    SIGN_IN_WINDOW_MS / 60_000,
-                    seconds.div_ceil(60)
-                ),
-            );
-            page.headers.push(("retry-after", seconds.to_string()));
+            "This approval has had",
+        ),
+        (
+            address_key(client),
+            SIGN_IN_ATTEMPTS_PER_ADDRESS,
+            "Your address has made",
+        ),
+    ] {
+        if let Err(page) = limited(cx, &key, limit, what).await {
+            tracing::warn!(approval = %id, client = %client, "approver sign-in attempts over the limit");
             return page;
-        }
-        Err(e) => {
-            tracing::error!(error = %e, "sign-in attempts not counted; sign-in refused");
-            return unavailable();
         }
     }
     let credential = fields.get("credential").map_or("", String::as_str);
