@@ -565,6 +565,31 @@ pub fn portal(p: Portal, err: Option<&CallError>, rules: &Rules) -> Response {
 mod tests {
     use super::*;
 
+    use proptest::prelude::Strategy as _;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+        /// Differential oracle (issue 36): any text, at any length and alignment against
+        /// the 32-byte blocks, escapes byte for byte as serde_json escapes it, and reads
+        /// back as itself.
+        #[test]
+        fn any_text_escapes_as_serde_json_escapes_it(
+            text in proptest::prop_oneof![
+                proptest::string::string_regex("(?s).{0,80}").unwrap_or_else(|_| unreachable!()),
+                proptest::string::string_regex("[\\x00-\\x7f\"\\\\]{0,100}").unwrap_or_else(|_| unreachable!()),
+                proptest::collection::vec(proptest::sample::select(vec!['a', '"', '\\', '\n', '\u{1}', '\u{7f}', 'é', '😀', '\u{2028}']), 0..120)
+                    .prop_map(|c| c.into_iter().collect::<String>()),
+            ],
+        ) {
+            let mut out = Vec::new();
+            write_json_string(&mut out, text.as_bytes());
+            let expected = serde_json::to_string(&text).unwrap_or_default();
+            proptest::prop_assert_eq!(std::str::from_utf8(&out).ok(), Some(expected.as_str()));
+            proptest::prop_assert_eq!(serde_json::from_slice::<String>(&out).ok(), Some(text));
+        }
+    }
+
     #[test]
     fn strings_are_escaped_as_serde_json_escapes_them() {
         let every_ascii: String = (0u8..128).map(char::from).collect();

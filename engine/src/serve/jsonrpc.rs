@@ -44,6 +44,12 @@ pub fn read(body: &[u8], max_id: usize) -> Read<'_> {
     if let Some(read) = fast(body, max_id) {
         return read;
     }
+    checked(body, max_id)
+}
+
+/// The reference reading: the body as a `Value`, checked member by member. [`fast`]
+/// must answer the same wherever it answers (held by a property test).
+fn checked(body: &[u8], max_id: usize) -> Read<'_> {
     let parsed: Result<Value, _> = serde_json::from_slice(body);
     let id = parsed.as_ref().ok().and_then(request_id);
     let id_text = id.clone().unwrap_or_default();
@@ -260,26 +266,96 @@ mod tests {
 
     /// The request as the checks alone read it.
     fn slow(body: &str, max_id: usize) -> Read<'_> {
-        let parsed: Result<Value, _> = serde_json::from_str(body);
-        let id = parsed
-            .as_ref()
-            .ok()
-            .and_then(request_id)
-            .unwrap_or_default();
-        let shown_id = if id.chars().count() > max_id {
-            String::new()
-        } else {
-            id.clone()
-        };
-        let call = match parsed {
-            Err(_) => Err(CallError::invalid_request("the body is not JSON")),
-            Ok(v) => check_request(&v, request_id(&v).as_deref(), max_id).map(|checked| Call {
-                name: Cow::Owned(checked.name),
-                arguments: checked.arguments,
-                descriptor_hash: checked.descriptor_hash.map(Cow::Owned),
-            }),
-        };
-        Read { shown_id, call }
+        checked(body.as_bytes(), max_id)
+    }
+
+    /// A JSON text of a member value: well-typed for its member, or any other type.
+    fn member_value(
+        good: &'static [&'static str],
+    ) -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        // Mostly well-typed, so a good share of requests is one the fast reading takes.
+        prop_oneof![
+            12 => proptest::sample::select(good).prop_map(str::to_string),
+            1 => Just("null".to_string()),
+            1 => Just("7".to_string()),
+            1 => Just("[1,2]".to_string()),
+            1 => Just("{\"a\":1}".to_string()),
+            1 => "[a-z.]{0,12}".prop_map(|s| format!("\"{s}\"")),
+            // An escaped text: equal once unescaped, never borrowed.
+            1 => Just("\"tools\\/call\"".to_string()),
+            1 => Just("\"a\\u002eb\"".to_string()),
+        ]
+    }
+
+    /// An object's text from members, each present or not, some repeated, in any order,
+    /// with a name sometimes escaped.
+    fn object(members: Vec<(&'static str, String)>, picks: &[u8]) -> String {
+        let mut parts = Vec::new();
+        for (i, (name, value)) in members.iter().enumerate() {
+            let pick = picks.get(i).copied().unwrap_or(5);
+            let key = if pick % 10 == 2 {
+                // `\u006e` for the first letter: the same member, escaped.
+                let first = name.chars().next().unwrap_or('x');
+                format!(
+                    "\"\\u{:04x}{}\"",
+                    u32::from(first),
+                    &name[first.len_utf8()..]
+                )
+            } else {
+                format!("\"{name}\"")
+            };
+            match pick % 10 {
+                0 => {}
+                1 => {
+                    parts.push(format!("{key}:{value}"));
+                    parts.push(format!("{key}:{value}"));
+                }
+                _ => parts.push(format!("{key}:{value}")),
+            }
+        }
+        if picks.first().is_some_and(|p| p % 2 == 0) {
+            parts.reverse();
+        }
+        format!("{{{}}}", parts.join(","))
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Differential oracle (issue 36): on any request, the one-pass reading answers
+        /// exactly what the checks answer.
+        #[test]
+        fn the_fast_reading_agrees_with_the_checks_on_any_request(
+            jsonrpc in member_value(&["\"2.0\""]),
+            id in member_value(&["1", "\"r-1\"", "-0.5", "\"abcdefghijklmnop\""]),
+            method in member_value(&["\"tools/call\""]),
+            name in member_value(&["\"a.b\"", "\"crm.list\"", "\".x\"", "\"x.\""]),
+            arguments in member_value(&["{}", "{\"x\":[1,{\"y\":null}]}"]),
+            hash in member_value(&["\"ab\""]),
+            picks in proptest::collection::vec(proptest::prelude::any::<u8>(), 8),
+            max_id in 3usize..20,
+            tail in proptest::sample::select(&["", " ", "x", "}", "\n"][..]),
+        ) {
+            let params = object(
+                vec![("name", name), ("arguments", arguments), ("descriptorHash", hash), ("other", "[]".into())],
+                &picks[4..],
+            );
+            let body = format!(
+                "{}{tail}",
+                object(
+                    vec![("jsonrpc", jsonrpc), ("id", id), ("method", method), ("params", params)],
+                    &picks,
+                )
+            );
+            proptest::prop_assert_eq!(read(body.as_bytes(), max_id), slow(&body, max_id), "{}", body);
+        }
+
+        /// Any bytes at all: the same answer (mostly "not JSON"), never a panic.
+        #[test]
+        fn any_bytes_read_as_the_checks_read_them(body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)) {
+            proptest::prop_assert_eq!(read(&body, 10), checked(&body, 10));
+        }
     }
 
     #[test]
