@@ -138,9 +138,97 @@ impl<'de> Visitor<'de> for MembersVisitor {
     }
 }
 
+/// Generated message texts for the differential property tests of the one-pass readers
+/// (this one and [`crate::serve::jsonrpc`]).
+#[cfg(test)]
+pub(crate) mod generated {
+    /// A JSON text of a member value: well-typed for its member, or any other type.
+    pub(crate) fn member_value(
+        good: &'static [&'static str],
+    ) -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        // Mostly well-typed, so a good share of requests is one the fast reading takes.
+        prop_oneof![
+            12 => proptest::sample::select(good).prop_map(str::to_string),
+            1 => Just("null".to_string()),
+            1 => Just("7".to_string()),
+            1 => Just("[1,2]".to_string()),
+            1 => Just("{\"a\":1}".to_string()),
+            1 => "[a-z.]{0,12}".prop_map(|s| format!("\"{s}\"")),
+            // An escaped text: equal once unescaped, never borrowed.
+            1 => Just("\"tools\\/call\"".to_string()),
+            1 => Just("\"a\\u002eb\"".to_string()),
+        ]
+    }
+
+    /// An object's text from members, each present or not, some repeated, in any order,
+    /// with a name sometimes escaped.
+    pub(crate) fn object(members: Vec<(&'static str, String)>, picks: &[u8]) -> String {
+        let mut parts = Vec::new();
+        for (i, (name, value)) in members.iter().enumerate() {
+            let pick = picks.get(i).copied().unwrap_or(5);
+            let key = if pick % 10 == 2 {
+                // `\u006e` for the first letter: the same member, escaped.
+                let first = name.chars().next().unwrap_or('x');
+                format!(
+                    "\"\\u{:04x}{}\"",
+                    u32::from(first),
+                    &name[first.len_utf8()..]
+                )
+            } else {
+                format!("\"{name}\"")
+            };
+            match pick % 10 {
+                0 => {}
+                1 => {
+                    parts.push(format!("{key}:{value}"));
+                    parts.push(format!("{key}:{value}"));
+                }
+                _ => parts.push(format!("{key}:{value}")),
+            }
+        }
+        if picks.first().is_some_and(|p| p % 2 == 0) {
+            parts.reverse();
+        }
+        format!("{{{}}}", parts.join(","))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Differential oracle (issue 36): on any message, the one-pass reading finds what
+        /// the `Value` reading finds; on any bytes, the same verdict.
+        #[test]
+        fn the_one_pass_reading_agrees_with_the_value_reading_on_any_message(
+            jsonrpc in super::generated::member_value(&["\"2.0\""]),
+            id in super::generated::member_value(&["1", "\"r-1\"", "null"]),
+            method in super::generated::member_value(&["\"tools/call\"", "\"initialize\"", "\"notifications/initialized\""]),
+            params in super::generated::member_value(&["{}", "{\"name\":\"a.b\",\"arguments\":{\"x\":[1]}}"]),
+            answer in super::generated::member_value(&["{}"]),
+            picks in proptest::collection::vec(proptest::prelude::any::<u8>(), 6),
+            tail in proptest::sample::select(&["", " ", "x", "\n"][..]),
+        ) {
+            let result_or_error = if picks[5] % 2 == 0 { "result" } else { "error" };
+            let body = format!(
+                "{}{tail}",
+                super::generated::object(
+                    vec![("jsonrpc", jsonrpc), ("id", id), ("method", method), ("params", params), (result_or_error, answer)],
+                    &picks,
+                )
+            );
+            proptest::prop_assert_eq!(read(body.as_bytes()), as_value(body.as_bytes()), "{}", body);
+        }
+
+        #[test]
+        fn any_bytes_get_the_value_readings_verdict(body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)) {
+            proptest::prop_assert_eq!(read(&body), as_value(&body));
+        }
+    }
 
     #[test]
     fn the_one_pass_reading_finds_what_the_value_reading_finds() {

@@ -269,56 +269,7 @@ mod tests {
         checked(body.as_bytes(), max_id)
     }
 
-    /// A JSON text of a member value: well-typed for its member, or any other type.
-    fn member_value(
-        good: &'static [&'static str],
-    ) -> impl proptest::strategy::Strategy<Value = String> {
-        use proptest::prelude::*;
-        // Mostly well-typed, so a good share of requests is one the fast reading takes.
-        prop_oneof![
-            12 => proptest::sample::select(good).prop_map(str::to_string),
-            1 => Just("null".to_string()),
-            1 => Just("7".to_string()),
-            1 => Just("[1,2]".to_string()),
-            1 => Just("{\"a\":1}".to_string()),
-            1 => "[a-z.]{0,12}".prop_map(|s| format!("\"{s}\"")),
-            // An escaped text: equal once unescaped, never borrowed.
-            1 => Just("\"tools\\/call\"".to_string()),
-            1 => Just("\"a\\u002eb\"".to_string()),
-        ]
-    }
-
-    /// An object's text from members, each present or not, some repeated, in any order,
-    /// with a name sometimes escaped.
-    fn object(members: Vec<(&'static str, String)>, picks: &[u8]) -> String {
-        let mut parts = Vec::new();
-        for (i, (name, value)) in members.iter().enumerate() {
-            let pick = picks.get(i).copied().unwrap_or(5);
-            let key = if pick % 10 == 2 {
-                // `\u006e` for the first letter: the same member, escaped.
-                let first = name.chars().next().unwrap_or('x');
-                format!(
-                    "\"\\u{:04x}{}\"",
-                    u32::from(first),
-                    &name[first.len_utf8()..]
-                )
-            } else {
-                format!("\"{name}\"")
-            };
-            match pick % 10 {
-                0 => {}
-                1 => {
-                    parts.push(format!("{key}:{value}"));
-                    parts.push(format!("{key}:{value}"));
-                }
-                _ => parts.push(format!("{key}:{value}")),
-            }
-        }
-        if picks.first().is_some_and(|p| p % 2 == 0) {
-            parts.reverse();
-        }
-        format!("{{{}}}", parts.join(","))
-    }
+    use crate::mcp::message::generated::{member_value, object};
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
