@@ -677,6 +677,89 @@ mod tests {
         r#"["\x"]"#,
     ];
 
+    /// Any JSON answer: keys credential-like or not, strings holding a secret or part
+    /// of one, numbers of every form, nesting.
+    fn answer() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let key = proptest::sample::select(vec![
+            "id",
+            "name",
+            "token",
+            "api_key",
+            "Authorization",
+            "password",
+            "data",
+            "items",
+            "a",
+            "",
+            "p\u{e9}",
+            "apiKey",
+        ]);
+        let text = prop_oneof![
+            "[a-z \"\\\\/\u{1}\u{e9}\u{1f600}]{0,12}",
+            Just("tb_echo_secret_value".to_string()),
+            Just("xx tb_echo_secret_value yy".to_string()),
+            Just("tb_echo_secret_valu".to_string()),
+        ];
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            (-1.0e6f64..1.0e6).prop_map(Value::from),
+            text.prop_map(Value::String),
+        ];
+        leaf.prop_recursive(5, 64, 8, move |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+                proptest::collection::vec((key.clone(), inner), 0..6).prop_map(|members| {
+                    Value::Object(
+                        members
+                            .into_iter()
+                            .map(|(k, v)| (k.to_string(), v))
+                            .collect(),
+                    )
+                }),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1500))]
+
+        /// Differential oracle (issue 36): any answer, compact or spaced, whole or cut,
+        /// with any item budget, scans to what the tree path writes, and no secret is
+        /// left in it.
+        #[test]
+        fn any_answer_scans_as_the_tree_path_writes_it(
+            value in answer(),
+            pretty in proptest::prelude::any::<bool>(),
+            budget in proptest::option::of(0usize..4),
+            cut in proptest::prelude::any::<proptest::sample::Index>(),
+        ) {
+            let body = if pretty {
+                serde_json::to_string_pretty(&value).unwrap_or_default()
+            } else {
+                value.to_string()
+            };
+            let secrets = ["tb_echo_secret_value", "short"];
+            let scanned = scan(body.as_bytes(), &rules(), &secrets, budget);
+            proptest::prop_assert_eq!(&scanned, &tree(&body, &secrets, budget), "{}", body);
+            if let Ok(scanned) = scanned {
+                proptest::prop_assert!(!scanned.text.contains("tb_echo_secret_value"));
+            }
+            let at = cut.index(body.len().max(1));
+            if body.is_char_boundary(at) && at > 0 {
+                let part = &body[..at];
+                proptest::prop_assert_eq!(
+                    scan(part.as_bytes(), &rules(), &secrets, budget),
+                    tree(part, &secrets, budget),
+                    "{}", part
+                );
+            }
+        }
+    }
+
     #[test]
     fn writes_what_the_tree_path_writes() {
         let secrets = ["tb_echo_secret_value", "short"];
