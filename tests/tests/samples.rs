@@ -183,3 +183,69 @@ async fn every_local_tool_answers_a_sample_without_an_internal_error() {
     assert!(checked > 40, "only {checked} local tools checked");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A hostile argument value: deep, long, odd text, every type.
+fn hostile() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
+        "(?s).{0,40}".prop_map(Value::String),
+        Just(Value::String(
+            "{{ 7*7 }}{% for x in range(999999) %}{% endfor %}".into()
+        )),
+        Just(Value::String("..".into())),
+        (0usize..20_000).prop_map(|n| Value::String("x".repeat(n))),
+    ];
+    leaf.prop_recursive(6, 48, 6, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            proptest::collection::btree_map("[a-z_]{0,8}", inner, 0..6)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+
+    /// Any tool's request mapping, given hostile values under its own argument names
+    /// (unvalidated, which the real path never does), renders or refuses: no panic, and
+    /// a template that would loop runs out of fuel (issue 36).
+    #[test]
+    fn any_tool_renders_or_refuses_hostile_arguments(
+        pick in proptest::prelude::any::<proptest::sample::Index>(),
+        values in proptest::collection::vec(hostile(), 0..8),
+        extra in hostile(),
+    ) {
+        let catalog = embedded_catalog();
+        let http: Vec<_> = catalog
+            .tools
+            .iter()
+            .filter_map(|t| match &t.action {
+                Action::Http(plan) => Some((t, plan)),
+                _ => None,
+            })
+            .collect();
+        let (tool, plan) = http[pick.index(http.len())];
+        let schema = tool.arguments.value();
+        let names: Vec<String> = schema["properties"]
+            .as_object()
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default();
+        let mut arguments: Map<String, Value> =
+            names.into_iter().zip(values).collect();
+        arguments.insert("unexpected".into(), extra);
+        let context = Scope::new(json!({
+            "args": arguments,
+            "ctx": { "location_id": "loc_sample" },
+            "settings": {},
+            "tool": { "service": tool.service, "name": tool.name },
+        }));
+        let _ = render(plan, &catalog.templates, &context);
+    }
+}
