@@ -16,6 +16,26 @@
 
 use hyper::HeaderMap;
 
+/// The broker's public base URL for links it hands out (approvals, the hub): the
+/// deployment's `public_url`, else the host the request came to, over https when a
+/// proxy says so (`X-Forwarded-Proto`), else http.
+pub fn public_base(public_url: Option<&str>, headers: &HeaderMap) -> String {
+    match public_url {
+        Some(base) => base.trim_end_matches('/').to_string(),
+        None => {
+            let host = headers
+                .get(hyper::header::HOST)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("localhost");
+            let https = headers
+                .get("x-forwarded-proto")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|p| p.eq_ignore_ascii_case("https"));
+            format!("{}://{host}", if https { "https" } else { "http" })
+        }
+    }
+}
+
 /// The TCP peer of a request, put in its extensions by the server (what sign-in limits
 /// count by, through [`client_address`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -190,6 +210,20 @@ impl OriginPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn links_use_the_public_url_else_the_host_and_the_proxys_scheme() {
+        let mut h = HeaderMap::new();
+        h.insert(hyper::header::HOST, "broker.local:8080".parse().unwrap());
+        assert_eq!(
+            public_base(Some("https://b.example.com/"), &h),
+            "https://b.example.com"
+        );
+        assert_eq!(public_base(None, &h), "http://broker.local:8080");
+        h.insert("x-forwarded-proto", "HTTPS".parse().unwrap());
+        assert_eq!(public_base(None, &h), "https://broker.local:8080");
+        assert_eq!(public_base(None, &HeaderMap::new()), "http://localhost");
+    }
 
     #[test]
     fn the_client_address_is_the_peer_unless_a_private_proxy_names_one() {

@@ -322,7 +322,7 @@ impl Hub {
     /// The broker's public base: `public_url`, else the host the request came to
     /// (`https` when a proxy says so).
     pub fn base_url(&self, headers: &HeaderMap) -> String {
-        base_url(self.public_url.as_deref(), headers)
+        crate::caller::origin::public_base(self.public_url.as_deref(), headers)
     }
 
     /// The link where `user` stores their `service` key: `/hub/connect/<service>` with
@@ -446,24 +446,6 @@ fn check_key(key: &str) -> Result<&str, Refused> {
         ));
     }
     Ok(key)
-}
-
-/// The broker's public base URL: `public_url`, else the request's host.
-pub fn base_url(public_url: Option<&str>, headers: &HeaderMap) -> String {
-    match public_url {
-        Some(base) => base.trim_end_matches('/').to_string(),
-        None => {
-            let host = headers
-                .get(hyper::header::HOST)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("localhost");
-            let https = headers
-                .get("x-forwarded-proto")
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|p| p.eq_ignore_ascii_case("https"));
-            format!("{}://{host}", if https { "https" } else { "http" })
-        }
-    }
 }
 
 async fn audit(

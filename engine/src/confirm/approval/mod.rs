@@ -170,18 +170,9 @@ fn store_down(e: &crate::store::StoreError) -> CallError {
 }
 
 /// Where approvers open approval `id`: the deployment's `public_url`, else the host the
-/// call came to.
+/// call came to ([`crate::caller::origin::public_base`]).
 pub fn url(cx: Context<'_>, headers: &hyper::HeaderMap, id: &str) -> String {
-    let base = match &cx.confirmations.public_url {
-        Some(base) => base.trim_end_matches('/').to_string(),
-        None => {
-            let host = headers
-                .get(hyper::header::HOST)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("localhost");
-            format!("http://{host}")
-        }
-    };
+    let base = crate::caller::origin::public_base(cx.confirmations.public_url.as_deref(), headers);
     format!("{base}/approvals/{id}")
 }
 
