@@ -159,6 +159,11 @@ async fn sign_in(broker: &TestBroker, idp: &Idp, subject: &str, roles: &[&str]) 
     assert_eq!(query["response_type"], "code");
     assert_eq!(query["client_id"], "broker-hub");
     assert_eq!(query["code_challenge_method"], "S256");
+    assert!(
+        query["scope"].split(' ').any(|s| s == "openid"),
+        "{}",
+        query["scope"]
+    );
     assert_eq!(
         query["redirect_uri"],
         format!("{}/hub/callback", broker.url)
@@ -211,12 +216,21 @@ async fn sign_in(broker: &TestBroker, idp: &Idp, subject: &str, roles: &[&str]) 
     let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .encode(sha2::Sha256::digest(form["code_verifier"].as_bytes()));
     assert_eq!(challenge, query["code_challenge"]);
-    let basic =
-        base64::engine::general_purpose::STANDARD.encode(format!("broker-hub:{CLIENT_SECRET}"));
-    assert_eq!(
-        token_request.headers["authorization"],
-        format!("Basic {basic}").as_str()
-    );
+    // The client secret: in the form (client_secret_post), else HTTP Basic (default).
+    if let Some(secret) = form.get("client_secret") {
+        assert_eq!(
+            (secret.as_str(), form["client_id"].as_str()),
+            (CLIENT_SECRET, "broker-hub")
+        );
+        assert!(!token_request.headers.contains_key("authorization"));
+    } else {
+        let basic =
+            base64::engine::general_purpose::STANDARD.encode(format!("broker-hub:{CLIENT_SECRET}"));
+        assert_eq!(
+            token_request.headers["authorization"],
+            format!("Basic {basic}").as_str()
+        );
+    }
     set_cookie(&headers, "tb_hub").unwrap()
 }
 
@@ -866,6 +880,69 @@ async fn the_hub_page_lists_stores_replaces_and_deletes_with_csrf() {
     )
     .await;
     assert_eq!(status, 400);
+    // Signing out takes its form's token and ends the session's cookie.
+    let (_, _, page) = request(&broker, reqwest::Method::GET, "/hub", &cookie, None).await;
+    let logout_form = &page[page.find("action=\"/hub/logout\"").unwrap()..];
+    let csrf = field(logout_form, "csrf");
+    let (status, _, _) = post("/hub/logout", "csrf=forged".into()).await;
+    assert_eq!(status, 403);
+    let body = format!(
+        "csrf={}",
+        url::form_urlencoded::byte_serialize(csrf.as_bytes()).collect::<String>()
+    );
+    let (status, headers, _) = post("/hub/logout", body).await;
+    assert_eq!(status, 200);
+    let cleared: Vec<&str> = headers
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    assert!(
+        cleared
+            .iter()
+            .any(|c| c.starts_with("tb_hub=;") && c.contains("Max-Age=0")),
+        "{cleared:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_client_secret_may_go_in_the_form() {
+    let idp = Idp::start().await;
+    let upstream = upstream().await;
+    let mut setup = hub_setup(&idp, &upstream, "");
+    setup.config = Some(setup.config.unwrap_or_default().replace(
+        "approver_role = ",
+        "token_endpoint_auth = \"client_secret_post\"\napprover_role = ",
+    ));
+    let broker = TestBroker::start(setup).await;
+    let session = sign_in(&broker, &idp, "gina", &[]).await;
+    let token_request = idp
+        .server
+        .received_requests()
+        .await
+        .unwrap()
+        .into_iter()
+        .rev()
+        .find(|r| r.url.path() == "/token")
+        .unwrap();
+    let form: std::collections::BTreeMap<String, String> =
+        url::form_urlencoded::parse(&token_request.body)
+            .into_owned()
+            .collect();
+    assert_eq!(
+        form.get("client_secret").map(String::as_str),
+        Some(CLIENT_SECRET)
+    );
+    let (status, _, page) = request(
+        &broker,
+        reqwest::Method::GET,
+        "/hub",
+        &[("cookie", &session)],
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(page.contains("Signed in as gina"), "{page}");
 }
 
 #[tokio::test]

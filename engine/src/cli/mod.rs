@@ -329,33 +329,9 @@ pub fn run(cli: Cli) -> ExitCode {
             catalog_dir,
             store,
         } => serve(&listen, config.as_deref(), catalog_dir.as_deref(), &store),
-        Command::Audit { command, store } => match audit(command, &store) {
-            Ok(out) => match write_stdout(&out) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    write_stderr(&format!("tool-broker: cannot write the output: {e}"));
-                    ExitCode::FAILURE
-                }
-            },
-            Err(message) => {
-                write_stderr(&format!("tool-broker: {message}"));
-                ExitCode::FAILURE
-            }
-        },
+        Command::Audit { command, store } => printed(audit(command, &store)),
         Command::Vault { command, store } => {
-            match vault(command, &store, &|name| std::env::var(name).ok()) {
-                Ok(out) => match write_stdout(&out) {
-                    Ok(()) => ExitCode::SUCCESS,
-                    Err(e) => {
-                        write_stderr(&format!("tool-broker: cannot write the output: {e}"));
-                        ExitCode::FAILURE
-                    }
-                },
-                Err(message) => {
-                    write_stderr(&format!("tool-broker: {message}"));
-                    ExitCode::FAILURE
-                }
-            }
+            printed(vault(command, &store, &|name| std::env::var(name).ok()))
         }
         Command::Catalog {
             command,
@@ -688,6 +664,23 @@ pub fn audit(command: AuditCommand, store: &StoreArgs) -> Result<String, String>
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
     runtime.block_on(audit_list(command, store))
+}
+
+/// Prints a command's output, or its error prefixed with `tool-broker:`; the exit code.
+fn printed(result: Result<String, String>) -> ExitCode {
+    match result {
+        Ok(out) => match write_stdout(&out) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                write_stderr(&format!("tool-broker: cannot write the output: {e}"));
+                ExitCode::FAILURE
+            }
+        },
+        Err(message) => {
+            write_stderr(&format!("tool-broker: {message}"));
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// Runs a `vault` command with the variables `env` reads; returns what it prints.

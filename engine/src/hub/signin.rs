@@ -22,7 +22,6 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::HeaderMap;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;
@@ -160,18 +159,7 @@ impl SignIn {
         if !scopes.iter().any(|s| s == "openid") {
             scopes.insert(0, "openid".into());
         }
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_connect_timeout(Some(FETCH_TIMEOUT));
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .try_with_platform_verifier()
-            .map_err(|e| format!("cannot load the platform's certificate verifier: {e}"))?
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(http);
-        let client = Client::builder(TokioExecutor::new())
-            .pool_max_idle_per_host(0)
-            .build(https);
+        let client = crate::caller::oauth::jwks::unpooled_client(FETCH_TIMEOUT)?;
         Ok(Self {
             issuer: issuer.to_string(),
             client_id: config.client_id.clone(),
