@@ -86,6 +86,7 @@ fn discovery(c: &mut Criterion) {
         .unwrap_or_else(|| panic!("payments.find_tools missing"));
     let headers = hyper::HeaderMap::new();
     let caller = Principal::unrestricted("bench");
+    let trace = tool_broker::telemetry::trace::Tracer::default().start(None);
     c.bench_function(
         "find answer: payments 'list issuing cards' (ranking + 10 rows, written)",
         |b| {
@@ -93,7 +94,7 @@ fn discovery(c: &mut Criterion) {
                 let ctx = RequestCtx {
                     principal: &caller,
                     headers: &headers,
-                    trace_id: "t",
+                    trace: &trace,
                     idempotency: None,
                     elicitation: None,
                     task_watch: None,

@@ -359,6 +359,8 @@ async fn main() {
                             elicitation: None,
                             task_watch: None,
                             descriptor_hash: None,
+                            trace_parent: None,
+                            door: tool_broker::call::Door::Rpc,
                         })
                         .await;
                     let body = response.envelope();

@@ -38,6 +38,7 @@ pub mod hooks;
 pub mod hub;
 pub mod import;
 pub mod mcp;
+pub mod net;
 pub mod run;
 pub mod serve;
 pub mod store;

@@ -55,11 +55,14 @@ async fn the_request_id_is_echoed_as_a_string() {
     let (status, envelope) = b.post_raw(body.to_string().into_bytes(), &[]).await;
     assert_eq!(status, 200);
     assert_eq!(envelope["meta"]["requestId"], "42");
+    // The trace id is a W3C one (32 lower-case hex digits), not the request id.
+    let trace = envelope["meta"]["traceId"].as_str().unwrap();
     assert!(
-        envelope["meta"]["traceId"]
-            .as_str()
-            .unwrap()
-            .ends_with("-42")
+        trace.len() == 32
+            && trace
+                .bytes()
+                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')),
+        "{trace}"
     );
     let long = "x".repeat(500);
     let body = json!({"jsonrpc": "2.0", "id": long, "method": "tools/call", "params": {"name": "hosting.check_configuration"}});

@@ -39,4 +39,5 @@ mod store;
 mod support;
 mod surface;
 mod tasks;
+mod traces;
 mod webhook;

@@ -94,6 +94,11 @@ pub struct CallInput<'a> {
     /// An idempotency key given outside the headers (MCP `_meta.idempotencyKey`); the
     /// `Idempotency-Key` header is read when this is `None`.
     pub idempotency_key: Option<String>,
+    /// The trace the caller's request continues: its `traceparent` header, or on `/mcp`
+    /// `params._meta.traceparent` first (read by the door).
+    pub trace_parent: Option<crate::telemetry::trace::Parent>,
+    /// The front door the call came through.
+    pub door: Door,
     /// The MCP door's elicitation capability and round (`None` on other doors).
     pub elicitation: Option<Elicitation>,
     /// Run as an MCP task (see [`RequestCtx::task_watch`]).
@@ -102,6 +107,29 @@ pub struct CallInput<'a> {
     /// `params.descriptorHash`, `X-Descriptor-Hash`): when the tool's differs, nothing
     /// runs ([`check_pin`]).
     pub descriptor_hash: Option<String>,
+}
+
+/// The front door a call came through (its span's `tool_broker.door`; the JSON-RPC
+/// doors also set `jsonrpc.request.id`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Door {
+    /// `POST /`.
+    Rpc,
+    /// `/mcp`.
+    Mcp,
+    /// The REST projection.
+    Rest,
+}
+
+impl Door {
+    /// The door's name in a span.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Rpc => "rpc",
+            Self::Mcp => "mcp",
+            Self::Rest => "rest",
+        }
+    }
 }
 
 impl Broker {
@@ -114,7 +142,8 @@ impl Broker {
             &mut input.arguments,
             crate::confirm::approval::APPROVAL_ARG,
         );
-        let trace_id = self.traces.trace_id(&input.request_id);
+        let trace = self.traces.start(input.trace_parent.take());
+        let trace_id = trace.id.clone();
         let mut meta = Meta {
             request_id: std::mem::take(&mut input.request_id),
             trace_id: trace_id.clone(),
@@ -126,6 +155,16 @@ impl Broker {
             meta.duration_ms = elapsed_ms(started);
             self.metrics
                 .record_call("unknown", err.classification.as_str(), meta.duration_ms);
+            trace.finish(
+                || "tools/call".into(),
+                |span| {
+                    let name: String = input.name.chars().take(256).collect();
+                    call_span(span, (input.door, input.principal), &meta.request_id, &name);
+                    span.text("error.type", err.classification.as_str());
+                    span.text("tool_broker.classification", err.classification.as_str());
+                    span.error = true;
+                },
+            );
             return if portal_name {
                 self.portal_response(input.name, &trace_id, Err(err))
             } else {
@@ -135,7 +174,7 @@ impl Broker {
         let mut ctx = RequestCtx {
             principal: input.principal,
             headers: input.headers,
-            trace_id: &trace_id,
+            trace: &trace,
             idempotency: None,
             elicitation: input.elicitation.as_ref(),
             task_watch: input.task_watch,
@@ -185,6 +224,19 @@ impl Broker {
                                 elapsed_ms(started),
                             );
                             tracing::info!(tool = %tool.full_name, caller = %input.principal.name, "idempotent repeat answered from the store");
+                            trace.finish(
+                                || format!("tools/call {}", tool.full_name),
+                                |span| {
+                                    call_span(
+                                        span,
+                                        (input.door, input.principal),
+                                        &meta.request_id,
+                                        &tool.full_name,
+                                    );
+                                    tool_span(span, tool, input.principal);
+                                    span.text("tool_broker.classification", "replayed");
+                                },
+                            );
                             return response;
                         }
                         Ok(crate::confirm::idempotency::Begin::Run(h)) => {
@@ -232,8 +284,21 @@ impl Broker {
             caller = %input.principal.name,
             outcome,
             duration_ms,
-            trace_id = %ctx.trace_id,
+            trace_id = %trace.id,
             "tool call"
+        );
+        trace.finish(
+            || format!("tools/call {}", tool.full_name),
+            |span| {
+                call_span(
+                    span,
+                    (input.door, input.principal),
+                    &meta.request_id,
+                    &tool.full_name,
+                );
+                tool_span(span, tool, input.principal);
+                result_span(span, &result);
+            },
         );
         let response = self.respond(tool, &trace_id, meta, duration_ms, result);
         if let Some(held) = &held {
@@ -323,12 +388,12 @@ impl Broker {
             outcome,
             upstream_status,
             classification: classification.to_string(),
-            trace_id: ctx.trace_id.to_string(),
+            trace_id: ctx.trace.id.to_string(),
             duration_ms,
             confirmation: Some(ctx.principal.confirmation.as_str().to_string()),
         };
         if let Err(e) = self.store.append_audit(&record).await {
-            tracing::error!(error = %e, tool = %tool.full_name, trace_id = %ctx.trace_id, "write audit record not stored");
+            tracing::error!(error = %e, tool = %tool.full_name, trace_id = %ctx.trace.id, "write audit record not stored");
         }
     }
 
@@ -509,4 +574,54 @@ fn audit_hash(arguments: Option<&Value>) -> String {
 
 fn elapsed_ms(started: Instant) -> u64 {
     u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A call's SERVER span attributes (`find_tools` and the other discovery tools too) from the OpenTelemetry MCP conventions, and the door
+/// and caller. Never an argument value, a key or a token.
+pub fn call_span(
+    span: &mut crate::telemetry::trace::Span,
+    (door, principal): (Door, &Principal),
+    request_id: &str,
+    tool: &str,
+) {
+    span.text("mcp.method.name", "tools/call");
+    span.text("gen_ai.operation.name", "execute_tool");
+    span.text("gen_ai.tool.name", tool);
+    if door != Door::Rest && !request_id.is_empty() {
+        span.text("jsonrpc.request.id", request_id);
+    }
+    span.text("tool_broker.door", door.as_str());
+    span.text("tool_broker.user", principal.name.as_str());
+}
+
+/// What the catalog says of a resolved tool, and who confirms its writes.
+fn tool_span(span: &mut crate::telemetry::trace::Span, tool: &Tool, principal: &Principal) {
+    span.text("tool_broker.service", tool.service.as_str());
+    span.text("tool_broker.risk", tool.risk.as_str());
+    if tool.risk == Risk::Write {
+        span.text("tool_broker.confirmation", principal.confirmation.as_str());
+    }
+}
+
+/// How the call ended: its classification (`error.type` and status ERROR when it
+/// failed), the upstream status, whether it was a dry run.
+fn result_span(span: &mut crate::telemetry::trace::Span, result: &Result<Exec, CallError>) {
+    match result {
+        Ok(exec) => {
+            span.text("tool_broker.classification", "ok");
+            span.bool("tool_broker.dry_run", exec.dry_run);
+            if let Some(status) = exec.upstream_status {
+                span.int("tool_broker.upstream.status", i64::from(status));
+            }
+        }
+        Err(e) => {
+            span.text("error.type", e.classification.as_str());
+            span.text("tool_broker.classification", e.classification.as_str());
+            span.bool("tool_broker.dry_run", false);
+            if let Some(status) = e.upstream_status {
+                span.int("tool_broker.upstream.status", i64::from(status));
+            }
+            span.error = true;
+        }
+    }
 }

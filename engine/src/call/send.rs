@@ -96,6 +96,11 @@ impl Broker {
             timeout: tool.timeout,
             max_body_bytes: max_response
                 .unwrap_or(self.catalog.rules.limits.max_upstream_body_bytes),
+            trace: ctx.trace,
+            path_template: match &tool.action {
+                crate::catalog::Action::Http(plan) => plan.path.as_str(),
+                _ => "",
+            },
         };
         let mut secrets = self.secrets(ctx.headers);
         if let Some(stored) = &stored {

@@ -159,7 +159,7 @@ impl SignIn {
         if !scopes.iter().any(|s| s == "openid") {
             scopes.insert(0, "openid".into());
         }
-        let client = crate::caller::oauth::jwks::unpooled_client(FETCH_TIMEOUT)?;
+        let client = crate::net::unpooled_client(FETCH_TIMEOUT)?;
         Ok(Self {
             issuer: issuer.to_string(),
             client_id: config.client_id.clone(),

@@ -42,6 +42,7 @@ use crate::call::{Broker, CallInput};
 use crate::caller::Principal;
 use crate::error::CallError;
 use crate::run::Elicitation;
+use crate::telemetry::trace::Parent;
 
 /// Handshake revisions, oldest first.
 pub const HANDSHAKE_VERSIONS: [&str; 2] = ["2025-06-18", "2025-11-25"];
@@ -850,6 +851,8 @@ pub async fn handle(
                 elicitation,
                 task_watch: None,
                 descriptor_hash,
+                trace_parent: trace_parent(&params, headers),
+                door: crate::call::Door::Mcp,
             };
             if modern && tasks::opted_in(&params) {
                 match tasks::start(broker, &id, input).await {
@@ -871,6 +874,16 @@ pub async fn handle(
             None,
         ),
     }
+}
+
+/// The trace a `tools/call` continues: `params._meta.traceparent` (and `tracestate`),
+/// as the OpenTelemetry MCP conventions carry it, else the HTTP `traceparent` header.
+fn trace_parent(params: &Value, headers: &hyper::HeaderMap) -> Option<Parent> {
+    let meta = params.get("_meta");
+    let text = |key: &str| meta.and_then(|m| m.get(key)).and_then(Value::as_str);
+    text("traceparent")
+        .and_then(|p| Parent::parse(p, text("tracestate")))
+        .or_else(|| Parent::from_headers(headers))
 }
 
 /// A text member of `params._meta` (`None` when absent); a member of another type is

@@ -148,6 +148,7 @@ pub async fn start<'a>(
         principal: input.principal.clone(),
         idempotency_key: input.idempotency_key,
         descriptor_hash: input.descriptor_hash,
+        trace_parent: input.trace_parent,
     };
     tokio::spawn(run(broker.clone(), task.id.clone(), owned));
     Ok(result(
@@ -174,6 +175,7 @@ struct Owned {
     principal: Principal,
     idempotency_key: Option<String>,
     descriptor_hash: Option<String>,
+    trace_parent: Option<crate::telemetry::trace::Parent>,
 }
 
 /// Runs the call, renewing the heartbeat; settles the task unless it was cancelled.
@@ -197,6 +199,8 @@ async fn run(broker: Arc<Broker>, task: String, call: Owned) {
             elicitation: None,
             task_watch: Some(watch),
             descriptor_hash: call.descriptor_hash,
+            trace_parent: call.trace_parent,
+            door: crate::call::Door::Mcp,
         };
         super::run_call(&calling, input).await
     });

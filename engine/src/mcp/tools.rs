@@ -24,6 +24,7 @@ use crate::catalog::{Action, Catalog, Tool};
 use crate::config::{Toolset, ToolsetName};
 use crate::error::CallError;
 use crate::hooks::{FindFilters, text};
+use crate::telemetry::trace::CallTrace;
 
 /// Names of the discovery tools (no service prefix, so they never collide with a
 /// catalog tool, whose names are `<service>.<tool>`).
@@ -212,23 +213,24 @@ pub fn listing<'a>(
     }
 }
 
-fn meta(broker: &Broker, request_id: &str, tool: &str) -> Meta {
+fn meta(broker: &Broker, (request_id, trace): (&str, &CallTrace), tool: &str) -> Meta {
     Meta {
         request_id: request_id.to_string(),
-        trace_id: broker.traces.trace_id(request_id),
+        trace_id: trace.id.clone(),
         tool: Some(tool.into()),
         snapshot_id: Some(broker.catalog.snapshot_id.as_str().into()),
         ..Meta::default()
     }
 }
 
-fn invalid(broker: &Broker, request_id: &str, tool: &str, message: &str) -> Response {
+fn invalid(broker: &Broker, request: (&str, &CallTrace), tool: &str, message: &str) -> Response {
     let err = CallError::validation(message.to_string())
         .with_details(json!([{ "pointer": "", "message": message }]));
-    envelope::standard_err(&err, meta(broker, request_id, tool), &broker.catalog.rules)
+    envelope::standard_err(&err, meta(broker, request, tool), &broker.catalog.rules)
 }
 
-/// Runs a discovery tool; gives the input back when its name is not one.
+/// Runs a discovery tool; gives the input back when its name is not one. `find_tools`
+/// and `get_tool_reference` are a span of their own; `call_tool`'s is the call's.
 pub async fn call_discovery<'a>(
     broker: &Broker,
     input: CallInput<'a>,
@@ -237,6 +239,38 @@ pub async fn call_discovery<'a>(
     if ![FIND, REFERENCE, CALL].contains(&name) {
         return Err(input);
     }
+    let trace = broker.traces.start(input.trace_parent.clone());
+    let (door, principal) = (input.door, input.principal);
+    let request_id = input.request_id.clone();
+    let response = discovery(broker, &trace, input).await;
+    if name != CALL {
+        trace.finish(
+            || format!("tools/call {name}"),
+            |span| {
+                crate::call::call_span(span, (door, principal), &request_id, name);
+                let class = response
+                    .meta
+                    .as_ref()
+                    .and_then(|_| response.body.get("error"))
+                    .and_then(|e| e.get("classification"))
+                    .and_then(Value::as_str);
+                match class {
+                    Some(class) => {
+                        span.text("error.type", class.to_string());
+                        span.text("tool_broker.classification", class.to_string());
+                        span.error = true;
+                    }
+                    None => span.text("tool_broker.classification", "ok"),
+                }
+            },
+        );
+    }
+    Ok(response)
+}
+
+/// A discovery tool's answer.
+async fn discovery(broker: &Broker, trace: &CallTrace, input: CallInput<'_>) -> Response {
+    let name = input.name;
     let CallInput {
         request_id,
         arguments,
@@ -246,6 +280,8 @@ pub async fn call_discovery<'a>(
         elicitation,
         task_watch,
         descriptor_hash,
+        trace_parent,
+        door,
         ..
     } = input;
     let request_id = request_id.as_str();
@@ -253,24 +289,24 @@ pub async fn call_discovery<'a>(
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(map)) => map,
         Some(_) => {
-            return Ok(invalid(
+            return invalid(
                 broker,
-                request_id,
+                (request_id, trace),
                 name,
                 "`arguments` must be an object",
-            ));
+            );
         }
     };
     let catalog = &broker.catalog;
-    Ok(match name {
+    match name {
         FIND => {
             let Some(query) = text(&args, "query") else {
-                return Ok(invalid(
+                return invalid(
                     broker,
-                    request_id,
+                    (request_id, trace),
                     name,
                     "`query` is required: what you want to do, in plain words",
-                ));
+                );
             };
             let service = text(&args, "service");
             let filters = FindFilters::from_args(&args);
@@ -291,7 +327,7 @@ pub async fn call_discovery<'a>(
             envelope::standard_ok(
                 json!({ "query": query, "total": hits.len(), "results": results,
                         "next": "call_tool with a result's fullName and its required arguments; get_tool_reference for the full schema" }),
-                meta(broker, request_id, name),
+                meta(broker, (request_id, trace), name),
             )
         }
         REFERENCE => {
@@ -300,27 +336,29 @@ pub async fn call_discovery<'a>(
                 Some(tool) => match principal.check_permission(tool) {
                     Ok(()) => envelope::standard_ok(
                         descriptor(catalog, tool),
-                        meta(broker, request_id, name),
+                        meta(broker, (request_id, trace), name),
                     ),
-                    Err(e) => {
-                        envelope::standard_err(&e, meta(broker, request_id, name), &catalog.rules)
-                    }
+                    Err(e) => envelope::standard_err(
+                        &e,
+                        meta(broker, (request_id, trace), name),
+                        &catalog.rules,
+                    ),
                 },
                 None => envelope::standard_err(
                     &unknown_tool(catalog, wanted),
-                    meta(broker, request_id, name),
+                    meta(broker, (request_id, trace), name),
                     &catalog.rules,
                 ),
             }
         }
         _ => {
             let Some(inner) = text(&args, "name") else {
-                return Ok(invalid(
+                return invalid(
                     broker,
-                    request_id,
+                    (request_id, trace),
                     name,
                     "`name` is required: `<service>.<tool>`",
-                ));
+                );
             };
             let inner = inner.to_string();
             // The pin of the tool called: `call_tool`'s own argument, else the request's.
@@ -328,12 +366,12 @@ pub async fn call_discovery<'a>(
                 None => descriptor_hash,
                 Some(Value::String(h)) => Some(h.clone()),
                 Some(_) => {
-                    return Ok(invalid(
+                    return invalid(
                         broker,
-                        request_id,
+                        (request_id, trace),
                         name,
                         "`descriptorHash` must be a string: the `descriptorHash` of the tool you reviewed",
-                    ));
+                    );
                 }
             };
             broker
@@ -347,8 +385,10 @@ pub async fn call_discovery<'a>(
                     elicitation,
                     task_watch,
                     descriptor_hash,
+                    trace_parent,
+                    door,
                 })
                 .await
         }
-    })
+    }
 }

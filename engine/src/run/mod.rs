@@ -146,8 +146,9 @@ pub struct RequestCtx<'a> {
     pub principal: &'a Principal,
     /// Request headers (BYOK keys, context headers).
     pub headers: &'a hyper::HeaderMap,
-    /// Trace id.
-    pub trace_id: &'a str,
+    /// The call's trace: its id (`meta.traceId`), and what its upstream requests carry
+    /// and record ([`crate::telemetry::trace`]).
+    pub trace: &'a crate::telemetry::trace::CallTrace,
     /// The idempotency key sent upstream (derived), when this call holds one.
     pub idempotency: Option<String>,
     /// What an MCP 2026-07-28 request brought for elicitation (`/mcp` only).

@@ -13,7 +13,7 @@ use crate::catalog::{Catalog, Tool};
 use crate::config::ConfigFile;
 use crate::store::Store;
 use crate::telemetry::metrics::Metrics;
-use crate::telemetry::trace::TraceIds;
+use crate::telemetry::trace::Tracer;
 use crate::upstream::route::Routes;
 
 /// The deployment's parts every stage may read: none of them knows who drives a call.
@@ -28,8 +28,8 @@ pub struct Parts {
     pub callbacks: Receivers,
     /// Counters for `GET /metrics`.
     pub metrics: Metrics,
-    /// Trace and request ids.
-    pub traces: TraceIds,
+    /// Every call's trace, and the span exporter when `OTEL_*` sets one.
+    pub traces: Tracer,
     /// `[settings.<service>]`: non-secret values templates read.
     settings: BTreeMap<String, Value>,
     clock: fn() -> jiff::Timestamp,
@@ -65,7 +65,7 @@ impl Parts {
             routes,
             callbacks,
             metrics: Metrics::default(),
-            traces: TraceIds::default(),
+            traces: Tracer::new(crate::telemetry::otlp::config::from_env(env)?),
             settings,
             clock: jiff::Timestamp::now,
         })

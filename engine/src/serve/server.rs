@@ -31,9 +31,10 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
 use crate::answer::envelope::{self, Meta, Response};
-use crate::call::{Broker, CallInput};
+use crate::call::{Broker, CallInput, Door};
 use crate::error::{CallError, Classification};
 use crate::serve::door::{self, Answer, CallDoor};
+use crate::telemetry::trace::Parent;
 
 /// What hyper's server answers.
 pub(super) type HttpResponse = hyper::Response<Full<Bytes>>;
@@ -285,6 +286,7 @@ pub async fn serve(
     let (serving, stop) = Serving::new(broker.clone(), is_loopback(listener.local_addr()));
     // Webhook public keys the deployment has the broker fetch: now, then hourly.
     warm_oauth(&broker);
+    let spans = export_spans(&broker);
     crate::webhook::keys::spawn_refresh(broker);
     let place = |accepted| {
         tokio::spawn(serving.clone().connection(accepted));
@@ -294,6 +296,7 @@ pub async fn serve(
         () = shutdown => {}
     }
     serving.drain(stop).await;
+    flush_spans(spans).await;
     Ok(())
 }
 
@@ -358,6 +361,7 @@ pub async fn serve_workers(
         pool.push(Worker { handoff, open });
     }
     warm_oauth(&broker);
+    let spans = export_spans(&broker);
     crate::webhook::keys::spawn_refresh(broker);
     let place = |accepted: Accepted| {
         let mut handoff = match accepted.stream.into_std() {
@@ -398,6 +402,7 @@ pub async fn serve_workers(
     // The workers serve what they hold until the drain ends; then they are cut.
     drop(pool);
     serving.drain(stop).await;
+    flush_spans(spans).await;
     let _ = cut.send(true);
     let joined = tokio::task::spawn_blocking(move || {
         threads
@@ -413,6 +418,24 @@ pub async fn serve_workers(
     Ok(())
 }
 
+/// Starts the span exporter when `OTEL_*` sets one (on the calling runtime, beside the
+/// store's work); what it needs to flush at stop.
+fn export_spans(broker: &Broker) -> Option<Arc<crate::telemetry::otlp::export::Exporter>> {
+    let exporter = broker.traces.exporter()?;
+    exporter.spawn();
+    Some(exporter.clone())
+}
+
+/// Posts the spans of the last calls after the drain (for up to 5 s).
+async fn flush_spans(exporter: Option<Arc<crate::telemetry::otlp::export::Exporter>>) {
+    if let Some(exporter) = exporter {
+        let flushed = tokio::time::timeout(std::time::Duration::from_secs(5), exporter.flush());
+        if flushed.await.is_err() {
+            tracing::warn!("the last spans were not exported within 5 s of the stop");
+        }
+    }
+}
+
 /// The envelope of a connection over the cap.
 fn over_cap_body(broker: &Broker) -> Value {
     let err = CallError::new(
@@ -423,7 +446,7 @@ fn over_cap_body(broker: &Broker) -> Value {
         ),
     );
     let meta = Meta {
-        trace_id: broker.traces.trace_id(""),
+        trace_id: broker.traces.answer_trace_id(None),
         ..Meta::default()
     };
     envelope::standard_err(&err, meta, &broker.catalog.rules).envelope()
@@ -483,7 +506,11 @@ fn into_hyper(answer: Answer) -> HttpResponse {
 
 /// Refuses a request whose `Origin` or `Host` fails [`crate::caller::origin`], in the shape its
 /// door answers: a JSON-RPC error on `/mcp`, an envelope on the tool doors.
-fn refuse_origin(broker: &Broker, path: &str, reason: String) -> Answer {
+fn refuse_origin(
+    broker: &Broker,
+    (path, headers): (&str, &hyper::HeaderMap),
+    reason: String,
+) -> Answer {
     tracing::warn!(path = %path, "request refused by the Origin/Host rules");
     if path == "/mcp" {
         let reply = crate::mcp::error(
@@ -500,6 +527,7 @@ fn refuse_origin(broker: &Broker, path: &str, reason: String) -> Answer {
     if path == "/" || path.starts_with("/mcp/") {
         return failure(
             broker,
+            headers,
             "",
             CallError::new(Classification::Forbidden, reason),
         );
@@ -518,7 +546,7 @@ pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool)
         req.uri().authority().map(|a| a.as_str()),
         loopback,
     ) {
-        let response = refuse_origin(&broker, req.uri().path(), refusal.0);
+        let response = refuse_origin(&broker, (req.uri().path(), req.headers()), refusal.0);
         broker.metrics.record_status(403);
         return into_hyper(response);
     }
@@ -858,7 +886,7 @@ pub(crate) async fn answer_call(
     request: door::Request<'_>,
 ) -> Answer {
     let answer = if let Err(refusal) = broker.doors.origins.check(request.headers, None, loopback) {
-        refuse_origin(broker, request.path, refusal.0)
+        refuse_origin(broker, (request.path, request.headers), refusal.0)
     } else if let Some(refused) = precheck(request.door, request.headers) {
         refused
     } else {
@@ -1031,15 +1059,16 @@ async fn rest(
         .map_or_else(|| broker.traces.next_request_id(), String::from);
     let bytes = match body {
         Ok(bytes) => bytes,
-        Err(e) => return failure(broker, &request_id, e),
+        Err(e) => return failure(broker, headers, &request_id, e),
     };
     let principal = match authenticate(broker, headers).await {
         Ok(p) => p,
-        Err(e) => return failure(broker, &request_id, e),
+        Err(e) => return failure(broker, headers, &request_id, e),
     };
     let Some(name) = name else {
         return failure(
             broker,
+            headers,
             &request_id,
             CallError::invalid_request("the path must be /mcp/<service>/<tool-name>"),
         );
@@ -1052,6 +1081,7 @@ async fn rest(
             Err(_) => {
                 return failure(
                     broker,
+                    headers,
                     &request_id,
                     CallError::invalid_request(
                         "the body must be the tool's arguments as a JSON object",
@@ -1066,6 +1096,7 @@ async fn rest(
         .map(|v| v.to_str().unwrap_or_default().to_string());
     guarded_call(
         broker,
+        Door::Rest,
         request_id,
         (&name, pinned),
         arguments,
@@ -1079,6 +1110,7 @@ async fn rest(
 /// connection. Shared by `POST /` and the projection's REST paths.
 async fn guarded_call(
     broker: &Broker,
+    door: Door,
     request_id: String,
     (name, descriptor_hash): (&str, Option<String>),
     arguments: Option<Value>,
@@ -1095,20 +1127,29 @@ async fn guarded_call(
         elicitation: None,
         task_watch: None,
         descriptor_hash,
+        trace_parent: Parent::from_headers(headers),
+        door,
     });
     match std::panic::AssertUnwindSafe(call).catch_unwind().await {
         Ok(response) => send(response),
         Err(_) => {
             tracing::error!("a tool call panicked; answered internal_error");
-            failure(broker, &request_id, CallError::internal())
+            failure(broker, headers, &request_id, CallError::internal())
         }
     }
 }
 
-fn failure(broker: &Broker, request_id: &str, err: CallError) -> Answer {
+/// The envelope of a request refused before its call (body, caller, JSON-RPC): the
+/// caller's trace id when it brought a `traceparent`.
+fn failure(
+    broker: &Broker,
+    headers: &hyper::HeaderMap,
+    request_id: &str,
+    err: CallError,
+) -> Answer {
     let meta = Meta {
         request_id: request_id.to_string(),
-        trace_id: broker.traces.trace_id(request_id),
+        trace_id: broker.traces.answer_trace_id(Some(headers)),
         ..Meta::default()
     };
     send(envelope::standard_err(&err, meta, &broker.catalog.rules))
@@ -1122,21 +1163,22 @@ async fn rpc(
 ) -> Answer {
     let bytes = match body {
         Ok(bytes) => bytes,
-        Err(e) => return failure(broker, "", e),
+        Err(e) => return failure(broker, headers, "", e),
     };
     let max_id = broker.catalog.rules.limits.max_request_id_chars;
     let crate::serve::jsonrpc::Read { shown_id, call } =
         crate::serve::jsonrpc::read(&bytes, max_id);
     let principal = match authenticate(broker, headers).await {
         Ok(p) => p,
-        Err(e) => return failure(broker, &shown_id, e),
+        Err(e) => return failure(broker, headers, &shown_id, e),
     };
     let call = match call {
         Ok(call) => call,
-        Err(e) => return failure(broker, &shown_id, e),
+        Err(e) => return failure(broker, headers, &shown_id, e),
     };
     guarded_call(
         broker,
+        Door::Rpc,
         shown_id,
         (
             &call.name,

@@ -1,8 +1,13 @@
 //! What the broker tells its operators: Prometheus counters (`metrics`), log lines
-//! (`logging`) and trace ids (`trace`).
+//! (`logging`), traces (`trace`: W3C Trace Context, spans) and their OTLP export
+//! (`otlp`).
 //!
-//! May import: [`crate::error`] only; every stage may import it.
+//! May import: [`crate::error`] and [`crate::net`]; every stage may import it.
 
 pub mod logging;
 pub mod metrics;
+pub mod otlp;
 pub mod trace;
+
+/// The `User-Agent` of the broker's own requests.
+pub const USER_AGENT: &str = concat!("tool-broker/", env!("CARGO_PKG_VERSION"));

@@ -18,6 +18,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::header::{HeaderName, HeaderValue};
+
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
@@ -26,7 +27,12 @@ use serde_json::Value;
 use crate::catalog::Service;
 use crate::catalog::descriptor::Placement;
 use crate::error::{CallError, Classification};
+use crate::telemetry::trace::{CallTrace, Hop, Span};
 use crate::upstream::render::RenderedRequest;
+
+/// W3C Trace Context headers.
+const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
+const TRACESTATE: HeaderName = HeaderName::from_static("tracestate");
 
 type Pool = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 
@@ -104,6 +110,11 @@ pub struct Target<'a> {
     pub timeout: Duration,
     /// Largest body read.
     pub max_body_bytes: usize,
+    /// The call's trace: the request carries its `traceparent`, and is its CLIENT span.
+    pub trace: &'a CallTrace,
+    /// The tool's path template (the CLIENT span's name and `url.template`: never the
+    /// rendered path, which holds argument values); empty for a hook's own request.
+    pub path_template: &'a str,
 }
 
 /// A request for an upstream as a call builds it once ([`Upstream::build`]): written
@@ -224,7 +235,7 @@ impl Upstream {
             .unwrap_or_else(|| self.pool.clone())
     }
 
-    fn build(req: &RenderedRequest, target: &Target<'_>) -> Result<Outgoing, CallError> {
+    fn build(req: &RenderedRequest, target: &Target<'_>, hop: &Hop) -> Result<Outgoing, CallError> {
         let mut query = req.query_string();
         if let (Some(cred), Some(key)) = (&target.service.credential, target.key)
             && cred.placement == Placement::Query
@@ -264,7 +275,7 @@ impl Upstream {
         let mut request = Outgoing {
             method: req.method.clone(),
             uri,
-            headers: Vec::with_capacity(4 + parsed.fixed.len() + req.headers.len()),
+            headers: Vec::with_capacity(6 + parsed.fixed.len() + req.headers.len()),
             body,
         };
         let headers = &mut request;
@@ -316,6 +327,11 @@ impl Upstream {
             value.set_sensitive(true);
             headers.insert(name.clone(), value);
         }
+        // The call's trace goes on (W3C Trace Context), replacing any a tool might set.
+        headers.insert(TRACEPARENT, hop.traceparent.clone());
+        if let Some(state) = &hop.tracestate {
+            headers.insert(TRACESTATE, state.clone());
+        }
         if let Some(content_type) = content_type {
             headers.insert(
                 hyper::header::CONTENT_TYPE,
@@ -331,17 +347,38 @@ impl Upstream {
         req: &RenderedRequest,
         target: &Target<'_>,
     ) -> Result<Outcome, CallError> {
+        let hop = target.trace.hop();
+        let request = Self::build(req, target, &hop)?;
+        let mut attempts = 0;
+        let answer = self.exchange(req, &request, target, &mut attempts).await;
+        target.trace.finish_hop(
+            hop,
+            || match target.path_template {
+                "" => req.method.to_string(),
+                template => format!("{} {template}", req.method),
+            },
+            |span| client_span(span, &request, target, attempts, &answer),
+        );
+        answer
+    }
+
+    /// The exchange of [`Upstream::send`]: `attempts` counts the requests made.
+    async fn exchange(
+        &self,
+        req: &RenderedRequest,
+        request: &Outgoing,
+        target: &Target<'_>,
+        attempts: &mut u32,
+    ) -> Result<Outcome, CallError> {
         let service = target.service.id.as_str();
-        let request = Self::build(req, target)?;
         let exchange = async {
             let idempotent = matches!(req.method, hyper::Method::GET | hyper::Method::HEAD);
-            let mut attempt = 0;
             loop {
-                attempt += 1;
+                *attempts += 1;
                 let sent = match crate::upstream::held::origin(&request.uri) {
                     // A serving worker's own connection (plain HTTP, crate::upstream::held).
                     Some(origin) => {
-                        crate::upstream::held::exchange(&origin, &request, target.max_body_bytes)
+                        crate::upstream::held::exchange(&origin, request, target.max_body_bytes)
                             .await
                             .map(|answer| (answer.status, answer.body))
                     }
@@ -352,7 +389,7 @@ impl Upstream {
                 };
                 match sent {
                     Ok(answer) => return Ok(answer),
-                    Err(crate::upstream::held::Failed::Connect) if idempotent && attempt == 1 => {
+                    Err(crate::upstream::held::Failed::Connect) if idempotent && *attempts == 1 => {
                         tracing::warn!(service, "upstream connection failed; retrying once");
                     }
                     Err(failed) => return Err(failure(service, failed, target.max_body_bytes)),
@@ -425,6 +462,53 @@ impl Upstream {
             }
         }
         Ok((status, first.unwrap_or_else(|| Bytes::from(more))))
+    }
+}
+
+/// An upstream request's CLIENT span attributes (OpenTelemetry HTTP conventions): the
+/// method, the server, the path template (never the rendered path or the query: they
+/// hold argument values, and a query may hold the key), the status, and `error.type`
+/// (the classification, or the status from 400 on).
+fn client_span(
+    span: &mut Span,
+    request: &Outgoing,
+    target: &Target<'_>,
+    attempts: u32,
+    answer: &Result<Outcome, CallError>,
+) {
+    span.text("http.request.method", request.method.as_str());
+    let scheme = request.uri.scheme_str().unwrap_or("http");
+    span.text("url.scheme", scheme);
+    if !target.path_template.is_empty() {
+        span.text("url.template", target.path_template);
+    }
+    if let Some(host) = request.uri.host() {
+        span.text("server.address", host);
+    }
+    let port = request
+        .uri
+        .port_u16()
+        .unwrap_or(if scheme == "https" { 443 } else { 80 });
+    span.int("server.port", i64::from(port));
+    span.text("tool_broker.service", target.service.id.as_str());
+    if attempts > 1 {
+        span.int("http.request.resend_count", i64::from(attempts - 1));
+    }
+    let status = match answer {
+        Ok(Outcome::Answer(a)) => Some(a.status),
+        Ok(Outcome::Refusal(r)) => Some(r.status),
+        Err(e) => {
+            span.text("error.type", e.classification.as_str());
+            span.error = true;
+            e.upstream_status
+        }
+    };
+    if let Some(status) = status {
+        span.int("http.response.status_code", i64::from(status));
+        if status >= 400 && !span.error {
+            span.text("error.type", status.to_string());
+            span.error = true;
+        }
     }
 }
 

@@ -57,11 +57,11 @@ async fn fetch(cx: &dyn Pipeline, service: &str, api_key: &str) -> Result<Vec<u8
         .map_err(|_| "the API key is not a valid header value")?;
     headers.insert(name, value);
     let principal = crate::caller::Principal::unrestricted("webhook-key-refresh");
-    let trace_id = cx.traces.trace_id(&cx.traces.next_request_id());
+    let trace = cx.traces.start(None);
     let ctx = crate::run::RequestCtx {
         principal: &principal,
         headers: &headers,
-        trace_id: &trace_id,
+        trace: &trace,
         idempotency: None,
         elicitation: None,
         task_watch: None,

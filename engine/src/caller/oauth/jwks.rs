@@ -24,7 +24,6 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Limited};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 
 use super::jwt::{Jwk, Token, parse_key_set};
@@ -77,7 +76,7 @@ pub enum NoKey {
 impl KeySet {
     /// A key set of `issuer`, from `jwks_uri` when given, else from its metadata.
     pub fn new(issuer: &str, jwks_uri: Option<&str>) -> Result<Self, String> {
-        let client = unpooled_client(FETCH_TIMEOUT)?;
+        let client = crate::net::unpooled_client(FETCH_TIMEOUT)?;
         Ok(Self {
             issuer: issuer.to_string(),
             configured_uri: jwks_uri.map(String::from),
@@ -232,31 +231,6 @@ impl KeySet {
             .await
             .map_err(|_| format!("{url} did not answer within 5 s"))?
     }
-}
-
-/// A client for the rare requests to an identity provider (its metadata, keys, token
-/// endpoint): https (or http), the platform's certificate verifier, `connect_timeout`,
-/// and no pooled connections: a connection must not outlive the serving thread's
-/// runtime that opened it.
-pub fn unpooled_client<B>(
-    connect_timeout: Duration,
-) -> Result<Client<hyper_rustls::HttpsConnector<HttpConnector>, B>, String>
-where
-    B: hyper::body::Body + Send + 'static,
-    B::Data: Send,
-{
-    let mut http = HttpConnector::new();
-    http.enforce_http(false);
-    http.set_connect_timeout(Some(connect_timeout));
-    let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .try_with_platform_verifier()
-        .map_err(|e| format!("cannot load the platform's certificate verifier: {e}"))?
-        .https_or_http()
-        .enable_http1()
-        .wrap_connector(http);
-    Ok(Client::builder(TokioExecutor::new())
-        .pool_max_idle_per_host(0)
-        .build(https))
 }
 
 /// Where an issuer's metadata may be: OpenID discovery first (most providers), then

@@ -244,7 +244,7 @@ pub async fn answer(
             args_sha256: digest,
             approve,
             by: "human:elicitation".into(),
-            trace_id: ctx.trace_id.to_string(),
+            trace_id: ctx.trace.id.clone(),
         },
     )
     .await;
