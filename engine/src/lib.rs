@@ -39,6 +39,7 @@ pub mod hub;
 pub mod import;
 pub mod mcp;
 pub mod net;
+pub mod oracle;
 pub mod run;
 pub mod serve;
 pub mod store;

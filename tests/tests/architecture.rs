@@ -139,6 +139,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "webhook",
         ],
     ),
+    (
+        "oracle",
+        &["answer", "catalog", "error", "mcp", "serve", "upstream"],
+    ),
     ("import", &["catalog", "error"]),
     (
         "cli",

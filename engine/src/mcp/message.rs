@@ -49,7 +49,7 @@ pub fn read(body: &[u8]) -> Result<Message<'_>, Unreadable> {
 }
 
 /// The message read as a `Value`, its members taken out.
-fn as_value(body: &[u8]) -> Result<Message<'static>, Unreadable> {
+pub(crate) fn as_value(body: &[u8]) -> Result<Message<'static>, Unreadable> {
     match serde_json::from_slice::<Value>(body) {
         Err(_) => Err(Unreadable::NotJson),
         Ok(Value::Array(_)) => Err(Unreadable::Batch),

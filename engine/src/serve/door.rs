@@ -149,20 +149,20 @@ fn http_date(at: jiff::Timestamp) -> String {
 
 /// A request head the door takes, read off the connection's buffer.
 #[derive(Debug, PartialEq, Eq)]
-struct Head {
-    door: CallDoor,
-    path: Cow<'static, str>,
+pub(crate) struct Head {
+    pub(crate) door: CallDoor,
+    pub(crate) path: Cow<'static, str>,
     /// Bytes of the head, up to and including its blank line.
-    len: usize,
+    pub(crate) len: usize,
     /// The body's `Content-Length` (0 when none is given).
-    body: usize,
+    pub(crate) body: usize,
     /// The client said `Connection: close`.
-    close: bool,
+    pub(crate) close: bool,
 }
 
 /// What a buffer holds.
 #[derive(Debug, PartialEq, Eq)]
-enum Parsed {
+pub(crate) enum Parsed {
     /// A whole head the door takes; its headers are in the list given to [`parse`].
     Ours(Head),
     /// Not a whole head yet.
@@ -173,16 +173,20 @@ enum Parsed {
 
 /// The `[server]` limits on a head: a head over either goes to hyper, which answers 431.
 #[derive(Debug, Clone, Copy)]
-struct Limits {
+pub(crate) struct Limits {
     /// `max_headers`.
-    lines: usize,
+    pub(crate) lines: usize,
     /// `max_header_bytes`.
-    bytes: usize,
+    pub(crate) bytes: usize,
 }
 
 /// Parses the head at the start of `buf`. The headers of a head the door takes are
 /// pushed onto `headers` as name and the value's place in `buf`.
-fn parse(buf: &[u8], limits: Limits, headers: &mut Vec<(HeaderName, usize, usize)>) -> Parsed {
+pub(crate) fn parse(
+    buf: &[u8],
+    limits: Limits,
+    headers: &mut Vec<(HeaderName, usize, usize)>,
+) -> Parsed {
     headers.clear();
     let mut lines = [httparse::EMPTY_HEADER; HEADERS];
     let mut req = httparse::Request::new(&mut lines);

@@ -49,7 +49,7 @@ pub fn read(body: &[u8], max_id: usize) -> Read<'_> {
 
 /// The reference reading: the body as a `Value`, checked member by member. [`fast`]
 /// must answer the same wherever it answers (held by a property test).
-fn checked(body: &[u8], max_id: usize) -> Read<'_> {
+pub(crate) fn checked(body: &[u8], max_id: usize) -> Read<'_> {
     let parsed: Result<Value, _> = serde_json::from_slice(body);
     let id = parsed.as_ref().ok().and_then(request_id);
     let id_text = id.clone().unwrap_or_default();

@@ -27,12 +27,9 @@ use serde_json::Value;
 use crate::catalog::Service;
 use crate::catalog::descriptor::Placement;
 use crate::error::{CallError, Classification};
+use crate::telemetry::trace::context::{TRACEPARENT, TRACESTATE};
 use crate::telemetry::trace::{CallTrace, Hop, Span};
 use crate::upstream::render::RenderedRequest;
-
-/// W3C Trace Context headers.
-const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
-const TRACESTATE: HeaderName = HeaderName::from_static("tracestate");
 
 type Pool = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 

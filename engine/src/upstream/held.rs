@@ -306,7 +306,7 @@ struct Framing {
 
 /// Reads one answer into the connection's buffer `buf` (empty): its status and body, and
 /// whether the connection may carry another (then `buf` is empty again).
-async fn read_answer<R: AsyncRead + Unpin>(
+pub(crate) async fn read_answer<R: AsyncRead + Unpin>(
     stream: &mut R,
     buf: &mut BytesMut,
     head_only: bool,
@@ -434,10 +434,7 @@ fn parse_head(buf: &[u8]) -> Result<Option<(usize, Framing)>, Failed> {
     for header in answer.headers.iter() {
         let name = header.name;
         if name.eq_ignore_ascii_case("content-length") {
-            let length = std::str::from_utf8(header.value)
-                .ok()
-                .and_then(|v| v.trim().parse::<usize>().ok())
-                .ok_or(Failed::Malformed)?;
+            let length = content_length(header.value).ok_or(Failed::Malformed)?;
             if framing.length.is_some_and(|l| l != length) {
                 return Err(Failed::Malformed);
             }
@@ -459,6 +456,11 @@ fn parse_head(buf: &[u8]) -> Result<Option<(usize, Framing)>, Failed> {
             framing.keep_alive = false;
         }
     }
+    if transfer_coded && answer.version != Some(1) {
+        // RFC 9112 section 6.1: an HTTP/1.0 message with Transfer-Encoding has faulty
+        // framing (hyper's client refuses it too; found by the differential oracle).
+        return Err(Failed::Malformed);
+    }
     if transfer_coded {
         // Transfer-Encoding overrides Content-Length; not chunked last: read to the end.
         framing.length = None;
@@ -467,6 +469,28 @@ fn parse_head(buf: &[u8]) -> Result<Option<(usize, Framing)>, Failed> {
         }
     }
     Ok(Some((used, framing)))
+}
+
+/// A `Content-Length` value as RFC 9110 section 8.6 has it: digits only (no sign, no
+/// space inside), or a list of one value repeated (`3, 3`), as hyper's client reads it
+/// (a `+3` that `str::parse` takes was found by the differential oracle).
+fn content_length(value: &[u8]) -> Option<usize> {
+    let mut length = None;
+    for item in value.split(|b| *b == b',') {
+        let digits = item.trim_ascii();
+        if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        let n = digits
+            .iter()
+            .fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
+        let n = usize::try_from(n).ok()?;
+        if length.is_some_and(|l| l != n) {
+            return None;
+        }
+        length = Some(n);
+    }
+    length
 }
 
 /// A chunked body, de-chunked, up to `max_body` bytes; its trailers are read and

@@ -6,9 +6,14 @@
 //! `tracestate` is kept only beside a valid `traceparent`, and only when it is well
 //! formed (at most 32 members, 512 characters).
 
-use hyper::header::HeaderValue;
+use hyper::header::{HeaderName, HeaderValue};
 
-use super::ids::push_hex;
+use super::ids::hex_into;
+
+/// `traceparent`, looked up without parsing the name per request.
+pub const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
+/// `tracestate`.
+pub const TRACESTATE: HeaderName = HeaderName::from_static("tracestate");
 
 /// The trace a caller's request continues.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,9 +32,9 @@ impl Parent {
     /// The parent in a request's headers (`traceparent`, and `tracestate` joined as the
     /// recommendation joins repeated headers).
     pub fn from_headers(headers: &hyper::HeaderMap) -> Option<Self> {
-        let parent = headers.get("traceparent")?.to_str().ok()?;
+        let parent = headers.get(TRACEPARENT)?.to_str().ok()?;
         let mut state = String::new();
-        for value in headers.get_all("tracestate") {
+        for value in headers.get_all(TRACESTATE) {
             let Ok(text) = value.to_str() else {
                 state.clear();
                 break;
@@ -108,16 +113,20 @@ fn valid_state(state: &str) -> Option<&str> {
     (members > 0).then_some(state)
 }
 
-/// The `traceparent` value `00-<trace>-<span>-<flags>`.
-pub fn traceparent(trace_id: &[u8; 16], span_id: &[u8; 8], sampled: bool) -> HeaderValue {
-    let mut text = String::with_capacity(55);
-    text.push_str("00-");
-    push_hex(&mut text, trace_id);
-    text.push('-');
-    push_hex(&mut text, span_id);
-    text.push_str(if sampled { "-01" } else { "-00" });
-    HeaderValue::from_maybe_shared(bytes::Bytes::from(text))
-        .unwrap_or_else(|_| HeaderValue::from_static(""))
+/// The `traceparent` value `00-<trace>-<span>-<flags>`; `trace_hex` is the trace id's
+/// 32 hex digits, written once per call ([`super::CallTrace::id`]).
+pub fn traceparent(trace_hex: &str, span_id: &[u8; 8], sampled: bool) -> HeaderValue {
+    let mut text = *b"00-00000000000000000000000000000000-0000000000000000-00";
+    if let Some(at) = text.get_mut(3..35) {
+        at.copy_from_slice(trace_hex.as_bytes().get(..32).unwrap_or(&[b'0'; 32]));
+    }
+    if let Some(at) = text.get_mut(36..52) {
+        hex_into(span_id, at);
+    }
+    if sampled && let Some(flag) = text.last_mut() {
+        *flag = b'1';
+    }
+    HeaderValue::from_bytes(&text).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
 #[cfg(test)]
@@ -176,9 +185,10 @@ mod tests {
     #[test]
     fn what_goes_upstream_reads_back() {
         let p = Parent::parse(GOOD, None).expect("valid");
-        let value = traceparent(&p.trace_id, &p.span_id, true);
+        let trace = super::super::ids::hex(&p.trace_id);
+        let value = traceparent(&trace, &p.span_id, true);
         assert_eq!(value.to_str().expect("text"), GOOD);
-        let off = traceparent(&p.trace_id, &p.span_id, false);
+        let off = traceparent(&trace, &p.span_id, false);
         assert!(off.to_str().expect("text").ends_with("-00"));
     }
 }

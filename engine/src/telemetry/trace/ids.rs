@@ -68,17 +68,19 @@ impl Ids {
 
 /// Lower-case hex of `bytes` (`format!("{:02x}")` per byte, at a tenth of its cost).
 pub fn hex(bytes: &[u8]) -> String {
-    let mut text = String::with_capacity(bytes.len() * 2);
-    push_hex(&mut text, bytes);
-    text
+    let mut out = vec![0u8; bytes.len() * 2];
+    hex_into(bytes, &mut out);
+    String::from_utf8(out).unwrap_or_default()
 }
 
-/// Appends lower-case hex of `bytes` to `text`.
-pub fn push_hex(text: &mut String, bytes: &[u8]) {
+/// Writes lower-case hex of `bytes` into `out` (two bytes each; `out` as long as that).
+pub fn hex_into(bytes: &[u8], out: &mut [u8]) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    for b in bytes {
-        text.push(char::from(HEX[usize::from(b >> 4)]));
-        text.push(char::from(HEX[usize::from(b & 0xf)]));
+    for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {
+        if let [high, low] = pair {
+            *high = HEX[usize::from(b >> 4)];
+            *low = HEX[usize::from(b & 0xf)];
+        }
     }
 }
 

@@ -186,7 +186,7 @@ impl CallTrace {
             None => self.span_id,
         };
         Hop {
-            traceparent: context::traceparent(&self.trace_id, &span_id, self.sampled),
+            traceparent: context::traceparent(&self.id, &span_id, self.sampled),
             tracestate: self
                 .state
                 .as_deref()

@@ -1,0 +1,8 @@
+//! Held connections' answer reading against hyper's HTTP/1.1 client.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    if let Err(disagreement) = tool_broker::oracle::held::answer(data) {
+        panic!("{disagreement}");
+    }
+});

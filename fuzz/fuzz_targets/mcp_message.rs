@@ -1,0 +1,8 @@
+//! The one-pass MCP message reader against the body read as a `Value`.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    if let Err(disagreement) = tool_broker::oracle::readers::mcp_message(data) {
+        panic!("{disagreement}");
+    }
+});

@@ -1,0 +1,8 @@
+//! Request mapping with hostile arguments: renders or refuses, no panic, bounded fuel.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    if let Err(disagreement) = tool_broker::oracle::render::hostile(data) {
+        panic!("{disagreement}");
+    }
+});

@@ -1,0 +1,8 @@
+//! The one-pass answer scan with redaction against parse, redact, cut, write.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    if let Err(disagreement) = tool_broker::oracle::scan::answer(data) {
+        panic!("{disagreement}");
+    }
+});
