@@ -23,3 +23,17 @@ need_browser_and_npm() { # DIR PACKAGE
     (cd "$1" && npm ci --no-audit --no-fund --loglevel=error)
   fi
 }
+
+# The Python packages of clients/requirements.txt in target/client-venv (python3-venv
+# from Debian where absent); prints the venv's folder.
+client_venv() {
+  if ! python3 -m venv --help >/dev/null 2>&1; then
+    { apt-get update -qq >&2 && apt-get install -y -qq python3 python3-venv >/dev/null; } || return 1
+  fi
+  local venv=target/client-venv
+  if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv" >&2 || return 1
+  fi
+  "$venv/bin/pip" install -q --disable-pip-version-check -r clients/requirements.txt >&2 || return 1
+  echo "$venv"
+}

@@ -5,13 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! python3 -m venv --help >/dev/null 2>&1; then
-  apt-get update -qq && apt-get install -y -qq python3 python3-venv >/dev/null
-fi
-venv=target/client-venv
-if [ ! -x "$venv/bin/python" ]; then
-  python3 -m venv "$venv"
-fi
-"$venv/bin/pip" install -q --disable-pip-version-check -r clients/requirements.txt
+. clients/lib.sh
+venv=$(client_venv)
 cargo build -q -p tool-broker
 "$venv/bin/python" clients/otlp_check.py ./target/debug/tool-broker

@@ -619,24 +619,12 @@ mod tests {
 
     /// The project's own redaction rules.
     fn rules() -> Redaction {
-        let raw: crate::catalog::rules::RawRedaction =
-            toml::from_str(include_str!("../../../rules/redaction.toml")).unwrap();
-        Redaction::compile(raw)
+        crate::oracle::scan::rules().clone()
     }
 
-    /// What the tree path makes of `body`: parse, redact, cut, write.
+    /// What the tree path makes of `body`: parse, redact, cut, write (the oracle's).
     fn tree(body: &str, secrets: &[&str], budget: Option<usize>) -> Result<Scanned, NotJson> {
-        let mut value: Value = serde_json::from_str(body).map_err(|_| NotJson)?;
-        let redacted = crate::answer::redact::redact(&mut value, &rules(), &[], secrets);
-        let truncation = match budget {
-            Some(b) => crate::answer::response::truncate(&mut value, b),
-            None => Vec::new(),
-        };
-        Ok(Scanned {
-            text: value.to_string(),
-            redacted,
-            truncation,
-        })
+        crate::oracle::scan::tree(body.as_bytes(), secrets, budget)
     }
 
     fn same(body: &str, secrets: &[&str], budget: Option<usize>) {

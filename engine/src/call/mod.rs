@@ -227,13 +227,8 @@ impl Broker {
                             trace.finish(
                                 || format!("tools/call {}", tool.full_name),
                                 |span| {
-                                    call_span(
-                                        span,
-                                        (input.door, input.principal),
-                                        &meta.request_id,
-                                        &tool.full_name,
-                                    );
-                                    tool_span(span, tool, input.principal);
+                                    let caller = (input.door, input.principal);
+                                    tool_span(span, caller, &meta.request_id, tool);
                                     span.text("tool_broker.classification", "replayed");
                                 },
                             );
@@ -290,13 +285,7 @@ impl Broker {
         trace.finish(
             || format!("tools/call {}", tool.full_name),
             |span| {
-                call_span(
-                    span,
-                    (input.door, input.principal),
-                    &meta.request_id,
-                    &tool.full_name,
-                );
-                tool_span(span, tool, input.principal);
+                tool_span(span, (input.door, input.principal), &meta.request_id, tool);
                 result_span(span, &result);
             },
         );
@@ -594,8 +583,15 @@ pub fn call_span(
     span.text("tool_broker.user", principal.name.as_str());
 }
 
-/// What the catalog says of a resolved tool, and who confirms its writes.
-fn tool_span(span: &mut crate::telemetry::trace::Span, tool: &Tool, principal: &Principal) {
+/// A resolved tool's call: [`call_span`], what the catalog says of the tool, and who
+/// confirms its writes.
+fn tool_span(
+    span: &mut crate::telemetry::trace::Span,
+    (door, principal): (Door, &Principal),
+    request_id: &str,
+    tool: &Tool,
+) {
+    call_span(span, (door, principal), request_id, &tool.full_name);
     span.text("tool_broker.service", tool.service.as_str());
     span.text("tool_broker.risk", tool.risk.as_str());
     if tool.risk == Risk::Write {

@@ -147,6 +147,9 @@ mod tests {
         b"POST /mcp/a/b{} HTTP/1.1\r\nhost: a\r\n\r\n",
         b"POST / HTTP/1.1\r\nhost: a\r\nconnection: keep-alive, close\r\n\r\n",
         b"POST / HTTP/1.1\nhost: a\n\n",
+        // Found by the fuzzer (session 25): hyper drops a fragment, the door kept it.
+        b"POST /mcp/crm/get_#ontact HTTP/1.1\r\nhost: a\r\n\r\n",
+        b"POST /mcp/crm/get_contact#x HTTP/1.1\r\nhost: a\r\n\r\n",
     ];
 
     /// The reference itself: hyper's server sees a plain head, and refuses a broken one.
@@ -162,6 +165,27 @@ mod tests {
             super::hyper_sees(b"POST / HTTP/1.1\r\nbad header\r\n\r\n"),
             None
         );
+    }
+
+    /// The fuzzer's finding: a target the door does not read (a fragment, a space-less
+    /// oddity, a byte outside ASCII) is hyper's.
+    #[test]
+    fn a_target_outside_the_path_characters_is_left_to_hyper() {
+        use crate::serve::door::{HEADERS, Limits, Parsed, parse};
+        for target in [
+            "/mcp/crm/get_#ontact",
+            "/mcp/a/b{c}",
+            "/mcp/a/\u{e9}",
+            "/mcp/a/b|",
+        ] {
+            let head = format!("POST {target} HTTP/1.1\r\nhost: a\r\n\r\n");
+            let limits = Limits {
+                lines: HEADERS,
+                bytes: 1024,
+            };
+            let parsed = parse(head.as_bytes(), limits, &mut Vec::new());
+            assert!(matches!(parsed, Parsed::Hyper(_)), "{target}: {parsed:?}");
+        }
     }
 
     #[test]

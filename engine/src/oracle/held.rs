@@ -123,9 +123,11 @@ mod tests {
         for finding in [
             &b"HTTP/1.1 200 OK\r\ncontent-length: +3\r\n\r\nabc"[..],
             b"HTTP/1.0 404\r\ntransfer-encoding: identity\r\n\r\n",
+            // Found by cargo fuzz (session 25): a status under 100.
+            b"HTTP/1.1 020 OK\r\ncontent-length: 2\r\n\r\n{}",
         ] {
             assert!(super::hyper_reads(finding).expect("runtime").is_err());
-            // Found by the oracle (session 25): the held reading now refuses them too.
+            // Found by the oracle and the fuzzer (session 25): held refuses them too.
             let held = super::block_on(async {
                 let mut stream = finding;
                 let mut buf = bytes::BytesMut::new();

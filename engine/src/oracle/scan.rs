@@ -11,7 +11,7 @@ pub const SECRET: &str = "tb_oracle_secret_value";
 
 /// The project's own redaction rules (the committed file; it always parses, and a
 /// catalog test holds that).
-fn rules() -> &'static Redaction {
+pub(crate) fn rules() -> &'static Redaction {
     static RULES: OnceLock<Redaction> = OnceLock::new();
     RULES.get_or_init(|| {
         let raw = toml::from_str::<RawRedaction>(include_str!("../../../rules/redaction.toml"))
@@ -26,7 +26,11 @@ fn rules() -> &'static Redaction {
 }
 
 /// What the tree path makes of `body`.
-fn tree(body: &[u8], secrets: &[&str], budget: Option<usize>) -> Result<Scanned, NotJson> {
+pub(crate) fn tree(
+    body: &[u8],
+    secrets: &[&str],
+    budget: Option<usize>,
+) -> Result<Scanned, NotJson> {
     let text = std::str::from_utf8(body).map_err(|_| NotJson)?;
     let mut value: serde_json::Value = serde_json::from_str(text).map_err(|_| NotJson)?;
     let redacted = crate::answer::redact::redact(&mut value, rules(), &[], secrets);

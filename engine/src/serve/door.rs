@@ -4,13 +4,14 @@
 //!
 //! A connection starts here. Each request head is parsed in place (`httparse`, hyper's
 //! own parser) and taken only when it is the plain case every agent sends: HTTP/1.1,
-//! `POST` to one of the call paths, a body told by one `Content-Length` (or none), no
-//! `Transfer-Encoding`, `Expect` or `Upgrade`, a `Connection` of `close` or
-//! `keep-alive` at most, and at most [`HEADERS`] header lines. Anything else (another
-//! path or method, HTTP/1.0, a chunked body, `Expect: 100-continue`, HTTP/2's preface, a
-//! head hyper would refuse with 400 or 431) hands the connection, with every byte read
-//! and not yet answered, to hyper's server, which serves it from then on: what hyper
-//! does for those cases it still does, and the two never share a connection at once.
+//! `POST` to one of the call paths (a target of RFC 3986 path characters only), a body
+//! told by one `Content-Length` (or none), no `Transfer-Encoding`, `Expect` or
+//! `Upgrade`, a `Connection` of `close` or `keep-alive` at most, and at most
+//! [`HEADERS`] header lines. Anything else (another path or method, HTTP/1.0, a
+//! chunked body, `Expect: 100-continue`, HTTP/2's preface, a head hyper would refuse
+//! with 400 or 431) hands the connection, with every byte read and not yet answered,
+//! to hyper's server, which serves it from then on: what hyper does for those cases it
+//! still does, and the two never share a connection at once.
 //!
 //! What the door keeps itself, as hyper did: the `[server]` bounds (the head and idle
 //! times are the connection's watchdog's, [`crate::serve::bounds`]; the body read timeout, a
@@ -210,6 +211,11 @@ pub(crate) fn parse(
     let Some(door) = CallDoor::of(path).filter(|_| !path.contains('?')) else {
         return Parsed::Hyper("not a call door");
     };
+    // Only RFC 3986 path characters: a `#` (found by the differential fuzzer: hyper
+    // drops what follows it), a space or a byte outside ASCII is hyper's to read.
+    if !path.bytes().all(path_char) {
+        return Parsed::Hyper("a target the door does not read");
+    }
     let mut body = None;
     let mut close = false;
     for line in req.headers.iter() {
@@ -268,6 +274,12 @@ pub(crate) fn parse(
         body: body.unwrap_or(0),
         close,
     })
+}
+
+/// A byte of an RFC 3986 absolute path: unreserved, `%` of a percent-encoding,
+/// sub-delims, `:`, `@`, `/`.
+fn path_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"-._~%!$&'()*+,;=:@/".contains(&b)
 }
 
 /// How the door left a connection.

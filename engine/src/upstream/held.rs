@@ -421,6 +421,11 @@ fn parse_head(buf: &[u8]) -> Result<Option<(usize, Framing)>, Failed> {
         Err(_) => return Err(Failed::Malformed),
     };
     let status = answer.code.ok_or(Failed::Malformed)?;
+    // Three digits, 100 to 999 (RFC 9110 section 15; `020` parses as 20 and hyper's
+    // client refuses it: found by the differential fuzzer).
+    if !(100..=999).contains(&status) {
+        return Err(Failed::Malformed);
+    }
     if status == 101 {
         return Err(Failed::Malformed); // no protocol switch was asked for
     }
