@@ -125,6 +125,8 @@ mod tests {
             b"HTTP/1.0 404\r\ntransfer-encoding: identity\r\n\r\n",
             // Found by cargo fuzz (session 25): a status under 100.
             b"HTTP/1.1 020 OK\r\ncontent-length: 2\r\n\r\n{}",
+            // A trailer line without a colon.
+            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3;ext=1\r\nabc\r\n0\r\nK\r\nilre: x\r\n\r\n",
         ] {
             assert!(super::hyper_reads(finding).expect("runtime").is_err());
             // Found by the oracle and the fuzzer (session 25): held refuses them too.

@@ -498,6 +498,23 @@ fn content_length(value: &[u8]) -> Option<usize> {
     length
 }
 
+/// A trailer field line as RFC 9110 section 5 has it: a token, a colon, a value of
+/// visible characters, spaces, tabs and obs-text (a line without a colon was dropped
+/// unread, where hyper's client refuses it: found by the differential fuzzer).
+fn trailer_line(line: &[u8]) -> bool {
+    let Some(colon) = line.iter().position(|b| *b == b':') else {
+        return false;
+    };
+    let (name, value) = line.split_at(colon);
+    let tchar = |b: &u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(b);
+    !name.is_empty()
+        && name.iter().all(tchar)
+        && value
+            .iter()
+            .skip(1)
+            .all(|b| *b == b'\t' || (0x20..0x7f).contains(b) || *b >= 0x80)
+}
+
 /// A chunked body, de-chunked, up to `max_body` bytes; its trailers are read and
 /// dropped. `buf` keeps what followed the body.
 async fn read_chunked<R: AsyncRead + Unpin>(
@@ -547,6 +564,9 @@ async fn read_chunked<R: AsyncRead + Unpin>(
                 return Ok(body.freeze());
             }
             Some(end) => {
+                if !trailer_line(buf.get(..end).unwrap_or_default()) {
+                    return Err(Failed::Malformed);
+                }
                 read += end + 2;
                 buf.advance(end + 2);
             }
