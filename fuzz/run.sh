@@ -27,8 +27,10 @@ for target in $(cargo fuzz list --fuzz-dir fuzz); do
   echo "-- $target: ${seconds}s"
   log=target/fuzz-$target.log
   status=0
+  # FUZZ_SECONDS=0: replay the committed corpus only (every input, no exploration).
+  if [ "$seconds" -eq 0 ]; then limit=(-runs=0); else limit=(-max_total_time="$seconds"); fi
   cargo fuzz run --fuzz-dir fuzz -s none -a "$target" "$scratch" "fuzz/corpus/$target" -- \
-    -max_total_time="$seconds" -seed="$seed" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 >"$log" 2>&1 || status=$?
+    "${limit[@]}" -seed="$seed" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 >"$log" 2>&1 || status=$?
   grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units)' "$log" || true
   if [ "$status" -ne 0 ]; then
     tail -40 "$log"

@@ -125,6 +125,8 @@ mod tests {
             b"HTTP/1.0 404\r\ntransfer-encoding: identity\r\n\r\n",
             // Found by cargo fuzz (session 25): a status under 100.
             b"HTTP/1.1 020 OK\r\ncontent-length: 2\r\n\r\n{}",
+            // An empty chunk-size line.
+            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n4;ext=2\r\nabc0\r\n\r\ntrailer: x\r\n\r\n",
             // A trailer line without a colon.
             b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3;ext=1\r\nabc\r\n0\r\nK\r\nilre: x\r\n\r\n",
         ] {

@@ -526,6 +526,13 @@ async fn read_chunked<R: AsyncRead + Unpin>(
     loop {
         let size = loop {
             match httparse::parse_chunk_size(buf) {
+                // An empty size line is no chunk (httparse reads it as 0; hyper's client
+                // refuses it: found by the differential fuzzer).
+                Ok(httparse::Status::Complete(_))
+                    if !buf.first().is_some_and(u8::is_ascii_hexdigit) =>
+                {
+                    return Err(Failed::Malformed);
+                }
                 Ok(httparse::Status::Complete((used, size))) => {
                     buf.advance(used);
                     break usize::try_from(size).map_err(|_| Failed::TooLarge)?;
