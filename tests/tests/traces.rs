@@ -298,6 +298,30 @@ fn check_call_spans(spans: &[Value], upstream_traceparent: &str, door: &str) {
     );
 }
 
+/// `tool_broker_spans_total{outcome=...}` on `/metrics`, once it reaches `at_least`
+/// (10 s at most); `None` when `/metrics` has no such family.
+async fn spans_counted(broker: &TestBroker, outcome: &str, at_least: u64) -> Option<u64> {
+    let line = format!("tool_broker_spans_total{{outcome=\"{outcome}\"}} ");
+    let mut seen = None;
+    for _ in 0..500 {
+        let text = reqwest::get(format!("{}/metrics", broker.url))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        seen = text
+            .lines()
+            .find_map(|l| l.strip_prefix(line.as_str()))
+            .map(|n| n.parse::<u64>().unwrap());
+        if seen.is_none_or(|n| n >= at_least) {
+            return seen;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    seen
+}
+
 fn no_secret_in(body: &[u8]) {
     let text = String::from_utf8_lossy(body);
     for secret in [KEY.1, EMAIL, crate::support::API_KEY] {
@@ -356,6 +380,35 @@ async fn a_call_is_exported_over_http_json_continuing_the_callers_trace() {
     let requests = receiver.received_requests().await.unwrap();
     assert_eq!(requests[0].headers["x-collector-key"], "collector-secret-1");
     assert!(!crate::support::logs().contains("collector-secret-1"));
+    // `/metrics` counts what became of the spans.
+    assert_eq!(spans_counted(&broker, "exported", 2).await, Some(2));
+    assert_eq!(spans_counted(&broker, "failed", 0).await, Some(0));
+    assert_eq!(spans_counted(&broker, "dropped", 0).await, Some(0));
+}
+
+#[tokio::test]
+async fn spans_a_collector_refuses_are_counted_and_the_call_answers() {
+    let upstream = upstream().await;
+    let receiver = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(400).set_body_string("bad export"))
+        .mount(&receiver)
+        .await;
+    let endpoint = receiver.uri();
+    let broker = broker(
+        &upstream,
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str())],
+    )
+    .await;
+    let (status, body) = broker
+        .call("payments.get_customers", json!({}), &[KEY])
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(spans_counted(&broker, "failed", 2).await, Some(2));
+    assert_eq!(spans_counted(&broker, "exported", 0).await, Some(0));
+    // A 400 is not retried (OTLP/HTTP retries only 429, 502, 503, 504): one post per
+    // batch (the two spans may go in one batch or two).
+    assert!(receiver.received_requests().await.unwrap().len() <= 2);
 }
 
 #[tokio::test]
@@ -454,6 +507,7 @@ async fn without_an_endpoint_nothing_is_exported_and_the_trace_passes_through() 
     let upstream = upstream().await;
     let broker = broker(&upstream, &[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")]).await;
     assert!(broker.broker.traces.exporter().is_none());
+    assert_eq!(spans_counted(&broker, "exported", 0).await, None);
     let parent = traceparent(false);
     let (status, body) = broker
         .call(

@@ -1,6 +1,7 @@
 //! Redaction of upstream answers: the tool's JSONPath paths, then every credential-like
 //! key at any depth (`rules/redaction.toml`), then any string that contains one of this
-//! request's own secrets (an upstream that echoes the key back cannot leak it).
+//! request's own secrets (an upstream that echoes the key back cannot leak it); a member
+//! whose key holds one of them is dropped.
 
 use jsonpath_rust::query::js_path_process;
 use jsonpath_rust::query::queryable::Queryable;
@@ -50,6 +51,13 @@ pub fn redact(
 fn walk(value: &mut Value, rules: &Redaction, secrets: &[&str], count: &mut usize) {
     match value {
         Value::Object(map) => {
+            // A member whose key holds a secret goes, value and all (a key cannot be
+            // replaced without colliding with another).
+            if !secrets.is_empty() {
+                let before = map.len();
+                map.retain(|key, _| !holds_secret(key, secrets));
+                *count += before - map.len();
+            }
             for (key, v) in map.iter_mut() {
                 if rules.is_secret_key(key) {
                     if !v.is_null() {
@@ -66,12 +74,32 @@ fn walk(value: &mut Value, rules: &Redaction, secrets: &[&str], count: &mut usiz
                 walk(v, rules, secrets, count);
             }
         }
-        Value::String(s) if secrets.iter().any(|secret| s.contains(secret)) => {
+        Value::String(s) if holds_secret(s, secrets) => {
             *s = rules.replacement.clone();
             *count += 1;
         }
         _ => {}
     }
+}
+
+/// Whether `text` holds one of `secrets`, as it is or as JSON writes it: a text with a
+/// character JSON escapes is searched in its escaped form too, where a tab before
+/// `b_live…` reads `\tb_live…` (found by the differential fuzzer). The one-pass scan
+/// ([`crate::answer::scan`]) asks the same.
+pub(crate) fn holds_secret(text: &str, secrets: &[&str]) -> bool {
+    if secrets.is_empty() {
+        return false;
+    }
+    secrets.iter().any(|secret| text.contains(secret))
+        || escaped(text).is_some_and(|json| secrets.iter().any(|secret| json.contains(secret)))
+}
+
+/// `text` as JSON writes it, when that differs from `text` (a control character, a quote
+/// or a backslash in it).
+pub(crate) fn escaped(text: &str) -> Option<String> {
+    text.bytes()
+        .any(|b| b < 0x20 || b == b'"' || b == b'\\')
+        .then(|| serde_json::to_string(text).unwrap_or_default())
 }
 
 /// Replaces this request's secrets inside free text (for error messages and details).

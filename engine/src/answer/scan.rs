@@ -12,7 +12,8 @@
 //!   limit, the same strings and numbers (a string with an escape, or a number that is
 //!   not a plain integer, is decoded by serde_json itself and written as it writes it);
 //! - every credential-like key's value is replaced ([`Redaction::is_secret_key`]), a null
-//!   one kept, and every string holding one of this request's secrets;
+//!   one kept, and every string holding one of this request's secrets; a member whose
+//!   key holds one is dropped, value and all;
 //! - an object's members are written in the order of their keys, the last of equal keys
 //!   kept, as a `Value`'s map keeps them;
 //! - the top-level lists (`data` itself, or every list directly under it) are cut to the
@@ -259,7 +260,7 @@ impl<'a> Scanner<'a, '_> {
                         }
                     }
                     Str::Decoded(text) => {
-                        if self.holds_secret(text.as_bytes()) {
+                        if self.holds_secret_decoded(&text) {
                             self.redact_string();
                         } else {
                             serde_json::to_writer(&mut self.out, &text).map_err(|_| NotJson)?;
@@ -294,6 +295,18 @@ impl<'a> Scanner<'a, '_> {
             .finders
             .get_or_insert_with(|| secrets.iter().map(memchr::memmem::Finder::new).collect());
         finders.iter().any(|f| f.find(text).is_some())
+    }
+
+    /// Whether a string that had an escape holds one of this request's secrets, as
+    /// decoded or as written again ([`crate::answer::redact::holds_secret`]).
+    #[cold]
+    fn holds_secret_decoded(&mut self, text: &str) -> bool {
+        if self.secrets.is_empty() {
+            return false;
+        }
+        self.holds_secret(text.as_bytes())
+            || crate::answer::redact::escaped(text)
+                .is_some_and(|json| self.holds_secret(json.as_bytes()))
     }
 
     fn literal(&mut self, word: &[u8]) -> Result<(), NotJson> {
@@ -373,19 +386,26 @@ impl<'a> Scanner<'a, '_> {
         Ok(Str::Decoded(decoded))
     }
 
-    /// Writes a key as it came (or as serde_json writes it), and returns its text.
-    fn write_key(&mut self, key: Str) -> Result<Cow<'a, str>, NotJson> {
+    /// A key's text.
+    fn key_text(&self, key: Str) -> Result<Cow<'a, str>, NotJson> {
         match key {
             Str::Plain { open, close } => {
                 let src = self.src;
-                self.out
-                    .extend_from_slice(self.bytes.get(open..=close).unwrap_or_default());
                 src.get(open + 1..close).map(Cow::Borrowed).ok_or(NotJson)
             }
-            Str::Decoded(text) => {
-                serde_json::to_writer(&mut self.out, &text).map_err(|_| NotJson)?;
-                Ok(Cow::Owned(text))
-            }
+            Str::Decoded(text) => Ok(Cow::Owned(text)),
+        }
+    }
+
+    /// Writes a key as it came (`raw`: no escape in it) or as serde_json writes it.
+    fn write_key(&mut self, key: &str, raw: bool) -> Result<(), NotJson> {
+        if raw {
+            self.out.push(b'"');
+            self.out.extend_from_slice(key.as_bytes());
+            self.out.push(b'"');
+            Ok(())
+        } else {
+            serde_json::to_writer(&mut self.out, key).map_err(|_| NotJson)
         }
     }
 
@@ -460,13 +480,48 @@ impl<'a> Scanner<'a, '_> {
                 }
                 self.pos += 1;
                 self.skip_ws();
-                if self.members.len() > frame {
+                let raw = matches!(key, Str::Plain { .. });
+                let key = self.key_text(key)?;
+                let before = self.redacted;
+                // Most keys are plain and shorter than any secret: no call for them.
+                let holds = match raw {
+                    true => key.len() >= self.shortest && self.holds_secret(key.as_bytes()),
+                    false => self.holds_secret_decoded(&key),
+                };
+                if holds {
+                    // Read (it must be JSON) but neither it nor its key written: one
+                    // redaction, kept like any member so a repeated key replaces it.
+                    let mark = self.out.len();
+                    self.value(Level::Inner)?;
+                    self.out.truncate(mark);
+                    self.redacted = before + 1;
+                    self.members.push(Member {
+                        prefix: prefix(key.as_bytes()),
+                        key,
+                        start: mark,
+                        end: mark,
+                        redacted: 1,
+                    });
+                    in_order = false;
+                    self.skip_ws();
+                    match self.peek().ok_or(NotJson)? {
+                        b',' => {
+                            self.pos += 1;
+                            continue;
+                        }
+                        b'}' => {
+                            self.pos += 1;
+                            break;
+                        }
+                        _ => return Err(NotJson),
+                    }
+                }
+                if self.out.len() > content {
                     self.out.push(b',');
                 }
                 let start = self.out.len();
-                let key = self.write_key(key)?;
+                self.write_key(&key, raw)?;
                 self.out.push(b':');
-                let before = self.redacted;
                 if self.rules.is_secret_key(&key) {
                     // Read (it must be JSON) but not written, nor looked into.
                     let mark = self.out.len();
@@ -591,6 +646,9 @@ impl<'a> Scanner<'a, '_> {
                 self.redacted -= member.redacted;
                 continue;
             }
+            if member.start == member.end {
+                continue; // dropped: its key held a secret
+            }
             if !first {
                 self.out.push(b',');
             }
@@ -656,6 +714,15 @@ mod tests {
         r#"[truex]"#,
         r#"["\ud800"]"#,
         r#"["tab	inside"]"#,
+        // Keys holding a secret (their members dropped): alone, repeated, escaped,
+        // beside a list of `data`, nested, and the fuzz finding of session 26.
+        r#"{"b":1,"tb_echo_secret_value":{"token":"x","v":"tb_echo_secret_value"},"a":[1,2,3]}"#,
+        r#"{"x tb_echo_secret_value":1,"z":[1,2,3],"x tb_echo_secret_value":2,"a":0}"#,
+        r#"{"items":[1,2,3],"k\u0020tb_echo_secret_value":[1,2,3,4],"tb_echo_secret_value":[5,6,7]}"#,
+        r#"[{"tb_echo_secret_value":1},{"a":{"tb_echo_secret_value":null,"b":"short"}}]"#,
+        r#" { "kDDDDDDDD[ [ ##nnnnnnntb_echo_secret_valueDD4\u8065y" :70 } "#,
+        // A secret that only its escaped form holds (a tab, then the rest of it).
+        r#"{"k\tb_echo_secret_value":1,"v":["\tb_echo_secret_value","\\tb_echo_secret_value","\u0009b_echo_secret_valu"]}"#,
         r#"[1] x"#,
         r#"{"a":1,}"#,
         r#"[-]"#,
@@ -682,6 +749,8 @@ mod tests {
             "",
             "p\u{e9}",
             "apiKey",
+            "tb_echo_secret_value",
+            "a tb_echo_secret_value",
         ]);
         let text = prop_oneof![
             "[a-z \"\\\\/\u{1}\u{e9}\u{1f600}]{0,12}",
@@ -759,6 +828,52 @@ mod tests {
                 same(&answer[..cut], &secrets, Some(2));
             }
         }
+    }
+
+    #[test]
+    fn drops_a_member_whose_key_holds_a_secret() {
+        let secrets = ["tb_echo_secret_value"];
+        for (body, text, redacted) in [
+            (
+                r#"{"tb_echo_secret_value":{"v":"tb_echo_secret_value"}}"#,
+                "{}",
+                1,
+            ),
+            (
+                r#"{"b":1,"x tb_echo_secret_value":2,"a":3}"#,
+                r#"{"a":3,"b":1}"#,
+                1,
+            ),
+            (
+                r#"{"a":3,"x tb_echo_secret_value":2,"x tb_echo_secret_value":1}"#,
+                r#"{"a":3}"#,
+                1,
+            ),
+            (
+                r#"[{"\u0074b_echo_secret_value":1,"z":"tb_echo_secret_value"}]"#,
+                r#"[{"z":"[REDACTED]"}]"#,
+                2,
+            ),
+            (
+                r#"{"\tb_echo_secret_value":1,"v":"\u0009b_echo_secret_value"}"#,
+                r#"{"v":"[REDACTED]"}"#,
+                2,
+            ),
+        ] {
+            let scanned = scan(body.as_bytes(), &rules(), &secrets, Some(1)).unwrap();
+            assert_eq!(
+                (scanned.text.as_str(), scanned.redacted),
+                (text, redacted),
+                "{body}"
+            );
+            same(body, &secrets, Some(1));
+        }
+        // A key shorter than the secret whose escaped form holds it.
+        let secrets = ["u0001_secret_tail"];
+        let body = r#"{"\u0001_secret_tail":1,"v":"\u0001_secret_tail","w":"_secret_tail"}"#;
+        let scanned = scan(body.as_bytes(), &rules(), &secrets, None).unwrap();
+        assert_eq!(scanned.text, r#"{"v":"[REDACTED]","w":"_secret_tail"}"#);
+        same(body, &secrets, None);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use serde::Deserializer;
-use serde::de::{IgnoredAny, MapAccess, Visitor};
+use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 /// A message object's members, as the door checks them.
@@ -73,6 +73,7 @@ fn fast(body: &[u8]) -> Option<Message<'_>> {
     if body.trim_ascii_start().first() != Some(&b'{') {
         return None;
     }
+    // Every string is checked as UTF-8 as it is read, skipped members' too ([`Skipped`]).
     let mut de = serde_json::Deserializer::from_slice(body);
     let members = de.deserialize_map(MembersVisitor).ok()?;
     de.end().ok()?;
@@ -95,6 +96,63 @@ pub(crate) fn once<T, E: serde::de::Error>(slot: &mut Option<T>, value: T) -> Re
             *slot = Some(value);
             Ok(())
         }
+    }
+}
+
+/// A member the one-pass readers do not keep, read as strictly as reading a `Value`
+/// reads it (strings as UTF-8, escapes, numbers in range, nesting) and kept nowhere.
+/// serde's `IgnoredAny` is not that: serde_json skips an ignored string or number
+/// unchecked, so bytes that are not UTF-8 in a string, or `{"x":1e400}`, passed where a
+/// `Value` is refused (found by the differential fuzzer).
+pub(crate) struct Skipped;
+
+impl<'de> serde::Deserialize<'de> for Skipped {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(SkippedVisitor)
+    }
+}
+
+struct SkippedVisitor;
+
+impl<'de> Visitor<'de> for SkippedVisitor {
+    type Value = Skipped;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+
+    fn visit_unit<E>(self) -> Result<Skipped, E> {
+        Ok(Skipped)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skipped, A::Error> {
+        while seq.next_element::<Skipped>()?.is_some() {}
+        Ok(Skipped)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skipped, A::Error> {
+        while map.next_entry::<Skipped, Skipped>()?.is_some() {}
+        Ok(Skipped)
     }
 }
 
@@ -126,10 +184,10 @@ impl<'de> Visitor<'de> for MembersVisitor {
                 "id" => once(&mut members.id, map.next_value()?)?,
                 "method" => once(&mut members.method, map.next_value()?)?,
                 "params" => once(&mut members.params, map.next_value()?)?,
-                "result" => once(&mut result, map.next_value::<IgnoredAny>()?)?,
-                "error" => once(&mut error, map.next_value::<IgnoredAny>()?)?,
+                "result" => once(&mut result, map.next_value::<Skipped>()?)?,
+                "error" => once(&mut error, map.next_value::<Skipped>()?)?,
                 _ => {
-                    map.next_value::<IgnoredAny>()?;
+                    map.next_value::<Skipped>()?;
                 }
             }
         }

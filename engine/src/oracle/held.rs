@@ -120,16 +120,35 @@ mod tests {
     fn the_reference_reads_and_refuses() {
         let read = super::hyper_reads(SEEDS[0]).expect("runtime");
         assert_eq!(read, Ok((200, bytes::Bytes::from_static(b"{}"))));
-        for finding in [
-            &b"HTTP/1.1 200 OK\r\ncontent-length: +3\r\n\r\nabc"[..],
-            b"HTTP/1.0 404\r\ntransfer-encoding: identity\r\n\r\n",
+        let chunked = |chunks: String| {
+            format!("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n{chunks}").into_bytes()
+        };
+        let findings: Vec<Vec<u8>> = vec![
+            b"HTTP/1.1 200 OK\r\ncontent-length: +3\r\n\r\nabc".to_vec(),
+            b"HTTP/1.0 404\r\ntransfer-encoding: identity\r\n\r\n".to_vec(),
             // Found by cargo fuzz (session 25): a status under 100.
-            b"HTTP/1.1 020 OK\r\ncontent-length: 2\r\n\r\n{}",
+            b"HTTP/1.1 020 OK\r\ncontent-length: 2\r\n\r\n{}".to_vec(),
             // An empty chunk-size line.
-            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n4;ext=2\r\nabc0\r\n\r\ntrailer: x\r\n\r\n",
+            chunked("4;ext=2\r\nabc0\r\n\r\ntrailer: x\r\n\r\n".into()),
             // A trailer line without a colon.
-            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3;ext=1\r\nabc\r\n0\r\nK\r\nilre: x\r\n\r\n",
-        ] {
+            chunked("3;ext=1\r\nabc\r\n0\r\nK\r\nilre: x\r\n\r\n".into()),
+            // Read off hyper's decoder (session 26): a bare LF inside a chunk extension
+            // (httparse takes it), more than 100 headers or trailer lines, more than
+            // 16 KiB of chunk extensions over the body.
+            chunked("3;a\nb\r\nabc\r\n0\r\n\r\n".into()),
+            format!(
+                "HTTP/1.1 200 OK\r\n{}content-length: 0\r\n\r\n",
+                "x: y\r\n".repeat(101)
+            )
+            .into_bytes(),
+            chunked(format!("0\r\n{}\r\n", "x: y\r\n".repeat(101))),
+            chunked(format!(
+                "{}0\r\n\r\n",
+                format!("1;{}\r\nx\r\n", "e".repeat(1000)).repeat(17)
+            )),
+        ];
+        for finding in &findings {
+            let finding = finding.as_slice();
             assert!(super::hyper_reads(finding).expect("runtime").is_err());
             // Found by the oracle and the fuzzer (session 25): held refuses them too.
             let held = super::block_on(async {
@@ -139,6 +158,37 @@ mod tests {
             })
             .expect("runtime");
             assert_eq!(held.err(), Some(crate::upstream::held::Failed::Malformed));
+        }
+    }
+
+    /// At held's bounds (100 headers, 100 trailer lines, 8 KiB of extensions) both read
+    /// the answer, the same.
+    #[test]
+    fn answers_at_the_bounds_are_read_by_both() {
+        let chunked = |chunks: String| {
+            format!("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n{chunks}").into_bytes()
+        };
+        for edge in [
+            format!(
+                "HTTP/1.1 200 OK\r\n{}content-length: 0\r\n\r\n",
+                "x: y\r\n".repeat(99)
+            )
+            .into_bytes(),
+            chunked(format!("0\r\n{}\r\n", "x: y\r\n".repeat(100))),
+            chunked(format!(
+                "{}0\r\n\r\n",
+                format!("1;{}\r\nx\r\n", "e".repeat(1000)).repeat(8)
+            )),
+        ] {
+            assert!(super::hyper_reads(&edge).expect("runtime").is_ok());
+            let held = super::block_on(async {
+                let mut stream = edge.as_slice();
+                let mut buf = bytes::BytesMut::new();
+                crate::upstream::held::read_answer(&mut stream, &mut buf, false, 1024).await
+            })
+            .expect("runtime");
+            assert!(held.is_ok());
+            assert_eq!(answer(&edge), Ok(()));
         }
     }
 

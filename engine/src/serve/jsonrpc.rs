@@ -12,11 +12,11 @@ use std::borrow::Cow;
 use std::fmt;
 
 use serde::Deserializer;
-use serde::de::{self, IgnoredAny, MapAccess, Visitor};
+use serde::de::{self, MapAccess, Visitor};
 use serde_json::{Value, json};
 
 use crate::error::CallError;
-use crate::mcp::message::once;
+use crate::mcp::message::{Skipped, once};
 
 /// A `tools/call` as the checks let it through.
 #[derive(Debug, PartialEq)]
@@ -76,6 +76,7 @@ fn fast(body: &[u8], max_id: usize) -> Option<Read<'_>> {
     if body.trim_ascii_start().first() != Some(&b'{') {
         return None;
     }
+    // Every string is checked as UTF-8 as it is read, skipped members' too ([`Skipped`]).
     let mut de = serde_json::Deserializer::from_slice(body);
     let request = de.deserialize_map(RequestVisitor).ok()?;
     de.end().ok()?;
@@ -139,7 +140,7 @@ impl<'de> Visitor<'de> for RequestVisitor {
                 "method" => once(&mut request.method, map.next_value()?)?,
                 "params" => once(&mut request.params, map.next_value_seed(ParamsSeed)?)?,
                 _ => {
-                    map.next_value::<IgnoredAny>()?;
+                    map.next_value::<Skipped>()?;
                 }
             }
         }
@@ -173,7 +174,7 @@ impl<'de> Visitor<'de> for ParamsSeed {
                 "arguments" => once(&mut params.arguments, map.next_value()?)?,
                 "descriptorHash" => once(&mut params.descriptor_hash, map.next_value()?)?,
                 _ => {
-                    map.next_value::<IgnoredAny>()?;
+                    map.next_value::<Skipped>()?;
                 }
             }
         }

@@ -600,9 +600,11 @@ pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool)
             )
         }
         (&Method::GET, "/metrics") => {
-            let text = broker
-                .metrics
-                .render(&broker.catalog.snapshot_id, broker.catalog.tools.len());
+            let text = broker.metrics.render(
+                &broker.catalog.snapshot_id,
+                broker.catalog.tools.len(),
+                broker.traces.exporter().map(|e| e.counts()),
+            );
             let mut response = hyper::Response::new(Full::new(Bytes::from(text)));
             response.headers_mut().insert(
                 hyper::header::CONTENT_TYPE,

@@ -17,6 +17,18 @@ pub struct Metrics {
     handovers: std::sync::atomic::AtomicU64,
 }
 
+/// What became of the finished spans, when traces are exported
+/// ([`crate::telemetry::otlp::export::Exporter::counts`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct SpanCounts {
+    /// Spans the collector accepted.
+    pub exported: u64,
+    /// Spans dropped because the export queue was full.
+    pub dropped: u64,
+    /// Spans lost to a failed export.
+    pub failed: u64,
+}
+
 #[derive(Debug, Default, Clone, Copy)]
 struct Counter {
     count: u64,
@@ -73,8 +85,8 @@ impl Metrics {
         })
     }
 
-    /// The Prometheus text exposition.
-    pub fn render(&self, snapshot_id: &str, tools: usize) -> String {
+    /// The Prometheus text exposition; `spans` when traces are exported.
+    pub fn render(&self, snapshot_id: &str, tools: usize, spans: Option<SpanCounts>) -> String {
         let mut out = String::new();
         family(
             &mut out,
@@ -137,6 +149,21 @@ impl Metrics {
             "tool_broker_http1_handovers_total {}",
             self.handovers.load(std::sync::atomic::Ordering::Relaxed)
         );
+        if let Some(spans) = spans {
+            family(
+                &mut out,
+                "tool_broker_spans_total",
+                "counter",
+                "Finished trace spans: exported (the collector accepted them), dropped (the export queue was full), failed (an export failed).",
+            );
+            for (outcome, n) in [
+                ("exported", spans.exported),
+                ("dropped", spans.dropped),
+                ("failed", spans.failed),
+            ] {
+                let _ = writeln!(out, "tool_broker_spans_total{{outcome=\"{outcome}\"}} {n}");
+            }
+        }
         out
     }
 }

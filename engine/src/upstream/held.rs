@@ -14,14 +14,19 @@
 //!   is 80 (never user information); `content-length` when there is a body or the
 //!   method carries one;
 //! - interim (1xx) answers are skipped; `101` is refused;
-//! - the body is framed by `transfer-encoding: chunked` (trailers read and dropped), by
+//! - the body is framed by `transfer-encoding: chunked` (extensions and trailers read,
+//!   checked and dropped), by
 //!   `content-length` (several differing values refused), or by the connection's end;
 //!   `HEAD`, `204` and `304` answers have none;
 //! - a connection is put back only when its answer was read exactly to its end, the
 //!   upstream spoke HTTP/1.1 and did not say `connection: close`, and nothing followed
 //!   the answer;
-//! - the answer's head is bounded ([`MAX_HEAD_BYTES`], [`MAX_HEADERS`]) and its body by
-//!   the caller's limit, known before reading when the upstream declares its length.
+//! - the answer's head is bounded ([`MAX_HEAD_BYTES`], [`MAX_HEADERS`]), a chunked body's
+//!   extensions and trailers too, and its body by the caller's limit, known before
+//!   reading when the upstream declares its length;
+//! - whatever this reading takes, hyper's client takes the same (status and body):
+//!   checked by a differential oracle and fuzz target (`crate::oracle::held`,
+//!   fuzz/README.md), so a held `http://` upstream reads as a pooled `https://` one.
 //!
 //! Idle connections: one the upstream closed while idle is noticed before the request
 //! goes out (the runtime has seen it readable; a read finds its end) and never used; one
@@ -55,11 +60,24 @@ const MAX_IDLE: usize = 256;
 /// How long opening a connection may take (the pool's connector's timeout).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The longest answer head (status line, headers, and a chunked body's trailers).
+/// The longest answer head (status line and headers).
 pub const MAX_HEAD_BYTES: usize = 64 * 1024;
 
-/// The most headers an answer may have.
-pub const MAX_HEADERS: usize = 128;
+/// The most headers an answer may have, and the most trailer lines of a chunked body:
+/// what hyper's client (the pooled client, for `https://` upstreams) takes, so an answer
+/// does not read differently by the upstream's scheme (a differential-fuzzing check).
+pub const MAX_HEADERS: usize = 100;
+
+/// The longest trailer section of a chunked body, its lines and the empty line ending it
+/// (under hyper's client's 16 KiB).
+const MAX_TRAILER_BYTES: usize = 8 * 1024;
+
+/// The most chunk-extension bytes (after a chunk size's `;`) a body may carry, all chunks
+/// together (under hyper's client's 16 KiB).
+const MAX_EXTENSION_BYTES: usize = 8 * 1024;
+
+/// The longest chunk-size line, extensions included.
+const MAX_CHUNK_LINE: usize = 1024;
 
 /// Read buffer: most answers fit in one. A connection keeps its buffer while the answers
 /// it carries fit in it (a body up to this size is copied out), so a call allocates no
@@ -515,29 +533,27 @@ fn trailer_line(line: &[u8]) -> bool {
             .all(|b| *b == b'\t' || (0x20..0x7f).contains(b) || *b >= 0x80)
 }
 
-/// A chunked body, de-chunked, up to `max_body` bytes; its trailers are read and
-/// dropped. `buf` keeps what followed the body.
+/// A chunked body, de-chunked, up to `max_body` bytes; its extensions and trailers are
+/// checked and dropped. `buf` keeps what followed the body.
 async fn read_chunked<R: AsyncRead + Unpin>(
     stream: &mut R,
     buf: &mut BytesMut,
     max_body: usize,
 ) -> Result<Bytes, Failed> {
     let mut body = BytesMut::new();
+    let mut extensions = 0usize;
     loop {
         let size = loop {
             match httparse::parse_chunk_size(buf) {
-                // An empty size line is no chunk (httparse reads it as 0; hyper's client
-                // refuses it: found by the differential fuzzer).
-                Ok(httparse::Status::Complete(_))
-                    if !buf.first().is_some_and(u8::is_ascii_hexdigit) =>
-                {
-                    return Err(Failed::Malformed);
-                }
                 Ok(httparse::Status::Complete((used, size))) => {
+                    extensions += chunk_line_extensions(buf.get(..used).unwrap_or_default())?;
+                    if extensions > MAX_EXTENSION_BYTES {
+                        return Err(Failed::Malformed);
+                    }
                     buf.advance(used);
                     break usize::try_from(size).map_err(|_| Failed::TooLarge)?;
                 }
-                Ok(httparse::Status::Partial) if buf.len() < 1024 => {
+                Ok(httparse::Status::Partial) if buf.len() < MAX_CHUNK_LINE => {
                     if fill(stream, buf).await? == 0 {
                         return Err(Failed::CutOff);
                     }
@@ -562,30 +578,56 @@ async fn read_chunked<R: AsyncRead + Unpin>(
         }
         buf.advance(size + 2);
     }
-    // Trailers, up to the empty line.
+    read_trailers(stream, buf).await?;
+    Ok(body.freeze())
+}
+
+/// How many extension bytes a chunk-size line `httparse` completed (its CRLF included)
+/// carries, or why it is refused. `httparse` reads an empty size line as `0` and takes a
+/// bare LF inside an extension; hyper's client refuses both (found by the differential
+/// fuzzer).
+fn chunk_line_extensions(line: &[u8]) -> Result<usize, Failed> {
+    let line = line.strip_suffix(b"\r\n").ok_or(Failed::Malformed)?;
+    if !line.first().is_some_and(u8::is_ascii_hexdigit) || line.contains(&b'\n') {
+        return Err(Failed::Malformed);
+    }
+    Ok(line
+        .iter()
+        .position(|b| *b == b';')
+        .map_or(0, |semicolon| line.len() - semicolon - 1))
+}
+
+/// A chunked body's trailer section, up to and with its empty line: at most
+/// [`MAX_HEADERS`] field lines, [`MAX_TRAILER_BYTES`] in all, each a field line.
+async fn read_trailers<R: AsyncRead + Unpin>(
+    stream: &mut R,
+    buf: &mut BytesMut,
+) -> Result<(), Failed> {
     let mut read = 0usize;
+    let mut lines = 0usize;
     loop {
         match buf.windows(2).position(|w| w == b"\r\n") {
             Some(0) => {
                 buf.advance(2);
-                return Ok(body.freeze());
+                return Ok(());
             }
             Some(end) => {
-                if !trailer_line(buf.get(..end).unwrap_or_default()) {
+                lines += 1;
+                read += end + 2;
+                if lines > MAX_HEADERS
+                    || read + 2 > MAX_TRAILER_BYTES
+                    || !trailer_line(buf.get(..end).unwrap_or_default())
+                {
                     return Err(Failed::Malformed);
                 }
-                read += end + 2;
                 buf.advance(end + 2);
             }
-            None if read + buf.len() > MAX_HEAD_BYTES => return Err(Failed::Malformed),
+            None if read + buf.len() > MAX_TRAILER_BYTES => return Err(Failed::Malformed),
             None => {
                 if fill(stream, buf).await? == 0 {
                     return Err(Failed::CutOff);
                 }
             }
-        }
-        if read > MAX_HEAD_BYTES {
-            return Err(Failed::Malformed);
         }
     }
 }
@@ -617,6 +659,20 @@ mod tests {
         let ok = |status: u16, body: &str, reusable: bool| Ok((status, body.to_string(), reusable));
         let many_headers = "x-h: v\r\n".repeat(MAX_HEADERS + 1);
         let long_head = format!("HTTP/1.1 200 OK\r\nx-long: {}", "v".repeat(MAX_HEAD_BYTES));
+        let chunked =
+            |chunks: &str| format!("HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n{chunks}");
+        let trailers = |count: usize, each: usize| {
+            chunked(&format!(
+                "0\r\n{}\r\n",
+                format!("x: {}\r\n", "t".repeat(each)).repeat(count)
+            ))
+        };
+        let extensions = |count: usize| {
+            chunked(&format!(
+                "{}0\r\n\r\n",
+                format!("1;{}\r\nx\r\n", "e".repeat(1000)).repeat(count)
+            ))
+        };
         let cases: Vec<(&str, String, bool, usize, Read)> = vec![
             ("length", "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok".into(), false, 10, ok(200, "ok", true)),
             ("chunked, extension and trailer", "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nok\r\n3;x=y\r\n!!!\r\n0\r\nx-trailer: t\r\n\r\n".into(), false, 10, ok(200, "ok!!!", true)),
@@ -645,6 +701,14 @@ mod tests {
             ("lengths differ", "HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-length: 3\r\n\r\nok!".into(), false, 10, Err(Failed::Malformed)),
             ("length not a number", "HTTP/1.1 200 OK\r\ncontent-length: -2\r\n\r\nok".into(), false, 10, Err(Failed::Malformed)),
             ("chunk size not hex", "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\nok\r\n0\r\n\r\n".into(), false, 10, Err(Failed::Malformed)),
+            ("most trailer lines", trailers(MAX_HEADERS, 1), false, 10, ok(200, "", true)),
+            ("a trailer line too many", trailers(MAX_HEADERS + 1, 1), false, 10, Err(Failed::Malformed)),
+            ("trailers too long", trailers(2, MAX_TRAILER_BYTES / 2), false, 10, Err(Failed::Malformed)),
+            ("extensions within the bound", extensions(8), false, 100, ok(200, "xxxxxxxx", true)),
+            ("extensions past the bound, all chunks together", extensions(9), false, 100, Err(Failed::Malformed)),
+            ("a chunk-size line too long", chunked(&format!("1;{}", "e".repeat(MAX_CHUNK_LINE))), false, 10, Err(Failed::Malformed)),
+            ("a bare LF in an extension", chunked("1;a\nb\r\nx\r\n0\r\n\r\n"), false, 10, Err(Failed::Malformed)),
+            ("an empty chunk-size line", chunked("\r\n\r\n"), false, 10, Err(Failed::Malformed)),
             ("chunk not ended by CRLF", "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nokXX0\r\n\r\n".into(), false, 10, Err(Failed::Malformed)),
             ("a protocol switch nobody asked for", "HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\n\r\n".into(), false, 10, Err(Failed::Malformed)),
             ("too many headers", format!("HTTP/1.1 200 OK\r\n{many_headers}content-length: 0\r\n\r\n"), false, 10, Err(Failed::Malformed)),

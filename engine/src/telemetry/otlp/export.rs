@@ -13,6 +13,7 @@ use http_body_util::Full;
 
 use super::config::{ExportConfig, Protocol};
 use super::encode;
+use crate::telemetry::metrics::SpanCounts;
 use crate::telemetry::trace::span::Span;
 
 /// Spans waiting for the collector, and how they go there.
@@ -62,6 +63,15 @@ impl Exporter {
         drop(queue);
         if full {
             self.wake.notify_one();
+        }
+    }
+
+    /// What became of the finished spans so far (for `/metrics`).
+    pub fn counts(&self) -> SpanCounts {
+        SpanCounts {
+            exported: self.exported.load(Ordering::Relaxed),
+            dropped: self.dropped.load(Ordering::Relaxed),
+            failed: self.failed.load(Ordering::Relaxed),
         }
     }
 
