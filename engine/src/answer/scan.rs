@@ -282,11 +282,19 @@ impl<'a> Scanner<'a, '_> {
         self.redacted += 1;
     }
 
-    /// Whether `text` holds one of this request's secrets.
+    /// Whether `text` holds one of this request's secrets. Inline: most keys and values
+    /// are shorter than any secret, and the check is one comparison.
+    #[inline]
     fn holds_secret(&mut self, text: &[u8]) -> bool {
         if text.len() < self.shortest {
             return false;
         }
+        self.holds_secret_searched(text)
+    }
+
+    /// [`Scanner::holds_secret`] for a text as long as a secret at least.
+    #[inline(never)]
+    fn holds_secret_searched(&mut self, text: &[u8]) -> bool {
         if text.len() <= SHORT {
             return holds_any(text, self.secrets, &self.starts, self.shortest);
         }
@@ -397,15 +405,17 @@ impl<'a> Scanner<'a, '_> {
         }
     }
 
-    /// Writes a key as it came (`raw`: no escape in it) or as serde_json writes it.
-    fn write_key(&mut self, key: &str, raw: bool) -> Result<(), NotJson> {
-        if raw {
-            self.out.push(b'"');
-            self.out.extend_from_slice(key.as_bytes());
-            self.out.push(b'"');
-            Ok(())
-        } else {
-            serde_json::to_writer(&mut self.out, key).map_err(|_| NotJson)
+    /// Writes a key as it came (`quoted`: where it lies, quotes included, when it had no
+    /// escape) or as serde_json writes it.
+    fn write_key(&mut self, key: &str, quoted: Option<(usize, usize)>) -> Result<(), NotJson> {
+        match quoted {
+            Some((open, close)) => {
+                let bytes = self.bytes;
+                self.out
+                    .extend_from_slice(bytes.get(open..=close).unwrap_or_default());
+                Ok(())
+            }
+            None => serde_json::to_writer(&mut self.out, key).map_err(|_| NotJson),
         }
     }
 
@@ -480,13 +490,15 @@ impl<'a> Scanner<'a, '_> {
                 }
                 self.pos += 1;
                 self.skip_ws();
-                let raw = matches!(key, Str::Plain { .. });
+                let quoted = match key {
+                    Str::Plain { open, close } => Some((open, close)),
+                    Str::Decoded(_) => None,
+                };
                 let key = self.key_text(key)?;
                 let before = self.redacted;
-                // Most keys are plain and shorter than any secret: no call for them.
-                let holds = match raw {
-                    true => key.len() >= self.shortest && self.holds_secret(key.as_bytes()),
-                    false => self.holds_secret_decoded(&key),
+                let holds = match quoted {
+                    Some(_) => self.holds_secret(key.as_bytes()),
+                    None => self.holds_secret_decoded(&key),
                 };
                 if holds {
                     // Read (it must be JSON) but neither it nor its key written: one
@@ -520,7 +532,7 @@ impl<'a> Scanner<'a, '_> {
                     self.out.push(b',');
                 }
                 let start = self.out.len();
-                self.write_key(&key, raw)?;
+                self.write_key(&key, quoted)?;
                 self.out.push(b':');
                 if self.rules.is_secret_key(&key) {
                     // Read (it must be JSON) but not written, nor looked into.
