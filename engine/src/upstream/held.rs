@@ -15,8 +15,8 @@
 //!   method carries one;
 //! - interim (1xx) answers are skipped; `101` is refused;
 //! - the body is framed by `transfer-encoding: chunked` (extensions and trailers read,
-//!   checked and dropped), by
-//!   `content-length` (several differing values refused), or by the connection's end;
+//!   checked and dropped), by `content-length` (several differing values refused), or
+//!   by the connection's end;
 //!   `HEAD`, `204` and `304` answers have none;
 //! - a connection is put back only when its answer was read exactly to its end, the
 //!   upstream spoke HTTP/1.1 and did not say `connection: close`, and nothing followed
