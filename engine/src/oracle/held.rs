@@ -179,6 +179,26 @@ mod tests {
         }
     }
 
+    /// Found by cargo fuzz (session 26): a Transfer-Encoding value with obs-text ends
+    /// in `chunked`; hyper's client reads it as not chunked (a value that is not visible
+    /// ASCII) and the body to the connection's end, where held read the chunks. Held now
+    /// refuses such a value.
+    #[test]
+    fn a_transfer_coding_outside_visible_ascii_is_refused() {
+        let answer_bytes =
+            b"HTTP/1.1 200\ntransfer-encoding: \xb2Fj,chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
+        let read = super::hyper_reads(answer_bytes).expect("runtime");
+        assert_eq!(
+            read,
+            Ok((200, bytes::Bytes::from_static(b"3\r\nabc\r\n0\r\n\r\n")))
+        );
+        assert_eq!(
+            held_reads(answer_bytes).err(),
+            Some(crate::upstream::held::Failed::Malformed)
+        );
+        assert_eq!(answer(answer_bytes), Ok(()));
+    }
+
     /// At held's bounds (100 headers, 100 trailer lines, 8 KiB of extensions) both read
     /// the answer, the same.
     #[test]

@@ -463,6 +463,16 @@ fn parse_head(buf: &[u8]) -> Result<Option<(usize, Framing)>, Failed> {
             }
             framing.length = Some(length);
         } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            // Codings are tokens: a value with a byte outside visible ASCII is refused
+            // (hyper's client reads such a value as not chunked and the body to the
+            // connection's end: found by the differential fuzzer).
+            if !header
+                .value
+                .iter()
+                .all(|b| *b == b'\t' || (0x20..0x7f).contains(b))
+            {
+                return Err(Failed::Malformed);
+            }
             transfer_coded = true;
             // Chunked only when it is the last coding applied.
             framing.chunked = header
