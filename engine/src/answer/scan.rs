@@ -500,66 +500,50 @@ impl<'a> Scanner<'a, '_> {
                     Some(_) => self.holds_secret(key.as_bytes()),
                     None => self.holds_secret_decoded(&key),
                 };
-                if holds {
+                let start = if holds {
                     // Read (it must be JSON) but neither it nor its key written: one
-                    // redaction, kept like any member so a repeated key replaces it.
+                    // redaction, kept as a member with nothing written, so a repeated
+                    // key still replaces it.
                     let mark = self.out.len();
                     self.value(Level::Inner)?;
                     self.out.truncate(mark);
                     self.redacted = before + 1;
-                    self.members.push(Member {
-                        prefix: prefix(key.as_bytes()),
-                        key,
-                        start: mark,
-                        end: mark,
-                        redacted: 1,
-                    });
-                    in_order = false;
-                    self.skip_ws();
-                    match self.peek().ok_or(NotJson)? {
-                        b',' => {
-                            self.pos += 1;
-                            continue;
-                        }
-                        b'}' => {
-                            self.pos += 1;
-                            break;
-                        }
-                        _ => return Err(NotJson),
-                    }
-                }
-                if self.out.len() > content {
-                    self.out.push(b',');
-                }
-                let start = self.out.len();
-                self.write_key(&key, quoted)?;
-                self.out.push(b':');
-                if self.rules.is_secret_key(&key) {
-                    // Read (it must be JSON) but not written, nor looked into.
-                    let mark = self.out.len();
-                    self.value(Level::Inner)?;
-                    let null = self.out.get(mark..) == Some(b"null".as_slice());
-                    self.out.truncate(mark);
-                    self.redacted = before;
-                    if null {
-                        self.out.extend_from_slice(b"null");
-                    } else {
-                        self.redact_string();
-                    }
-                } else if top && self.peek() == Some(b'[') {
-                    let (total, returned) = self.array(self.budget)?;
-                    if total > returned {
-                        let pointer = format!("/{}", key.replace('~', "~0").replace('/', "~1"));
-                        let cut = Truncation {
-                            pointer,
-                            total,
-                            returned,
-                        };
-                        self.cuts.push((self.members.len(), cut));
-                    }
+                    mark
                 } else {
-                    self.value(Level::Inner)?;
-                }
+                    if self.out.len() > content {
+                        self.out.push(b',');
+                    }
+                    let start = self.out.len();
+                    self.write_key(&key, quoted)?;
+                    self.out.push(b':');
+                    if self.rules.is_secret_key(&key) {
+                        // Read (it must be JSON) but not written, nor looked into.
+                        let mark = self.out.len();
+                        self.value(Level::Inner)?;
+                        let null = self.out.get(mark..) == Some(b"null".as_slice());
+                        self.out.truncate(mark);
+                        self.redacted = before;
+                        if null {
+                            self.out.extend_from_slice(b"null");
+                        } else {
+                            self.redact_string();
+                        }
+                    } else if top && self.peek() == Some(b'[') {
+                        let (total, returned) = self.array(self.budget)?;
+                        if total > returned {
+                            let pointer = format!("/{}", key.replace('~', "~0").replace('/', "~1"));
+                            let cut = Truncation {
+                                pointer,
+                                total,
+                                returned,
+                            };
+                            self.cuts.push((self.members.len(), cut));
+                        }
+                    } else {
+                        self.value(Level::Inner)?;
+                    }
+                    start
+                };
                 let prefix = prefix(key.as_bytes());
                 if let Some(last) = self.members.get(frame..).and_then(<[Member]>::last)
                     && (last.prefix, &last.key) >= (prefix, &key)
@@ -849,6 +833,11 @@ mod tests {
             (
                 r#"{"tb_echo_secret_value":{"v":"tb_echo_secret_value"}}"#,
                 "{}",
+                1,
+            ),
+            (
+                r#"{"a":1,"m tb_echo_secret_value":2,"z":3}"#,
+                r#"{"a":1,"z":3}"#,
                 1,
             ),
             (
