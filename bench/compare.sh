@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The published comparison (issue 12), in one run on any Debian-like machine:
+# The published comparison, in one run on any Debian-like machine:
 #   an nginx upstream answering hosting's billing catalog list (a ~300-byte JSON array),
 #   that upstream directly, an nginx reverse proxy (keepalive) in front of it, the broker
 #   (`POST /` and `POST /mcp` calling hosting.billing_get_catalog_item_list_v1, and the
@@ -83,7 +83,7 @@ EOF
 # broker is, a process apart from the upstream's. The proxy above shares the upstream's
 # worker processes, so a worker can take a request, proxy it and serve it without
 # handing it to another process (0.1 context switches per call on this machine against
-# 0.7 for this one, session 17): both are measured and reported.
+# 0.7 for this one, 2026-11-25): both are measured and reported.
 mkdir -p "$work/own"
 {
   nginx_head "$work/own"
@@ -347,7 +347,7 @@ done
   echo "| start-up with the whole catalog < 300 ms | ${ready_ms} ms from spawn to listening (median of 5; the broker's own \`ready_ms\`: ${own_ready_ms}) |"
   echo "| resident < 100 MB after start | ${rss_start} MB |"
   echo "| flat (within 10%) across ${soak_s} s at saturation | ${soak_before} MB before, ${soak_max} MB at most, ${soak_after} MB after (${soak_rps} req/s) |"
-  echo "| against the peer | $(ratio "$(field "${sat[$mcp_name]}" 1)" "$(field "${sat[$peer_name]}" 1)")x FastMCP's throughput on the MCP door |"
+  echo "| against the peer | $(ratio "$(field "${sat[$mcp_name]}" 1)" "$(field "${sat[$peer_name]}" 1)")x FastMCP's throughput on the MCP endpoint |"
   echo
   echo "Resident memory after all the runs above (before the soak): ${rss_after_runs} MB."
 } > "$out"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Where a proxied call's cost goes (issue 12), in the two forms the bench/README sections
-# quote since session 13:
+# Where a proxied call's cost goes, in the two forms bench/README.md and bench/HISTORY.md
+# quote:
 #
 #   bench/profile.sh callgrind [/|/mcp] [OUT]  # instructions per call: valgrind's
 #       callgrind over 2,008 calls at 500 req/s on one worker thread, counted only after
@@ -12,14 +12,14 @@
 #       involuntary context switches (/proc/<pid>/task/*/status) across a 5 s
 #       `wrk -t1 -c32` run, after a warm-up run of the same length.
 #
-# FRONT_DOOR=hyper (default own) sets the `[server]` `front_door`: the broker's own
-# HTTP/1.1 door for the call paths, or hyper's server for everything (A/B of session 20).
+# HTTP1_SERVER=hyper (default own) sets the `[server]` `http1_server`: the broker's own
+# HTTP/1.1 server for the call endpoints, or hyper's server for everything (an A/B of the two).
 # AUTH=token (default key) calls with an OAuth access token instead of the static key:
 # nginx also serves an issuer's discovery document and key set made by the `mint`
 # example, which prints the token; the broker runs with `[oauth]` naming them.
 # KEY=hub (default header; needs AUTH=token) sends no upstream key header: the user
 # stores the key once in the hub (`PUT /hub/keys/hosting`) and each call reads it from
-# the store and opens it (DECISIONS section 12).
+# the store and opens it (decision 012).
 #
 # The call is compare.sh's: hosting.billing_get_catalog_item_list_v1 against an nginx
 # upstream answering the same 331-byte JSON array. Installs nginx-light, wrk and valgrind
@@ -115,11 +115,11 @@ store_key() {
 }
 url="http://127.0.0.1:$broker_port$path"
 serve=(target/release/tool-broker serve --listen "127.0.0.1:$broker_port" --data-dir "$work/data")
-front_door=${FRONT_DOOR:-own}
+http1_server=${HTTP1_SERVER:-own}
 export TOOL_BROKER_API_KEY=tb_bench_key TOOL_BROKER_UPSTREAM_HOSTING="http://127.0.0.1:$up_port" TOOL_BROKER_LOG=warn
 
 if [[ $mode == callgrind ]]; then
-  printf '%s\n[server]\nworkers = 1\nfront_door = "%s"\n%s\n' "$vault_line" "$front_door" "$oauth_table" > "$work/one-worker.toml"
+  printf '%s\n[server]\nworkers = 1\nhttp1_server = "%s"\n%s\n' "$vault_line" "$http1_server" "$oauth_table" > "$work/one-worker.toml"
   mkdir -p "$(dirname "$out")"
   valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" \
     "${serve[@]}" --config "$work/one-worker.toml" > "$work/valgrind.log" 2>&1 &
@@ -144,8 +144,8 @@ if [[ $mode == callgrind ]]; then
   exit 0
 fi
 
-printf '%s\n[server]\nfront_door = "%s"\n%s\n' "$vault_line" "$front_door" "$oauth_table" > "$work/door.toml"
-"${serve[@]}" --config "$work/door.toml" > "$work/broker.log" 2>&1 &
+printf '%s\n[server]\nhttp1_server = "%s"\n%s\n' "$vault_line" "$http1_server" "$oauth_table" > "$work/serve.toml"
+"${serve[@]}" --config "$work/serve.toml" > "$work/broker.log" 2>&1 &
 broker=$!
 pids+=("$broker")
 wait_for "http://127.0.0.1:$broker_port/readyz"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A fault-injecting soak (issue 36), run by hand: 60 s at saturation through the broker
+# A fault-injecting soak, run by hand: 60 s at saturation through the broker
 # (release build) in front of bench/fault_upstream.py, a loopback upstream that answers
 # a fixed cycle of good answers, 500s and 503s, resets mid-body, non-JSON, bodies cut
 # short, chunked garbage, stalls (2 s, and 35 s past the upstream timeout), oversized

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The broker as an OAuth resource server with real parts (DECISIONS section 11,
+# The broker as an OAuth resource server with real parts (decision 011,
 # docs/oauth.md): a certified OpenID provider (npm oidc-provider, clients/oauth/
 # provider.mjs) on loopback, the broker with [oauth] naming it, and the official MCP
 # TypeScript SDK client through the whole flow, login and consent in Debian's headless
-# Chromium (clients/oauth/flow.mjs); then the hub (DECISIONS section 12, docs/hub.md):
+# Chromium (clients/oauth/flow.mjs); then the hub (decision 012, docs/hub.md):
 # two users, keys stored through the connect link after signing in at the provider,
 # the stored key reaching the upstream, another user's link storing nothing
 # (clients/oauth/hub.mjs). Versions pinned in clients/oauth/package.json. Installs

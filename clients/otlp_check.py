@@ -1,4 +1,4 @@
-"""The traces check (issue 36, docs/traces.md): runs the built broker with
+"""The traces check (docs/traces.md): runs the built broker with
 OTEL_EXPORTER_OTLP_ENDPOINT pointed at a loopback OTLP receiver held here, once over
 http/json and once over http/protobuf, calls a tool with a `traceparent`, and checks:
 

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Conformance of imported tools against Prism mocks of their upstream documents.
 #   conformance/run.sh [--services a,b] [--skip-services a,b]
-# Needs ../shared/specs (the upstream descriptions) and Node.js with npm. Installs Prism
+# Needs TOOL_BROKER_SPECS_DIR (the folder of the upstreams' OpenAPI documents) and
+# Node.js with npm. Installs Prism
 # into target/conformance-tools; loopback only; one call per imported tool.
 # Writes target/conformance-report.md. See docs/conformance.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-specs=${SPECS_DIR:-../shared/specs}
+specs=${TOOL_BROKER_SPECS_DIR:?set TOOL_BROKER_SPECS_DIR to the folder of the upstream OpenAPI documents}
 tools=target/conformance-tools
 if [ ! -x "$tools/node_modules/.bin/prism" ]; then
   mkdir -p "$tools"

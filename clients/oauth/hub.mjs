@@ -1,4 +1,4 @@
-// The hub with real parts (DECISIONS section 12, docs/hub.md), against the broker and
+// The hub with real parts (decision 012, docs/hub.md), against the broker and
 // provider clients/oauth.sh starts: two users authorized through the MCP TypeScript SDK,
 // each in their own headless Chromium profile.
 //   1. alice calls a payments read with no key header: URL elicitation required

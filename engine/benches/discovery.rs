@@ -51,7 +51,7 @@ fn discovery(c: &mut Criterion) {
                 .search("crm", black_box("create a contact"), |_| true)
         })
     });
-    // What the MCP discovery `find_tools` ranks: every service as one corpus (issue 33:
+    // What the MCP discovery `find_tools` ranks: every service as one corpus (
     // p50 under 1 ms).
     c.bench_function(
         "find_tools: all services 'list refunds' (1,817 tools)",

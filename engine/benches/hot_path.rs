@@ -2,7 +2,7 @@
 //! argument validation -> template context -> render -> redaction of an upstream
 //! answer -> data and pagination -> truncation -> envelope serialisation.
 //!
-//! Run: `cargo bench -p tool-broker --bench hot_path`. Figures: `bench/README.md`.
+//! Run: `cargo bench -p tool-broker --bench hot_path`. Figures: `bench/HISTORY.md`.
 #![allow(clippy::panic, reason = "a benchmark with a broken setup should stop")]
 
 use criterion::{Criterion, criterion_group, criterion_main};

@@ -225,7 +225,10 @@ fn violation(envelope: &Value) -> String {
 #[tokio::main]
 async fn main() {
     let root = PathBuf::from(arg("--catalog-dir").unwrap_or_else(|| ".".into()));
-    let specs_dir = PathBuf::from(arg("--specs-dir").unwrap_or_else(|| "../shared/specs".into()));
+    let Some(specs_dir) = arg("--specs-dir").map(PathBuf::from) else {
+        eprintln!("conformance: --specs-dir DIR (the upstreams' OpenAPI documents) is required");
+        std::process::exit(2);
+    };
     let prism = arg("--prism").unwrap_or_else(|| "prism".into());
     let out = arg("--out");
     let only: Option<Vec<String>> =
@@ -360,7 +363,7 @@ async fn main() {
                             task_watch: None,
                             descriptor_hash: None,
                             trace_parent: None,
-                            door: tool_broker::call::Door::Rpc,
+                            endpoint: tool_broker::call::Endpoint::Rpc,
                         })
                         .await;
                     let body = response.envelope();

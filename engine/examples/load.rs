@@ -242,7 +242,7 @@ async fn main() {
                 .header("content-type", "application/json")
                 .body(body.clone())
         });
-    // The same call through the MCP door (a CallToolResult wrapping the envelope).
+    // The same call through the MCP endpoint (a CallToolResult wrapping the envelope).
     let mcp_url = format!("http://127.0.0.1:{port}/mcp");
     let mcp_body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "agent.list_agents", "arguments": {}}}).to_string();
     let via_mcp: Arc<dyn Fn(&reqwest::Client) -> reqwest::RequestBuilder + Send + Sync> =

@@ -1,4 +1,4 @@
-//! Call errors: the complete list of classifications (DECISIONS section 3) and the one
+//! Call errors: the complete list of classifications (decision 003) and the one
 //! error type every stage of a call returns. The HTTP status of each classification
 //! comes from `rules/errors.toml`; [`crate::answer::envelope`] is the one place that turns a
 //! [`CallError`] into a response body.
@@ -46,14 +46,14 @@ pub enum Classification {
     /// arguments (or still in flight).
     IdempotencyConflict,
     /// The caller pinned a descriptor hash (the tool it reviewed) and the tool has
-    /// changed since: nothing ran (DECISIONS section 10).
+    /// changed since: nothing ran (decision 010).
     DescriptorChanged,
     /// A bug.
     InternalError,
 }
 
 impl Classification {
-    /// All classifications, in the order of DECISIONS section 3.
+    /// All classifications, in the order of decision 003.
     pub const ALL: [Classification; 18] = [
         Self::InvalidRequest,
         Self::Unauthorized,

@@ -21,8 +21,8 @@
 //! | local tools | [`hooks`] |
 //! | upstream callbacks | [`webhook`] |
 //! | one call, end to end | [`call`] |
-//! | the MCP door | [`mcp`] |
-//! | the HTTP front doors | [`serve`] |
+//! | the MCP endpoint | [`mcp`] |
+//! | the HTTP servers | [`serve`] |
 //! | OpenAPI documents -> tool files | [`import`] |
 //! | the command line | [`cli`] |
 

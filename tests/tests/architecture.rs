@@ -1,10 +1,12 @@
-//! The engine's layout is its pipeline (issue 32): each top-level module of `engine/src`
+//! The engine's layout is its pipeline: each top-level module of `engine/src`
 //! may import only the modules below it. This test reads every `crate::` path (and every
 //! `super::` path that climbs to the crate root) in the engine's code, outside comments,
 //! strings and `#[cfg(test)]` items, and fails on an edge the table does not allow.
 //!
 //! The table is printed in `engine/DESIGN.md` ("Who may import whom"); the test fails if
-//! the two differ, and prints the text to paste. A last test holds the files' length.
+//! the two differ, and prints the text to paste. Inside each folder the files import one
+//! way too: a cycle between the files (or sub-folders) of one folder fails. A last test
+//! holds the files' length.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -141,7 +143,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     (
         "oracle",
-        &["answer", "catalog", "error", "mcp", "serve", "upstream"],
+        &[
+            "answer", "call", "catalog", "error", "mcp", "serve", "upstream",
+        ],
     ),
     ("import", &["catalog", "error"]),
     (
@@ -220,6 +224,78 @@ fn the_table_has_no_cycle_and_is_printed_in_design_md() {
     );
 }
 
+#[test]
+fn no_folder_has_a_cycle_between_its_files() {
+    let src = engine_src();
+    let mut folders = Vec::new();
+    module_folders(&src, &mut folders);
+    let mut cycles = Vec::new();
+    for folder in &folders {
+        let graph = sibling_edges(&src, folder);
+        for cycle in strongly_connected(&graph) {
+            let name = folder.strip_prefix(&src).unwrap_or(folder).display();
+            let mut edges = Vec::new();
+            for from in &cycle {
+                for (to, via) in &graph[from] {
+                    if cycle.contains(to) {
+                        edges.push(format!("{from} -> {to} ({via})"));
+                    }
+                }
+            }
+            cycles.push(format!("{name}/: {}", edges.join("; ")));
+        }
+    }
+    assert!(
+        cycles.is_empty(),
+        "files of one folder that import each other (move what both need into a file \
+         both import, so the imports inside the folder run one way):\n{}",
+        cycles.join("\n")
+    );
+}
+
+#[test]
+fn sibling_imports_are_read_through_paths_and_re_exports() {
+    let root = std::env::temp_dir().join(format!("arch-{}", std::process::id()));
+    let folder = root.join("stage");
+    std::fs::create_dir_all(folder.join("inner")).unwrap();
+    let write = |name: &str, text: &str| std::fs::write(folder.join(name), text).unwrap();
+    write(
+        "mod.rs",
+        "mod a;\nmod b;\nmod c;\nmod inner;\npub use c::{Shared, other::Thing};\n",
+    );
+    write(
+        "a.rs",
+        "use super::b::Answer;\nfn f() { crate::stage::Shared::new(); }\n",
+    );
+    write("b.rs", "use super::{Thing, inner};\n// super::a::nothing\n");
+    write("c.rs", "pub struct Shared;\n");
+    write("inner/mod.rs", "fn g() { super::super::stage::a::f(); }\n");
+    let graph = sibling_edges(&root, &folder);
+    std::fs::remove_dir_all(&root).unwrap();
+    let edges: BTreeSet<(&str, &str)> = graph
+        .iter()
+        .flat_map(|(from, tos)| tos.keys().map(move |to| (from.as_str(), to.as_str())))
+        .collect();
+    assert_eq!(
+        edges,
+        BTreeSet::from([
+            ("a", "b"),
+            ("a", "c"),
+            ("b", "c"),
+            ("b", "inner"),
+            ("inner", "a")
+        ])
+    );
+    assert_eq!(
+        strongly_connected(&graph),
+        vec![BTreeSet::from([
+            "a".to_string(),
+            "b".into(),
+            "inner".into()
+        ])]
+    );
+}
+
 /// A file longer than this says why at its top, in a line of its module doc that starts
 /// `//! Longer than`.
 const MAX_LINES: usize = 1_200;
@@ -275,6 +351,254 @@ fn g() { super::super::answer::envelope(); }
     );
     // One level down, a single `super::` is the module's own root, not the crate's.
     assert!(imports("fn g() { super::x(); }", 2).is_empty());
+}
+
+/// Every folder of the engine that is a module (has a `mod.rs`).
+fn module_folders(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.map(|e| e.path()).unwrap_or_default();
+        if path.is_dir() && path.join("mod.rs").is_file() {
+            out.push(path.clone());
+            module_folders(&path, out);
+        }
+    }
+}
+
+/// The module path of a file under `src`: `serve/http1.rs` is `["serve", "http1"]`,
+/// `serve/mod.rs` is `["serve"]`.
+fn module_path(src: &Path, file: &Path) -> Vec<String> {
+    let relative = file.strip_prefix(src).unwrap_or(file);
+    let mut parts: Vec<String> = relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if let Some(last) = parts.pop()
+        && last != "mod.rs"
+    {
+        parts.push(last.trim_end_matches(".rs").to_string());
+    }
+    parts
+}
+
+/// The children of a module folder (its files other than `mod.rs` and its module
+/// folders) and, for each, the siblings its code names, with one file that does it.
+/// A name `mod.rs` re-exports from a child (`pub use child::Item`) counts as that child.
+fn sibling_edges(src: &Path, folder: &Path) -> BTreeMap<String, BTreeMap<String, String>> {
+    let base = module_path(src, &folder.join("mod.rs"));
+    let mut children: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    for entry in std::fs::read_dir(folder).unwrap_or_else(|e| panic!("{}: {e}", folder.display())) {
+        let path = entry.map(|e| e.path()).unwrap_or_default();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if path.is_dir() && path.join("mod.rs").is_file() {
+            let mut files = Vec::new();
+            rust_files(&path, &mut files);
+            children.insert(name, files);
+        } else if let Some(stem) = name.strip_suffix(".rs")
+            && stem != "mod"
+        {
+            children.insert(stem.to_string(), vec![path]);
+        }
+    }
+    // What mod.rs re-exports from a child, by the name it is known under.
+    let mut re_exported: BTreeMap<String, String> = BTreeMap::new();
+    let root = std::fs::read_to_string(folder.join("mod.rs")).unwrap_or_default();
+    for path in paths(&without_tests(&code_only(&root)), &base, true) {
+        if let Some(rest) = path.strip_prefix(base.as_slice())
+            && let [child, .., item] = rest
+            && children.contains_key(child)
+        {
+            re_exported.insert(item.clone(), child.clone());
+        }
+    }
+    let mut out: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for (child, files) in &children {
+        let edges = out.entry(child.clone()).or_default();
+        for file in files {
+            let text = std::fs::read_to_string(file).unwrap_or_default();
+            let here = module_path(src, file);
+            let own = file.file_name().is_some_and(|n| n == "mod.rs");
+            for path in paths(&without_tests(&code_only(&text)), &here, own) {
+                let Some([first, ..]) = path.strip_prefix(base.as_slice()) else {
+                    continue;
+                };
+                let to = match children.contains_key(first) {
+                    true => first.clone(),
+                    false => match re_exported.get(first) {
+                        Some(to) => to.clone(),
+                        None => continue,
+                    },
+                };
+                if &to != child {
+                    let relative = file.strip_prefix(src).unwrap_or(file);
+                    edges
+                        .entry(to)
+                        .or_insert_with(|| relative.display().to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every `crate::`, `super::` and `self::` path of the code, made absolute (segments
+/// from the crate root) for a file whose module path is `here`; `is_mod_rs` says whether
+/// `self` is `here` itself (a `mod.rs`) or `here` is a file whose `super` is its folder.
+/// A `mod.rs`'s own `use child::Item` (edition 2018 paths) is read as `self::child::Item`.
+fn paths(code: &str, here: &[String], is_mod_rs: bool) -> Vec<Vec<String>> {
+    // The module `self` names: a file `a/b.rs` is module `a::b`, and so is `a/b/mod.rs`.
+    let module = here.to_vec();
+    let mut out = Vec::new();
+    let bytes = code.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let word_start = i == 0 || !is_ident(bytes[i - 1]);
+        if !word_start {
+            i += 1;
+            continue;
+        }
+        let rest = &code[i..];
+        let (prefix, consumed) = if rest.starts_with("crate::") {
+            (Vec::new(), "crate::".len())
+        } else if rest.starts_with("self::") {
+            (module.clone(), "self::".len())
+        } else if rest.starts_with("super::") {
+            let mut n = 0;
+            let mut at = 0;
+            while rest[at..].starts_with("super::") {
+                n += 1;
+                at += "super::".len();
+            }
+            let keep = module.len().saturating_sub(n);
+            (module[..keep].to_vec(), at)
+        } else if is_mod_rs && rest.starts_with("use ") {
+            let after = rest["use ".len()..].trim_start();
+            let pub_offset = rest.len() - after.len();
+            if after.starts_with("crate::")
+                || after.starts_with("super::")
+                || after.starts_with("self::")
+            {
+                i += pub_offset;
+                continue;
+            }
+            (module.clone(), pub_offset)
+        } else {
+            i += 1;
+            continue;
+        };
+        i += consumed;
+        for tail in expand(&code[i..]) {
+            let mut path = prefix.clone();
+            path.extend(tail);
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// The paths a `use` tail or an expression path spells: `a::b::C` is one, `a::{b, c::D}`
+/// two, nested groups expanded.
+fn expand(rest: &str) -> Vec<Vec<String>> {
+    let rest = rest.trim_start();
+    if let Some(group) = rest.strip_prefix('{') {
+        let mut items = Vec::new();
+        let (mut level, mut start) = (0usize, 0usize);
+        for (k, c) in group.char_indices() {
+            match c {
+                '{' => level += 1,
+                '}' if level == 0 => {
+                    items.push(&group[start..k]);
+                    break;
+                }
+                '}' => level -= 1,
+                ',' if level == 0 => {
+                    items.push(&group[start..k]);
+                    start = k + 1;
+                }
+                _ => {}
+            }
+        }
+        return items
+            .into_iter()
+            .flat_map(expand)
+            .filter(|p| !p.is_empty())
+            .collect();
+    }
+    let head = ident(rest);
+    if head.is_empty() {
+        return vec![Vec::new()];
+    }
+    let after = &rest[head.len()..];
+    match after.strip_prefix("::") {
+        Some(more) => expand(more)
+            .into_iter()
+            .map(|mut tail| {
+                tail.insert(0, head.clone());
+                tail
+            })
+            .collect(),
+        None => vec![vec![head]],
+    }
+}
+
+/// The strongly connected parts of more than one child (Tarjan's algorithm).
+fn strongly_connected(graph: &BTreeMap<String, BTreeMap<String, String>>) -> Vec<BTreeSet<String>> {
+    struct State<'a> {
+        graph: &'a BTreeMap<String, BTreeMap<String, String>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        on_stack: BTreeSet<&'a str>,
+        out: Vec<BTreeSet<String>>,
+    }
+    fn visit<'a>(s: &mut State<'a>, v: &'a str) {
+        let n = s.index.len();
+        s.index.insert(v, n);
+        s.low.insert(v, n);
+        s.stack.push(v);
+        s.on_stack.insert(v);
+        let graph = s.graph;
+        for w in graph.get(v).into_iter().flat_map(|m| m.keys()) {
+            let w = w.as_str();
+            if !s.index.contains_key(w) {
+                visit(s, w);
+                let low = s.low[v].min(s.low[w]);
+                s.low.insert(v, low);
+            } else if s.on_stack.contains(w) {
+                let low = s.low[v].min(s.index[w]);
+                s.low.insert(v, low);
+            }
+        }
+        if s.low[v] == s.index[v] {
+            let mut part = BTreeSet::new();
+            while let Some(w) = s.stack.pop() {
+                s.on_stack.remove(w);
+                part.insert(w.to_string());
+                if w == v {
+                    break;
+                }
+            }
+            if part.len() > 1 {
+                s.out.push(part);
+            }
+        }
+    }
+    let mut s = State {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        out: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !s.index.contains_key(v.as_str()) {
+            visit(&mut s, v);
+        }
+    }
+    s.out
 }
 
 fn engine_src() -> PathBuf {

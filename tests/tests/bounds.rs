@@ -208,7 +208,7 @@ async fn connections_over_the_cap_are_answered_429_and_the_cap_frees_up() {
 #[tokio::test]
 async fn too_many_or_too_large_headers_are_refused_with_431() {
     let b = broker("max_headers = 10\nmax_header_bytes = 8192\n").await;
-    // On hyper's routes and on the call doors the own door reads (it hands such a head
+    // On hyper's routes and on the call endpoints the own HTTP/1.1 server reads (it hands such a head
     // to hyper, which refuses it).
     for start in [
         "GET /healthz HTTP/1.1\r\nhost: 127.0.0.1\r\n",
@@ -380,7 +380,7 @@ async fn shutdown_lets_the_call_in_flight_finish(workers: Option<usize>) {
     b.stopped().await;
     assert!(
         b.broker
-            .doors
+            .endpoints
             .draining
             .load(std::sync::atomic::Ordering::Acquire),
         "readiness went false"
@@ -486,7 +486,7 @@ async fn worker_threads_serve_many_connections_at_once() {
 async fn readiness_says_shutting_down_while_draining() {
     let b = broker("").await;
     b.broker
-        .doors
+        .endpoints
         .draining
         .store(true, std::sync::atomic::Ordering::Release);
     let (status, _, body) = b.send(reqwest::Method::GET, "/readyz", None, &[]).await;
@@ -515,23 +515,23 @@ fn a_bad_server_setting_stops_the_broker_with_its_name() {
     let config: tool_broker::config::ConfigFile = toml::from_str("").unwrap();
     assert_eq!(config.server.workers, 0);
     assert!(config.server.worker_threads() >= 1);
-    // The front door: `own` by default, `hyper` taken, anything else named with both.
+    // The HTTP/1.1 server: `own` by default, `hyper` taken, anything else named with both.
     assert_eq!(
-        config.server.front_door,
-        tool_broker::config::server::FrontDoor::Own
+        config.server.http1_server,
+        tool_broker::config::server::Http1Server::Own
     );
     let config: tool_broker::config::ConfigFile =
-        toml::from_str("[server]\nfront_door = \"hyper\"\n").unwrap();
+        toml::from_str("[server]\nhttp1_server = \"hyper\"\n").unwrap();
     assert_eq!(
-        config.server.front_door,
-        tool_broker::config::server::FrontDoor::Hyper
+        config.server.http1_server,
+        tool_broker::config::server::Http1Server::Hyper
     );
     let wrong =
-        toml::from_str::<tool_broker::config::ConfigFile>("[server]\nfront_door = \"nginx\"\n")
+        toml::from_str::<tool_broker::config::ConfigFile>("[server]\nhttp1_server = \"nginx\"\n")
             .unwrap_err()
             .to_string();
     assert!(
-        wrong.contains("front_door") && wrong.contains("`own`") && wrong.contains("`hyper`"),
+        wrong.contains("http1_server") && wrong.contains("`own`") && wrong.contains("`hyper`"),
         "{wrong}"
     );
     let config: tool_broker::config::ConfigFile =

@@ -1,4 +1,4 @@
-//! Who confirms a write (DECISIONS section 8), mode `bound`: a write runs only with the
+//! Who confirms a write (decision 008), mode `bound`: a write runs only with the
 //! `confirmationToken` its preview answered, bound to the caller, the tool, its
 //! descriptor hash and the arguments; single use across replicas; expiring. Every
 //! refusal names its reason and sends nothing. Reads and previews stay free.
@@ -182,7 +182,7 @@ async fn under_bound_a_write_runs_once_with_its_own_token_and_never_on_the_flag(
 }
 
 #[tokio::test]
-async fn a_token_expires_and_every_door_takes_it() {
+async fn a_token_expires_and_every_endpoint_takes_it() {
     let server = MockServer::start().await;
     crate::support::mount_customers(&server).await;
     let broker = bound_broker(&server, None, Some(shifted_clock)).await;
@@ -231,7 +231,7 @@ async fn a_token_expires_and_every_door_takes_it() {
     );
     assert_eq!(posts(&server).await, 1);
 
-    // The MCP door: the same, through tools/call arguments.
+    // The MCP endpoint: the same, through tools/call arguments.
     let mcp = |args: Value| {
         let bearer = bearer.clone();
         let broker = &broker;

@@ -243,7 +243,7 @@ async fn clients_that_cannot_elicit_get_the_page_and_previews_stay_free() {
     let envelope = &reply["result"]["structuredContent"];
     assert_eq!(envelope["error"]["classification"], "confirmation_required");
     assert!(envelope["error"].get("details").is_none(), "{reply}");
-    // Through the discovery door's call_tool, the round is the same.
+    // Through the discovery tools's call_tool, the round is the same.
     let (status, reply) = call(
         &broker,
         "call_tool",

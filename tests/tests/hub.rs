@@ -1,4 +1,4 @@
-//! The hub (DECISIONS section 12): each user's upstream keys stored once, sealed, used
+//! The hub (decision 012): each user's upstream keys stored once, sealed, used
 //! for their calls without a key header, asked for by URL when missing. A loopback
 //! provider (`support::idp`) publishes its keys and, for the pages' sign-in, a token
 //! endpoint answering ID tokens minted here. The canary key is looked for in every

@@ -1,6 +1,6 @@
-//! Idempotent writes (engine/src/idempotency.rs, DECISIONS section 9): a completed
+//! Idempotent writes (engine/src/idempotency.rs, decision 009): a completed
 //! write repeated with the same `Idempotency-Key` is answered from the store without a
-//! new upstream call, on every door and across replicas; other arguments are a 409;
+//! new upstream call, on every endpoint and across replicas; other arguments are a 409;
 //! payments also gets a derived key upstream.
 
 use serde_json::{Value, json};
@@ -95,7 +95,7 @@ async fn a_repeated_write_is_answered_from_the_store_with_one_upstream_call() {
     assert_eq!(replayed, first, "the first answer, exactly");
     assert_eq!(posts(&server).await.len(), 1, "no second upstream call");
 
-    // The REST path and the MCP door (header, or _meta) share the record.
+    // The REST path and the MCP endpoint (header, or _meta) share the record.
     let (status, _, rest) = broker
         .send(
             reqwest::Method::POST,

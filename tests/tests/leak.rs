@@ -1,5 +1,5 @@
 //! No key, token or header value ever reaches a response body or a log line, through any
-//! door (`POST /`, `POST /mcp`, `POST /mcp/<service>/<tool>`).
+//! endpoint (`POST /`, `POST /mcp`, `POST /mcp/<service>/<tool>`).
 //!
 //! Distinctive values go in as the bearer, the upstream keys, other headers and
 //! arguments; a local upstream answers with credential-like fields at several depths
@@ -128,14 +128,14 @@ async fn secrets_never_reach_responses_or_logs() {
         ),
     ];
     let bearer = format!("Bearer {}", crate::support::API_KEY);
-    let mut door_headers: Vec<(&str, &str)> = headers.to_vec();
-    door_headers.push(("authorization", &bearer));
-    door_headers.push(("content-type", "application/json"));
+    let mut call_headers: Vec<(&str, &str)> = headers.to_vec();
+    call_headers.push(("authorization", &bearer));
+    call_headers.push(("content-type", "application/json"));
     for (name, args) in calls {
         let (status, body) = b.call(name, args.clone(), &headers).await;
         assert!(status != 500, "{name}: {body}");
         bodies.push((name, body.to_string()));
-        // The same call through the MCP door and through the projection's REST path.
+        // The same call through the MCP endpoint and through the projection's REST path.
         let rpc = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
                           "params": { "name": name, "arguments": args } });
         let (status, _, text) = b
@@ -143,7 +143,7 @@ async fn secrets_never_reach_responses_or_logs() {
                 reqwest::Method::POST,
                 "/mcp",
                 Some(rpc.to_string().into_bytes()),
-                &door_headers,
+                &call_headers,
             )
             .await;
         assert!(status < 500, "{name} via /mcp: {text}");
@@ -155,7 +155,7 @@ async fn secrets_never_reach_responses_or_logs() {
                 reqwest::Method::POST,
                 &rest,
                 Some(args.to_string().into_bytes()),
-                &door_headers,
+                &call_headers,
             )
             .await;
         assert!(status != 500, "{name} via {rest}: {text}");

@@ -1,4 +1,4 @@
-//! The MCP door (`POST /mcp`), the REST paths of the projection and `GET /openapi.json`:
+//! The MCP endpoint (`POST /mcp`), the REST paths of the projection and `GET /openapi.json`:
 //! every JSON-RPC error path, both Accept orders, notifications, pagination, toolsets,
 //! the stateless revision's envelope checks, and tool calls answering the envelope.
 

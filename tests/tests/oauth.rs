@@ -1,4 +1,4 @@
-//! Users, not only keys (DECISIONS section 11): the broker as an OAuth 2.1 resource
+//! Users, not only keys (decision 011): the broker as an OAuth 2.1 resource
 //! server. A loopback provider (`support::idp`) publishes its keys; tokens are minted
 //! here. Each refusal is its own test; the metadata, the challenges, scopes, roles, the
 //! user as the caller and the token's absence from everything the broker writes.
@@ -93,7 +93,7 @@ async fn the_metadata_is_served_at_both_paths_and_only_with_oauth() {
 }
 
 #[tokio::test]
-async fn every_door_challenges_a_request_without_a_credential() {
+async fn every_endpoint_challenges_a_request_without_a_credential() {
     let idp = Idp::start().await;
     let upstream = upstream().await;
     let broker = broker_for(&idp, &upstream, "").await;
@@ -270,7 +270,7 @@ async fn assert_refused_with(idp: &Idp, token: &str, reason: &str) {
     );
     assert!(upstream.received_requests().await.unwrap().is_empty());
     assert!(!logs().contains(token), "the token reached the log");
-    // The MCP door refuses it the same way.
+    // The MCP endpoint refuses it the same way.
     let (status, body) = mcp_as(&broker, token, "tools/list", json!({})).await;
     assert_eq!(
         (status, &body["error"]["code"]),
@@ -344,7 +344,7 @@ async fn mcp_raw(
 }
 
 #[tokio::test]
-async fn a_write_without_the_write_scope_is_a_step_up_on_every_door() {
+async fn a_write_without_the_write_scope_is_a_step_up_on_every_endpoint() {
     let idp = Idp::start().await;
     let upstream = upstream().await;
     let broker = broker_for(&idp, &upstream, "").await;
@@ -397,7 +397,7 @@ async fn a_write_without_the_write_scope_is_a_step_up_on_every_door() {
         assert_eq!(reply["error"]["data"]["classification"], "forbidden");
         assert_eq!(challenge(&headers), step_up, "{name}");
     }
-    // The REST door.
+    // The REST endpoint.
     let (status, headers, _) = broker
         .send(
             reqwest::Method::POST,
@@ -475,7 +475,7 @@ async fn per_service_scopes_narrow_and_a_token_without_any_is_refused() {
     .await;
     assert_eq!(status, 403);
     assert!(challenge(&headers).contains("scope=\"payments:write\""));
-    // No broker scope at all: refused at the door, asked for the listed scopes.
+    // No broker scope at all: refused at once, asked for the listed scopes.
     let (status, headers, body) = read_as(&broker, &idp.token("bo", "openid profile")).await;
     assert_eq!(status, 403, "{body}");
     assert!(

@@ -1,6 +1,6 @@
 //! Browser origins and DNS rebinding (engine/src/origin.rs): a request whose `Origin` is
 //! neither the broker's own nor allowed, or whose `Host` is not a loopback name on a
-//! loopback broker, is 403 on every door before any tool runs; requests without
+//! loopback broker, is 403 on every endpoint before any tool runs; requests without
 //! `Origin` are unaffected.
 
 use reqwest::Method;
@@ -24,9 +24,9 @@ async fn start(listen: Option<&'static str>, config: &str) -> (MockServer, TestB
     (server, broker)
 }
 
-/// What each door answers for a set of extra headers: `(status, body text)` for a
+/// What each endpoint answers for a set of extra headers: `(status, body text)` for a
 /// proxied tool call through `POST /`, `POST /mcp` and the REST path, and `GET /healthz`.
-async fn doors(broker: &TestBroker, extra: &[(&str, &str)]) -> Vec<(u16, String)> {
+async fn endpoints(broker: &TestBroker, extra: &[(&str, &str)]) -> Vec<(u16, String)> {
     let bearer = format!("Bearer {API_KEY}");
     let mut headers = vec![
         ("authorization", bearer.as_str()),
@@ -58,7 +58,7 @@ async fn doors(broker: &TestBroker, extra: &[(&str, &str)]) -> Vec<(u16, String)
 
 fn assert_refused(answers: &[(u16, String)], what: &str) {
     for (i, (status, text)) in answers.iter().enumerate() {
-        assert_eq!(*status, 403, "{what}, door {i}: {text}");
+        assert_eq!(*status, 403, "{what}, endpoint {i}: {text}");
         let body: Value = serde_json::from_str(text).unwrap();
         match i {
             // POST / and the REST path: the standard envelope, `forbidden`.
@@ -76,7 +76,7 @@ fn assert_refused(answers: &[(u16, String)], what: &str) {
 
 fn assert_served(answers: &[(u16, String)], what: &str) {
     for (i, (status, text)) in answers.iter().enumerate() {
-        assert_eq!(*status, 200, "{what}, door {i}: {text}");
+        assert_eq!(*status, 200, "{what}, endpoint {i}: {text}");
     }
 }
 
@@ -87,7 +87,7 @@ async fn a_loopback_broker_refuses_rebinding_and_foreign_origins_before_any_tool
     let own = format!("127.0.0.1:{port}");
 
     // A page on a public name rebound to 127.0.0.1: Host and Origin both foreign.
-    let rebinding = doors(
+    let rebinding = endpoints(
         &broker,
         &[
             ("host", "evil.example.com"),
@@ -98,16 +98,19 @@ async fn a_loopback_broker_refuses_rebinding_and_foreign_origins_before_any_tool
     assert_refused(&rebinding, "rebinding");
     // The Host alone (a non-browser client sends no Origin) is enough on loopback.
     assert_refused(
-        &doors(&broker, &[("host", "evil.example.com:8080")]).await,
+        &endpoints(&broker, &[("host", "evil.example.com:8080")]).await,
         "host",
     );
     // A foreign page posting to the broker by its loopback address.
-    let foreign = doors(&broker, &[("origin", "https://evil.example")]).await;
+    let foreign = endpoints(&broker, &[("origin", "https://evil.example")]).await;
     assert_refused(&foreign, "foreign origin");
     // Another local port is another origin; `null` is no origin.
-    let other_port = doors(&broker, &[("origin", "http://127.0.0.1:1")]).await;
+    let other_port = endpoints(&broker, &[("origin", "http://127.0.0.1:1")]).await;
     assert_refused(&other_port, "other port");
-    assert_refused(&doors(&broker, &[("origin", "null")]).await, "null origin");
+    assert_refused(
+        &endpoints(&broker, &[("origin", "null")]).await,
+        "null origin",
+    );
     assert!(
         server
             .received_requests()
@@ -118,16 +121,16 @@ async fn a_loopback_broker_refuses_rebinding_and_foreign_origins_before_any_tool
     );
 
     // No Origin: every non-browser client. The broker's own origin, by any loopback name.
-    assert_served(&doors(&broker, &[]).await, "no origin");
+    assert_served(&endpoints(&broker, &[]).await, "no origin");
     let own_origin = format!("http://{own}");
     assert_served(
-        &doors(&broker, &[("origin", &own_origin)]).await,
+        &endpoints(&broker, &[("origin", &own_origin)]).await,
         "own origin",
     );
     let localhost = format!("localhost:{port}");
     let localhost_origin = format!("http://localhost:{port}");
     assert_served(
-        &doors(
+        &endpoints(
             &broker,
             &[("host", &localhost), ("origin", &localhost_origin)],
         )
@@ -145,11 +148,11 @@ async fn allowed_origins_admit_listed_browsers_only() {
         "http://localhost:5173",
         "HTTPS://Console.Example.com:443",
     ] {
-        assert_served(&doors(&broker, &[("origin", origin)]).await, origin);
+        assert_served(&endpoints(&broker, &[("origin", origin)]).await, origin);
     }
     // A listed origin's host is a Host this broker answers too (a proxy in front).
     assert_served(
-        &doors(
+        &endpoints(
             &broker,
             &[
                 ("host", "console.example.com"),
@@ -160,7 +163,7 @@ async fn allowed_origins_admit_listed_browsers_only() {
         "listed host",
     );
     assert_refused(
-        &doors(
+        &endpoints(
             &broker,
             &[("origin", "https://console.example.com.evil.io")],
         )
@@ -171,11 +174,11 @@ async fn allowed_origins_admit_listed_browsers_only() {
     // Beyond loopback, once a list exists it alone decides.
     let (_server, public) = start(Some("0.0.0.0:0"), config).await;
     assert_served(
-        &doors(&public, &[("host", "broker.example.com")]).await,
+        &endpoints(&public, &[("host", "broker.example.com")]).await,
         "any host, no origin",
     );
     assert_served(
-        &doors(
+        &endpoints(
             &public,
             &[
                 ("host", "broker.example.com"),
@@ -186,7 +189,7 @@ async fn allowed_origins_admit_listed_browsers_only() {
         "listed",
     );
     assert_refused(
-        &doors(
+        &endpoints(
             &public,
             &[
                 ("host", "broker.example.com"),

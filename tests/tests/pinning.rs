@@ -1,6 +1,6 @@
-//! Descriptor pinning (DECISIONS section 10): a caller states the descriptor hash it
+//! Descriptor pinning (decision 010): a caller states the descriptor hash it
 //! reviewed; when the tool changed since, nothing runs and the answer is 409
-//! `descriptor_changed` with the current hash. On every door, with the catalog changed
+//! `descriptor_changed` with the current hash. On every endpoint, with the catalog changed
 //! between the read and the call.
 
 use serde_json::{Value, json};
@@ -63,7 +63,7 @@ async fn mcp_call(broker: &TestBroker, params: Value) -> (u16, Value) {
     (status, envelope)
 }
 
-/// The REST door: `POST /mcp/<service>/<tool-name-with-hyphens>`.
+/// The REST endpoint: `POST /mcp/<service>/<tool-name-with-hyphens>`.
 async fn rest_call(broker: &TestBroker, tool: &str, pin: Option<&str>) -> (u16, Value) {
     let bearer = format!("Bearer {API_KEY}");
     let mut headers = vec![
@@ -108,7 +108,7 @@ async fn reviewed_hash(broker: &TestBroker, tool: &str) -> String {
         .to_string()
 }
 
-/// A refusal: 409 on `POST /` and the REST door; on `/mcp` the HTTP status is 200 and
+/// A refusal: 409 on `POST /` and the REST endpoint; on `/mcp` the HTTP status is 200 and
 /// the envelope is the tool result (`isError`), as for every tool failure.
 fn assert_changed(status: u16, envelope: &Value, current: &str, pinned: &str) {
     assert_eq!(
@@ -130,7 +130,7 @@ fn assert_changed(status: u16, envelope: &Value, current: &str, pinned: &str) {
 }
 
 #[tokio::test]
-async fn a_changed_tool_refuses_a_stale_pin_on_every_door_and_runs_a_current_one() {
+async fn a_changed_tool_refuses_a_stale_pin_on_every_endpoint_and_runs_a_current_one() {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
         .and(path("/v1/pinned"))
@@ -153,7 +153,7 @@ async fn a_changed_tool_refuses_a_stale_pin_on_every_door_and_runs_a_current_one
     let new_write = reviewed_hash(&after, "media.pin_write").await;
     assert_ne!(old, new);
 
-    // A stale pin: 409 on every door, the current hash in the details, nothing sent.
+    // A stale pin: 409 on every endpoint, the current hash in the details, nothing sent.
     let (status, envelope) = rpc_call(&after, "media.pin_probe", json!(old), json!({})).await;
     assert_changed(status, &envelope, &new, &old);
     let (status, envelope) = mcp_call(
@@ -194,7 +194,7 @@ async fn a_changed_tool_refuses_a_stale_pin_on_every_door_and_runs_a_current_one
         "a stale pin reached the upstream: {sent:?}"
     );
 
-    // The current hash runs as usual on every door (upper case is the same hash).
+    // The current hash runs as usual on every endpoint (upper case is the same hash).
     let (status, envelope) = rpc_call(&after, "media.pin_probe", json!(new), json!({})).await;
     assert_eq!(
         (status, &envelope["data"]),

@@ -1,4 +1,4 @@
-//! The retrieval floors of `find_tools` (issue 33): the public set in
+//! The retrieval floors of `find_tools`: the public set in
 //! `tests/retrieval/requests.toml`, each request in both forms, sent to the MCP
 //! discovery `find_tools` as a model sends it. The held-out part must reach the floors;
 //! the figures of both parts, per service, are printed (`cargo test retrieval --
@@ -12,7 +12,7 @@ use wiremock::MockServer;
 
 use crate::support::{Setup, TestBroker, root};
 
-/// Search words: top-1 and top-5 floors; sentences: top-5 floor (issue 33).
+/// Search words: top-1 and top-5 floors; sentences: top-5 floor.
 const WORDS_TOP1: f64 = 0.85;
 const WORDS_TOP5: f64 = 0.97;
 const SENTENCE_TOP5: f64 = 0.60;
@@ -85,7 +85,7 @@ async fn find_tools_reaches_the_floors_on_the_held_out_requests() {
     let text = std::fs::read_to_string(root().join("tests/retrieval/requests.toml")).unwrap();
     let set: Set = toml::from_str(&text).unwrap();
     let catalog = crate::support::embedded_catalog();
-    // The set is what the issue asks for: 200 requests or more, every service, every
+    // The set is what a fair measure needs: 200 requests or more, every service, every
     // expected name a tool (a typo must not pass as a miss).
     assert!(set.request.len() >= 200, "{} requests", set.request.len());
     let mut services = BTreeSet::new();

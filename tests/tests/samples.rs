@@ -215,7 +215,7 @@ proptest::proptest! {
 
     /// Any tool's request mapping, given hostile values under its own argument names
     /// (unvalidated, which the real path never does), renders or refuses: no panic, and
-    /// a template that would loop runs out of fuel (issue 36).
+    /// a template that would loop runs out of fuel.
     #[test]
     fn any_tool_renders_or_refuses_hostile_arguments(
         pick in proptest::prelude::any::<proptest::sample::Index>(),

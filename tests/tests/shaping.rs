@@ -244,18 +244,18 @@ async fn an_answer_in_one_pass_redacts_cuts_and_counts() {
     let rpc = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
                       "params": { "name": "probe.plain", "arguments": {} } });
     let expected = r#"{"alpha":{"a":2,"b":1},"api_key":"[REDACTED]","nil_token":null,"note":"[REDACTED]","zeta":[1,2]}"#;
-    for door in ["/", "/mcp"] {
+    for endpoint in ["/", "/mcp"] {
         let (status, _, text) = b
             .send(
                 reqwest::Method::POST,
-                door,
+                endpoint,
                 Some(rpc.to_string().into_bytes()),
                 &headers,
             )
             .await;
-        assert_eq!(status, 200, "{door}: {text}");
+        assert_eq!(status, 200, "{endpoint}: {text}");
         let envelope: Value = serde_json::from_str(&text).unwrap();
-        let envelope = match door {
+        let envelope = match endpoint {
             "/" => envelope,
             _ => envelope["result"]["structuredContent"].clone(),
         };
@@ -263,13 +263,13 @@ async fn an_answer_in_one_pass_redacts_cuts_and_counts() {
             envelope["data"],
             serde_json::from_str::<Value>(expected).unwrap()
         );
-        assert_eq!(envelope["meta"]["redacted"], 2, "{door}: {text}");
+        assert_eq!(envelope["meta"]["redacted"], 2, "{endpoint}: {text}");
         assert_eq!(
             envelope["meta"]["truncation"],
             json!([{ "pointer": "/zeta", "returned": 2, "total": 3 }]),
-            "{door}"
+            "{endpoint}"
         );
-        if door == "/" {
+        if endpoint == "/" {
             assert!(
                 text.starts_with(&format!(r#"{{"data":{expected},"error":null,"#)),
                 "{text}"

@@ -11,7 +11,7 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::support::{API_KEY, Setup, TestBroker, check_envelope, embedded_catalog};
 
-/// The default surface must stay under this (issue 9): about 5,000 tokens.
+/// The default surface must stay under this: about 5,000 tokens.
 const DEFAULT_BUDGET_BYTES: usize = 20_000;
 
 async fn broker(config: &str) -> (MockServer, TestBroker) {

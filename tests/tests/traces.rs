@@ -1,4 +1,4 @@
-//! Traces (DECISIONS section 13, issue 36): a call continues the caller's W3C trace
+//! Traces (decision 013): a call continues the caller's W3C trace
 //! (the `traceparent` header, or MCP `params._meta`), sends it upstream, answers its id
 //! as `meta.traceId`, and, with an OTLP endpoint set, exports a SERVER span for the call
 //! and a CLIENT span for its upstream request, over `http/json` or `http/protobuf`, to a
@@ -252,7 +252,7 @@ fn find(spans: &[Value], kind: u64) -> &Value {
 
 /// What every exported call shows: the server span continues the caller's trace and
 /// names the tool; the client span is its child and is the span the upstream saw.
-fn check_call_spans(spans: &[Value], upstream_traceparent: &str, door: &str) {
+fn check_call_spans(spans: &[Value], upstream_traceparent: &str, endpoint: &str) {
     let server = find(spans, 2);
     let client = find(spans, 3);
     assert_eq!(server["traceId"], TRACE);
@@ -267,7 +267,7 @@ fn check_call_spans(spans: &[Value], upstream_traceparent: &str, door: &str) {
     assert_eq!(a["tool_broker.classification"], "ok");
     assert_eq!(a["tool_broker.upstream.status"], 200);
     assert_eq!(a["tool_broker.dry_run"], false);
-    assert_eq!(a["tool_broker.door"], door);
+    assert_eq!(a["tool_broker.endpoint"], endpoint);
     assert!(a["jsonrpc.request.id"].is_string(), "{a}");
     assert!(a.get("error.type").is_none(), "{a}");
     assert_eq!(server["flags"], 0x301);

@@ -1,4 +1,4 @@
-//! The two exact envelopes of the spec (DECISIONS section 2) and the one place that turns
+//! The two exact envelopes of the spec (decision 002) and the one place that turns
 //! a [`CallError`] into a response. Their JSON Schemas are committed in `schemas/`
 //! (`additionalProperties: false`) and every envelope the tests see is validated
 //! against them.
@@ -67,7 +67,7 @@ impl Meta {
     /// Appends the JSON text of `meta`, byte for byte what its `Serialize` writes (the
     /// fields in order, the same ones left out), with the keys written as constants and
     /// the strings escaped by [`write_json_string`]: through serde, the keys and values
-    /// were escaped a byte at a time, 3.7k instructions per call (session 17).
+    /// were escaped a byte at a time, 3.7k instructions per call (2026-11-25).
     pub fn write_json(&self, out: &mut Vec<u8>) {
         out.push(b'{');
         let mut fields = Fields { out, first: true };
@@ -269,8 +269,8 @@ const ESCAPE: [u8; 256] = {
 /// block with none is copied whole, one with some is written through [`Spill`], each run
 /// between escapes copied as one fixed-size load and store. For a 717-byte envelope with
 /// about a hundred quotes: 5.2k instructions, from 8.7k plus 1.9k in copy calls when the
-/// mask was built a byte at a time and each run was copied by a call (session 17; a block
-/// written byte by byte measured 10k, word arithmetic for the mask 9.7k, session 16).
+/// mask was built a byte at a time and each run was copied by a call (2026-11-25; a block
+/// written byte by byte measured 10k, word arithmetic for the mask 9.7k, 2026-11-24).
 pub fn write_json_string(out: &mut Vec<u8>, bytes: &[u8]) {
     out.reserve(bytes.len() + bytes.len() / 8 + 2);
     out.push(b'"');
@@ -570,7 +570,7 @@ mod tests {
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
 
-        /// Differential oracle (issue 36): any text, at any length and alignment against
+        /// Differential oracle any text, at any length and alignment against
         /// the 32-byte blocks, escapes byte for byte as serde_json escapes it, and reads
         /// back as itself.
         #[test]

@@ -711,7 +711,7 @@ mod tests {
         r#"["\ud800"]"#,
         r#"["tab	inside"]"#,
         // Keys holding a secret (their members dropped): alone, repeated, escaped,
-        // beside a list of `data`, nested, and the fuzz finding of session 26.
+        // beside a list of `data`, nested, and the fuzz finding of 2026-11-26.
         r#"{"b":1,"tb_echo_secret_value":{"token":"x","v":"tb_echo_secret_value"},"a":[1,2,3]}"#,
         r#"{"x tb_echo_secret_value":1,"z":[1,2,3],"x tb_echo_secret_value":2,"a":0}"#,
         r#"{"items":[1,2,3],"k\u0020tb_echo_secret_value":[1,2,3,4],"tb_echo_secret_value":[5,6,7]}"#,
@@ -780,7 +780,7 @@ mod tests {
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1500))]
 
-        /// Differential oracle (issue 36): any answer, compact or spaced, whole or cut,
+        /// Differential oracle any answer, compact or spaced, whole or cut,
         /// with any item budget, scans to what the tree path writes, and no secret is
         /// left in it.
         #[test]

@@ -18,7 +18,7 @@ use crate::upstream::render::RenderedRequest;
 
 /// The broker: the parts every stage reads ([`Parts`], also reached through `Deref`),
 /// who may call, this deployment's confirmation settings, the hooks' caches, what the
-/// front doors keep, and the upstream client. It drives each call ([`Broker::call`]) and
+/// endpoints keep, and the upstream client. It drives each call ([`Broker::call`]) and
 /// is the [`Pipeline`] the stages it drives run tools through.
 pub struct Broker {
     /// What every stage may read: the catalog, the store, routes, settings, counters,
@@ -28,20 +28,20 @@ pub struct Broker {
     pub callers: Callers,
     /// Who confirms writes, and how (modes `bound` and `human`).
     pub confirmations: Confirmations,
-    /// The keys users store (`vault_key_env`; DECISIONS section 12).
+    /// The keys users store (`vault_key_env`; decision 012).
     pub hub: Option<crate::hub::Hub>,
     /// The hooks' own caches.
     pub hooks: hooks::State,
-    /// What the front doors keep with the broker.
-    pub doors: Doors,
+    /// What the HTTP endpoints keep with the broker.
+    pub endpoints: EndpointState,
     pub(super) upstream: Upstream,
 }
 
-/// What the front doors ([`crate::mcp`], [`crate::serve`]) keep with the broker: their
-/// settings from the config, and what they build once and share. Held here because a
-/// door is handed the broker; nothing in the driver reads it.
+/// What the HTTP endpoints ([`crate::mcp`], [`crate::serve`]) keep with the broker: their
+/// settings from the config, and what they build once and share. Held here because an
+/// endpoint is handed the broker; nothing in the driver reads it.
 #[derive(Debug)]
-pub struct Doors {
+pub struct EndpointState {
     /// Largest accepted request body.
     pub max_body_bytes: usize,
     /// What a connection may cost (the `[server]` table).
@@ -49,7 +49,7 @@ pub struct Doors {
     /// Set on shutdown: readiness answers 503 while calls in flight finish.
     pub draining: std::sync::atomic::AtomicBool,
     /// MCP `tools/list` entries of every catalog tool as JSON text, built on first use
-    /// by the MCP door.
+    /// by the MCP endpoint.
     pub mcp_entries: std::sync::OnceLock<Vec<Box<str>>>,
     /// Which browser origins may call (`allowed_origins`) and the Host rule.
     pub origins: crate::caller::origin::OriginPolicy,
@@ -89,7 +89,7 @@ impl Broker {
         let parts = Parts::new(catalog, config, env, store)?;
         config.server.validate()?;
         Ok(Self {
-            doors: Doors {
+            endpoints: EndpointState {
                 bounds: config.server.clone(),
                 draining: std::sync::atomic::AtomicBool::new(false),
                 max_body_bytes: config

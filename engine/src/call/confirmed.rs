@@ -1,4 +1,4 @@
-//! A write under its caller's confirmation mode (DECISIONS section 8): flags, a bound
+//! A write under its caller's confirmation mode (decision 008): flags, a bound
 //! token, or a person's approval (the approval page or MCP elicitation).
 
 use serde_json::{Value, json};
@@ -10,7 +10,7 @@ use crate::error::{CallError, Classification};
 use crate::run::{Exec, RequestCtx, Want};
 
 impl Broker {
-    /// Runs a write under its caller's confirmation mode (DECISIONS section 8). Under
+    /// Runs a write under its caller's confirmation mode (decision 008). Under
     /// `bound`, a call without a token answers its preview (whatever the flags say) and
     /// a token bound to it; a call with one runs only if the token holds, and spends it
     /// when the call asks to run. Other modes and reads run as they are.

@@ -1,4 +1,4 @@
-//! One call, end to end (DECISIONS sections 2-5):
+//! One call, end to end (decisions 002-005):
 //!
 //! resolve -> may the caller use it -> validate arguments -> preconditions ->
 //! confirmation (preview or refusal, nothing sent) -> hook, or: base URL and upstream
@@ -7,7 +7,7 @@
 //!
 //! [`Broker`] (`broker.rs`) holds everything a call needs that is not in the request: the
 //! parts every stage reads ([`crate::run::Parts`]), the caller keys, the confirmation
-//! settings, the hooks' caches, the upstream client and what the front doors keep. It is
+//! settings, the hooks' caches, the upstream client and what the endpoints keep. It is
 //! the [`crate::run::Pipeline`] hooks and webhooks run tools through.
 //!
 //! Here: one call from its name to its envelope, and a resolved tool run (arguments,
@@ -16,7 +16,7 @@
 //! made a result. What only the driver uses: `args`, `tenancy`, `ratelimit`.
 //!
 //! May import every stage below it (confirm, hooks, webhook, run, answer, upstream,
-//! the store, callers, config, telemetry, the catalog); never a door ([`crate::mcp`],
+//! the store, callers, config, telemetry, the catalog); never an endpoint ([`crate::mcp`],
 //! [`crate::serve`]).
 
 pub mod args;
@@ -43,7 +43,7 @@ use crate::hooks;
 use crate::run::{Elicitation, Exec, RequestCtx, TaskWatch, Want};
 use crate::upstream::render::render;
 
-/// A caller's pin (DECISIONS section 10): the descriptor hash it reviewed, held against
+/// A caller's pin (decision 010): the descriptor hash it reviewed, held against
 /// the tool's current one. A mismatch is `descriptor_changed` with the current hash, and
 /// nothing runs; a pin that is no descriptor hash at all is the caller's mistake
 /// (`invalid_request`), never taken for a change.
@@ -95,11 +95,11 @@ pub struct CallInput<'a> {
     /// `Idempotency-Key` header is read when this is `None`.
     pub idempotency_key: Option<String>,
     /// The trace the caller's request continues: its `traceparent` header, or on `/mcp`
-    /// `params._meta.traceparent` first (read by the door).
+    /// `params._meta.traceparent` first (read by the MCP endpoint).
     pub trace_parent: Option<crate::telemetry::trace::Parent>,
-    /// The front door the call came through.
-    pub door: Door,
-    /// The MCP door's elicitation capability and round (`None` on other doors).
+    /// The call endpoint the call came through.
+    pub endpoint: Endpoint,
+    /// The MCP endpoint's elicitation capability and round (`None` on other endpoints).
     pub elicitation: Option<Elicitation>,
     /// Run as an MCP task (see [`RequestCtx::task_watch`]).
     pub task_watch: Option<TaskWatch>,
@@ -109,20 +109,30 @@ pub struct CallInput<'a> {
     pub descriptor_hash: Option<String>,
 }
 
-/// The front door a call came through (its span's `tool_broker.door`; the JSON-RPC
-/// doors also set `jsonrpc.request.id`).
+/// The call endpoint a call came through (its span's `tool_broker.endpoint`; the JSON-RPC
+/// endpoints also set `jsonrpc.request.id`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Door {
-    /// `POST /`.
+pub enum Endpoint {
+    /// `POST /`: JSON-RPC `tools/call`.
     Rpc,
-    /// `/mcp`.
+    /// `POST /mcp`: MCP Streamable HTTP.
     Mcp,
-    /// The REST projection.
+    /// `POST /mcp/<service>/<tool>`: the REST paths of the OpenAPI projection.
     Rest,
 }
 
-impl Door {
-    /// The door's name in a span.
+impl Endpoint {
+    /// The call endpoint a `POST` to `path` (no query) goes to, if any.
+    pub fn of(path: &str) -> Option<Self> {
+        match path {
+            "/" => Some(Self::Rpc),
+            "/mcp" => Some(Self::Mcp),
+            _ if path.starts_with("/mcp/") => Some(Self::Rest),
+            _ => None,
+        }
+    }
+
+    /// The endpoint's name in a span.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Rpc => "rpc",
@@ -138,10 +148,8 @@ impl Broker {
         let started = Instant::now();
         // The broker's own arguments: taken out before anything hashes or validates.
         let token = crate::confirm::bound::take_token(&mut input.arguments);
-        let approval_id = crate::confirm::bound::take_arg(
-            &mut input.arguments,
-            crate::confirm::approval::APPROVAL_ARG,
-        );
+        let approval_id =
+            crate::confirm::bound::take_arg(&mut input.arguments, crate::confirm::APPROVAL_ARG);
         let trace = self.traces.start(input.trace_parent.take());
         let trace_id = trace.id.clone();
         let mut meta = Meta {
@@ -159,7 +167,12 @@ impl Broker {
                 || "tools/call".into(),
                 |span| {
                     let name: String = input.name.chars().take(256).collect();
-                    call_span(span, (input.door, input.principal), &meta.request_id, &name);
+                    call_span(
+                        span,
+                        (input.endpoint, input.principal),
+                        &meta.request_id,
+                        &name,
+                    );
                     span.text("error.type", err.classification.as_str());
                     span.text("tool_broker.classification", err.classification.as_str());
                     span.error = true;
@@ -227,7 +240,7 @@ impl Broker {
                             trace.finish(
                                 || format!("tools/call {}", tool.full_name),
                                 |span| {
-                                    let caller = (input.door, input.principal);
+                                    let caller = (input.endpoint, input.principal);
                                     tool_span(span, caller, &meta.request_id, tool);
                                     span.text("tool_broker.classification", "replayed");
                                 },
@@ -285,7 +298,12 @@ impl Broker {
         trace.finish(
             || format!("tools/call {}", tool.full_name),
             |span| {
-                tool_span(span, (input.door, input.principal), &meta.request_id, tool);
+                tool_span(
+                    span,
+                    (input.endpoint, input.principal),
+                    &meta.request_id,
+                    tool,
+                );
                 result_span(span, &result);
             },
         );
@@ -565,21 +583,21 @@ fn elapsed_ms(started: Instant) -> u64 {
     u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
-/// A call's SERVER span attributes (`find_tools` and the other discovery tools too) from the OpenTelemetry MCP conventions, and the door
-/// and caller. Never an argument value, a key or a token.
+/// A call's SERVER span attributes (`find_tools` and the other discovery tools too) from the OpenTelemetry MCP conventions, the
+/// endpoint and the caller. Never an argument value, a key or a token.
 pub fn call_span(
     span: &mut crate::telemetry::trace::Span,
-    (door, principal): (Door, &Principal),
+    (endpoint, principal): (Endpoint, &Principal),
     request_id: &str,
     tool: &str,
 ) {
     span.text("mcp.method.name", "tools/call");
     span.text("gen_ai.operation.name", "execute_tool");
     span.text("gen_ai.tool.name", tool);
-    if door != Door::Rest && !request_id.is_empty() {
+    if endpoint != Endpoint::Rest && !request_id.is_empty() {
         span.text("jsonrpc.request.id", request_id);
     }
-    span.text("tool_broker.door", door.as_str());
+    span.text("tool_broker.endpoint", endpoint.as_str());
     span.text("tool_broker.user", principal.name.as_str());
 }
 
@@ -587,11 +605,11 @@ pub fn call_span(
 /// confirms its writes.
 fn tool_span(
     span: &mut crate::telemetry::trace::Span,
-    (door, principal): (Door, &Principal),
+    (endpoint, principal): (Endpoint, &Principal),
     request_id: &str,
     tool: &Tool,
 ) {
-    call_span(span, (door, principal), request_id, &tool.full_name);
+    call_span(span, (endpoint, principal), request_id, &tool.full_name);
     span.text("tool_broker.service", tool.service.as_str());
     span.text("tool_broker.risk", tool.risk.as_str());
     if tool.risk == Risk::Write {

@@ -50,7 +50,7 @@ impl Broker {
             self.routes
                 .profile_key(&self.catalog, tool, args, &ctx.principal.profiles)?;
         // The caller's own key: its header, else the key the user stored in the hub
-        // (DECISIONS section 12; a header wins), else a server-side key.
+        // (decision 012; a header wins), else a server-side key.
         let header = match profile {
             Some(_) => None,
             None => self.routes.caller_key(service, ctx.headers),

@@ -1,5 +1,5 @@
 //! Descriptors: how a tool describes itself to callers (tool reference, capabilities,
-//! coverage, find results). One place, so every door shows the same facts.
+//! coverage, find results). One place, so every endpoint shows the same facts.
 
 use serde_json::{Value, json};
 

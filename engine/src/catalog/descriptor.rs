@@ -145,7 +145,7 @@ pub struct WebhookSpec {
     pub job_id: Paths,
     /// JSONPath(s) of the job's status; the first that holds a value counts.
     pub status: Paths,
-    /// Upstream status -> job state (DECISIONS section 7), shown beside the upstream's
+    /// Upstream status -> job state (decision 007), shown beside the upstream's
     /// status in job listings, for statuses from callbacks and from watchers alike.
     #[serde(default)]
     pub states: BTreeMap<String, JobState>,
@@ -192,7 +192,7 @@ pub enum WebhookScheme {
     RsaSha256,
 }
 
-/// Job states (DECISIONS section 7).
+/// Job states (decision 007).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum JobState {
@@ -523,7 +523,7 @@ pub enum Class {
     Credits,
 }
 
-/// How a tool is confirmed (DECISIONS section 5).
+/// How a tool is confirmed (decision 005).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ConfirmationMode {

@@ -1,4 +1,4 @@
-//! Catalog identity (DECISIONS section 6): canonical JSON, descriptor hashes, the
+//! Catalog identity (decision 006): canonical JSON, descriptor hashes, the
 //! snapshot id, the committed lock file, and the diff auditors read.
 
 use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! The names tools are listed under on `/mcp` (DECISIONS section 10).
+//! The names tools are listed under on `/mcp` (decision 010).
 //!
 //! Model APIs and hosted clients take a tool name only when it matches
 //! `^[a-zA-Z0-9_-]{1,64}$` (Claude refuses a whole tool list over one bad name, OpenAI

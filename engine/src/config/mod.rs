@@ -82,7 +82,7 @@ pub struct ConfigFile {
     /// `"all"` lists every agent-ready tool the key may use (about 3 MB).
     #[serde(default)]
     pub toolset: Option<Toolset>,
-    /// Who confirms a write (DECISIONS section 8) for keys that name no `confirmation`:
+    /// Who confirms a write (decision 008) for keys that name no `confirmation`:
     /// `flag` (the default: the spec's flags), `bound` (a token the preview answered),
     /// `human` (a person; not built yet, refused at start).
     #[serde(default)]
@@ -103,7 +103,7 @@ pub struct ConfigFile {
     #[serde(default)]
     pub approval_previous_key_envs: Vec<String>,
     /// Environment variable holding the key (at least 32 characters) that seals the
-    /// upstream keys users store in the hub (DECISIONS section 12); needed for the hub;
+    /// upstream keys users store in the hub (decision 012); needed for the hub;
     /// the same on every replica.
     #[serde(default)]
     pub vault_key_env: Option<String>,
@@ -133,7 +133,7 @@ pub struct ConfigFile {
     #[serde(default)]
     pub server: server::ServerBounds,
     /// Access tokens of an OAuth 2.1 authorization server, besides the keys
-    /// ([`oauth::OAuthConfig`], DECISIONS section 11).
+    /// ([`oauth::OAuthConfig`], decision 011).
     #[serde(default)]
     pub oauth: Option<oauth::OAuthConfig>,
 }
@@ -201,7 +201,7 @@ pub struct ApproverEntry {
     pub sha256: String,
 }
 
-/// Who confirms a write (DECISIONS section 8).
+/// Who confirms a write (decision 008).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WriteConfirmation {

@@ -1,5 +1,5 @@
 //! The `[server]` table of the deployment config: what a connection may cost (enforced
-//! by [`crate::serve::bounds`]) and which front door reads call requests.
+//! by [`crate::serve::bounds`]) and which HTTP/1.1 server reads call requests.
 //! Design notes and defaults: docs/deployment.md ("Connection limits").
 
 use std::time::Duration;
@@ -32,16 +32,17 @@ pub struct ServerBounds {
     /// Serving threads of `tool-broker serve`, each owning the connections it accepts
     /// and its upstream pool; 0 means one per CPU the process may use.
     pub workers: usize,
-    /// Who reads HTTP/1.1 call requests: `own` (the broker's door, [`crate::serve::door`],
-    /// handing anything else to hyper) or `hyper` (hyper's server for everything).
-    pub front_door: FrontDoor,
+    /// Who reads HTTP/1.1 call requests: `own` (the broker's own HTTP/1.1 server,
+    /// [`crate::serve::http1`], handing anything else to hyper) or `hyper` (hyper's
+    /// server for everything).
+    pub http1_server: Http1Server,
 }
 
-/// The `[server]` `front_door` setting.
+/// The `[server]` `http1_server` setting.
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
-pub enum FrontDoor {
-    /// The broker's own HTTP/1.1 door for the call paths; the rest goes to hyper.
+pub enum Http1Server {
+    /// The broker's own HTTP/1.1 server for the call endpoints; the rest goes to hyper.
     #[default]
     Own,
     /// hyper's server for every request.
@@ -51,7 +52,7 @@ pub enum FrontDoor {
 /// hyper's own limit on a request's header lines, and the default of `max_headers`:
 /// left to hyper when it is this (hyper then parses into an uninitialised array on the
 /// stack; any other limit costs a filled heap array per parse, ~1.7k instructions per
-/// call, session 14).
+/// call, 2026-11-24).
 pub const HYPER_MAX_HEADERS: usize = 100;
 
 impl Default for ServerBounds {
@@ -66,7 +67,7 @@ impl Default for ServerBounds {
             shutdown_grace_ms: 20_000,
             over_limit_drain_bytes: 4 * 1024 * 1024,
             workers: 0,
-            front_door: FrontDoor::Own,
+            http1_server: Http1Server::Own,
         }
     }
 }

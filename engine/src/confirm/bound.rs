@@ -1,4 +1,4 @@
-//! Bound confirmation (DECISIONS section 8, mode `bound`): a write runs only with the
+//! Bound confirmation (decision 008, mode `bound`): a write runs only with the
 //! `confirmationToken` its preview answered.
 //!
 //! A token is sealed ([`crate::confirm::seal`]) claims: a random id, the caller (key name and
@@ -110,7 +110,7 @@ pub fn digest(tool: &Tool, args: Option<&Map<String, Value>>, rules: &Confirmati
         Some(rules.apply_arg.as_str()),
         tool.preview_arg.as_deref(),
         Some(TOKEN_ARG),
-        Some(crate::confirm::approval::APPROVAL_ARG),
+        Some(crate::confirm::APPROVAL_ARG),
     ]
     .into_iter()
     .flatten()

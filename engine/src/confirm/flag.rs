@@ -1,4 +1,4 @@
-//! Confirmation and dry-run (DECISIONS section 5): decides, before anything is rendered
+//! Confirmation and dry-run (decision 005): decides, before anything is rendered
 //! or sent, whether a call runs, answers a preview, or is refused.
 
 use serde_json::{Map, Value};

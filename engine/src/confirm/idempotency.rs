@@ -1,4 +1,4 @@
-//! Idempotent writes (DECISIONS section 9): `Idempotency-Key` on `POST /` and the REST
+//! Idempotent writes (decision 009): `Idempotency-Key` on `POST /` and the REST
 //! paths (request header), and on MCP `tools/call` (the header, or
 //! `params._meta.idempotencyKey`).
 //!

@@ -1,4 +1,4 @@
-//! Who confirms a write, and how (DECISIONS sections 5 and 8): the flag decision
+//! Who confirms a write, and how (decisions 005 and 008): the flag decision
 //! (`flag`: run, preview or refuse), bound confirmation tokens (`bound`) and the key
 //! ring that seals them (`seal`), a person's approval (`approval/`: the page and MCP
 //! elicitation), and `Idempotency-Key` replays (`idempotency`).
@@ -7,7 +7,7 @@
 //! stage's own settings ([`Confirmations`]), never the driver.
 //!
 //! May import: the catalog, config, callers, the store, upstream, answers, telemetry,
-//! [`crate::run`] and [`crate::error`]; never the call driver or a door.
+//! [`crate::run`] and [`crate::error`]; never the call driver or an endpoint.
 
 pub mod approval;
 pub mod audit;
@@ -15,6 +15,10 @@ pub mod bound;
 pub mod flag;
 pub mod idempotency;
 pub mod seal;
+
+/// The broker argument naming an approval (mode `human`). Accepted by every write, never
+/// sent upstream; bound confirmations leave it out of what they bind.
+pub const APPROVAL_ARG: &str = "approvalId";
 
 /// This stage's own settings: how confirmation tokens are sealed and how long they last,
 /// who may approve writes and what seals what they are shown (mode `human`).

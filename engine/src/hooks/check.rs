@@ -107,7 +107,7 @@ pub fn readiness_with(
         .unwrap_or_else(|| fixed_part(cx, service));
     map.insert("granted".into(), json!(caller.granted));
     map.insert("credentialPresent".into(), json!(caller.credential_present));
-    // Who confirms this caller's writes (DECISIONS section 8).
+    // Who confirms this caller's writes (decision 008).
     map.insert(
         "writeConfirmation".into(),
         json!(ctx.principal.confirmation.as_str()),

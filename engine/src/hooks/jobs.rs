@@ -1,6 +1,6 @@
 //! `list_jobs`: the caller's recent jobs of the tool's service from the store
 //! ([`crate::store::jobs`]), newest first, optionally by the upstream's status word
-//! (`status`) or by the job state it maps to (`state`, DECISIONS section 7, through the
+//! (`status`) or by the job state it maps to (`state`, decision 007, through the
 //! service's `[webhook] states`). Never contacts the upstream.
 
 use serde_json::{Map, Value, json};
@@ -33,7 +33,7 @@ pub async fn list_jobs(
                 "the broker's job store cannot be read right now; retry shortly",
             )
         })?;
-    // Each job with the state its status maps to (DECISIONS section 7), where the
+    // Each job with the state its status maps to (decision 007), where the
     // service's `[webhook] states` says.
     let states = cx
         .catalog

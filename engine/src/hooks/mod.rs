@@ -2,7 +2,7 @@
 //!
 //! May import: the stages below the call driver (the catalog, config, callers, the
 //! store, upstream, answers, telemetry, webhooks) and [`crate::run`], through whose
-//! [`Pipeline`] a hook runs other tools; never the driver or a door.
+//! [`Pipeline`] a hook runs other tools; never the driver or an endpoint.
 //!
 //! A tool names its hook in the catalog (`hook = "portal.call_read_tool"`); compile
 //! resolves the name against [`crate::catalog::Hook::ALL`] once, so the request path

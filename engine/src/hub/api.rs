@@ -2,7 +2,7 @@
 //! `[{"service", "present", "setAt"}]`, `PUT /hub/keys/<service>` with `{"key": "..."}`
 //! -> 204, `DELETE /hub/keys/<service>` -> 204 (whether or not one was stored).
 //!
-//! The caller is a user: an access token of the `[oauth]` provider (the door checks
+//! The caller is a user: an access token of the `[oauth]` provider (the endpoint checks
 //! it as for a call) or the hub's session cookie. An API key names no person and has no
 //! hub (403). A service the user may not use, or whose calls take no caller key, is 404.
 //! A stored key is never answered.
@@ -13,23 +13,23 @@ use super::{Hub, Refused, entry_json};
 use crate::caller::Principal;
 use crate::run::Parts;
 
-/// An answer of the API: status and JSON body (none for 204).
+/// A response of the API: status and JSON body (none for 204).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Answer {
+pub struct ApiResponse {
     /// HTTP status.
     pub status: u16,
     /// JSON body.
     pub body: Option<Value>,
 }
 
-fn refusal(status: u16, classification: &str, message: &str) -> Answer {
-    Answer {
+fn refusal(status: u16, classification: &str, message: &str) -> ApiResponse {
+    ApiResponse {
         status,
         body: Some(json!({ "error": { "classification": classification, "message": message } })),
     }
 }
 
-fn refused(e: &Refused) -> Answer {
+fn refused(e: &Refused) -> ApiResponse {
     match e {
         Refused::UnknownService(_) => refusal(404, "not_found", &e.message()),
         Refused::BadKey(_) => refusal(400, "validation_error", &e.message()),
@@ -44,7 +44,7 @@ pub async fn handle(
     principal: &Principal,
     (method, service): (&hyper::Method, Option<&str>),
     body: &[u8],
-) -> Answer {
+) -> ApiResponse {
     let Some(user) = &principal.user else {
         return refusal(
             403,
@@ -55,7 +55,7 @@ pub async fn handle(
     let may_use = |s: &str| principal.may_use_service(s);
     match (method, service) {
         (&hyper::Method::GET, None) => match hub.list(parts, user, &may_use).await {
-            Ok(entries) => Answer {
+            Ok(entries) => ApiResponse {
                 status: 200,
                 body: Some(Value::Array(entries.iter().map(entry_json).collect())),
             },
@@ -94,7 +94,7 @@ pub async fn handle(
                     .map(|_| ())
             };
             match result {
-                Ok(()) => Answer {
+                Ok(()) => ApiResponse {
                     status: 204,
                     body: None,
                 },

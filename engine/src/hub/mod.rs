@@ -1,10 +1,10 @@
-//! The hub (DECISIONS section 12): each user's upstream keys, stored once, sealed at
+//! The hub (decision 012): each user's upstream keys, stored once, sealed at
 //! rest, never shown again, used for that user's calls that carry no key header, and
 //! asked for by URL when missing.
 //!
 //! - `cipher`: the vault's keys (AES-256-GCM, HKDF-derived from `vault_key_env`, the
 //!   previous ones still open; rows bound to issuer, subject and service).
-//! - this module: [`Hub`], what calls and the doors ask of it: a user's key for a
+//! - this module: [`Hub`], what calls and the endpoints ask of it: a user's key for a
 //!   service, storing, replacing and deleting one (audited, never the value), the list
 //!   without values, the connect link a missing key answers, `vault rekey`.
 //! - `signin`: the broker as a confidential OpenID client of the `[oauth]` provider
@@ -14,7 +14,7 @@
 //!
 //! May import: the catalog, config, callers, the store, the parts, the approval page's
 //! HTML helpers, telemetry and [`crate::error`]. The call driver reads keys through it;
-//! the doors route to its pages and API.
+//! the endpoints route to its pages and API.
 
 pub mod api;
 pub mod cipher;

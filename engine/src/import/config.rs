@@ -14,7 +14,7 @@ pub struct ImportFile {
     /// Service id; must match the file name and `catalog/<id>/`.
     pub service: String,
     /// The OpenAPI documents, relative to the upstream descriptions folder
-    /// (`--specs-dir`, e.g. `../shared/specs`).
+    /// (`--specs-dir`).
     #[serde(default)]
     pub specs: Vec<String>,
     /// Generated file name inside `catalog/<id>/`.

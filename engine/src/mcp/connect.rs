@@ -1,8 +1,8 @@
-//! A missing upstream key asked for by URL on the MCP door (DECISIONS section 12).
+//! A missing upstream key asked for by URL on the MCP endpoint (decision 012).
 //!
 //! A call of a user with no key for the service answers, inside the engine, the
 //! refusal `missing_required_credentials` with `details.connectUrl` (the hub's connect
-//! link, sealed for that user). This door turns it into the protocol's own request:
+//! link, sealed for that user). This endpoint turns it into the protocol's own request:
 //!
 //! - 2026-07-28, a client that declares URL-mode elicitation: an input-required result
 //!   with one `elicitation/create` request in mode `url` (key [`INPUT_KEY`]) and a
@@ -107,7 +107,7 @@ pub fn take_round(
     Ok(response.get("action").and_then(Value::as_str) != Some("accept"))
 }
 
-/// The round a missing key answers on this door, or `None` when `response` is not a
+/// The round a missing key answers on this endpoint, or `None` when `response` is not a
 /// missing key with a connect link, or `ask` is [`Ask::No`].
 pub fn round(
     broker: &Broker,

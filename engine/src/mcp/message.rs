@@ -1,6 +1,6 @@
 //! One message posted to `/mcp`, read into its JSON-RPC members.
 //!
-//! [`read`] is what the door calls. A message object whose `jsonrpc` and `method` are
+//! [`read`] is what the MCP endpoint calls. A message object whose `jsonrpc` and `method` are
 //! strings without escapes and whose members each come once (nearly every message) is
 //! read in one pass: `jsonrpc` and `method` borrowed from the body, `id` and `params`
 //! built as `Value`s, any other member skipped. Anything else is read as a `Value` and
@@ -14,7 +14,7 @@ use serde::Deserializer;
 use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-/// A message object's members, as the door checks them.
+/// A message object's members, as the MCP endpoint checks them.
 #[derive(Debug, PartialEq)]
 pub struct Message<'a> {
     /// `jsonrpc` is the string `"2.0"`.
@@ -259,7 +259,7 @@ mod tests {
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
 
-        /// Differential oracle (issue 36): on any message, the one-pass reading finds what
+        /// Differential oracle on any message, the one-pass reading finds what
         /// the `Value` reading finds; on any bytes, the same verdict.
         #[test]
         fn the_one_pass_reading_agrees_with_the_value_reading_on_any_message(

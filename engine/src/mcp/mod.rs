@@ -1,5 +1,5 @@
-//! The MCP front door (`POST /mcp`, Streamable HTTP, answers as plain JSON): the same
-//! engine as `POST /` behind the Model Context Protocol (DECISIONS section 1).
+//! The MCP HTTP/1.1 server (`POST /mcp`, Streamable HTTP, answers as plain JSON): the same
+//! engine as `POST /` behind the Model Context Protocol (decision 001).
 //!
 //! Two eras are served, and the broker keeps no session state in either, so any number
 //! of replicas behind a plain load balancer serve one client:
@@ -852,7 +852,7 @@ pub async fn handle(
                 task_watch: None,
                 descriptor_hash,
                 trace_parent: trace_parent(&params, headers),
-                door: crate::call::Door::Mcp,
+                endpoint: crate::call::Endpoint::Mcp,
             };
             if modern && tasks::opted_in(&params) {
                 match tasks::start(broker, &id, input).await {

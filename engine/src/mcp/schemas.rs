@@ -67,7 +67,7 @@ pub fn published_input(catalog: &Catalog, tool: &Tool) -> Value {
                     .unwrap_or_default();
                 let mut properties = properties;
                 if tool.risk == crate::catalog::descriptor::Risk::Write {
-                    // The broker's own argument (DECISIONS section 8): accepted by every
+                    // The broker's own argument (decision 008): accepted by every
                     // write, never validated against the tool's schema, never sent.
                     properties.insert(
                         crate::confirm::bound::TOKEN_ARG.into(),
@@ -77,7 +77,7 @@ pub fn published_input(catalog: &Catalog, tool: &Tool) -> Value {
                         }),
                     );
                     properties.insert(
-                        crate::confirm::approval::APPROVAL_ARG.into(),
+                        crate::confirm::APPROVAL_ARG.into(),
                         serde_json::json!({
                             "type": "string",
                             "description": "Id of the approval a person gave, where writes are approved by a person"

@@ -91,7 +91,7 @@ fn runs_as_task(tool: &Tool, input: &CallInput<'_>) -> bool {
         && match input.principal.confirmation {
             WriteConfirmation::Flag => false,
             WriteConfirmation::Bound => !has(crate::confirm::bound::TOKEN_ARG),
-            WriteConfirmation::Human => !has(crate::confirm::approval::APPROVAL_ARG),
+            WriteConfirmation::Human => !has(crate::confirm::APPROVAL_ARG),
         };
     !held
 }
@@ -200,7 +200,7 @@ async fn run(broker: Arc<Broker>, task: String, call: Owned) {
             task_watch: Some(watch),
             descriptor_hash: call.descriptor_hash,
             trace_parent: call.trace_parent,
-            door: crate::call::Door::Mcp,
+            endpoint: crate::call::Endpoint::Mcp,
         };
         super::run_call(&calling, input).await
     });

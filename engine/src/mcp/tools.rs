@@ -98,7 +98,7 @@ pub fn all_entries(catalog: &Catalog) -> Vec<EntryText> {
 /// Entries of every catalog tool, built on first use and kept by the broker.
 fn entries(broker: &Broker) -> &[EntryText] {
     broker
-        .doors
+        .endpoints
         .mcp_entries
         .get_or_init(|| all_entries(&broker.catalog))
 }
@@ -240,14 +240,14 @@ pub async fn call_discovery<'a>(
         return Err(input);
     }
     let trace = broker.traces.start(input.trace_parent.clone());
-    let (door, principal) = (input.door, input.principal);
+    let (endpoint, principal) = (input.endpoint, input.principal);
     let request_id = input.request_id.clone();
     let response = discovery(broker, &trace, input).await;
     if name != CALL {
         trace.finish(
             || format!("tools/call {name}"),
             |span| {
-                crate::call::call_span(span, (door, principal), &request_id, name);
+                crate::call::call_span(span, (endpoint, principal), &request_id, name);
                 let class = response
                     .meta
                     .as_ref()
@@ -281,7 +281,7 @@ async fn discovery(broker: &Broker, trace: &CallTrace, input: CallInput<'_>) -> 
         task_watch,
         descriptor_hash,
         trace_parent,
-        door,
+        endpoint,
         ..
     } = input;
     let request_id = request_id.as_str();
@@ -386,7 +386,7 @@ async fn discovery(broker: &Broker, trace: &CallTrace, input: CallInput<'_>) -> 
                     task_watch,
                     descriptor_hash,
                     trace_parent,
-                    door,
+                    endpoint,
                 })
                 .await
         }

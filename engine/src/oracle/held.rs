@@ -9,7 +9,7 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{Verdict, block_on};
-use crate::upstream::held::read_answer;
+use crate::upstream::http1::read_answer;
 
 /// The largest body either side reads.
 const MAX_BODY: usize = 64 * 1024;
@@ -134,11 +134,11 @@ mod tests {
     }
 
     /// What the held reading makes of `answer` (bodies up to 1 KiB): taken or why not.
-    fn held_reads(answer: &[u8]) -> Result<(), crate::upstream::held::Failed> {
+    fn held_reads(answer: &[u8]) -> Result<(), crate::upstream::http1::Failed> {
         super::block_on(async {
             let mut stream = answer;
             let mut buf = bytes::BytesMut::new();
-            crate::upstream::held::read_answer(&mut stream, &mut buf, false, 1024).await
+            crate::upstream::http1::read_answer(&mut stream, &mut buf, false, 1024).await
         })
         .expect("runtime")
         .map(|_| ())
@@ -156,13 +156,13 @@ mod tests {
         let findings: Vec<Vec<u8>> = vec![
             b"HTTP/1.1 200 OK\r\ncontent-length: +3\r\n\r\nabc".to_vec(),
             b"HTTP/1.0 404\r\ntransfer-encoding: identity\r\n\r\n".to_vec(),
-            // Found by cargo fuzz (session 25): a status under 100.
+            // Found by cargo fuzz (2026-11-26): a status under 100.
             b"HTTP/1.1 020 OK\r\ncontent-length: 2\r\n\r\n{}".to_vec(),
             // An empty chunk-size line.
             chunked("4;ext=2\r\nabc0\r\n\r\ntrailer: x\r\n\r\n".into()),
             // A trailer line without a colon.
             chunked("3;ext=1\r\nabc\r\n0\r\nK\r\nilre: x\r\n\r\n".into()),
-            // Read off hyper's decoder (session 26): a bare LF inside a chunk extension
+            // Read off hyper's decoder (2026-11-26): a bare LF inside a chunk extension
             // (httparse takes it), more than 100 headers or trailer lines, more than
             // 16 KiB of chunk extensions over the body.
             chunked("3;a\nb\r\nabc\r\n0\r\n\r\n".into()),
@@ -174,12 +174,12 @@ mod tests {
             // Found by the oracle, the fuzzer or reading hyper: held refuses them too.
             assert_eq!(
                 held_reads(finding).err(),
-                Some(crate::upstream::held::Failed::Malformed)
+                Some(crate::upstream::http1::Failed::Malformed)
             );
         }
     }
 
-    /// Found by cargo fuzz (session 26): a Transfer-Encoding value with obs-text ends
+    /// Found by cargo fuzz (2026-11-26): a Transfer-Encoding value with obs-text ends
     /// in `chunked`; hyper's client reads it as not chunked (a value that is not visible
     /// ASCII) and the body to the connection's end, where held read the chunks. Held now
     /// refuses such a value.
@@ -194,7 +194,7 @@ mod tests {
         );
         assert_eq!(
             held_reads(answer_bytes).err(),
-            Some(crate::upstream::held::Failed::Malformed)
+            Some(crate::upstream::http1::Failed::Malformed)
         );
         assert_eq!(answer(answer_bytes), Ok(()));
     }

@@ -1,11 +1,11 @@
-//! Differential oracles for the hand-written fast paths (issue 36): each takes any
+//! Differential oracles for the hand-written fast paths each takes any
 //! bytes, runs the fast path and the reference it must agree with, and says how they
 //! disagree. The fuzz targets under `fuzz/` run them on what libFuzzer makes; property
 //! tests run them in `cargo test`. A finding becomes a regression test beside the oracle.
 //!
 //! | oracle | fast path | reference |
 //! |---|---|---|
-//! | [`door::head`] | the own door's request head reading | hyper's HTTP/1.1 server |
+//! | [`http1::head`] | the own HTTP/1.1 server's request head reading | hyper's HTTP/1.1 server |
 //! | [`held::answer`] | held connections' answer reading | hyper's HTTP/1.1 client |
 //! | [`readers::jsonrpc`] | the one-pass `POST /` reader | the body read as a `Value` |
 //! | [`readers::mcp_message`] | the one-pass MCP message reader | the body read as a `Value` |
@@ -16,8 +16,8 @@
 //! Not on any request path. May import what it checks: `answer`, `catalog`, `error`,
 //! `mcp`, `serve`, `upstream`.
 
-pub mod door;
 pub mod held;
+pub mod http1;
 pub mod readers;
 pub mod render;
 pub mod scan;

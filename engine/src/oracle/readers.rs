@@ -67,12 +67,12 @@ mod tests {
     #[test]
     fn seeds_read_alike() {
         for body in [
-            // Found by cargo fuzz (session 26): bytes that are not UTF-8 in a string of
+            // Found by cargo fuzz (2026-11-26): bytes that are not UTF-8 in a string of
             // a member the one-pass reading skips (serde_json skips it unchecked).
             &b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"ps.get_customers\",\"argumnets\":{\"limit\xe3\xe3\":3}}}"[..],
             b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"arpams\":{\"_meta\":{\"traceparent\":\"00-\xcf\xcf1\"}}}",
             b"{\"x\":\"\xff\"}",
-            // Found by cargo fuzz (session 26): a number out of range, or a lone
+            // Found by cargo fuzz (2026-11-26): a number out of range, or a lone
             // surrogate, in a skipped member (serde_json's IgnoredAny takes both).
             b"{\"\":1e66666662666}",
             br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a.b","x":[1e400]}}"#,

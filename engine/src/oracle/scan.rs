@@ -92,7 +92,7 @@ mod tests {
             r#"[{"id":1,"password":null},{"id":2}]"#.to_string(),
             r#"{"a":1,"a":2}"#.to_string(),
             "[1e400]".to_string(),
-            // Found by cargo fuzz (session 26): a secret in a key was left by both paths.
+            // Found by cargo fuzz (2026-11-26): a secret in a key was left by both paths.
             format!(r#" {{ "kDDDDDDDD[ [ ##nnnnnnn{SECRET}DD4\u8065y" :70 }} "#),
             // And a secret only the escaped form holds: `\t` then the rest of it.
             format!(r#" {{ "kDDD8\{SECRET}u0065y" :70, "v": "\{SECRET}" }} "#),

@@ -5,7 +5,7 @@
 //! view of the broker that hooks, confirmation and webhooks get instead of the driver.
 //! Through it a stage runs another tool the ordinary way (resolve, arguments,
 //! confirmation, upstream, redaction), and reads the parts; it never sees the driver's
-//! own state (caller keys, confirmation settings, front-door settings).
+//! own state (caller keys, confirmation settings, the endpoints' settings).
 //!
 //! May import: the catalog, config, callers, the store, upstream, answers, telemetry and
 //! [`crate::error`]. The driver implements [`Pipeline`]; nothing here names it.
@@ -63,8 +63,8 @@ pub trait Pipeline: Send + Sync {
         limits: (Option<usize>, Want),
     ) -> Running<'a>;
 
-    /// The services whose key the calling user stored in the hub (DECISIONS section
-    /// 12), by presence of the sealed row (nothing is opened); empty for keys and
+    /// The services whose key the calling user stored in the hub (decision
+    /// 012), by presence of the sealed row (nothing is opened); empty for keys and
     /// deployments without a hub, or when the store does not answer (logged).
     fn stored_keys<'a>(
         &'a self,

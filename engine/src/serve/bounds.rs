@@ -1,7 +1,7 @@
 //! What a connection may cost the broker: the per-connection watch that enforces the
 //! time limits of the deployment config's `[server]` table ([`ServerBounds`]).
 //!
-//! hyper bounds a request head's size and header count (the own door, [`crate::serve::door`],
+//! hyper bounds a request head's size and header count (the own HTTP/1.1 server, [`crate::serve::http1`],
 //! hands a head it does not take to hyper); the rest is here:
 //! - every accepted connection holds one of `max_connections` permits; one over the cap
 //!   is answered `429 rate_limited` with `Retry-After` and closed, never held;
@@ -11,7 +11,7 @@
 //!   next request for `idle_timeout_ms`, or that started a request head and has not
 //!   finished it within `header_read_timeout_ms` (slowloris), and says so in the log;
 //! - a body must arrive within `body_read_timeout_ms` (server.rs `read_limited`, and
-//!   the own door's `door::body`);
+//!   the own HTTP/1.1 server's `http1::body`);
 //! - on shutdown the listener closes, readiness goes false, and connections finish their
 //!   calls for up to `shutdown_grace_ms` (server.rs `serve`).
 //!
@@ -149,7 +149,7 @@ pub async fn watchdog(state: Arc<ConnState>, bounds: &ServerBounds) -> Expired {
 pub struct Watched<IO> {
     io: IO,
     state: Arc<ConnState>,
-    /// Read before `io`: what the own door read and did not answer, for hyper.
+    /// Read before `io`: what the own HTTP/1.1 server read and did not answer, for hyper.
     put_back: bytes::Bytes,
 }
 

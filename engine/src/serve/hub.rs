@@ -17,11 +17,12 @@ use hyper::body::Incoming;
 use hyper::{Method, Request};
 use serde_json::json;
 
-use super::server::{HttpResponse, json_response, page_response, read_limited};
 use crate::call::Broker;
 use crate::confirm::approval::page::{Page, message};
 use crate::hub::page::HubCx;
 use crate::hub::signin;
+use crate::serve::request::{authenticate, read_limited};
+use crate::serve::response::{HttpResponse, json_response, page_response};
 
 /// The largest hub form or API body.
 const MAX_BODY: usize = 16 * 1024;
@@ -98,7 +99,7 @@ pub async fn route(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
         let principal = if headers.contains_key(hyper::header::AUTHORIZATION)
             || signin::session(&hub.cipher, headers, broker.now().as_millisecond()).is_none()
         {
-            match super::server::authenticate(&broker, headers).await {
+            match authenticate(&broker, headers).await {
                 Ok(p) => p,
                 Err(e) => {
                     let status = broker.catalog.rules.status(e.classification);

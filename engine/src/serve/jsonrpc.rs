@@ -1,6 +1,6 @@
 //! The JSON-RPC 2.0 request of `POST /`: one `tools/call`, checked.
 //!
-//! [`read`] is what the front door calls. A well-formed request (the shape nearly every
+//! [`read`] is what the HTTP/1.1 server calls. A well-formed request (the shape nearly every
 //! call has) is read in one pass into borrowed text, with only `arguments` built as a
 //! `Value`: no tree of the envelope's own members, no copy of the tool's name. Anything
 //! else (not an object, a member of the wrong type, a repeated member, an escaped name,
@@ -275,7 +275,7 @@ mod tests {
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
 
-        /// Differential oracle (issue 36): on any request, the one-pass reading answers
+        /// Differential oracle on any request, the one-pass reading answers
         /// exactly what the checks answer.
         #[test]
         fn the_fast_reading_agrees_with_the_checks_on_any_request(

@@ -1,14 +1,26 @@
-//! The HTTP front doors: the broker's own HTTP/1.1 door for the call paths (`door`),
-//! hyper's server and the routing of every path (`server`), what a connection may cost
-//! (`bounds`), the `POST /` JSON-RPC reader (`jsonrpc`), the OpenAPI projection
-//! (`projection`) and the hub's routes (`hub`).
+//! The HTTP servers, by what each file does; inside the folder imports run one way,
+//! from the listener down to the responses:
 //!
-//! May import everything below it: the call driver, the MCP door, webhooks, and the
-//! stages under them. Only [`crate::cli`] imports it.
+//! - `server`: the listener (connection cap, workers, the stop) and hyper's server with
+//!   the routing of every path that is not a call endpoint;
+//! - `http1`: the broker's own HTTP/1.1 server for the call endpoints;
+//! - `hub`: the hub's routes (`/hub...`);
+//! - `calls`: the call endpoints (`POST /`, `POST /mcp`, `POST /mcp/<service>/<tool>`),
+//!   answered alike by either server;
+//! - `jsonrpc`: the `POST /` reader; `projection`: the OpenAPI projection;
+//! - `request`: a request's body within its limits and its caller;
+//! - `response`: what goes back (a call endpoint's [`response::CallResponse`], JSON and
+//!   page responses); `bounds`: what a connection may cost.
+//!
+//! May import everything below it: the call driver, the MCP endpoint, webhooks, and the
+//! stages under them. Only [`crate::cli`] (and the differential oracles) import it.
 
 pub mod bounds;
-pub mod door;
+pub mod calls;
+pub mod http1;
 pub mod hub;
 pub mod jsonrpc;
 pub mod projection;
+pub mod request;
+pub mod response;
 pub mod server;

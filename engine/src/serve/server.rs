@@ -1,43 +1,40 @@
-//! The HTTP front door: routing and answers. A connection starts in the broker's own
-//! HTTP/1.1 door ([`crate::serve::door`]), which reads plain call requests and has
-//! [`answer_call`] answer them; everything else is hyper 1.x's server on tokio
-//! ([`handle`]), which answers the call doors through the same code.
+//! The listener and hyper's server: accepting connections (the cap, the workers, the
+//! stop and its grace), and routing every request that is not a call endpoint's. A
+//! connection starts in the broker's own HTTP/1.1 server ([`crate::serve::http1`]),
+//! which reads plain call requests and has [`crate::serve::calls`] answer them;
+//! everything else is hyper 1.x's server on tokio ([`handle`]), which answers the call
+//! endpoints through the same code.
 //!
-//! - `POST /`: one JSON-RPC 2.0 `tools/call`; the body of the answer is the envelope and
-//!   its status is the classification's (DECISIONS sections 1 and 3).
-//! - `POST /mcp`: the MCP Streamable HTTP door ([`crate::mcp`]).
-//! - `POST /mcp/<service>/<tool-name-with-hyphens>`: the projection's operations; the
-//!   body is the arguments object, the answer is what `POST /` answers. The request id
-//!   is the `X-Request-Id` header when given, else one the broker makes.
+//! - `POST /`, `POST /mcp`, `POST /mcp/<service>/<tool>`: the call endpoints
+//!   ([`crate::serve::calls`]).
 //! - `GET /openapi.json` (`?include_legacy=true`): the OpenAPI 3.1 projection
 //!   ([`crate::serve::projection`]); like the health endpoints it needs no bearer token.
 //! - `GET /healthz`: the process is up. `GET /readyz`: the catalog is compiled, callers
-//!   can authenticate and the store answers (503 while it does not). `GET /metrics`: Prometheus counters. None needs a bearer
-//!   token, and none shows a caller's input.
-//!
-//! Each call is wrapped in `catch_unwind`, so a bug that panics becomes an
-//! `internal_error` envelope (500), never a dropped connection.
+//!   can authenticate and the store answers (503 while it does not). `GET /metrics`:
+//!   Prometheus counters. None needs a bearer token, and none shows a caller's input.
+//! - `/hub...` ([`crate::serve::hub`]), `/approvals/<id>`, `POST /webhooks/<service>`,
+//!   `GET /.well-known/oauth-protected-resource[/mcp]`.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use futures_util::FutureExt;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::{Method, Request, StatusCode};
+use hyper::{Method, Request};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
-use crate::answer::envelope::{self, Meta, Response};
-use crate::call::{Broker, CallInput, Door};
+use crate::answer::envelope::{self, Meta};
+use crate::call::{Broker, Endpoint};
 use crate::error::{CallError, Classification};
-use crate::serve::door::{self, Answer, CallDoor};
-use crate::telemetry::trace::Parent;
-
-/// What hyper's server answers.
-pub(super) type HttpResponse = hyper::Response<Full<Bytes>>;
+use crate::serve::calls;
+use crate::serve::http1;
+use crate::serve::request::read_limited;
+use crate::serve::response::{
+    HttpResponse, into_hyper, json_response, json_text_response, page_response,
+};
 
 /// What every accept loop of one server shares: the broker, the connection cap, the
 /// connection builder and the stop signal.
@@ -56,7 +53,7 @@ struct Serving {
 
 impl Serving {
     fn new(broker: Arc<Broker>, loopback: bool) -> (Arc<Self>, tokio::sync::watch::Sender<bool>) {
-        let bounds = &broker.doors.bounds;
+        let bounds = &broker.endpoints.bounds;
         let permits = Arc::new(tokio::sync::Semaphore::new(bounds.max_connections));
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
@@ -96,7 +93,7 @@ impl Serving {
                 self.broker.metrics.record_status(429);
                 if self.refused.due(self.broker.now().as_millisecond(), 1_000) {
                     tracing::warn!(
-                        max_connections = self.broker.doors.bounds.max_connections,
+                        max_connections = self.broker.endpoints.bounds.max_connections,
                         "connection refused: the broker is at its connection cap (429)"
                     );
                 }
@@ -115,8 +112,8 @@ impl Serving {
     }
 
     /// Serves one connection until it ends, its watchdog closes it, or a stop has let
-    /// its calls in flight finish: the broker's own door first ([`door`]), then, if
-    /// the connection brings what the door leaves to hyper, hyper's server.
+    /// its calls in flight finish: the broker's own HTTP/1.1 server first ([`http1`]), then, if
+    /// the connection brings what it leaves to hyper, hyper's server.
     async fn connection(self: Arc<Self>, accepted: Accepted) {
         let Accepted {
             stream,
@@ -125,31 +122,32 @@ impl Serving {
         } = accepted;
         let broker = &self.broker;
         let state = crate::serve::bounds::ConnState::new();
-        let watchdog = crate::serve::bounds::watchdog(state.clone(), &broker.doors.bounds);
+        let watchdog = crate::serve::bounds::watchdog(state.clone(), &broker.endpoints.bounds);
         tokio::pin!(watchdog);
-        if broker.doors.bounds.front_door == crate::config::server::FrontDoor::Own {
+        if broker.endpoints.bounds.http1_server == crate::config::server::Http1Server::Own {
             // Pipelined answers go out at once, not after the last one's ACK.
             let _ = stream.set_nodelay(true);
         }
         let watched = crate::serve::bounds::Watched::new(stream, state.clone());
-        let io = match broker.doors.bounds.front_door {
-            crate::config::server::FrontDoor::Own => {
-                let own = door::serve(broker, self.loopback, watched, &state, self.stopped.clone());
+        let io = match broker.endpoints.bounds.http1_server {
+            crate::config::server::Http1Server::Own => {
+                let own =
+                    http1::serve(broker, self.loopback, watched, &state, self.stopped.clone());
                 // Pinned out here, so a connection the watchdog closes is logged before
                 // it closes (select! drops its own futures before running a branch).
                 tokio::pin!(own);
                 tokio::select! {
                     ended = &mut own => match ended {
-                        door::Ended::Closed => return,
-                        door::Ended::Hyper(io) => io,
+                        http1::Ended::Closed => return,
+                        http1::Ended::Hyper(io) => io,
                     },
                     expired = &mut watchdog => {
-                        log_expired(expired, peer, &broker.doors.bounds);
+                        log_expired(expired, peer, &broker.endpoints.bounds);
                         return;
                     }
                 }
             }
-            crate::config::server::FrontDoor::Hyper => watched,
+            crate::config::server::Http1Server::Hyper => watched,
         };
         let service = {
             let broker = broker.clone();
@@ -181,7 +179,7 @@ impl Serving {
                 }
                 expired = &mut watchdog => {
                     // Dropping the connection closes it.
-                    log_expired(expired, peer, &broker.doors.bounds);
+                    log_expired(expired, peer, &broker.endpoints.bounds);
                     break;
                 }
                 changed = stopped.wait_for(|stopped| *stopped), if !draining => {
@@ -197,9 +195,9 @@ impl Serving {
     /// After the accept loops have ended: `/readyz` goes false, every connection
     /// finishes its calls in flight and closes, for up to the shutdown grace.
     async fn drain(&self, stop: tokio::sync::watch::Sender<bool>) {
-        let bounds = &self.broker.doors.bounds;
+        let bounds = &self.broker.endpoints.bounds;
         self.broker
-            .doors
+            .endpoints
             .draining
             .store(true, std::sync::atomic::Ordering::Release);
         let open = bounds.max_connections - self.permits.available_permits();
@@ -442,7 +440,7 @@ fn over_cap_body(broker: &Broker) -> Value {
         Classification::RateLimited,
         format!(
             "the broker is at its limit of {} open connections; retry in a moment",
-            broker.doors.bounds.max_connections
+            broker.endpoints.bounds.max_connections
         ),
     );
     let meta = Meta {
@@ -452,131 +450,21 @@ fn over_cap_body(broker: &Broker) -> Value {
     envelope::standard_err(&err, meta, &broker.catalog.rules).envelope()
 }
 
-pub(super) fn json_response(
-    status: u16,
-    body: &Value,
-    extra: &[(&'static str, String)],
-) -> HttpResponse {
-    // Straight into bytes: `Value`'s `Display` goes through `fmt` and is slower.
-    let text = serde_json::to_vec(body).unwrap_or_default();
-    json_text_response(status, text, extra)
-}
-
-/// A JSON answer whose text is already serialised.
-fn json_text_response(
-    status: u16,
-    body: impl Into<Bytes>,
-    extra: &[(&'static str, String)],
-) -> HttpResponse {
-    let mut response = hyper::Response::new(Full::new(body.into()));
-    *response.status_mut() =
-        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let headers = response.headers_mut();
-    headers.insert(
-        hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static("application/json"),
-    );
-    headers.insert(
-        hyper::header::CACHE_CONTROL,
-        hyper::header::HeaderValue::from_static("no-store"),
-    );
-    for (name, value) in extra {
-        if let Ok(v) = hyper::header::HeaderValue::from_str(value) {
-            headers.insert(*name, v);
-        }
-    }
-    response
-}
-
-fn send(r: Response) -> Answer {
-    let body = r.to_json();
-    Answer::json(r.status, body, r.headers)
-}
-
-/// A call door's answer as hyper's response.
-fn into_hyper(answer: Answer) -> HttpResponse {
-    if answer.json {
-        return json_text_response(answer.status, answer.body, &answer.headers);
-    }
-    let status = answer.status_code();
-    let mut response = hyper::Response::new(Full::new(answer.body));
-    *response.status_mut() = status;
-    response
-}
-
-/// Refuses a request whose `Origin` or `Host` fails [`crate::caller::origin`], in the shape its
-/// door answers: a JSON-RPC error on `/mcp`, an envelope on the tool doors.
-fn refuse_origin(
-    broker: &Broker,
-    (path, headers): (&str, &hyper::HeaderMap),
-    reason: String,
-) -> Answer {
-    tracing::warn!(path = %path, "request refused by the Origin/Host rules");
-    if path == "/mcp" {
-        let reply = crate::mcp::error(
-            &Value::Null,
-            crate::mcp::code::INVALID_REQUEST,
-            reason,
-            None,
-        );
-        return mcp_reply(crate::mcp::Reply {
-            status: 403,
-            ..reply
-        });
-    }
-    if path == "/" || path.starts_with("/mcp/") {
-        return failure(
-            broker,
-            headers,
-            "",
-            CallError::new(Classification::Forbidden, reason),
-        );
-    }
-    Answer::json(
-        403,
-        serde_json::to_vec(&json!({ "error": reason })).unwrap_or_default(),
-        Vec::new(),
-    )
-}
-
 /// Routes one HTTP request. `loopback`: the broker listens on a loopback address.
 pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool) -> HttpResponse {
-    if let Err(refusal) = broker.doors.origins.check(
+    if let Err(refusal) = broker.endpoints.origins.check(
         req.headers(),
         req.uri().authority().map(|a| a.as_str()),
         loopback,
     ) {
-        let response = refuse_origin(&broker, (req.uri().path(), req.headers()), refusal.0);
+        let response = calls::refuse_origin(&broker, (req.uri().path(), req.headers()), refusal.0);
         broker.metrics.record_status(403);
         return into_hyper(response);
     }
     if req.method() == Method::POST
-        && let Some(door) = CallDoor::of(req.uri().path())
+        && let Some(endpoint) = Endpoint::of(req.uri().path())
     {
-        let answer = match precheck(door, req.headers()) {
-            Some(refused) => refused,
-            None => {
-                let (parts, body) = req.into_parts();
-                let path = parts.uri.path();
-                let body = read_limited(
-                    &broker,
-                    &parts.headers,
-                    path,
-                    body,
-                    broker.doors.max_body_bytes,
-                )
-                .await;
-                let request = door::Request {
-                    door,
-                    path,
-                    headers: &parts.headers,
-                    body,
-                };
-                answer_door(&broker, request).await
-            }
-        };
-        broker.metrics.record_status(answer.status);
-        return into_hyper(answer);
+        return into_hyper(calls::answer_hyper(&broker, endpoint, req).await);
     }
     match (req.method(), req.uri().path()) {
         (&Method::GET, "/healthz") => json_response(200, &json!({ "status": "ok" }), &[]),
@@ -584,7 +472,7 @@ pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool)
             // Ready: the catalog is compiled and the store answers. Never the store's
             // location: only its kind.
             let draining = broker
-                .doors
+                .endpoints
                 .draining
                 .load(std::sync::atomic::Ordering::Acquire);
             let store_ready = !draining && broker.store.ping().await;
@@ -617,7 +505,7 @@ pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool)
                 .uri()
                 .query()
                 .is_some_and(|q| q.split('&').any(|p| p == "include_legacy=true"));
-            let slot = &broker.doors.projection[usize::from(include_legacy)];
+            let slot = &broker.endpoints.projection[usize::from(include_legacy)];
             let text = match slot.get() {
                 Some(text) => text,
                 None => match crate::serve::projection::text(&broker.catalog, include_legacy) {
@@ -711,241 +599,6 @@ fn protected_resource_metadata(broker: &Broker) -> HttpResponse {
     }
 }
 
-/// How a body read ended, short of the body itself.
-enum Unread {
-    /// Over the limit (what followed was read and dropped up to the drain bound).
-    TooLarge,
-    /// The body stream broke.
-    Broken,
-}
-
-/// Reads a body up to `limit` bytes, within the `[server]` `body_read_timeout_ms`.
-///
-/// A body over the limit answers `payload_too_large` (413) in a way every ordinary
-/// client reads: the rest of the body is read and dropped, up to `over_limit_drain_bytes`
-/// beyond the limit, before the answer. Answered at once, without reading: a declared
-/// length past that bound, or a client waiting on `Expect: 100-continue` (it has not sent
-/// the body and will not). A body that does not arrive in time is `invalid_request`, and
-/// the connection closes (the log says so).
-pub(super) async fn read_limited(
-    broker: &Broker,
-    headers: &hyper::HeaderMap,
-    path: &str,
-    mut body: Incoming,
-    limit: usize,
-) -> Result<Bytes, CallError> {
-    let drain = broker.doors.bounds.over_limit_drain_bytes;
-    let declared = headers
-        .get(hyper::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok());
-    let waits_to_send = headers
-        .get(hyper::header::EXPECT)
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
-    if declared.is_some_and(|n| n > limit && (waits_to_send || n - limit > drain)) {
-        return Err(too_large(limit));
-    }
-    let timeout = broker.doors.bounds.body_read_timeout();
-    let read = async {
-        // A body that comes in one frame (the usual case) is kept as it came, uncopied.
-        let mut first: Option<Bytes> = None;
-        let mut buf = bytes::BytesMut::new();
-        let mut seen = 0usize;
-        while let Some(frame) = body.frame().await {
-            let Ok(data) = frame.map_err(|_| Unread::Broken)?.into_data() else {
-                continue;
-            };
-            seen = seen.saturating_add(data.len());
-            if seen > limit {
-                if seen - limit > drain {
-                    return Err(Unread::TooLarge);
-                }
-            } else if first.is_none() && buf.is_empty() {
-                first = Some(data);
-            } else {
-                if let Some(earlier) = first.take() {
-                    buf.extend_from_slice(&earlier);
-                }
-                buf.extend_from_slice(&data);
-            }
-        }
-        if seen > limit {
-            Err(Unread::TooLarge)
-        } else {
-            Ok(first.unwrap_or_else(|| buf.freeze()))
-        }
-    };
-    match tokio::time::timeout(timeout, read).await {
-        Ok(Ok(bytes)) => Ok(bytes),
-        Ok(Err(Unread::TooLarge)) => Err(too_large(limit)),
-        Ok(Err(Unread::Broken)) => Err(CallError::invalid_request(
-            "the request body could not be read",
-        )),
-        Err(_) => Err(body_timed_out(&broker.doors.bounds, path)),
-    }
-}
-
-/// A body over `limit` bytes: `payload_too_large` (413).
-pub(crate) fn too_large(limit: usize) -> CallError {
-    CallError::new(
-        Classification::PayloadTooLarge,
-        format!("the request body is over the broker's limit of {limit} bytes"),
-    )
-}
-
-/// A body that did not arrive within the body read timeout: says so in the log and
-/// answers `invalid_request`; the connection closes after the answer.
-pub(crate) fn body_timed_out(
-    bounds: &crate::config::server::ServerBounds,
-    path: &str,
-) -> CallError {
-    tracing::info!(
-        body_read_timeout_ms = bounds.body_read_timeout_ms,
-        path = %path,
-        "slow client closed: its request body did not arrive in time"
-    );
-    CallError::invalid_request(format!(
-        "the request body did not arrive within {} ms; the connection is closed",
-        bounds.body_read_timeout_ms
-    ))
-}
-
-/// Who a request's `Authorization` header names ([`crate::caller::Callers`]).
-pub(super) async fn authenticate(
-    broker: &Broker,
-    headers: &hyper::HeaderMap,
-) -> Result<Arc<crate::caller::Principal>, CallError> {
-    broker
-        .callers
-        .authenticate(
-            headers
-                .get(hyper::header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok()),
-            broker.now(),
-        )
-        .await
-}
-
-fn mcp_reply(reply: crate::mcp::Reply) -> Answer {
-    match reply.body {
-        Some(body) => Answer::json(reply.status, body, reply.headers),
-        None => Answer {
-            status: 202,
-            json: false,
-            headers: Vec::new(),
-            body: Bytes::new(),
-        },
-    }
-}
-
-/// A call door's request answered from its head alone, before its body is read: `POST
-/// /mcp` without a JSON `Accept` (406) or with another `Content-Type` (415).
-fn precheck(door: CallDoor, headers: &hyper::HeaderMap) -> Option<Answer> {
-    use crate::mcp::{code, error};
-    if door != CallDoor::Mcp {
-        return None;
-    }
-    if !crate::mcp::accepts_json(headers) {
-        return Some(mcp_reply(crate::mcp::Reply {
-            status: 406,
-            ..error(
-                &Value::Null,
-                code::INVALID_REQUEST,
-                "this broker answers MCP as application/json: accept it (with or without text/event-stream)",
-                None,
-            )
-        }));
-    }
-    let content_type_ok = headers
-        .get(hyper::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_none_or(|ct| {
-            ct.trim()
-                .as_bytes()
-                .get(..16)
-                .is_some_and(|start| start.eq_ignore_ascii_case(b"application/json"))
-        });
-    if !content_type_ok {
-        return Some(mcp_reply(crate::mcp::Reply {
-            status: 415,
-            ..error(
-                &Value::Null,
-                code::INVALID_REQUEST,
-                "send MCP messages as Content-Type: application/json",
-                None,
-            )
-        }));
-    }
-    None
-}
-
-/// Answers a call door's request, read whole by either front door: from the broker's
-/// own ([`door`]), the `Origin`/`Host` rules and [`precheck`] first, as hyper's front
-/// door does in [`handle`]. Counts the answer's status.
-pub(crate) async fn answer_call(
-    broker: &Arc<Broker>,
-    loopback: bool,
-    request: door::Request<'_>,
-) -> Answer {
-    let answer = if let Err(refusal) = broker.doors.origins.check(request.headers, None, loopback) {
-        refuse_origin(broker, (request.path, request.headers), refusal.0)
-    } else if let Some(refused) = precheck(request.door, request.headers) {
-        refused
-    } else {
-        answer_door(broker, request).await
-    };
-    broker.metrics.record_status(answer.status);
-    answer
-}
-
-/// The three call doors, past the checks of the request's head.
-async fn answer_door(broker: &Arc<Broker>, request: door::Request<'_>) -> Answer {
-    let door::Request {
-        door,
-        path,
-        headers,
-        body,
-    } = request;
-    match door {
-        CallDoor::Rpc => rpc(broker, headers, body).await,
-        CallDoor::Mcp => mcp(broker, headers, body).await,
-        CallDoor::Rest => rest(broker, path, headers, body).await,
-    }
-}
-
-/// `POST /mcp`, past [`precheck`].
-async fn mcp(
-    broker: &Arc<Broker>,
-    headers: &hyper::HeaderMap,
-    body: Result<Bytes, CallError>,
-) -> Answer {
-    use crate::mcp::{code, error};
-    let bytes = match body {
-        Ok(bytes) => bytes,
-        Err(e) => {
-            let status = broker.catalog.rules.status(e.classification);
-            return mcp_reply(crate::mcp::Reply {
-                status,
-                ..error(&Value::Null, code::INVALID_REQUEST, e.message, None)
-            });
-        }
-    };
-    let principal = authenticate(broker, headers).await;
-    let handled = crate::mcp::handle(broker, headers, &bytes, principal.as_deref());
-    match std::panic::AssertUnwindSafe(handled).catch_unwind().await {
-        Ok(reply) => mcp_reply(reply),
-        Err(_) => {
-            tracing::error!("an MCP request panicked; answered internal error");
-            mcp_reply(error(
-                &Value::Null,
-                -32603,
-                "the broker failed to handle this request; the cause is in its log",
-                None,
-            ))
-        }
-    }
-}
-
 /// The approval page (`crate::confirm::approval::page`): `GET /approvals/<id>`,
 /// `POST /approvals/<id>/sign-in`, `POST /approvals/<id>/decision`; forms of a few KB.
 async fn approvals(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
@@ -995,24 +648,6 @@ async fn approvals(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
     }))
 }
 
-/// A server-rendered page (approvals, the hub) as hyper's response, with the headers
-/// every page carries.
-pub(super) fn page_response(answer: crate::confirm::approval::page::Page) -> HttpResponse {
-    let mut response = hyper::Response::new(Full::new(Bytes::from(answer.body)));
-    *response.status_mut() =
-        hyper::StatusCode::from_u16(answer.status).unwrap_or(hyper::StatusCode::OK);
-    let headers = response.headers_mut();
-    for (name, value) in crate::confirm::approval::page::PAGE_HEADERS {
-        headers.insert(name, hyper::header::HeaderValue::from_static(value));
-    }
-    for (name, value) in answer.headers {
-        if let Ok(v) = hyper::header::HeaderValue::from_str(&value) {
-            headers.append(name, v);
-        }
-    }
-    response
-}
-
 /// `POST /webhooks/<service>`: upstream callbacks ([`crate::webhook`]), bodies up to the
 /// webhook limit.
 async fn webhook(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
@@ -1039,156 +674,4 @@ async fn webhook(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
     let answer =
         crate::webhook::receive(&broker, &service, &parts.uri, &parts.headers, &bytes).await;
     json_response(answer.status, &answer.body, &[])
-}
-
-/// `POST /mcp/<service>/<tool>`: the projection's operations.
-async fn rest(
-    broker: &Broker,
-    path: &str,
-    headers: &hyper::HeaderMap,
-    body: Result<Bytes, CallError>,
-) -> Answer {
-    let name = path
-        .strip_prefix("/mcp/")
-        .and_then(|rest| rest.split_once('/'))
-        .filter(|(s, t)| !s.is_empty() && !t.is_empty() && !t.contains('/'))
-        .map(|(s, t)| format!("{s}.{t}"));
-    let max_id = broker.catalog.rules.limits.max_request_id_chars;
-    let request_id = headers
-        .get("x-request-id")
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| !v.is_empty() && v.chars().count() <= max_id)
-        .map_or_else(|| broker.traces.next_request_id(), String::from);
-    let bytes = match body {
-        Ok(bytes) => bytes,
-        Err(e) => return failure(broker, headers, &request_id, e),
-    };
-    let principal = match authenticate(broker, headers).await {
-        Ok(p) => p,
-        Err(e) => return failure(broker, headers, &request_id, e),
-    };
-    let Some(name) = name else {
-        return failure(
-            broker,
-            headers,
-            &request_id,
-            CallError::invalid_request("the path must be /mcp/<service>/<tool-name>"),
-        );
-    };
-    let arguments = if bytes.iter().all(u8::is_ascii_whitespace) {
-        None
-    } else {
-        match serde_json::from_slice::<Value>(&bytes) {
-            Ok(v) => Some(v),
-            Err(_) => {
-                return failure(
-                    broker,
-                    headers,
-                    &request_id,
-                    CallError::invalid_request(
-                        "the body must be the tool's arguments as a JSON object",
-                    ),
-                );
-            }
-        }
-    };
-    // The REST door's pin is a header; one that is not text is no hash (refused as such).
-    let pinned = headers
-        .get("x-descriptor-hash")
-        .map(|v| v.to_str().unwrap_or_default().to_string());
-    guarded_call(
-        broker,
-        Door::Rest,
-        request_id,
-        (&name, pinned),
-        arguments,
-        headers,
-        &principal,
-    )
-    .await
-}
-
-/// Runs one call; a panic becomes an `internal_error` envelope, never a dropped
-/// connection. Shared by `POST /` and the projection's REST paths.
-async fn guarded_call(
-    broker: &Broker,
-    door: Door,
-    request_id: String,
-    (name, descriptor_hash): (&str, Option<String>),
-    arguments: Option<Value>,
-    headers: &hyper::HeaderMap,
-    principal: &crate::caller::Principal,
-) -> Answer {
-    let call = broker.call(CallInput {
-        request_id: request_id.clone(),
-        name,
-        arguments,
-        headers,
-        principal,
-        idempotency_key: None,
-        elicitation: None,
-        task_watch: None,
-        descriptor_hash,
-        trace_parent: Parent::from_headers(headers),
-        door,
-    });
-    match std::panic::AssertUnwindSafe(call).catch_unwind().await {
-        Ok(response) => send(response),
-        Err(_) => {
-            tracing::error!("a tool call panicked; answered internal_error");
-            failure(broker, headers, &request_id, CallError::internal())
-        }
-    }
-}
-
-/// The envelope of a request refused before its call (body, caller, JSON-RPC): the
-/// caller's trace id when it brought a `traceparent`.
-fn failure(
-    broker: &Broker,
-    headers: &hyper::HeaderMap,
-    request_id: &str,
-    err: CallError,
-) -> Answer {
-    let meta = Meta {
-        request_id: request_id.to_string(),
-        trace_id: broker.traces.answer_trace_id(Some(headers)),
-        ..Meta::default()
-    };
-    send(envelope::standard_err(&err, meta, &broker.catalog.rules))
-}
-
-/// `POST /`.
-async fn rpc(
-    broker: &Broker,
-    headers: &hyper::HeaderMap,
-    body: Result<Bytes, CallError>,
-) -> Answer {
-    let bytes = match body {
-        Ok(bytes) => bytes,
-        Err(e) => return failure(broker, headers, "", e),
-    };
-    let max_id = broker.catalog.rules.limits.max_request_id_chars;
-    let crate::serve::jsonrpc::Read { shown_id, call } =
-        crate::serve::jsonrpc::read(&bytes, max_id);
-    let principal = match authenticate(broker, headers).await {
-        Ok(p) => p,
-        Err(e) => return failure(broker, headers, &shown_id, e),
-    };
-    let call = match call {
-        Ok(call) => call,
-        Err(e) => return failure(broker, headers, &shown_id, e),
-    };
-    guarded_call(
-        broker,
-        Door::Rpc,
-        shown_id,
-        (
-            &call.name,
-            call.descriptor_hash.map(std::borrow::Cow::into_owned),
-        ),
-        call.arguments,
-        headers,
-        &principal,
-    )
-    .await
 }

@@ -1,4 +1,4 @@
-//! Approvals (DECISIONS section 8, mode `human`): writes a person must approve. Each
+//! Approvals (decision 008, mode `human`): writes a person must approve. Each
 //! state change is one conditional `UPDATE`, so two replicas (or two approvers) racing
 //! on one approval change it once: pending -> approved | declined, approved -> used.
 

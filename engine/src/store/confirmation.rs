@@ -1,4 +1,4 @@
-//! Confirmation state (DECISIONS section 8): the key ring that seals confirmation
+//! Confirmation state (decision 008): the key ring that seals confirmation
 //! tokens, and the ids of spent tokens. Both are shared by every replica.
 
 use super::{Store, StoreError, on_pool};

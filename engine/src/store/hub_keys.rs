@@ -1,4 +1,4 @@
-//! The hub's sealed keys (DECISIONS section 12): one row per user and service, holding
+//! The hub's sealed keys (decision 012): one row per user and service, holding
 //! only what [`crate::hub`] sealed. Nothing here can read a key: the store never sees
 //! the vault key. A replace is one upsert, so two replicas storing at once leave one
 //! row, and the caller learns whether a row was there before (for the audit).

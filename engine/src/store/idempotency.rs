@@ -1,4 +1,4 @@
-//! Idempotency records (DECISIONS section 9): the first call with a caller's
+//! Idempotency records (decision 009): the first call with a caller's
 //! `Idempotency-Key` for a tool claims the key (`pending`); when its write has run, the
 //! answer it returned is kept (`completed`) for 24 hours, and a repeat gets that answer
 //! without a new upstream call. The claim is one `INSERT ... ON CONFLICT DO NOTHING`,

@@ -1,5 +1,5 @@
-//! The durable store: what the broker learns outlives one process (DECISIONS section
-//! 9). One interface, two backends that pass one test suite:
+//! The durable store: what the broker learns outlives one process (decision
+//! 009). One interface, two backends that pass one test suite:
 //!
 //! - **SQLite**, embedded (bundled with the binary), the default: one file under the
 //!   data folder (`--data-dir`, default `./data`), created and migrated at start. One

@@ -1,4 +1,4 @@
-//! Where the broker's log lines go and in what form (issue 12): stderr, filtered by
+//! Where the broker's log lines go and in what form: stderr, filtered by
 //! `TOOL_BROKER_LOG` (an `EnvFilter`, default `info`), as text (default) or as one JSON
 //! object per line (`TOOL_BROKER_LOG_FORMAT=json`: `timestamp`, `level`, `target`, the
 //! event's fields flattened, among them `trace_id` on every tool call line). Colour codes

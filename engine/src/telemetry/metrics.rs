@@ -12,8 +12,8 @@ use std::sync::Mutex;
 pub struct Metrics {
     calls: Mutex<BTreeMap<(String, &'static str), Counter>>,
     responses: Mutex<BTreeMap<u16, u64>>,
-    /// Connections the broker's own HTTP/1.1 door handed to hyper's server
-    /// ([`crate::serve::door`]).
+    /// Connections the broker's own HTTP/1.1 server handed to hyper's server
+    /// ([`crate::serve::http1`]).
     handovers: std::sync::atomic::AtomicU64,
 }
 
@@ -52,7 +52,7 @@ impl Metrics {
         }
     }
 
-    /// Records a connection the broker's own door handed to hyper's server.
+    /// Records a connection the broker's own HTTP/1.1 server handed to hyper's server.
     pub fn record_handover(&self) {
         self.handovers
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -142,7 +142,7 @@ impl Metrics {
             &mut out,
             "tool_broker_http1_handovers_total",
             "counter",
-            "Connections the broker's own HTTP/1.1 door handed to hyper's server (another path or method, HTTP/1.0, a chunked body, Expect, HTTP/2).",
+            "Connections the broker's own HTTP/1.1 server handed to hyper's server (another path or method, HTTP/1.0, a chunked body, Expect, HTTP/2).",
         );
         let _ = writeln!(
             out,

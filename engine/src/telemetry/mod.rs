@@ -1,12 +1,13 @@
 //! What the broker tells its operators: Prometheus counters (`metrics`), log lines
-//! (`logging`), traces (`trace`: W3C Trace Context, spans) and their OTLP export
-//! (`otlp`).
+//! (`logging`), traces (`trace`: W3C Trace Context, a call's spans), what a finished span
+//! holds (`span`, read by both) and their OTLP export (`otlp`).
 //!
 //! May import: [`crate::error`] and [`crate::net`]; every stage may import it.
 
 pub mod logging;
 pub mod metrics;
 pub mod otlp;
+pub mod span;
 pub mod trace;
 
 /// The `User-Agent` of the broker's own requests.

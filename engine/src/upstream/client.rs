@@ -386,7 +386,9 @@ impl Upstream {
                 };
                 match sent {
                     Ok(answer) => return Ok(answer),
-                    Err(crate::upstream::held::Failed::Connect) if idempotent && *attempts == 1 => {
+                    Err(crate::upstream::http1::Failed::Connect)
+                        if idempotent && *attempts == 1 =>
+                    {
                         tracing::warn!(service, "upstream connection failed; retrying once");
                     }
                     Err(failed) => return Err(failure(service, failed, target.max_body_bytes)),
@@ -421,8 +423,8 @@ impl Upstream {
         &self,
         request: hyper::Request<Bytes>,
         max: usize,
-    ) -> Result<(u16, Bytes), crate::upstream::held::Failed> {
-        use crate::upstream::held::Failed;
+    ) -> Result<(u16, Bytes), crate::upstream::http1::Failed> {
+        use crate::upstream::http1::Failed;
         let response = self
             .pool()
             .request(request.map(Full::new))
@@ -511,8 +513,8 @@ fn client_span(
 
 /// What a failed exchange is to the caller: `upstream_unavailable`, saying what failed
 /// but never the URL.
-fn failure(service: &str, failed: crate::upstream::held::Failed, max: usize) -> CallError {
-    use crate::upstream::held::Failed;
+fn failure(service: &str, failed: crate::upstream::http1::Failed, max: usize) -> CallError {
+    use crate::upstream::http1::Failed;
     match failed {
         Failed::Connect => unavailable(service, "connection failed"),
         Failed::Request => unavailable(service, "the request failed"),

@@ -1,6 +1,7 @@
 //! Upstream: a tool's compiled HTTP plan rendered into an exact request (`render`), the
-//! pooled client that attaches the caller's key and sends it (`client`), and a serving
-//! worker's own plain-HTTP connections (`held`).
+//! pooled client that attaches the caller's key and sends it (`client`), a serving
+//! worker's own plain-HTTP connections (`held`) and HTTP/1.1 spoken on one of them
+//! (`http1`: the request written, the answer read).
 //!
 //! `route` says where a service's requests go and with which key.
 //!
@@ -9,6 +10,7 @@
 
 mod client;
 pub mod held;
+pub mod http1;
 pub mod render;
 pub mod route;
 

@@ -204,7 +204,7 @@ impl RenderedRequest {
         })
     }
 
-    /// The preview of DECISIONS section 5: method, path, query and body; no credentials.
+    /// The preview of decision 005: method, path, query and body; no credentials.
     pub fn preview(&self) -> Value {
         let mut query = Map::new();
         for (k, v) in &self.query {

@@ -1,5 +1,5 @@
 //! `POST /webhooks/<service_id>`: callbacks from upstreams about their jobs
-//! (DECISIONS section 9). How a callback is verified and how its event maps to a job
+//! (decision 009). How a callback is verified and how its event maps to a job
 //! are catalog data of the service (`[webhook]` in service.toml); the secret is the
 //! deployment's (`[webhook_secrets.<service>] env = ...`).
 //!
@@ -13,7 +13,7 @@
 //! upstream cannot hold one; the webhook's own proof is the authentication.
 //!
 //! May import: [`crate::run`] (the key refresh runs a tool through its pipeline) and
-//! the stages below it; never the call driver or a door.
+//! the stages below it; never the call driver or an endpoint.
 
 use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
@@ -27,21 +27,21 @@ use crate::catalog::webhook::MessagePart;
 /// Largest callback body read.
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
 
-/// What to answer: status and JSON body.
+/// The response to a callback: status and JSON body.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Answer {
+pub struct WebhookResponse {
     /// HTTP status.
     pub status: u16,
     /// Body.
     pub body: Value,
 }
 
-fn answer(status: u16, body: Value) -> Answer {
-    Answer { status, body }
+fn respond(status: u16, body: Value) -> WebhookResponse {
+    WebhookResponse { status, body }
 }
 
-fn refuse(status: u16, message: &str) -> Answer {
-    answer(status, json!({ "error": message }))
+fn refuse(status: u16, message: &str) -> WebhookResponse {
+    respond(status, json!({ "error": message }))
 }
 
 /// The text at a JSONPath, as a string (numbers too).
@@ -175,7 +175,7 @@ pub async fn receive(
     uri: &hyper::Uri,
     headers: &hyper::HeaderMap,
     body: &[u8],
-) -> Answer {
+) -> WebhookResponse {
     let Some(webhook) = parts
         .catalog
         .services
@@ -262,7 +262,7 @@ pub async fn receive(
         }
     }
     tracing::info!(service = %service_id, duplicate = !new, jobs_updated = updated, "webhook received");
-    answer(
+    respond(
         200,
         json!({ "received": true, "duplicate": !new, "jobsUpdated": updated }),
     )

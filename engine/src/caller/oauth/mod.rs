@@ -1,4 +1,4 @@
-//! The broker as an OAuth 2.1 resource server (DECISIONS section 11, docs/oauth.md):
+//! The broker as an OAuth 2.1 resource server (decision 011, docs/oauth.md):
 //! an access token (a JWT of the configured issuer, for the broker's resource) makes the
 //! caller a user, `iss` + `sub`, with the permission set its roles map to, narrowed by
 //! its scopes.
@@ -11,7 +11,7 @@
 //! and a random key made at start, a pseudo-random function no one without the key can
 //! aim a forged token at. A repeated call then costs the tag and a look-up, like a
 //! static key's sha256 (a sha256 of a 400-byte JWT costs 20k instructions without SHA
-//! extensions, a third of a whole call; bench/README.md).
+//! extensions, a third of a whole call; bench/HISTORY.md).
 //!
 //! The token never leaves the broker: nothing here sends it anywhere, logs it or keeps
 //! it; its tag, in memory, is the only trace.

@@ -1,4 +1,4 @@
-//! The normalized definition a tool's descriptor hash covers (DECISIONS section 6):
+//! The normalized definition a tool's descriptor hash covers (decision 006):
 //! every descriptor field and every execution rule, with the text of any template used.
 
 use super::*;

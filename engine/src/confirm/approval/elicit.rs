@@ -1,4 +1,4 @@
-//! Human confirmation through the MCP client's own interface (DECISIONS section 8):
+//! Human confirmation through the MCP client's own interface (decision 008):
 //! the 2026-07-28 multi-round trip with an `elicitation/create` input request.
 //!
 //! When a `tools/call` on `/mcp` declares the elicitation capability in its `_meta`, a
@@ -11,11 +11,11 @@
 //! the person accepted with `approve = true`. A decline or a cancel is
 //! `confirmation_declined`. A state that is altered, expired, spent or bound to other
 //! arguments, and a retry without the response, are JSON-RPC errors (`-32602`) on the
-//! MCP door; nothing is sent upstream in any of these cases.
+//! MCP endpoint; nothing is sent upstream in any of these cases.
 //!
 //! Inside the engine the rounds travel as ordinary refusals whose `details.reason` is
-//! [`INPUT_REQUIRED`] or [`STATE_REFUSED`]; the MCP door turns them into its own shapes
-//! (`mcp::mod`), and no other door ever sees them (only `/mcp` brings an
+//! [`INPUT_REQUIRED`] or [`STATE_REFUSED`]; the MCP endpoint turns them into its own shapes
+//! (`mcp::mod`), and no other endpoint ever sees them (only `/mcp` brings an
 //! [`crate::run::Elicitation`]).
 
 use serde_json::{Value, json};
@@ -178,13 +178,13 @@ fn refused(tool: &Tool, reason: &str, what: &str) -> CallError {
     e
 }
 
-/// The person's answer, as the retry carries it.
-enum Answer {
+/// The person's decision, as the retry carries it.
+enum Decision {
     Approve,
     Decline(&'static str),
 }
 
-fn read_answer(tool: &Tool, responses: Option<&Value>) -> Result<Answer, CallError> {
+fn read_decision(tool: &Tool, responses: Option<&Value>) -> Result<Decision, CallError> {
     let Some(response) = responses.and_then(|r| r.get(INPUT_KEY)) else {
         return Err(refused(
             tool,
@@ -195,13 +195,13 @@ fn read_answer(tool: &Tool, responses: Option<&Value>) -> Result<Answer, CallErr
     match response.get("action").and_then(Value::as_str) {
         Some("accept") => Ok(
             if response.pointer(&format!("/content/{FIELD}")) == Some(&Value::Bool(true)) {
-                Answer::Approve
+                Decision::Approve
             } else {
-                Answer::Decline("accepted the form without ticking approve")
+                Decision::Decline("accepted the form without ticking approve")
             },
         ),
-        Some("decline") => Ok(Answer::Decline("declined")),
-        Some("cancel") => Ok(Answer::Decline("dismissed the request")),
+        Some("decline") => Ok(Decision::Decline("declined")),
+        Some("cancel") => Ok(Decision::Decline("dismissed the request")),
         _ => Err(refused(
             tool,
             "bad_response",
@@ -221,7 +221,7 @@ pub async fn answer(
     (caller, digest): (&str, &str),
     elicitation: &crate::run::Elicitation,
 ) -> Result<(), CallError> {
-    let answer = read_answer(tool, elicitation.responses.as_ref())?;
+    let answer = read_decision(tool, elicitation.responses.as_ref())?;
     let state = elicitation.state.as_deref().unwrap_or("");
     let refusal =
         crate::confirm::bound::check_claims(cx, PURPOSE, tool, caller, digest, state, true)
@@ -234,7 +234,7 @@ pub async fn answer(
             &format!("the requestState {}", r.words()),
         ));
     }
-    let approve = matches!(answer, Answer::Approve);
+    let approve = matches!(answer, Decision::Approve);
     crate::confirm::audit::decided(
         cx.parts,
         crate::confirm::audit::Decided {
@@ -249,8 +249,8 @@ pub async fn answer(
     )
     .await;
     match answer {
-        Answer::Approve => Ok(()),
-        Answer::Decline(how) => Err(CallError::new(
+        Decision::Approve => Ok(()),
+        Decision::Decline(how) => Err(CallError::new(
             Classification::ConfirmationDeclined,
             format!(
                 "the user {how} in the MCP client: nothing was sent; do not retry this write unless the user asks again"

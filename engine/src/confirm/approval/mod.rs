@@ -1,4 +1,4 @@
-//! Human confirmation (DECISIONS section 8, mode `human`) on the approval page: a write
+//! Human confirmation (decision 008, mode `human`) on the approval page: a write
 //! a person must approve.
 //!
 //! A write called without an `approvalId` records a pending approval in the store
@@ -11,7 +11,7 @@
 //! declined is `confirmation_declined`, approved runs once.
 //!
 //! What the approver is shown holds argument values, which the store never keeps in the
-//! clear (DECISIONS section 9): the preview is sealed with AES-256-GCM under a key the
+//! clear (decision 009): the preview is sealed with AES-256-GCM under a key the
 //! deployment gives in the environment (`approval_key_env`), shared by its replicas and
 //! absent from the store.
 
@@ -30,8 +30,6 @@ use crate::confirm::Context;
 use crate::error::{CallError, Classification};
 use crate::store::approvals::{Approval, ApprovalState};
 
-/// The broker argument naming an approval. Accepted by every write, never sent upstream.
-pub const APPROVAL_ARG: &str = "approvalId";
 /// Default approval lifetime.
 pub const DEFAULT_TTL_SECONDS: u64 = 900;
 /// How long a repeat waits on a pending approval by default.

@@ -8,7 +8,7 @@
 //! - `POST /approvals/<id>/decision`: `approve` or `decline`.
 //!
 //! A person signed in at the deployment's identity provider through the hub's sign-in
-//! (`[oauth.sign_in]`) whose roles hold its `approver_role` is an approver too; the door
+//! (`[oauth.sign_in]`) whose roles hold its `approver_role` is an approver too; the endpoint
 //! passes them in ([`Provider`]) and the sign-in form links to that sign-in.
 //!
 //! Every form carries a CSRF token sealed for its approval (and, after sign-in, its
@@ -58,8 +58,8 @@ pub const PAGE_HEADERS: [(&str, &str); 6] = [
     ("x-content-type-options", "nosniff"),
 ];
 
-/// What the door knows of a person signed in at the deployment's identity provider
-/// (the hub's sign-in, DECISIONS section 12): an approver when their roles hold the
+/// What the endpoint knows of a person signed in at the deployment's identity provider
+/// (the hub's sign-in, decision 012): an approver when their roles hold the
 /// configured approver role.
 #[derive(Debug, Clone, Default)]
 pub struct Provider {
@@ -69,7 +69,7 @@ pub struct Provider {
     pub approver: Option<String>,
 }
 
-/// Who asked, as a person reads it: a user (`<issuer>#<subject>`, DECISIONS section 11)
+/// Who asked, as a person reads it: a user (`<issuer>#<subject>`, decision 011)
 /// as "subject (signed in at issuer)", a key by its name.
 pub fn asked_by(caller: &str) -> String {
     match caller.split_once('#') {

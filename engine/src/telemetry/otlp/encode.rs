@@ -5,8 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::telemetry::trace::ids::hex;
-use crate::telemetry::trace::span::{Kind, Span, Value as Attr};
+use crate::telemetry::span::{Kind, Span, Value as Attr, hex};
 
 /// The instrumentation scope every span is under.
 const SCOPE: &str = "tool-broker";

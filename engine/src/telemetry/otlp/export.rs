@@ -14,7 +14,7 @@ use http_body_util::Full;
 use super::config::{ExportConfig, Protocol};
 use super::encode;
 use crate::telemetry::metrics::SpanCounts;
-use crate::telemetry::trace::span::Span;
+use crate::telemetry::span::Span;
 
 /// Spans waiting for the collector, and how they go there.
 #[derive(Debug)]

@@ -5,6 +5,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub use crate::telemetry::span::{hex, hex_into};
+
 /// Makes W3C trace ids, span ids and request ids.
 #[derive(Debug)]
 pub struct Ids {
@@ -59,28 +61,10 @@ impl Ids {
         (if id == 0 { 1 } else { id }).to_be_bytes()
     }
 
-    /// A request id for a call that brought none (the REST door without `X-Request-Id`).
+    /// A request id for a call that brought none (the REST endpoint without `X-Request-Id`).
     pub fn next_request_id(&self) -> String {
         let n = self.next();
         format!("rest-{:x}-{n}", self.seed[0] & 0xffff_ffff)
-    }
-}
-
-/// Lower-case hex of `bytes` (`format!("{:02x}")` per byte, at a tenth of its cost).
-pub fn hex(bytes: &[u8]) -> String {
-    let mut out = vec![0u8; bytes.len() * 2];
-    hex_into(bytes, &mut out);
-    String::from_utf8(out).unwrap_or_default()
-}
-
-/// Writes lower-case hex of `bytes` into `out` (two bytes each; `out` as long as that).
-pub fn hex_into(bytes: &[u8], out: &mut [u8]) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {
-        if let [high, low] = pair {
-            *high = HEX[usize::from(b >> 4)];
-            *low = HEX[usize::from(b & 0xf)];
-        }
     }
 }
 

@@ -1,4 +1,4 @@
-//! Traces (DECISIONS section 13): every call is a W3C trace, continued from the
+//! Traces (decision 013): every call is a W3C trace, continued from the
 //! caller's `traceparent` when it brings one, and its id is the envelope's
 //! `meta.traceId`. When an OTLP endpoint is set and the sampler says so, the call is a
 //! SERVER span and its upstream request a CLIENT span, exported by
@@ -6,12 +6,11 @@
 //!
 //! Nothing is recorded, and no span is built, when nothing is exported: a call then
 //! pays for its ids and the `traceparent` it sends upstream, nothing more
-//! (`bench/README.md`). `context` reads and writes Trace Context, `ids` makes ids,
-//! `span` is what a finished span holds.
+//! (`bench/HISTORY.md`). `context` reads and writes Trace Context, `ids` makes ids,
+//! what a finished span holds is [`crate::telemetry::span`].
 
 pub mod context;
 pub mod ids;
-pub mod span;
 
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -20,9 +19,9 @@ use hyper::header::HeaderValue;
 
 use crate::telemetry::otlp::config::{Sampler, TraceConfig};
 use crate::telemetry::otlp::export::Exporter;
+pub use crate::telemetry::span::{Kind, Span};
 pub use context::Parent;
 use ids::Ids;
-pub use span::{Kind, Span};
 
 /// Starts every call's trace; holds the exporter when one is set.
 #[derive(Debug)]
@@ -67,7 +66,7 @@ impl Tracer {
         }
     }
 
-    /// A request id for a call that brought none (the REST door without `X-Request-Id`).
+    /// A request id for a call that brought none (the REST endpoint without `X-Request-Id`).
     pub fn next_request_id(&self) -> String {
         self.ids.next_request_id()
     }

@@ -1,4 +1,4 @@
--- Idempotent writes (DECISIONS section 9): one row per caller, tool and
+-- Idempotent writes (decision 009): one row per caller, tool and
 -- Idempotency-Key. `pending` while the first call runs; `completed` with the answer it
 -- returned (the redacted envelope, as sent). Never an argument value: their sha256.
 CREATE TABLE idempotency (

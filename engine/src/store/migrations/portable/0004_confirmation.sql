@@ -1,4 +1,4 @@
--- Confirmation (DECISIONS section 8). `seal_keys`: the broker-held HMAC keys that seal
+-- Confirmation (decision 008). `seal_keys`: the broker-held HMAC keys that seal
 -- confirmation tokens, shared by every replica; a new key is added when the newest is a
 -- day old, and older keys stay so tokens in flight still open. `spent_tokens`: the id
 -- of every token used, so a token runs one write across replicas; rows past their

@@ -1,4 +1,4 @@
--- Approvals (DECISIONS section 8, mode `human`): a write a person must approve, bound
+-- Approvals (decision 008, mode `human`): a write a person must approve, bound
 -- like a confirmation token to the caller (key name + upstream key fingerprint), the
 -- tool, its descriptor hash and the sha256 of its arguments. `preview` is what the
 -- approver is shown: the request as the broker would send it, redacted, never a key.

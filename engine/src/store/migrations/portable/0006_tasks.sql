@@ -1,4 +1,4 @@
--- MCP tasks (issue 11; the tasks extension of MCP 2026-07-28, SEP-2663): a tool call
+-- MCP tasks (the tasks extension of MCP 2026-07-28, SEP-2663): a tool call
 -- that waits, run in the background for a client that opted in. `owner` is the caller
 -- (key name + upstream key fingerprint, as for jobs); only the owner reads or cancels.
 -- `result` is the JSON of the redacted CallToolResult (completed) or of the JSON-RPC

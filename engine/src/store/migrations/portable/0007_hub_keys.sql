@@ -1,4 +1,4 @@
--- The hub (DECISIONS section 12): each user's upstream key per service. `sealed` is
+-- The hub (decision 012): each user's upstream key per service. `sealed` is
 -- the key under AES-256-GCM with the deployment's vault key (`vault_key_env`), a random
 -- nonce per record, and associated data binding issuer, subject and service: a row
 -- copied to another user or service does not open. `key_id` names the vault key that

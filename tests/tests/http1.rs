@@ -1,4 +1,4 @@
-//! The broker's own HTTP/1.1 door (engine/src/door.rs): call requests on a keep-alive
+//! The broker's own HTTP/1.1 server (engine/src/serve/http1.rs): call requests on a keep-alive
 //! connection are read and answered by it, pipelined ones in order; anything else hands
 //! the connection to hyper's server with the bytes read so far, and is answered as
 //! before. `tool_broker_http1_handovers_total` tells the two apart from outside. Raw TCP
@@ -84,7 +84,7 @@ impl Answers {
 }
 
 #[tokio::test]
-async fn calls_stay_with_the_own_door_and_anything_else_goes_to_hyper() {
+async fn calls_stay_with_the_own_server_and_anything_else_goes_to_hyper() {
     let b = TestBroker::start(Setup::default()).await;
     let before = handovers(&b).await;
     // Calls one after another, then two written at once (pipelined): answered in order.
@@ -112,7 +112,7 @@ async fn calls_stay_with_the_own_door_and_anything_else_goes_to_hyper() {
     // Nothing was handed over but the counter's own reading.
     assert_eq!(handovers(&b).await, before + 1);
 
-    // A `GET` on the same connection, pipelined behind a call: the call is the door's,
+    // A `GET` on the same connection, pipelined behind a call: the call is the endpoint's,
     // the `GET` and what follows are hyper's, all answered in order.
     answers
         .stream
@@ -179,12 +179,12 @@ async fn close_http_1_0_and_chunked_calls_are_answered() {
     );
 }
 
-/// What each front door answers to the same requests on the three call doors, with
+/// What each HTTP/1.1 server answers to the same requests on the three call endpoints, with
 /// the parts that differ per call (trace ids, durations) and the date left out.
-async fn answers(front_door: &str) -> Vec<(u16, Vec<String>, Value)> {
+async fn answers(http1_server: &str) -> Vec<(u16, Vec<String>, Value)> {
     let b = TestBroker::start(Setup {
         config: Some(format!(
-            "max_body_bytes = 1024\n[server]\nfront_door = \"{front_door}\"\n"
+            "max_body_bytes = 1024\n[server]\nhttp1_server = \"{http1_server}\"\n"
         )),
         ..Setup::default()
     })
@@ -255,7 +255,7 @@ fn without_per_call_parts(value: &mut Value) {
 }
 
 #[tokio::test]
-async fn both_front_doors_answer_the_call_doors_alike() {
+async fn both_http1_servers_answer_the_call_endpoints_alike() {
     let own = answers("own").await;
     let hyper = answers("hyper").await;
     assert_eq!(own.len(), 7);
@@ -271,7 +271,7 @@ async fn both_front_doors_answer_the_call_doors_alike() {
 
 #[tokio::test]
 async fn a_stop_closes_idle_connections_and_answers_a_call_in_flight_with_close() {
-    let upstream = crate::bounds::slow_job_upstream("j-door").await;
+    let upstream = crate::bounds::slow_job_upstream("j-http1").await;
     let mut setup = Setup::all_upstreams(&upstream.uri());
     setup.config = Some("[server]\nshutdown_grace_ms = 20000\nidle_timeout_ms = 60000\n".into());
     let mut b = TestBroker::start(setup).await;
@@ -288,14 +288,14 @@ async fn a_stop_closes_idle_connections_and_answers_a_call_in_flight_with_close(
     // A call in flight on another.
     let body = json!({
         "jsonrpc": "2.0", "id": "busy", "method": "tools/call",
-        "params": { "name": "media.get_job", "arguments": { "job_id": "j-door" } }
+        "params": { "name": "media.get_job", "arguments": { "job_id": "j-http1" } }
     })
     .to_string();
     let mut busy = connect(&b).await;
     busy.write_all(
         format!(
             "{}{body}",
-            call_head(body.len(), "x-media-api-key: mk_door\r\n")
+            call_head(body.len(), "x-media-api-key: mk_http1\r\n")
         )
         .as_bytes(),
     )

@@ -1,7 +1,7 @@
-//! The own door's request head reading against hyper's HTTP/1.1 server: a head the
-//! door takes must be one hyper's server takes too, and hyper must see the same request
+//! The own HTTP/1.1 server's request head reading against hyper's HTTP/1.1 server: a head the
+//! own server takes must be one hyper's server takes too, and hyper must see the same request
 //! in it (method, target, every header line in order, the body's length, whether the
-//! connection closes). A head the door leaves to hyper is hyper's by construction.
+//! connection closes). A head the own server leaves to hyper is hyper's by construction.
 
 use std::convert::Infallible;
 
@@ -12,7 +12,7 @@ use hyper_util::rt::TokioIo;
 use tokio::io::AsyncWriteExt;
 
 use super::{Verdict, block_on};
-use crate::serve::door::{HEADERS, Limits, Parsed, parse};
+use crate::serve::http1::{HEADERS, Limits, Parsed, parse};
 
 /// What hyper's server saw of a request: method, target, header lines.
 type Seen = (String, String, Vec<(String, Vec<u8>)>);
@@ -43,7 +43,7 @@ fn hyper_sees(head: &[u8]) -> Option<Seen> {
     .flatten()
 }
 
-/// A request head (and whatever follows): when the door takes it, hyper's server takes
+/// A request head (and whatever follows): when the own server takes it, hyper's server takes
 /// it and sees the same request.
 pub fn head(bytes: &[u8]) -> Verdict {
     let limits = Limits {
@@ -57,7 +57,7 @@ pub fn head(bytes: &[u8]) -> Verdict {
     let raw = bytes.get(..head.len).unwrap_or_default();
     let Some((method, target, headers)) = hyper_sees(raw) else {
         return Err(format!(
-            "the door took a head hyper's server refuses: {:?}",
+            "the own server took a head hyper's server refuses: {:?}",
             String::from_utf8_lossy(raw)
         ));
     };
@@ -88,21 +88,21 @@ pub fn head(bytes: &[u8]) -> Verdict {
             .collect::<Vec<_>>()
     };
     if method != "POST" {
-        return Err(format!("the door took a {method} request as a POST"));
+        return Err(format!("the own server took a {method} request as a POST"));
     }
-    let door_target = match head.door {
-        crate::serve::door::CallDoor::Rest => head.path.to_string(),
+    let own_target = match head.endpoint {
+        crate::call::Endpoint::Rest => head.path.to_string(),
         _ => target.clone(),
     };
-    if target != door_target || crate::serve::door::CallDoor::of(&target) != Some(head.door) {
+    if target != own_target || crate::call::Endpoint::of(&target) != Some(head.endpoint) {
         return Err(format!(
-            "the door read the target {:?} ({:?}), hyper {target:?}",
-            head.path, head.door
+            "the own server read the target {:?} ({:?}), hyper {target:?}",
+            head.path, head.endpoint
         ));
     }
     if grouped(&ours) != grouped(&headers) {
         return Err(format!(
-            "the door read the headers {ours:?}, hyper {headers:?}"
+            "the own server read the headers {ours:?}, hyper {headers:?}"
         ));
     }
     let length = headers
@@ -113,7 +113,7 @@ pub fn head(bytes: &[u8]) -> Verdict {
         .unwrap_or(0);
     if length != head.body {
         return Err(format!(
-            "the door read a body of {} bytes, hyper {length}",
+            "the own server read a body of {} bytes, hyper {length}",
             head.body
         ));
     }
@@ -124,7 +124,7 @@ pub fn head(bytes: &[u8]) -> Verdict {
     });
     if close != head.close {
         return Err(format!(
-            "the door read close = {}, hyper {close}",
+            "the own server read close = {}, hyper {close}",
             head.close
         ));
     }
@@ -147,7 +147,7 @@ mod tests {
         b"POST /mcp/a/b{} HTTP/1.1\r\nhost: a\r\n\r\n",
         b"POST / HTTP/1.1\r\nhost: a\r\nconnection: keep-alive, close\r\n\r\n",
         b"POST / HTTP/1.1\nhost: a\n\n",
-        // Found by the fuzzer (session 25): hyper drops a fragment, the door kept it.
+        // Found by the fuzzer (2026-11-26): hyper drops a fragment, the own server kept it.
         b"POST /mcp/crm/get_#ontact HTTP/1.1\r\nhost: a\r\n\r\n",
         b"POST /mcp/crm/get_contact#x HTTP/1.1\r\nhost: a\r\n\r\n",
     ];
@@ -167,11 +167,11 @@ mod tests {
         );
     }
 
-    /// The fuzzer's finding: a target the door does not read (a fragment, a space-less
+    /// The fuzzer's finding: a target the own server does not read (a fragment, a space-less
     /// oddity, a byte outside ASCII) is hyper's.
     #[test]
     fn a_target_outside_the_path_characters_is_left_to_hyper() {
-        use crate::serve::door::{HEADERS, Limits, Parsed, parse};
+        use crate::serve::http1::{HEADERS, Limits, Parsed, parse};
         for target in [
             "/mcp/crm/get_#ontact",
             "/mcp/a/b{c}",

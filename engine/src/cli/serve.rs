@@ -1,0 +1,120 @@
+//! `serve`: the config, catalog and store loaded, the broker built, and the server run
+//! until a stop. The only place the server is started.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use super::args::StoreArgs;
+use crate::call::Broker;
+use crate::catalog::compile::compile;
+use crate::catalog::source::Sources;
+use crate::config::ConfigFile;
+
+/// Runs `serve`; the process exit code.
+pub(super) fn serve(
+    listen: &str,
+    config: Option<&Path>,
+    catalog_dir: Option<&Path>,
+    store: &StoreArgs,
+) -> ExitCode {
+    match serve_inner(listen, config, catalog_dir, store) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("tool-broker: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn serve_inner(
+    listen: &str,
+    config: Option<&Path>,
+    catalog_dir: Option<&Path>,
+    store: &StoreArgs,
+) -> Result<(), String> {
+    let store_config = store.config()?;
+    let config = match config {
+        Some(path) => ConfigFile::load(path)?,
+        None => ConfigFile::default(),
+    };
+    let started = std::time::Instant::now();
+    let sources = match catalog_dir {
+        Some(dir) => Sources::from_dir(dir).map_err(|e| e.to_string())?,
+        None => Sources::embedded(),
+    };
+    let catalog = compile(&sources).map_err(|d| format!("the catalog does not compile:\n{d}"))?;
+    // The catalog's text is not needed once compiled (about 6.5 MB).
+    drop(sources);
+    let compile_ms = started.elapsed().as_millis() as u64;
+    // This thread's runtime holds the store's pool, background work (webhook key
+    // refresh) and the signal handling; the calls are served by worker threads, each
+    // with its own runtime (`crate::serve::server::serve_workers`).
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let store = runtime
+        .block_on(crate::store::Store::open(&store_config))
+        .map_err(|e| e.to_string())?;
+    tracing::info!(store = %store.location(), "store ready");
+    let env = |name: &str| std::env::var(name).ok();
+    let mut broker = Broker::new(Arc::new(catalog), &config, &env, store)?;
+    // With `[oauth]`, users sign in; a key is generated only where no one else could call.
+    if broker.callers.keys.is_empty() && broker.callers.oauth.is_none() {
+        let key = crate::caller::generate_key()?;
+        broker.callers.keys.add_plain("generated", &key);
+        eprintln!(
+            "tool-broker: no API key is configured, so this run accepts a generated one:\n\n    Authorization: Bearer {key}\n\n\
+             It is printed only here and changes at every start. To fix a key, set TOOL_BROKER_API_KEY,\n\
+             or add [[keys]] entries (sha256 of each token) to a --config file."
+        );
+    }
+    let listen = config
+        .listen
+        .as_deref()
+        .filter(|_| listen == "127.0.0.1:8080")
+        .unwrap_or(listen)
+        .to_string();
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(&listen)
+            .await
+            .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+        let workers = broker.endpoints.bounds.worker_threads();
+        tracing::info!(
+            listen = %listen,
+            workers,
+            snapshot = %broker.catalog.snapshot_id,
+            tools = broker.catalog.tools.len(),
+            catalog = %broker.catalog.origin,
+            compile_ms,
+            ready_ms = started.elapsed().as_millis() as u64,
+            "tool-broker listening"
+        );
+        // SIGTERM (an orchestrator stopping the broker) or Ctrl-C: drain, then stop.
+        let shutdown = async {
+            #[cfg(unix)]
+            {
+                use tokio::signal::unix::{SignalKind, signal};
+                match signal(SignalKind::terminate()) {
+                    Ok(mut term) => {
+                        tokio::select! {
+                            _ = term.recv() => tracing::info!("SIGTERM received"),
+                            _ = tokio::signal::ctrl_c() => tracing::info!("interrupt received"),
+                        }
+                    }
+                    Err(_) => {
+                        let _ = tokio::signal::ctrl_c().await;
+                    }
+                }
+            }
+            #[cfg(not(unix))]
+            {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        };
+        crate::serve::server::serve_workers(Arc::new(broker), listener, workers, shutdown)
+            .await
+            .map_err(|e| format!("server failed: {e}"))
+    })
+}

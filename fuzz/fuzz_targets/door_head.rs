@@ -1,8 +1,0 @@
-//! The own door's request head reading against hyper's HTTP/1.1 server.
-#![no_main]
-
-libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    if let Err(disagreement) = tool_broker::oracle::door::head(data) {
-        panic!("{disagreement}");
-    }
-});
