@@ -245,6 +245,10 @@ fn field(page: &str, name: &str) -> String {
     page[start..end].replace("&amp;", "&")
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario: two users, their keys, and every way a key could leak between them"
+)]
 #[tokio::test]
 async fn a_user_stores_a_key_once_and_calls_use_it_never_anothers() {
     let idp = Idp::start().await;
@@ -614,6 +618,10 @@ async fn the_api_refuses_what_it_must() {
     );
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario from the refused call to the stored key, across two users"
+)]
 #[tokio::test]
 async fn a_connect_link_stores_only_for_the_user_who_made_the_call() {
     let idp = Idp::start().await;

@@ -228,6 +228,10 @@ async fn secrets_never_reach_responses_or_logs() {
 /// What confirmation and tasks hand out: a bound preview and its token, an approval
 /// page, an elicitation form, a task's result. None carries a key, the bearer, a header
 /// value or a credential-like argument, although each shows (or seals) the request.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one scenario: every place a request is shown or sealed, checked for the same secrets"
+)]
 #[tokio::test]
 async fn tokens_approval_pages_forms_and_task_results_carry_no_secret() {
     use crate::poll::GENERATION_ID;

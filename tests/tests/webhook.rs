@@ -283,6 +283,10 @@ async fn agent_tasks(broker: &TestBroker) -> Value {
     body["data"]["jobs"].clone()
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one table of signed events and the refusals of each way a signature can be wrong"
+)]
 #[tokio::test]
 async fn agent_task_events_are_verified_by_rsa_signature_over_the_stated_message() {
     let server = MockServer::start().await;

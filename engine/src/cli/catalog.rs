@@ -157,133 +157,14 @@ pub fn catalog(command: CatalogCommand, root: impl Into<CatalogRoot>) -> Result<
                     .join("\n"))
             }
         }
-        CatalogCommand::Diff { old_dir, format } => {
-            let old = load(&old_dir).map_err(|e| format!("old catalog: {e}"))?;
-            let new = root.load()?;
-            let entries = diff(&old.lock(), &new.lock());
-            match format {
-                Format::Json => {
-                    let _ = writeln!(
-                        out,
-                        "{}",
-                        serde_json::to_string_pretty(&entries).unwrap_or_default()
-                    );
-                }
-                Format::Text => {
-                    for e in &entries {
-                        let _ = writeln!(
-                            out,
-                            "{:<8} {}  {} -> {}",
-                            e.change,
-                            e.tool,
-                            e.old_hash.as_deref().unwrap_or("-"),
-                            e.new_hash.as_deref().unwrap_or("-")
-                        );
-                    }
-                    let _ = writeln!(
-                        out,
-                        "{} change{}",
-                        entries.len(),
-                        if entries.len() == 1 { "" } else { "s" }
-                    );
-                }
-            }
-            Ok(out)
-        }
-        CatalogCommand::List { format } => {
-            let catalog = root.load()?;
-            let rows: Vec<_> = catalog
-                .tools
-                .iter()
-                .map(|t| list_row(&catalog, t))
-                .collect();
-            match format {
-                Format::Json => {
-                    let _ = writeln!(
-                        out,
-                        "{}",
-                        serde_json::to_string_pretty(&rows).unwrap_or_default()
-                    );
-                }
-                Format::Text => {
-                    for t in &catalog.tools {
-                        let (method, path, hook) = t.upstream_label();
-                        let target = match (method, path, hook) {
-                            (Some(m), Some(p), _) => format!("{m} {p}"),
-                            (_, _, Some(h)) => format!("hook {h}"),
-                            _ => String::new(),
-                        };
-                        let _ = writeln!(
-                            out,
-                            "{:<55} {:<11} {:<5} {}",
-                            t.full_name,
-                            t.tier.as_str(),
-                            t.risk.as_str(),
-                            target
-                        );
-                    }
-                }
-            }
-            Ok(out)
-        }
+        CatalogCommand::Diff { old_dir, format } => diff_lock(&root, &old_dir, format),
+        CatalogCommand::List { format } => list(&root, format),
         CatalogCommand::ImportOpenapi {
             service,
-            mut specs,
+            specs,
             specs_dir,
             check,
-        } => {
-            let dir = root.dir("import-openapi")?;
-            let import_path = dir.join("import").join(format!("{service}.toml"));
-            let text = std::fs::read_to_string(&import_path)
-                .map_err(|e| format!("cannot read `{}`: {e}", import_path.display()))?;
-            let config: crate::import::config::ImportFile = toml::from_str(&text).map_err(|e| {
-                let line = e
-                    .span()
-                    .map_or(0, |s| crate::catalog::diag::line_of(&text, s.start));
-                format!("{}:{line}: {}", import_path.display(), e.message().trim())
-            })?;
-            if config.service != service {
-                return Err(format!(
-                    "`{}` says service `{}`, not `{service}`",
-                    import_path.display(),
-                    config.service
-                ));
-            }
-            if let Some(folder) = specs_dir {
-                for spec in &config.specs {
-                    specs.extend(crate::import::expand_spec(&folder, spec)?);
-                }
-            }
-            if specs.is_empty() {
-                return Err(format!(
-                    "no OpenAPI document: pass --spec FILE, or --specs-dir DIR with `specs` in `{}`",
-                    import_path.display()
-                ));
-            }
-            let report = crate::import::import(&config, &specs, dir)?;
-            let target = dir.join(&report.path);
-            let _ = write!(out, "{}", report.summary());
-            if check {
-                let committed = std::fs::read_to_string(&target).unwrap_or_default();
-                if committed != report.text {
-                    return Err(format!(
-                        "{out}`{}` is not what the import generates; run the import without --check",
-                        report.path
-                    ));
-                }
-            } else {
-                std::fs::write(&target, &report.text)
-                    .map_err(|e| format!("cannot write `{}`: {e}", target.display()))?;
-            }
-            if !report.is_clean() {
-                return Err(format!(
-                    "{out}the import is not clean: see DROPPED and UNUSED above"
-                ));
-            }
-            // The result must compile with the rest of the catalog.
-            load(dir).map_err(|e| format!("{out}the generated catalog does not compile:\n{e}"))?;
-            Ok(out)
-        }
+        } => import_openapi(&root, &service, specs, specs_dir, check),
         CatalogCommand::Openapi { include_legacy } => {
             let catalog = root.load()?;
             let text = crate::serve::projection::text(&catalog, include_legacy)
@@ -291,72 +172,8 @@ pub fn catalog(command: CatalogCommand, root: impl Into<CatalogRoot>) -> Result<
             let _ = writeln!(out, "{text}");
             Ok(out)
         }
-        CatalogCommand::Lint => {
-            let catalog = root.load()?;
-            let findings: Vec<_> = catalog
-                .tools
-                .iter()
-                .filter(|t| t.exposed)
-                .flat_map(|t| crate::mcp::schemas::lint(&catalog, t))
-                .collect();
-            let refused = findings.iter().filter(|f| f.refused).count();
-            let refused_tools: std::collections::BTreeSet<&str> = findings
-                .iter()
-                .filter(|f| f.refused)
-                .map(|f| f.tool.as_str())
-                .collect();
-            for f in &findings {
-                let _ = writeln!(
-                    out,
-                    "{}: {} {}: {}",
-                    if f.refused { "error" } else { "warning" },
-                    f.tool,
-                    if f.pointer.is_empty() {
-                        "/"
-                    } else {
-                        &f.pointer
-                    },
-                    f.problem
-                );
-            }
-            let _ = writeln!(
-                out,
-                "lint: {} tools, {} refused by model providers ({refused} findings), {} warnings",
-                catalog.tools.iter().filter(|t| t.exposed).count(),
-                refused_tools.len(),
-                findings.len() - refused
-            );
-            if refused > 0 { Err(out) } else { Ok(out) }
-        }
-        CatalogCommand::Surface { format } => {
-            let catalog = root.load()?;
-            let rows = crate::mcp::surface::surfaces(&catalog);
-            match format {
-                Format::Json => {
-                    let _ = writeln!(
-                        out,
-                        "{}",
-                        serde_json::to_string_pretty(&rows).unwrap_or_default()
-                    );
-                }
-                Format::Text => {
-                    let _ = writeln!(
-                        out,
-                        "| toolset | tools | bytes | est. tokens (bytes/{}) | largest entry |",
-                        crate::mcp::surface::BYTES_PER_TOKEN
-                    );
-                    let _ = writeln!(out, "|---|---:|---:|---:|---:|");
-                    for r in &rows {
-                        let _ = writeln!(
-                            out,
-                            "| {} | {} | {} | {} | {} |",
-                            r.toolset, r.tools, r.bytes, r.tokens, r.largest
-                        );
-                    }
-                }
-            }
-            Ok(out)
-        }
+        CatalogCommand::Lint => lint(&root),
+        CatalogCommand::Surface { format } => surface(&root, format),
         CatalogCommand::Schema { write } => {
             for (name, text) in crate::catalog::schema::format_schemas() {
                 if write {
@@ -371,6 +188,221 @@ pub fn catalog(command: CatalogCommand, root: impl Into<CatalogRoot>) -> Result<
             Ok(out)
         }
     }
+}
+
+/// `catalog diff`: the tools added, removed and changed since the catalog at `old_dir`.
+fn diff_lock(root: &CatalogRoot, old_dir: &Path, format: Format) -> Result<String, String> {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let old = load(old_dir).map_err(|e| format!("old catalog: {e}"))?;
+    let new = root.load()?;
+    let entries = diff(&old.lock(), &new.lock());
+    match format {
+        Format::Json => {
+            let _ = writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&entries).unwrap_or_default()
+            );
+        }
+        Format::Text => {
+            for e in &entries {
+                let _ = writeln!(
+                    out,
+                    "{:<8} {}  {} -> {}",
+                    e.change,
+                    e.tool,
+                    e.old_hash.as_deref().unwrap_or("-"),
+                    e.new_hash.as_deref().unwrap_or("-")
+                );
+            }
+            let _ = writeln!(
+                out,
+                "{} change{}",
+                entries.len(),
+                if entries.len() == 1 { "" } else { "s" }
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// `catalog list`: one line (or JSON object) per tool.
+fn list(root: &CatalogRoot, format: Format) -> Result<String, String> {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let catalog = root.load()?;
+    let rows: Vec<_> = catalog
+        .tools
+        .iter()
+        .map(|t| list_row(&catalog, t))
+        .collect();
+    match format {
+        Format::Json => {
+            let _ = writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&rows).unwrap_or_default()
+            );
+        }
+        Format::Text => {
+            for t in &catalog.tools {
+                let (method, path, hook) = t.upstream_label();
+                let target = match (method, path, hook) {
+                    (Some(m), Some(p), _) => format!("{m} {p}"),
+                    (_, _, Some(h)) => format!("hook {h}"),
+                    _ => String::new(),
+                };
+                let _ = writeln!(
+                    out,
+                    "{:<55} {:<11} {:<5} {}",
+                    t.full_name,
+                    t.tier.as_str(),
+                    t.risk.as_str(),
+                    target
+                );
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `catalog import-openapi`: a service's tool file generated from its OpenAPI documents
+/// (or, with `check`, compared with the committed one).
+fn import_openapi(
+    root: &CatalogRoot,
+    service: &str,
+    mut specs: Vec<PathBuf>,
+    specs_dir: Option<PathBuf>,
+    check: bool,
+) -> Result<String, String> {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let dir = root.dir("import-openapi")?;
+    let import_path = dir.join("import").join(format!("{service}.toml"));
+    let text = std::fs::read_to_string(&import_path)
+        .map_err(|e| format!("cannot read `{}`: {e}", import_path.display()))?;
+    let config: crate::import::config::ImportFile = toml::from_str(&text).map_err(|e| {
+        let line = e
+            .span()
+            .map_or(0, |s| crate::catalog::diag::line_of(&text, s.start));
+        format!("{}:{line}: {}", import_path.display(), e.message().trim())
+    })?;
+    if config.service != service {
+        return Err(format!(
+            "`{}` says service `{}`, not `{service}`",
+            import_path.display(),
+            config.service
+        ));
+    }
+    if let Some(folder) = specs_dir {
+        for spec in &config.specs {
+            specs.extend(crate::import::expand_spec(&folder, spec)?);
+        }
+    }
+    if specs.is_empty() {
+        return Err(format!(
+            "no OpenAPI document: pass --spec FILE, or --specs-dir DIR with `specs` in `{}`",
+            import_path.display()
+        ));
+    }
+    let report = crate::import::import(&config, &specs, dir)?;
+    let target = dir.join(&report.path);
+    let _ = write!(out, "{}", report.summary());
+    if check {
+        let committed = std::fs::read_to_string(&target).unwrap_or_default();
+        if committed != report.text {
+            return Err(format!(
+                "{out}`{}` is not what the import generates; run the import without --check",
+                report.path
+            ));
+        }
+    } else {
+        std::fs::write(&target, &report.text)
+            .map_err(|e| format!("cannot write `{}`: {e}", target.display()))?;
+    }
+    if !report.is_clean() {
+        return Err(format!(
+            "{out}the import is not clean: see DROPPED and UNUSED above"
+        ));
+    }
+    // The result must compile with the rest of the catalog.
+    load(dir).map_err(|e| format!("{out}the generated catalog does not compile:\n{e}"))?;
+    Ok(out)
+}
+
+/// `catalog lint`: input schemas as model providers receive them; a refusal fails.
+fn lint(root: &CatalogRoot) -> Result<String, String> {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let catalog = root.load()?;
+    let findings: Vec<_> = catalog
+        .tools
+        .iter()
+        .filter(|t| t.exposed)
+        .flat_map(|t| crate::mcp::schemas::lint(&catalog, t))
+        .collect();
+    let refused = findings.iter().filter(|f| f.refused).count();
+    let refused_tools: std::collections::BTreeSet<&str> = findings
+        .iter()
+        .filter(|f| f.refused)
+        .map(|f| f.tool.as_str())
+        .collect();
+    for f in &findings {
+        let _ = writeln!(
+            out,
+            "{}: {} {}: {}",
+            if f.refused { "error" } else { "warning" },
+            f.tool,
+            if f.pointer.is_empty() {
+                "/"
+            } else {
+                &f.pointer
+            },
+            f.problem
+        );
+    }
+    let _ = writeln!(
+        out,
+        "lint: {} tools, {} refused by model providers ({refused} findings), {} warnings",
+        catalog.tools.iter().filter(|t| t.exposed).count(),
+        refused_tools.len(),
+        findings.len() - refused
+    );
+    if refused > 0 { Err(out) } else { Ok(out) }
+}
+
+/// `catalog surface`: what each toolset's `tools/list` costs a client.
+fn surface(root: &CatalogRoot, format: Format) -> Result<String, String> {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let catalog = root.load()?;
+    let rows = crate::mcp::surface::surfaces(&catalog);
+    match format {
+        Format::Json => {
+            let _ = writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&rows).unwrap_or_default()
+            );
+        }
+        Format::Text => {
+            let _ = writeln!(
+                out,
+                "| toolset | tools | bytes | est. tokens (bytes/{}) | largest entry |",
+                crate::mcp::surface::BYTES_PER_TOKEN
+            );
+            let _ = writeln!(out, "|---|---:|---:|---:|---:|");
+            for r in &rows {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} |",
+                    r.toolset, r.tools, r.bytes, r.tokens, r.largest
+                );
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// One row of `catalog list --format json`.

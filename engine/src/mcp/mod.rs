@@ -600,7 +600,8 @@ fn step_up(id: &Value, response: &crate::answer::envelope::Response) -> Option<R
     Some(reply)
 }
 
-/// Handles one message posted to `/mcp` by an authenticated caller.
+/// Handles one message posted to `/mcp` by an authenticated caller: the message read
+/// and checked ([`checked`]), its protocol era, then the method.
 pub async fn handle(
     broker: &std::sync::Arc<Broker>,
     headers: &HeaderMap,
@@ -621,80 +622,11 @@ pub async fn handle(
         Ok(p) => p,
         Err(e) => return refused(broker, &id, e),
     };
-    let message = match read {
-        Ok(message) => message,
-        Err(message::Unreadable::NotJson) => {
-            return error(
-                &Value::Null,
-                code::PARSE_ERROR,
-                "the body is not JSON",
-                None,
-            );
-        }
-        Err(unreadable) => {
-            return error(
-                &Value::Null,
-                code::INVALID_REQUEST,
-                if unreadable == message::Unreadable::Batch {
-                    "batches are not supported: send one JSON-RPC message per request"
-                } else {
-                    "the body must be a JSON-RPC 2.0 message object"
-                },
-                None,
-            );
-        }
+    let (method, params, request_id) = match checked(broker, read, &id, notification, id_typed) {
+        Ok(request) => request,
+        Err(reply) => return reply,
     };
-    if !message.two_point_oh {
-        return error(
-            &id,
-            code::INVALID_REQUEST,
-            "`jsonrpc` must be \"2.0\"",
-            None,
-        );
-    }
-    // Taken out, not copied: a call's arguments are moved on to the call.
-    let params = message.params;
-    let Some(method) = message.method.as_deref() else {
-        // A response or error sent by the client: nothing to answer.
-        if message.answer {
-            return accepted();
-        }
-        return error(&id, code::INVALID_REQUEST, "`method` is required", None);
-    };
-    // A notification: acknowledged, nothing to act on.
-    if notification {
-        return accepted();
-    }
-    if !id_typed {
-        return error(
-            &Value::Null,
-            code::INVALID_REQUEST,
-            "`id` must be a string or a number",
-            None,
-        );
-    }
-    let max_id = broker.catalog.rules.limits.max_request_id_chars;
-    let request_id = match &id {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
-    if request_id.chars().count() > max_id {
-        return error(
-            &Value::Null,
-            code::INVALID_REQUEST,
-            format!("`id` is longer than {max_id} characters"),
-            None,
-        );
-    }
-    if params.as_ref().is_some_and(|p| !p.is_object()) {
-        return error(
-            &id,
-            code::INVALID_PARAMS,
-            "`params` must be an object",
-            None,
-        );
-    }
-    let era = match era(method, params.as_ref(), headers, &id) {
+    let era = match era(&method, params.as_ref(), headers, &id) {
         Ok(era) => era,
         Err(reply) => return reply,
     };
@@ -708,7 +640,7 @@ pub async fn handle(
     };
     // 2026-07-28 removed the handshake and these methods; a stateless request naming
     // one is a method the server does not implement (404, -32601).
-    if modern && REMOVED_IN_MODERN.contains(&method) {
+    if modern && REMOVED_IN_MODERN.contains(&method.as_ref()) {
         return error(
             &id,
             code::METHOD_NOT_FOUND,
@@ -719,7 +651,7 @@ pub async fn handle(
         );
     }
     let mut params = params.unwrap_or_else(|| Value::Object(Map::new()));
-    match method {
+    match method.as_ref() {
         "initialize" => {
             let offered = params.get("protocolVersion").and_then(Value::as_str);
             let version = offered
@@ -744,126 +676,13 @@ pub async fn handle(
             "ttlMs": 300_000,
         })),
         "ping" => finish(json!({})),
-        "tools/list" => {
-            let visible = tools::visible(broker, principal);
-            let snapshot: String = broker.catalog.snapshot_id.chars().rev().take(8).collect();
-            let offset = match params.get("cursor") {
-                None | Some(Value::Null) => 0,
-                Some(Value::String(c)) => match c.split_once(':') {
-                    Some((n, s)) if s == snapshot => match n.parse::<usize>() {
-                        Ok(n) if n <= visible.len() => n,
-                        _ => return error(&id, code::INVALID_PARAMS, "invalid cursor", None),
-                    },
-                    Some(_) => {
-                        return error(
-                            &id,
-                            code::INVALID_PARAMS,
-                            "the cursor is from another catalog snapshot; list again from the start",
-                            None,
-                        );
-                    }
-                    None => return error(&id, code::INVALID_PARAMS, "invalid cursor", None),
-                },
-                Some(_) => {
-                    return error(&id, code::INVALID_PARAMS, "`cursor` must be a string", None);
-                }
-            };
-            let page: Vec<&tools::EntryText> = visible
-                .iter()
-                .skip(offset)
-                .take(PAGE_SIZE)
-                .copied()
-                .collect();
-            let mut out = Map::new();
-            if offset + page.len() < visible.len() {
-                out.insert(
-                    "nextCursor".into(),
-                    json!(format!("{}:{snapshot}", offset + page.len())),
-                );
-            }
-            if modern {
-                // The list depends on the caller's key (its toolset and permissions).
-                out.insert("cacheScope".into(), json!("private"));
-                out.insert("ttlMs".into(), json!(60_000));
-                mark_complete(&mut out);
-            }
-            list_result(&id, &page, &out)
-        }
+        "tools/list" => list_tools(broker, principal, &id, &params, modern),
         "tools/call" => {
-            let arguments = params.as_object_mut().and_then(|p| p.remove("arguments"));
-            let Some(name) = params.get("name").and_then(Value::as_str) else {
-                return error(
-                    &id,
-                    code::INVALID_PARAMS,
-                    "`params.name` is required (a string)",
-                    None,
-                );
-            };
-            // An idempotency key may also come in `_meta` (the header works too), and so
-            // does the descriptor the caller reviewed (the hash tools/list gave it).
-            let idempotency_key = match meta_text(&params, "idempotencyKey", "") {
-                Ok(key) => key,
-                Err(message) => return error(&id, code::INVALID_PARAMS, message, None),
-            };
-            let descriptor_hash = match meta_text(
-                &params,
-                "descriptorHash",
-                ": the `descriptorHash` of the tool you reviewed",
-            ) {
-                Ok(hash) => hash,
-                Err(message) => return error(&id, code::INVALID_PARAMS, message, None),
-            };
-            if arguments
-                .as_ref()
-                .is_some_and(|a| !a.is_object() && !a.is_null())
-            {
-                return error(
-                    &id,
-                    code::INVALID_PARAMS,
-                    "`params.arguments` must be an object",
-                    None,
-                );
-            }
-            let mut ask =
-                connect::ask_of(modern, &params, header(headers, &PROTOCOL_VERSION_HEADER));
-            let elicitation = if modern {
-                match elicitation(&params, &id) {
-                    Ok(mut e) => {
-                        match connect::take_round(broker, principal, &mut e, &id) {
-                            Ok(true) => ask = connect::Ask::No,
-                            Ok(false) => {}
-                            Err(reply) => return reply,
-                        }
-                        Some(e)
-                    }
-                    Err(reply) => return reply,
-                }
-            } else {
-                None
-            };
-            let input = CallInput {
-                request_id,
-                name,
-                arguments: arguments.filter(|a| !a.is_null()),
-                headers,
-                principal,
-                idempotency_key,
-                elicitation,
-                task_watch: None,
-                descriptor_hash,
-                trace_parent: trace_parent(&params, headers),
-                endpoint: crate::call::Endpoint::Mcp,
-            };
-            if modern && tasks::opted_in(&params) {
-                match tasks::start(broker, &id, input).await {
-                    Ok(reply) => return reply,
-                    Err(input) => return call_reply(broker, &id, input, (modern, ask)).await,
-                }
-            }
-            call_reply(broker, &id, input, (modern, ask)).await
+            let caller = (headers, principal);
+            call_tool(broker, caller, &id, request_id, &mut params, modern).await
         }
         "tasks/get" | "tasks/cancel" | "tasks/update" if modern => {
-            tasks::handle(broker, &id, method, &params, headers, principal).await
+            tasks::handle(broker, &id, &method, &params, headers, principal).await
         }
         other => error(
             &id,
@@ -874,6 +693,234 @@ pub async fn handle(
             None,
         ),
     }
+}
+
+/// A message made ready to dispatch: its method, its params (an object, or absent) and
+/// its id as the request id; or the reply that ends it here (a malformed message, a
+/// notification or a client's response, acknowledged).
+fn checked<'a>(
+    broker: &Broker,
+    read: Result<message::Message<'a>, message::Unreadable>,
+    id: &Value,
+    notification: bool,
+    id_typed: bool,
+) -> Result<(std::borrow::Cow<'a, str>, Option<Value>, String), Reply> {
+    let message = match read {
+        Ok(message) => message,
+        Err(message::Unreadable::NotJson) => {
+            return Err(error(
+                &Value::Null,
+                code::PARSE_ERROR,
+                "the body is not JSON",
+                None,
+            ));
+        }
+        Err(unreadable) => {
+            return Err(error(
+                &Value::Null,
+                code::INVALID_REQUEST,
+                if unreadable == message::Unreadable::Batch {
+                    "batches are not supported: send one JSON-RPC message per request"
+                } else {
+                    "the body must be a JSON-RPC 2.0 message object"
+                },
+                None,
+            ));
+        }
+    };
+    if !message.two_point_oh {
+        return Err(error(
+            id,
+            code::INVALID_REQUEST,
+            "`jsonrpc` must be \"2.0\"",
+            None,
+        ));
+    }
+    // Taken out, not copied: a call's arguments are moved on to the call.
+    let params = message.params;
+    let Some(method) = message.method else {
+        // A response or error sent by the client: nothing to answer.
+        if message.answer {
+            return Err(accepted());
+        }
+        return Err(error(
+            id,
+            code::INVALID_REQUEST,
+            "`method` is required",
+            None,
+        ));
+    };
+    // A notification: acknowledged, nothing to act on.
+    if notification {
+        return Err(accepted());
+    }
+    if !id_typed {
+        return Err(error(
+            &Value::Null,
+            code::INVALID_REQUEST,
+            "`id` must be a string or a number",
+            None,
+        ));
+    }
+    let max_id = broker.catalog.rules.limits.max_request_id_chars;
+    let request_id = match id {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    if request_id.chars().count() > max_id {
+        return Err(error(
+            &Value::Null,
+            code::INVALID_REQUEST,
+            format!("`id` is longer than {max_id} characters"),
+            None,
+        ));
+    }
+    if params.as_ref().is_some_and(|p| !p.is_object()) {
+        return Err(error(
+            id,
+            code::INVALID_PARAMS,
+            "`params` must be an object",
+            None,
+        ));
+    }
+    Ok((method, params, request_id))
+}
+
+/// `tools/list`: one page of the tools this caller sees, paged by a cursor that names
+/// the catalog snapshot it was made on.
+fn list_tools(
+    broker: &Broker,
+    principal: &Principal,
+    id: &Value,
+    params: &Value,
+    modern: bool,
+) -> Reply {
+    let visible = tools::visible(broker, principal);
+    let snapshot: String = broker.catalog.snapshot_id.chars().rev().take(8).collect();
+    let offset = match params.get("cursor") {
+        None | Some(Value::Null) => 0,
+        Some(Value::String(c)) => match c.split_once(':') {
+            Some((n, s)) if s == snapshot => match n.parse::<usize>() {
+                Ok(n) if n <= visible.len() => n,
+                _ => return error(id, code::INVALID_PARAMS, "invalid cursor", None),
+            },
+            Some(_) => {
+                return error(
+                    id,
+                    code::INVALID_PARAMS,
+                    "the cursor is from another catalog snapshot; list again from the start",
+                    None,
+                );
+            }
+            None => return error(id, code::INVALID_PARAMS, "invalid cursor", None),
+        },
+        Some(_) => {
+            return error(id, code::INVALID_PARAMS, "`cursor` must be a string", None);
+        }
+    };
+    let page: Vec<&tools::EntryText> = visible
+        .iter()
+        .skip(offset)
+        .take(PAGE_SIZE)
+        .copied()
+        .collect();
+    let mut out = Map::new();
+    if offset + page.len() < visible.len() {
+        out.insert(
+            "nextCursor".into(),
+            json!(format!("{}:{snapshot}", offset + page.len())),
+        );
+    }
+    if modern {
+        // The list depends on the caller's key (its toolset and permissions).
+        out.insert("cacheScope".into(), json!("private"));
+        out.insert("ttlMs".into(), json!(60_000));
+        mark_complete(&mut out);
+    }
+    list_result(id, &page, &out)
+}
+
+/// `tools/call`: the call's `_meta` (idempotency key, pinned descriptor, trace), the
+/// elicitation round of a modern client, then the call, as a task when the client opts
+/// in.
+async fn call_tool(
+    broker: &std::sync::Arc<Broker>,
+    (headers, principal): (&HeaderMap, &Principal),
+    id: &Value,
+    request_id: String,
+    params: &mut Value,
+    modern: bool,
+) -> Reply {
+    let arguments = params.as_object_mut().and_then(|p| p.remove("arguments"));
+    let Some(name) = params.get("name").and_then(Value::as_str) else {
+        return error(
+            id,
+            code::INVALID_PARAMS,
+            "`params.name` is required (a string)",
+            None,
+        );
+    };
+    // An idempotency key may also come in `_meta` (the header works too), and so
+    // does the descriptor the caller reviewed (the hash tools/list gave it).
+    let idempotency_key = match meta_text(params, "idempotencyKey", "") {
+        Ok(key) => key,
+        Err(message) => return error(id, code::INVALID_PARAMS, message, None),
+    };
+    let descriptor_hash = match meta_text(
+        params,
+        "descriptorHash",
+        ": the `descriptorHash` of the tool you reviewed",
+    ) {
+        Ok(hash) => hash,
+        Err(message) => return error(id, code::INVALID_PARAMS, message, None),
+    };
+    if arguments
+        .as_ref()
+        .is_some_and(|a| !a.is_object() && !a.is_null())
+    {
+        return error(
+            id,
+            code::INVALID_PARAMS,
+            "`params.arguments` must be an object",
+            None,
+        );
+    }
+    let mut ask = connect::ask_of(modern, params, header(headers, &PROTOCOL_VERSION_HEADER));
+    let elicitation = if modern {
+        match elicitation(params, id) {
+            Ok(mut e) => {
+                match connect::take_round(broker, principal, &mut e, id) {
+                    Ok(true) => ask = connect::Ask::No,
+                    Ok(false) => {}
+                    Err(reply) => return reply,
+                }
+                Some(e)
+            }
+            Err(reply) => return reply,
+        }
+    } else {
+        None
+    };
+    let input = CallInput {
+        request_id,
+        name,
+        arguments: arguments.filter(|a| !a.is_null()),
+        headers,
+        principal,
+        idempotency_key,
+        elicitation,
+        task_watch: None,
+        descriptor_hash,
+        trace_parent: trace_parent(params, headers),
+        endpoint: crate::call::Endpoint::Mcp,
+    };
+    if modern && tasks::opted_in(params) {
+        match tasks::start(broker, id, input).await {
+            Ok(reply) => return reply,
+            Err(input) => return call_reply(broker, id, input, (modern, ask)).await,
+        }
+    }
+    call_reply(broker, id, input, (modern, ask)).await
 }
 
 /// The trace a `tools/call` continues: `params._meta.traceparent` (and `tracestate`),

@@ -83,78 +83,7 @@ pub async fn route(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
     let method = &parts.method;
     // The JSON API.
     if path == "/hub/keys" || path.starts_with("/hub/keys/") {
-        let service = match path.strip_prefix("/hub/keys/") {
-            None => None,
-            Some(s) => match service_segment(s) {
-                Some(s) => Some(s),
-                None => {
-                    return json_response(
-                        404,
-                        &json!({ "error": { "classification": "not_found", "message": "no such service" } }),
-                        &[],
-                    );
-                }
-            },
-        };
-        let principal = if headers.contains_key(hyper::header::AUTHORIZATION)
-            || signin::session(&hub.cipher, headers, broker.now().as_millisecond()).is_none()
-        {
-            match authenticate(&broker, headers).await {
-                Ok(p) => p,
-                Err(e) => {
-                    let status = broker.catalog.rules.status(e.classification);
-                    let extra: Vec<(&'static str, String)> = e
-                        .challenge
-                        .iter()
-                        .map(|c| ("www-authenticate", c.clone()))
-                        .collect();
-                    return json_response(
-                        status,
-                        &json!({ "error": { "classification": e.classification.as_str(), "message": e.message } }),
-                        &extra,
-                    );
-                }
-            }
-        } else {
-            match signin::session(&hub.cipher, headers, broker.now().as_millisecond()) {
-                Some(s) if s.issuer == oauth.issuer() => {
-                    Arc::new(oauth.signed_in_principal(&s.subject, &s.roles))
-                }
-                _ => {
-                    return json_response(
-                        401,
-                        &json!({ "error": { "classification": "unauthorized", "message": "sign in again" } }),
-                        &[],
-                    );
-                }
-            }
-        };
-        let body = if method == Method::PUT {
-            match read_limited(&broker, headers, path, body, MAX_BODY).await {
-                Ok(b) => b,
-                Err(e) => {
-                    let status = broker.catalog.rules.status(e.classification);
-                    return json_response(
-                        status,
-                        &json!({ "error": { "classification": e.classification.as_str(), "message": e.message } }),
-                        &[],
-                    );
-                }
-            }
-        } else {
-            Bytes::new()
-        };
-        let answer =
-            crate::hub::api::handle(hub, &broker.parts, &principal, (method, service), &body).await;
-        return match answer.body {
-            Some(body) => json_response(answer.status, &body, &[]),
-            None => {
-                let mut response = hyper::Response::new(Full::new(Bytes::new()));
-                *response.status_mut() = hyper::StatusCode::from_u16(answer.status)
-                    .unwrap_or(hyper::StatusCode::NO_CONTENT);
-                response
-            }
-        };
+        return api(&broker, (hub, oauth), &parts, body).await;
     }
     let (section, rest) = path
         .trim_start_matches("/hub")
@@ -186,75 +115,8 @@ pub async fn route(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
     }
     let page: Page = match (method, section, rest) {
         (&Method::GET, "", "") => crate::hub::page::home(cx, headers).await,
-        (&Method::GET, "login", "") => {
-            let Some(sign_in) = &hub.sign_in else {
-                return page_response(message(
-                    503,
-                    "Sign-in is not configured",
-                    "This broker has no [oauth.sign_in] client.",
-                ));
-            };
-            let fields: std::collections::BTreeMap<String, String> =
-                url::form_urlencoded::parse(query.as_bytes())
-                    .into_owned()
-                    .collect();
-            let next = signin::safe_next(fields.get("next").map(String::as_str));
-            let base = hub.base_url(headers);
-            match sign_in
-                .start(&hub.cipher, &base, &next, broker.now().as_millisecond())
-                .await
-            {
-                Ok((location, cookie)) => Page {
-                    status: 303,
-                    headers: vec![("location", location), ("set-cookie", cookie)],
-                    body: String::new(),
-                },
-                Err(e) => {
-                    tracing::warn!(error = %e, "hub sign-in could not start");
-                    message(
-                        503,
-                        "Sign-in unavailable",
-                        "The identity provider cannot be reached right now. Try again shortly.",
-                    )
-                }
-            }
-        }
-        (&Method::GET, "callback", "") => {
-            let Some(sign_in) = &hub.sign_in else {
-                return page_response(message(
-                    503,
-                    "Sign-in is not configured",
-                    "This broker has no [oauth.sign_in] client.",
-                ));
-            };
-            let base = hub.base_url(headers);
-            let secure = signin::secure(&base);
-            match sign_in
-                .finish(&hub.cipher, oauth, (&base, headers, query), broker.now())
-                .await
-            {
-                Ok((session, next)) => {
-                    let now = broker.now().as_millisecond();
-                    match signin::session_cookie(&hub.cipher, &session, secure, now) {
-                        Some(cookie) => {
-                            tracing::info!(user = %crate::hub::principal_name(&session.user()), "signed in to the hub");
-                            let [_, clear_login] = signin::cleared_cookies(secure);
-                            Page {
-                                status: 303,
-                                headers: vec![
-                                    ("location", next),
-                                    ("set-cookie", cookie),
-                                    ("set-cookie", clear_login),
-                                ],
-                                body: String::new(),
-                            }
-                        }
-                        None => message(503, "Sign-in unavailable", "No randomness available."),
-                    }
-                }
-                Err(e) => message(400, "Sign-in failed", &e),
-            }
-        }
+        (&Method::GET, "login", "") => login(&broker, hub, headers, query).await,
+        (&Method::GET, "callback", "") => callback(&broker, (hub, oauth), headers, query).await,
         (&Method::POST, "set" | "delete" | "logout" | "connect", _)
         | (&Method::GET, "connect", _) => {
             let body = if method == Method::POST {
@@ -289,4 +151,171 @@ pub async fn route(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
         _ => message(404, "Not found", "No such hub page."),
     };
     page_response(page)
+}
+
+/// `/hub/keys[/<service>]`: the JSON API, for a bearer token or a signed-in session.
+async fn api(
+    broker: &Arc<Broker>,
+    (hub, oauth): (&crate::hub::Hub, &crate::caller::oauth::OAuth),
+    parts: &hyper::http::request::Parts,
+    body: Incoming,
+) -> HttpResponse {
+    let path = parts.uri.path();
+    let headers = &parts.headers;
+    let method = &parts.method;
+    let service = match path.strip_prefix("/hub/keys/") {
+        None => None,
+        Some(s) => match service_segment(s) {
+            Some(s) => Some(s),
+            None => {
+                return json_response(
+                    404,
+                    &json!({ "error": { "classification": "not_found", "message": "no such service" } }),
+                    &[],
+                );
+            }
+        },
+    };
+    let principal = if headers.contains_key(hyper::header::AUTHORIZATION)
+        || signin::session(&hub.cipher, headers, broker.now().as_millisecond()).is_none()
+    {
+        match authenticate(broker, headers).await {
+            Ok(p) => p,
+            Err(e) => {
+                let status = broker.catalog.rules.status(e.classification);
+                let extra: Vec<(&'static str, String)> = e
+                    .challenge
+                    .iter()
+                    .map(|c| ("www-authenticate", c.clone()))
+                    .collect();
+                return json_response(
+                    status,
+                    &json!({ "error": { "classification": e.classification.as_str(), "message": e.message } }),
+                    &extra,
+                );
+            }
+        }
+    } else {
+        match signin::session(&hub.cipher, headers, broker.now().as_millisecond()) {
+            Some(s) if s.issuer == oauth.issuer() => {
+                Arc::new(oauth.signed_in_principal(&s.subject, &s.roles))
+            }
+            _ => {
+                return json_response(
+                    401,
+                    &json!({ "error": { "classification": "unauthorized", "message": "sign in again" } }),
+                    &[],
+                );
+            }
+        }
+    };
+    let body = if method == Method::PUT {
+        match read_limited(broker, headers, path, body, MAX_BODY).await {
+            Ok(b) => b,
+            Err(e) => {
+                let status = broker.catalog.rules.status(e.classification);
+                return json_response(
+                    status,
+                    &json!({ "error": { "classification": e.classification.as_str(), "message": e.message } }),
+                    &[],
+                );
+            }
+        }
+    } else {
+        Bytes::new()
+    };
+    let answer =
+        crate::hub::api::handle(hub, &broker.parts, &principal, (method, service), &body).await;
+    match answer.body {
+        Some(body) => json_response(answer.status, &body, &[]),
+        None => {
+            let mut response = hyper::Response::new(Full::new(Bytes::new()));
+            *response.status_mut() =
+                hyper::StatusCode::from_u16(answer.status).unwrap_or(hyper::StatusCode::NO_CONTENT);
+            response
+        }
+    }
+}
+
+/// `GET /hub/login`: the sign-in starts at the identity provider.
+async fn login(
+    broker: &Broker,
+    hub: &crate::hub::Hub,
+    headers: &hyper::HeaderMap,
+    query: &str,
+) -> Page {
+    let Some(sign_in) = &hub.sign_in else {
+        return message(
+            503,
+            "Sign-in is not configured",
+            "This broker has no [oauth.sign_in] client.",
+        );
+    };
+    let fields: std::collections::BTreeMap<String, String> =
+        url::form_urlencoded::parse(query.as_bytes())
+            .into_owned()
+            .collect();
+    let next = signin::safe_next(fields.get("next").map(String::as_str));
+    let base = hub.base_url(headers);
+    match sign_in
+        .start(&hub.cipher, &base, &next, broker.now().as_millisecond())
+        .await
+    {
+        Ok((location, cookie)) => Page {
+            status: 303,
+            headers: vec![("location", location), ("set-cookie", cookie)],
+            body: String::new(),
+        },
+        Err(e) => {
+            tracing::warn!(error = %e, "hub sign-in could not start");
+            message(
+                503,
+                "Sign-in unavailable",
+                "The identity provider cannot be reached right now. Try again shortly.",
+            )
+        }
+    }
+}
+
+/// `GET /hub/callback`: the provider's redirect back; a session cookie when it checks.
+async fn callback(
+    broker: &Broker,
+    (hub, oauth): (&crate::hub::Hub, &crate::caller::oauth::OAuth),
+    headers: &hyper::HeaderMap,
+    query: &str,
+) -> Page {
+    let Some(sign_in) = &hub.sign_in else {
+        return message(
+            503,
+            "Sign-in is not configured",
+            "This broker has no [oauth.sign_in] client.",
+        );
+    };
+    let base = hub.base_url(headers);
+    let secure = signin::secure(&base);
+    match sign_in
+        .finish(&hub.cipher, oauth, (&base, headers, query), broker.now())
+        .await
+    {
+        Ok((session, next)) => {
+            let now = broker.now().as_millisecond();
+            match signin::session_cookie(&hub.cipher, &session, secure, now) {
+                Some(cookie) => {
+                    tracing::info!(user = %crate::hub::principal_name(&session.user()), "signed in to the hub");
+                    let [_, clear_login] = signin::cleared_cookies(secure);
+                    Page {
+                        status: 303,
+                        headers: vec![
+                            ("location", next),
+                            ("set-cookie", cookie),
+                            ("set-cookie", clear_login),
+                        ],
+                        body: String::new(),
+                    }
+                }
+                None => message(503, "Sign-in unavailable", "No randomness available."),
+            }
+        }
+        Err(e) => message(400, "Sign-in failed", &e),
+    }
 }

@@ -68,6 +68,10 @@ impl Default for Options {
 
 /// Compiles a catalog root with `options`; the map holds the normalized definitions
 /// when they were asked for.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the catalog root compiled in its order (rules, templates, services, tools, checks, assembly), each step a call; what remains is the order itself"
+)]
 pub fn compile_with(
     sources: &Sources,
     options: Options,
