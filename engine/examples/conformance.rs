@@ -222,7 +222,10 @@ fn violation(envelope: &Value) -> String {
     }
 }
 
-#[expect(clippy::too_many_lines, reason = "a script: start the mocks, call every tool, write the report, in that order")]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a script: start the mocks, call every tool, write the report, in that order"
+)]
 #[tokio::main]
 async fn main() {
     let root = PathBuf::from(arg("--catalog-dir").unwrap_or_else(|| ".".into()));

@@ -177,7 +177,10 @@ fn resident_mb(pid: u32) -> u64 {
         .map_or(0, |kb| kb / 1024)
 }
 
-#[expect(clippy::too_many_lines, reason = "a script: each load phase in the order the report prints it")]
+#[expect(
+    clippy::too_many_lines,
+    reason = "a script: each load phase in the order the report prints it"
+)]
 #[tokio::main]
 async fn main() {
     let binary = arg("--broker", "target/release/tool-broker");

@@ -230,7 +230,7 @@ async fn a_token_signed_by_an_unpublished_key_is_refused() {
     .await;
     let forged = signed(
         Signer::Rsa2,
-        json!({ "alg": "RS256", "kid": "rsa-1" }),
+        json!({ "alg": "RS256", "typ": "at+jwt", "kid": "rsa-1" }),
         &claims,
     );
     assert_refused_with(&idp, &forged, "signature").await;
@@ -303,7 +303,7 @@ async fn a_key_rotated_in_is_accepted_after_one_fetch() {
     // A made-up key id costs at most one more fetch, and is refused.
     let rogue = signed(
         Signer::Rsa2,
-        json!({ "alg": "RS256", "kid": "made-up" }),
+        json!({ "alg": "RS256", "typ": "at+jwt", "kid": "made-up" }),
         &idp.claims("alice", "tools:read"),
     );
     let (status, _, _) = read_as(&broker, &rogue).await;
@@ -664,4 +664,212 @@ async fn a_users_confirmation_is_theirs_and_the_store_keeps_no_token() {
         // Nor any one part of it (the signature is the token's own secret part).
         assert!(!text.contains(secret.rsplit('.').next().unwrap()));
     }
+}
+
+/// A key set server the test switches between serving the keys, gone (its port refuses
+/// connections) and hanging (it accepts and answers nothing while the test holds it).
+struct KeyServer {
+    addr: std::net::SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+    /// Connections accepted while hanging, kept open.
+    held: std::sync::Arc<std::sync::Mutex<Vec<tokio::net::TcpStream>>>,
+    /// Key set requests answered while serving.
+    served: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl KeyServer {
+    async fn serving(signers: &[Signer]) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let served = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let keys: Vec<Value> = signers.iter().map(|s| s.jwk()).collect();
+        let body = json!({ "keys": keys }).to_string();
+        let count = served.clone();
+        let task = tokio::spawn(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            loop {
+                let Ok((mut stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf).await {
+                        Ok(n) if n > 0 => head.extend_from_slice(&buf[..n]),
+                        _ => break,
+                    }
+                }
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(answer.as_bytes()).await;
+            }
+        });
+        let held = std::sync::Arc::default();
+        Self {
+            addr,
+            task,
+            held,
+            served,
+        }
+    }
+
+    /// The key set's URL.
+    fn url(&self) -> String {
+        format!("http://{}/jwks", self.addr)
+    }
+
+    /// The provider goes away: nothing listens on its port.
+    fn refuse(&self) {
+        self.task.abort();
+    }
+
+    /// The provider comes back on the same port and hangs every request.
+    async fn hang(&mut self) {
+        self.task.abort();
+        let listener = loop {
+            match tokio::net::TcpListener::bind(self.addr).await {
+                Ok(listener) => break listener,
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+            }
+        };
+        let held = self.held.clone();
+        self.task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                held.lock().unwrap().push(stream);
+            }
+        });
+    }
+
+    fn hanging(&self) -> usize {
+        self.held.lock().unwrap().len()
+    }
+}
+
+/// An identity provider that goes dark does not slow calls whose key the broker holds:
+/// the keys of the last good fetch stay in use past their age (fetched again in the
+/// background), while a token naming an unknown key is refused from the keys held
+/// without waiting for the provider, first refusing connections, then hanging.
+#[tokio::test]
+async fn a_provider_outage_is_not_the_callers_latency() {
+    let idp = Idp::start().await;
+    let mut keys = KeyServer::serving(&[Signer::Rsa]).await;
+    let upstream = upstream().await;
+    let extra = format!("jwks_uri = \"{}\"\nkeys_max_age_seconds = 1", keys.url());
+    let broker = broker_for(&idp, &upstream, &extra).await;
+    let token = |n: usize| {
+        let mut claims = idp.claims("alice", "tools:read");
+        claims["jti"] = json!(format!("t-{n}"));
+        idp.token_by(Signer::Rsa, &claims)
+    };
+    let unknown = |n: usize| {
+        let mut claims = idp.claims("alice", "tools:read");
+        claims["jti"] = json!(format!("u-{n}"));
+        signed(
+            Signer::Rsa,
+            json!({ "alg": "RS256", "typ": "at+jwt", "kid": "made-up" }),
+            &claims,
+        )
+    };
+    let refused_as_unknown = |(status, headers, body): (u16, reqwest::header::HeaderMap, Value)| {
+        assert_eq!(status, 401, "{body}");
+        assert!(challenge(&headers).contains("error=\"invalid_token\""));
+    };
+    let (status, _, body) = read_as(&broker, &token(0)).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(keys.served.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+
+    // Dark: connections refused. The held keys are past their age: each call with a
+    // known key is still verified (and starts a background fetch that fails).
+    keys.refuse();
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    for n in 1..=3 {
+        let (status, _, body) = read_as(&broker, &token(n)).await;
+        assert_eq!(
+            status, 200,
+            "a known key while the provider refuses: {body}"
+        );
+    }
+    refused_as_unknown(read_as(&broker, &unknown(1)).await);
+
+    // Hanging: the next background fetch (after the backoff) hangs; calls with a known
+    // key answer while it does, and an unknown key is refused, also while it hangs.
+    keys.hang().await;
+    let mut n = 10;
+    while keys.hanging() == 0 {
+        n += 1;
+        assert!(n < 400, "no fetch reached the hanging provider");
+        let (status, _, body) = read_as(&broker, &token(n)).await;
+        assert_eq!(status, 200, "a known key while the provider hangs: {body}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    for m in 0..3 {
+        let (status, _, body) = read_as(&broker, &token(1000 + m)).await;
+        assert_eq!(status, 200, "a known key while a fetch hangs: {body}");
+        refused_as_unknown(read_as(&broker, &unknown(100 + m)).await);
+    }
+    assert_eq!(
+        keys.hanging(),
+        1,
+        "one fetch at a time, none started by the unknown keys while it hangs"
+    );
+}
+
+/// A token whose header says what it is: an access token by RFC 9068 (`at+jwt`, with or
+/// without `application/`, any case) is taken; a plain `JWT` only where the deployment
+/// says its provider issues no other; a token with an ID token's claims never, even when
+/// its audience is the broker's.
+#[tokio::test]
+async fn an_id_token_is_never_taken_as_an_access_token() {
+    let idp = Idp::start().await;
+    let with = |typ: Option<&str>, extra: &[(&str, Value)]| {
+        let mut claims = idp.claims("alice", "tools:read");
+        for (name, value) in extra {
+            claims[*name] = value.clone();
+        }
+        let mut header = json!({ "alg": "RS256", "kid": Signer::Rsa.kid() });
+        if let Some(typ) = typ {
+            header["typ"] = json!(typ);
+        }
+        signed(Signer::Rsa, header, &claims)
+    };
+    let upstream = upstream().await;
+    let strict = broker_for(&idp, &upstream, "").await;
+    for typ in ["at+jwt", "application/at+jwt", "AT+JWT"] {
+        let (status, _, body) = read_as(&strict, &with(Some(typ), &[])).await;
+        assert_eq!(status, 200, "{typ}: {body}");
+    }
+    for typ in [Some("JWT"), None, Some("id_token+jwt")] {
+        assert_refused_with(&idp, &with(typ, &[]), "its header `typ` must be `at+jwt`").await;
+    }
+    // An ID token for a client whose id is the broker's resource: the audience matches.
+    let id_token = with(
+        Some("JWT"),
+        &[("nonce", json!("n-1")), ("at_hash", json!("x"))],
+    );
+    assert_refused_with(&idp, &id_token, "its header `typ` must be `at+jwt`").await;
+    for claim in ["nonce", "at_hash", "c_hash"] {
+        let token = with(Some("at+jwt"), &[(claim, json!("v"))]);
+        assert_refused_with(&idp, &token, "is an ID token").await;
+    }
+
+    let plain = broker_for(&idp, &upstream, "accept_plain_jwt = true").await;
+    for typ in [Some("JWT"), Some("jwt"), None, Some("at+jwt")] {
+        let (status, _, body) = read_as(&plain, &with(typ, &[])).await;
+        assert_eq!(status, 200, "{typ:?} with accept_plain_jwt: {body}");
+    }
+    let (status, headers, body) = read_as(&plain, &id_token).await;
+    assert_eq!(status, 401, "an ID token with accept_plain_jwt: {body}");
+    assert!(challenge(&headers).contains("error=\"invalid_token\""));
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("is an ID token"),
+        "{body}"
+    );
+    let (status, _, body) = read_as(&plain, &with(Some("id_token+jwt"), &[])).await;
+    assert_eq!(status, 401, "{body}");
 }

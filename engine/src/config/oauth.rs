@@ -58,6 +58,17 @@ pub struct OAuthConfig {
     /// `jwks_uri` of the issuer's metadata).
     #[serde(default)]
     pub jwks_uri: Option<String>,
+    /// Seconds a fetched key set is used before it is fetched again in the background
+    /// (default 3600, at least 1). Calls never wait for that fetch; until one succeeds
+    /// the keys held stay in use (docs/oauth.md, "When the provider is down").
+    #[serde(default)]
+    pub keys_max_age_seconds: Option<u64>,
+    /// Also take access tokens whose header `typ` is a plain `JWT` (or absent), for
+    /// providers that issue no RFC 9068 `at+jwt` (docs/oauth.md says which). Off by
+    /// default. Either way a token carrying an ID token's claims (`nonce`, `at_hash`,
+    /// `c_hash`) is refused: an ID token is never an access token.
+    #[serde(default)]
+    pub accept_plain_jwt: bool,
     /// Scope names an identity provider cannot spell as the broker's, mapped to them
     /// (`"Tools.Read" = "tools:read"`).
     #[serde(default)]

@@ -6,18 +6,23 @@
 //! document whose `issuer` is not the configured one exactly is refused (the mix-up
 //! defence of RFC 8414 section 3.3).
 //!
-//! When they are fetched again:
-//! - a token names a key the set does not have (a rotation), or the set is older than
-//!   [`MAX_AGE`];
-//! - at most once per [`MIN_INTERVAL`]: a token that asks sooner waits for the next
-//!   allowed fetch instead of being refused, so a key rotated in is accepted at once
-//!   while a flood of made-up key ids costs one fetch per interval;
-//! - one fetch at a time: requests waiting meanwhile read its result; a request whose
-//!   key a fetch finished after it asked is not in the set is refused without another.
-//!
-//! A fetch that fails keeps the keys already held.
+//! An identity provider's outage must not become the broker's latency, so a call never
+//! waits on a fetch for a key the set already holds:
+//! - the keys of the last good fetch stay in use however old they are, until a fetch
+//!   replaces them; a set older than its maximum age (`[oauth] keys_max_age_seconds`,
+//!   default [`MAX_AGE`]) is fetched again in the background, the call going on with
+//!   the keys held;
+//! - one fetch at a time, in a task of its own; a fetch that fails keeps the held keys
+//!   and backs off: the next one waits [`MIN_INTERVAL`], doubled for each failure in a
+//!   row, up to [`MAX_BACKOFF`];
+//! - a token naming a key the set does not have (a rotation) asks for a fetch once per
+//!   interval: while the provider answers, the call waits for that fetch (at most
+//!   [`UNKNOWN_KEY_WAIT`]) so a key rotated in is accepted at once, and a flood of
+//!   made-up key ids costs one fetch per interval; while the last fetch failed, it is
+//!   refused at once from the keys held and the fetch (if the backoff allows one) runs
+//!   in the background.
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -28,10 +33,14 @@ use serde_json::Value;
 
 use super::jwt::{Jwk, Token, parse_key_set};
 
-/// The least time between two fetches of the key set.
+/// The least time between two fetches of the key set while the provider answers.
 pub const MIN_INTERVAL: Duration = Duration::from_secs(1);
-/// A key set older than this is fetched again when next used.
+/// The longest wait between two fetches while the provider does not answer.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// A key set older than this is fetched again (in the background) when next used.
 pub const MAX_AGE: Duration = Duration::from_secs(3600);
+/// The longest a call with an unknown key id waits for the fetch it asked for.
+pub const UNKNOWN_KEY_WAIT: Duration = Duration::from_secs(2);
 /// How long one metadata or key set request may take.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 /// The largest metadata or key set document read.
@@ -46,20 +55,48 @@ struct Held {
     fetched: Option<Instant>,
 }
 
+/// How fetching goes: the last attempt, the failures in a row since the last success,
+/// and whether a fetch is running.
+#[derive(Debug, Default, Clone, Copy)]
+struct Health {
+    last_attempt: Option<Instant>,
+    failures: u32,
+    in_flight: bool,
+}
+
+impl Health {
+    /// The wait between two attempts: [`MIN_INTERVAL`], doubled per failure in a row.
+    fn interval(self) -> Duration {
+        let doubled = MIN_INTERVAL.saturating_mul(1u32 << self.failures.min(16));
+        doubled.min(MAX_BACKOFF)
+    }
+
+    /// When the next attempt may start.
+    fn next_allowed(self) -> Option<Instant> {
+        self.last_attempt.map(|at| at + self.interval())
+    }
+}
+
 /// The issuer's signing keys, fetched on demand and kept.
 pub struct KeySet {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     issuer: String,
     configured_uri: Option<String>,
+    max_age: Duration,
     held: RwLock<Arc<Held>>,
-    /// Held while fetching (one fetch at a time); the last fetch's start.
-    fetching: tokio::sync::Mutex<Option<Instant>>,
+    health: Mutex<Health>,
+    /// Counts finished attempts; a call waiting for a fetch watches it.
+    attempts: tokio::sync::watch::Sender<u64>,
     client: HttpsClient,
 }
 
 impl std::fmt::Debug for KeySet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KeySet")
-            .field("issuer", &self.issuer)
+            .field("issuer", &self.inner.issuer)
             .finish_non_exhaustive()
     }
 }
@@ -74,23 +111,150 @@ pub enum NoKey {
 }
 
 impl KeySet {
-    /// A key set of `issuer`, from `jwks_uri` when given, else from its metadata.
-    pub fn new(issuer: &str, jwks_uri: Option<&str>) -> Result<Self, String> {
+    /// A key set of `issuer`, from `jwks_uri` when given, else from its metadata; held
+    /// keys older than `max_age` are fetched again in the background.
+    pub fn new(issuer: &str, jwks_uri: Option<&str>, max_age: Duration) -> Result<Self, String> {
         let client = crate::net::unpooled_client(FETCH_TIMEOUT)?;
         Ok(Self {
-            issuer: issuer.to_string(),
-            configured_uri: jwks_uri.map(String::from),
-            held: RwLock::new(Arc::new(Held::default())),
-            fetching: tokio::sync::Mutex::new(None),
-            client,
+            inner: Arc::new(Inner {
+                issuer: issuer.to_string(),
+                configured_uri: jwks_uri.map(String::from),
+                max_age,
+                held: RwLock::new(Arc::new(Held::default())),
+                health: Mutex::new(Health::default()),
+                attempts: tokio::sync::watch::Sender::new(0),
+                client,
+            }),
         })
     }
 
+    /// The keys that may have signed `token`, by the rules above.
+    pub async fn keys_for(&self, token: &Token<'_>) -> Result<Vec<Arc<Jwk>>, NoKey> {
+        let held = self.inner.held();
+        let found = Inner::candidates(&held, token);
+        if !found.is_empty() {
+            if held
+                .fetched
+                .is_none_or(|t| t.elapsed() >= self.inner.max_age)
+            {
+                self.start_fetch(Instant::now());
+            }
+            return Ok(found);
+        }
+        let failing = self.inner.health().failures > 0;
+        if failing {
+            self.start_fetch(Instant::now());
+            return Err(Inner::refusal(&held));
+        }
+        // The provider answers: wait for one fetch begun after this call asked (the one
+        // it starts, or one already running), within the allowed interval.
+        let mut attempts = self.inner.attempts.subscribe();
+        let waited = tokio::time::timeout(UNKNOWN_KEY_WAIT, async {
+            loop {
+                // Seen before health is read: an attempt that ends after this is awaited.
+                attempts.borrow_and_update();
+                let health = self.inner.health();
+                if health.in_flight {
+                    let _ = attempts.changed().await;
+                    // A fetch already running may have begun before this call asked;
+                    // the held keys now are at least as new as that, which is enough
+                    // for a key it published (one more fetch would be the next call's).
+                    return;
+                }
+                let now = Instant::now();
+                match health.next_allowed().filter(|at| *at > now) {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => {
+                        if self.start_fetch(now) {
+                            let _ = attempts.changed().await;
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        let _ = waited.await;
+        let held = self.inner.held();
+        let found = Inner::candidates(&held, token);
+        if found.is_empty() {
+            Err(Inner::refusal(&held))
+        } else {
+            Ok(found)
+        }
+    }
+
+    /// Fetches the key set at start (at once, whatever the interval) and waits for it;
+    /// says whether it was fetched.
+    pub async fn warm(&self) -> bool {
+        let mut attempts = self.inner.attempts.subscribe();
+        attempts.borrow_and_update();
+        if self.start_fetch_now() {
+            let _ = attempts.changed().await;
+        }
+        self.inner.health().failures == 0 && self.inner.held().fetched.is_some()
+    }
+
+    /// Starts a fetch in the background when none is running and the interval since the
+    /// last attempt allows one; says whether this call started it.
+    fn start_fetch(&self, now: Instant) -> bool {
+        let mut health = self.inner.health_mut();
+        if health.in_flight || health.next_allowed().is_some_and(|at| at > now) {
+            return false;
+        }
+        health.in_flight = true;
+        health.last_attempt = Some(now);
+        drop(health);
+        self.spawn_fetch();
+        true
+    }
+
+    /// Starts a fetch unless one is running, whatever the interval.
+    fn start_fetch_now(&self) -> bool {
+        let mut health = self.inner.health_mut();
+        if health.in_flight {
+            return false;
+        }
+        health.in_flight = true;
+        health.last_attempt = Some(Instant::now());
+        drop(health);
+        self.spawn_fetch();
+        true
+    }
+
+    fn spawn_fetch(&self) {
+        let inner = Arc::clone(&self.inner);
+        tokio::spawn(async move {
+            let fetched = inner.refresh().await;
+            {
+                let mut health = inner.health_mut();
+                health.in_flight = false;
+                health.failures = if fetched {
+                    0
+                } else {
+                    health.failures.saturating_add(1)
+                };
+            }
+            inner.attempts.send_modify(|n| *n += 1);
+        });
+    }
+}
+
+impl Inner {
     fn held(&self) -> Arc<Held> {
         self.held
             .read()
             .map(|h| Arc::clone(&h))
             .unwrap_or_else(|poisoned| Arc::clone(&poisoned.into_inner()))
+    }
+
+    fn health(&self) -> Health {
+        *self.health_mut()
+    }
+
+    fn health_mut(&self) -> std::sync::MutexGuard<'_, Health> {
+        self.health
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn candidates(held: &Held, token: &Token<'_>) -> Vec<Arc<Jwk>> {
@@ -101,56 +265,18 @@ impl KeySet {
             .collect()
     }
 
-    /// The keys that may have signed `token`, fetching the set again where the rules
-    /// above say so.
-    pub async fn keys_for(&self, token: &Token<'_>) -> Result<Vec<Arc<Jwk>>, NoKey> {
-        let asked = Instant::now();
-        let held = self.held();
-        let found = Self::candidates(&held, token);
-        let fresh = held.fetched.is_some_and(|t| t.elapsed() < MAX_AGE);
-        if !found.is_empty() && fresh {
-            return Ok(found);
+    /// The refusal of a token no held key matches.
+    fn refusal(held: &Held) -> NoKey {
+        if held.fetched.is_some() {
+            NoKey::Unknown
+        } else {
+            NoKey::Unavailable
         }
-        let mut last = self.fetching.lock().await;
-        let held = self.held();
-        let found = Self::candidates(&held, token);
-        // A fetch that began after this request asked has the newest word.
-        if held.fetched.is_some_and(|t| t >= asked) {
-            return if found.is_empty() {
-                Err(NoKey::Unknown)
-            } else {
-                Ok(found)
-            };
-        }
-        if let Some(previous) = *last {
-            let next = previous + MIN_INTERVAL;
-            if next > Instant::now() {
-                tokio::time::sleep_until(next.into()).await;
-            }
-        }
-        *last = Some(Instant::now());
-        self.refresh().await;
-        drop(last);
-        let held = self.held();
-        let found = Self::candidates(&held, token);
-        match (found.is_empty(), held.fetched) {
-            (false, _) => Ok(found),
-            (true, None) => Err(NoKey::Unavailable),
-            (true, Some(_)) => Err(NoKey::Unknown),
-        }
-    }
-
-    /// Fetches the key set at start, as one of the serialised fetches: a request that
-    /// asks meanwhile waits for it rather than fetching beside it.
-    pub async fn warm(&self) -> bool {
-        let mut last = self.fetching.lock().await;
-        *last = Some(Instant::now());
-        self.refresh().await
     }
 
     /// Fetches the key set now, keeping the held keys when it fails; says whether it
-    /// was fetched. Callers serialise through `fetching`.
-    pub async fn refresh(&self) -> bool {
+    /// was fetched. Run by one task at a time ([`KeySet::start_fetch`]).
+    async fn refresh(&self) -> bool {
         match self.fetch().await {
             Ok(keys) => {
                 let count = keys.len();
@@ -166,7 +292,8 @@ impl KeySet {
                 true
             }
             Err(e) => {
-                tracing::warn!(issuer = %self.issuer, error = %e, "authorization server keys not fetched; the keys held stay in use");
+                let failures = self.health().failures.saturating_add(1);
+                tracing::warn!(issuer = %self.issuer, error = %e, failures, "authorization server keys not fetched; the keys held stay in use");
                 false
             }
         }

@@ -72,6 +72,11 @@ pub enum Invalid {
     NotYetValid,
     /// A claim the broker needs is absent or of the wrong type.
     Claim(&'static str),
+    /// The header's `typ` is not an access token's (RFC 9068 `at+jwt`, or plain `JWT`
+    /// where the deployment accepts it).
+    TokenType,
+    /// The token carries an ID token's claims (`nonce`, `at_hash`, `c_hash`).
+    IdToken,
 }
 
 impl Invalid {
@@ -93,6 +98,8 @@ impl Invalid {
             Self::Expired => "the access token has expired".into(),
             Self::NotYetValid => "the access token is not valid yet".into(),
             Self::Claim(name) => format!("the access token has no valid `{name}` claim"),
+            Self::TokenType => "the token is not an access token: its header `typ` must be `at+jwt` (RFC 9068)".into(),
+            Self::IdToken => "the token is an ID token (it carries `nonce`, `at_hash` or `c_hash`): send an access token".into(),
         }
     }
 }
@@ -104,6 +111,8 @@ pub struct Token<'a> {
     pub alg: Alg,
     /// The header's key id.
     pub kid: Option<String>,
+    /// The header's `typ`, when it has one.
+    pub typ: Option<String>,
     /// `header.payload`, the signed bytes.
     signing_input: &'a [u8],
     /// The decoded signature.
@@ -144,6 +153,11 @@ pub fn decode(token: &str) -> Result<Token<'_>, Invalid> {
         Some(Value::String(kid)) => Some(kid.clone()),
         Some(_) => return Err(Invalid::Malformed),
     };
+    let typ = match head.get("typ") {
+        None => None,
+        Some(Value::String(typ)) => Some(typ.clone()),
+        Some(_) => return Err(Invalid::Malformed),
+    };
     let claims = object(payload)?;
     let signature = URL_SAFE_NO_PAD
         .decode(signature)
@@ -152,6 +166,7 @@ pub fn decode(token: &str) -> Result<Token<'_>, Invalid> {
     Ok(Token {
         alg,
         kid,
+        typ,
         signing_input: token
             .as_bytes()
             .get(..signed_len)
@@ -159,6 +174,44 @@ pub fn decode(token: &str) -> Result<Token<'_>, Invalid> {
         signature,
         claims,
     })
+}
+
+/// Which header `typ` an access token may have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AccessTokenTypes {
+    /// RFC 9068 only: `at+jwt` or `application/at+jwt`.
+    AtJwt,
+    /// Also a plain `JWT` (or no `typ`), for providers that issue no other.
+    AlsoPlainJwt,
+}
+
+impl Token<'_> {
+    /// Whether the token is an access token and not an ID token: its `typ` one of
+    /// `types` (compared as media types are, without case), and none of the claims
+    /// only an ID token carries.
+    pub fn check_access_token(&self, types: AccessTokenTypes) -> Result<(), Invalid> {
+        // `application/at+jwt` is `at+jwt` (RFC 7515: the prefix may be left out).
+        let typ = self.typ.as_deref().map(|t| {
+            let t = t.trim();
+            match (t.get(..12), t.get(12..)) {
+                (Some(prefix), Some(rest)) if prefix.eq_ignore_ascii_case("application/") => rest,
+                _ => t,
+            }
+        });
+        let rfc_9068 = typ.is_some_and(|t| t.eq_ignore_ascii_case("at+jwt"));
+        let plain = typ.is_none_or(|t| t.eq_ignore_ascii_case("jwt"));
+        let accepted = rfc_9068 || (types == AccessTokenTypes::AlsoPlainJwt && plain);
+        if !accepted {
+            return Err(Invalid::TokenType);
+        }
+        if ["nonce", "at_hash", "c_hash"]
+            .iter()
+            .any(|claim| self.claims.contains_key(*claim))
+        {
+            return Err(Invalid::IdToken);
+        }
+        Ok(())
+    }
 }
 
 /// One signing key of the issuer's key set, parsed once.

@@ -77,6 +77,8 @@ pub struct OAuth {
     issuer: String,
     resource: String,
     leeway: i64,
+    /// Which header `typ` an access token may have (`accept_plain_jwt`).
+    token_types: jwt::AccessTokenTypes,
     roles_claim: String,
     roles: Vec<RoleEntry>,
     default_role: Option<usize>,
@@ -145,6 +147,15 @@ impl OAuth {
         if let Some(uri) = &config.jwks_uri {
             checked_url(uri, "jwks_uri")?;
         }
+        let keys_max_age = match config.keys_max_age_seconds {
+            None => jwks::MAX_AGE,
+            Some(0) => {
+                return Err(
+                    "[oauth] keys_max_age_seconds is 0: at least 1 (default 3600)".to_string(),
+                );
+            }
+            Some(seconds) => std::time::Duration::from_secs(seconds),
+        };
         let leeway = config.leeway_seconds.unwrap_or(DEFAULT_LEEWAY_SECONDS);
         if leeway > 300 {
             return Err(format!(
@@ -233,7 +244,12 @@ impl OAuth {
                 supported,
             }),
             metadata,
-            keys: KeySet::new(&config.issuer, config.jwks_uri.as_deref())?,
+            token_types: if config.accept_plain_jwt {
+                jwt::AccessTokenTypes::AlsoPlainJwt
+            } else {
+                jwt::AccessTokenTypes::AtJwt
+            },
+            keys: KeySet::new(&config.issuer, config.jwks_uri.as_deref(), keys_max_age)?,
             kept: RwLock::new(KeptMap::default()),
             tag_key: {
                 let mut key = [0u8; 16];
@@ -321,6 +337,9 @@ impl OAuth {
             return Ok(principal);
         }
         let decoded = jwt::decode(token).map_err(|e| self.refused(e))?;
+        decoded
+            .check_access_token(self.token_types)
+            .map_err(|e| self.refused(e))?;
         let expires = self
             .check_claims(&decoded.claims, now)
             .map_err(|e| self.refused(e))?;
