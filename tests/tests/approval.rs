@@ -29,11 +29,15 @@ pub(crate) async fn human_broker(server: &MockServer, dir: &std::path::Path) -> 
 
 /// A human-mode broker whose repeats wait up to `wait` seconds for a decision.
 async fn human_broker_waiting(server: &MockServer, dir: &std::path::Path, wait: u64) -> TestBroker {
+    human_broker_with(server, dir, &format!("approval_wait_seconds = {wait}")).await
+}
+
+/// A human-mode broker with `extra` top-level config lines.
+async fn human_broker_with(server: &MockServer, dir: &std::path::Path, extra: &str) -> TestBroker {
     crate::support::mount_customers(server).await;
     let mut setup = Setup::all_upstreams(&server.uri());
     setup.config = Some(format!(
-        "confirmation = \"human\"\napproval_key_env = \"APPROVAL_KEY\"\n\
-         approval_wait_seconds = {wait}\n\
+        "confirmation = \"human\"\napproval_key_env = \"APPROVAL_KEY\"\n{extra}\n\
          [[approvers]]\nname = \"alice\"\nsha256 = \"{}\"\n",
         hex_sha256(CREDENTIAL)
     ));
@@ -353,7 +357,7 @@ async fn a_repeat_waits_for_the_decision_within_its_bound() {
 }
 
 #[tokio::test]
-async fn sign_in_is_bounded_secure_behind_https_and_forms_are_small() {
+async fn sign_in_is_bounded_its_cookie_follows_public_url_and_forms_are_small() {
     let server = MockServer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let broker = human_broker(&server, dir.path()).await;
@@ -381,12 +385,15 @@ async fn sign_in_is_bounded_secure_behind_https_and_forms_are_small() {
             (status, headers, response.text().await.unwrap())
         }
     };
-    // Behind a TLS-terminating proxy the session cookie is Secure.
+    // Without a public URL the cookie is not Secure, whatever a request's headers say
+    // (`X-Forwarded-Proto: https` included): no request decides how cookies are written.
     let (status, headers, _) = attempt(CREDENTIAL, "https").await;
     assert_eq!(status, 303);
     let cookie = headers["set-cookie"].to_str().unwrap();
     assert!(
-        cookie.contains("; Secure") && cookie.contains("HttpOnly"),
+        cookie.starts_with("tb_approver=")
+            && cookie.contains("HttpOnly")
+            && !cookie.contains("Secure"),
         "{cookie}"
     );
     let (_, headers, _) = attempt(CREDENTIAL, "http").await;
@@ -510,4 +517,61 @@ async fn sign_in_is_bounded_per_client_address_across_approvals() {
         401,
         "another client behind the proxy is not refused"
     );
+}
+
+/// With an https `public_url` the approver's session cookie is `Secure` and carries the
+/// `__Host-` prefix (so `Path=/` and no `Domain`), whatever the request says; the
+/// session is a row in the store, ended by an operator's revoke at once.
+#[tokio::test]
+async fn an_https_public_url_makes_host_only_secure_cookies_and_sessions_can_be_ended() {
+    let server = MockServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = human_broker_with(
+        &server,
+        dir.path(),
+        "public_url = \"https://broker.example\"",
+    )
+    .await;
+    let (_, page) = ask(&broker).await;
+    let token = csrf(&get(&broker, &page, None).await.1);
+    let body: String = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs([("credential", CREDENTIAL), ("csrf", token.as_str())])
+        .finish();
+    let response = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .post(format!("{}{page}/sign-in", broker.url))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("x-forwarded-proto", "http")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 303);
+    let cookie = response.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        cookie.starts_with("__Host-tb_approver=")
+            && cookie.contains("; Path=/;")
+            && !cookie.contains("Domain")
+            && cookie.contains("SameSite=Strict")
+            && cookie.ends_with("; Secure"),
+        "{cookie}"
+    );
+    let pair = cookie.split(';').next().unwrap().to_string();
+    let (status, html) = get(&broker, &page, Some(&pair)).await;
+    assert_eq!(status, 200);
+    assert!(html.contains("Approve"), "signed in: {html}");
+    // The unprefixed name is not this site's cookie.
+    let plain = pair.replacen("__Host-", "", 1);
+    let (_, html) = get(&broker, &page, Some(&plain)).await;
+    assert!(html.contains("Sign in to review"), "{html}");
+    // An operator ends alice's sessions: the next view asks her to sign in again.
+    let ended = broker.broker.store.end_sessions_of("alice").await.unwrap();
+    assert_eq!(ended, 1);
+    let (_, html) = get(&broker, &page, Some(&pair)).await;
+    assert!(html.contains("Sign in to review"), "{html}");
 }

@@ -372,6 +372,73 @@ async fn suite(config: &StoreConfig) {
         !a.spend_token("tok-2", 9_000).await.unwrap(),
         "not yet expired: kept"
     );
+
+    // Sessions: started on one replica, found on the other; touched at most once a
+    // minute; ended by idle time, lifetime, sign-out or a principal's revoke.
+    use tool_broker::store::sessions::SessionRow;
+    let session = |id: &str, principal: &str, at: i64| SessionRow {
+        id_sha256: id.into(),
+        kind: "hub".into(),
+        principal: principal.into(),
+        claims: "{}".into(),
+        created_ms: at,
+        seen_ms: at,
+        expires_ms: at + 8 * 3_600_000,
+    };
+    let idle = 30 * 60_000;
+    a.start_session(&session("s1", "iss#u1", 0)).await.unwrap();
+    a.start_session(&session("s2", "iss#u1", 0)).await.unwrap();
+    a.start_session(&session("s3", "iss#u2", 0)).await.unwrap();
+    assert_eq!(
+        b.session("s1", "hub", 10_000, idle)
+            .await
+            .unwrap()
+            .unwrap()
+            .seen_ms,
+        0
+    );
+    assert_eq!(
+        b.session("s1", "approver", 10_000, idle).await.unwrap(),
+        None,
+        "of another kind"
+    );
+    let touched = b
+        .session("s1", "hub", 20 * 60_000, idle)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(touched.principal, "iss#u1");
+    assert_eq!(
+        a.session("s1", "hub", 40 * 60_000, idle)
+            .await
+            .unwrap()
+            .unwrap()
+            .seen_ms,
+        20 * 60_000,
+        "the use at 20 minutes was written"
+    );
+    assert_eq!(
+        a.session("s2", "hub", 40 * 60_000, idle).await.unwrap(),
+        None,
+        "idle"
+    );
+    assert_eq!(a.list_sessions(40 * 60_000, 10).await.unwrap().len(), 2);
+    assert_eq!(b.end_sessions_of("iss#u1").await.unwrap(), 1);
+    assert_eq!(
+        a.session("s1", "hub", 41 * 60_000, idle).await.unwrap(),
+        None,
+        "revoked"
+    );
+    assert!(a.end_session("s3").await.unwrap());
+    assert!(!b.end_session("s3").await.unwrap(), "already ended");
+    a.start_session(&session("s4", "iss#u3", 0)).await.unwrap();
+    assert_eq!(
+        b.session("s4", "hub", 8 * 3_600_000, i64::MAX / 2)
+            .await
+            .unwrap(),
+        None,
+        "past its lifetime"
+    );
 }
 
 #[tokio::test]

@@ -49,6 +49,15 @@ pub enum Command {
         #[command(flatten)]
         store: StoreArgs,
     },
+    /// Signed-in sessions of the hub and the approval page.
+    Sessions {
+        /// Which one.
+        #[command(subcommand)]
+        command: SessionsCommand,
+        /// Where the store lives.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
     /// Catalog authoring and audit commands.
     Catalog {
         /// Which one.
@@ -121,6 +130,25 @@ pub enum VaultCommand {
         /// `vault_previous_key_envs`.
         #[arg(long)]
         config: PathBuf,
+    },
+}
+
+/// `tool-broker sessions ...`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum SessionsCommand {
+    /// End every session of one person at once, on every replica: a user
+    /// (`<issuer>#<subject>`, as the audit names them) or an approver credential's name.
+    /// Their next page view asks them to sign in again, with the roles they hold then.
+    Revoke {
+        /// Whose sessions.
+        #[arg(long)]
+        user: String,
+    },
+    /// The live sessions, newest first: kind, who, started, last used.
+    List {
+        /// At most this many.
+        #[arg(long, default_value_t = 100)]
+        limit: u32,
     },
 }
 

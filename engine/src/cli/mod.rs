@@ -1,5 +1,6 @@
 //! The `tool-broker` command line, a file per command: `args` (what clap reads),
-//! `serve`, `catalog` (the commands authors and auditors use), `audit`, `vault`, and
+//! `serve`, `catalog` (the commands authors and auditors use), `audit`, `vault`,
+//! `sessions`, and
 //! `output` (stdout, stderr, the exit code).
 //!
 //! May import everything; the only module that starts the server.
@@ -9,14 +10,18 @@ mod audit;
 mod catalog;
 mod output;
 mod serve;
+mod sessions;
 mod vault;
 
 use std::process::ExitCode;
 
-pub use args::{AuditCommand, CatalogCommand, Cli, Command, Format, StoreArgs, VaultCommand};
+pub use args::{
+    AuditCommand, CatalogCommand, Cli, Command, Format, SessionsCommand, StoreArgs, VaultCommand,
+};
 pub use audit::{audit, audit_list, parse_since};
 pub use catalog::{CatalogRoot, catalog, list_row};
 pub use output::write_quietly;
+pub use sessions::sessions;
 pub use vault::vault;
 
 use output::{printed, write_stderr, write_stdout};
@@ -31,6 +36,7 @@ pub fn run(cli: Cli) -> ExitCode {
             store,
         } => serve::serve(&listen, config.as_deref(), catalog_dir.as_deref(), &store),
         Command::Audit { command, store } => printed(audit(command, &store)),
+        Command::Sessions { command, store } => printed(sessions(command, &store)),
         Command::Vault { command, store } => {
             printed(vault(command, &store, &|name| std::env::var(name).ok()))
         }

@@ -124,6 +124,11 @@ pub struct ConfigFile {
     /// default: the host a call came to, over http.
     #[serde(default)]
     pub public_url: Option<String>,
+    /// Minutes a signed-in session of the hub or the approval page may go unused before
+    /// it ends (default 30); a session also ends after eight hours, on sign-out, and
+    /// when an operator runs `tool-broker sessions revoke`.
+    #[serde(default)]
+    pub session_idle_minutes: Option<u64>,
     /// Browser origins (`scheme://host[:port]`) allowed besides the broker's own. A
     /// request carrying any other `Origin` is refused with 403 before any tool runs.
     #[serde(default)]

@@ -15,6 +15,7 @@ pub mod bound;
 pub mod flag;
 pub mod idempotency;
 pub mod seal;
+pub mod session;
 
 /// The broker argument naming an approval (mode `human`). Accepted by every write, never
 /// sent upstream; bound confirmations leave it out of what they bind.
@@ -35,8 +36,29 @@ pub struct Confirmations {
     pub(crate) approval_wait_seconds: u64,
     /// The public base URL for approval links.
     pub(crate) public_url: Option<String>,
+    /// How cookies are written (from `public_url`, never from a request).
+    pub(crate) site: session::Site,
+    /// How long approver sessions live and may idle.
+    pub(crate) session_times: session::Times,
     /// How long a confirmation token stays valid.
     pub(crate) confirmation_ttl_seconds: u64,
+}
+
+/// How long the pages' sessions live (eight hours) and may idle (`session_idle_minutes`).
+pub fn session_times(config: &crate::config::ConfigFile) -> Result<session::Times, String> {
+    let minutes = config
+        .session_idle_minutes
+        .unwrap_or(session::DEFAULT_IDLE_MINUTES);
+    if minutes == 0 || minutes > 8 * 60 {
+        return Err(format!(
+            "config session_idle_minutes is {minutes}: from 1 to 480 (default {})",
+            session::DEFAULT_IDLE_MINUTES
+        ));
+    }
+    Ok(session::Times {
+        lifetime_ms: 8 * 3_600_000,
+        idle_ms: i64::try_from(minutes).unwrap_or(480) * 60_000,
+    })
 }
 
 impl Confirmations {
@@ -102,6 +124,8 @@ impl Confirmations {
                 .unwrap_or(approval::DEFAULT_TTL_SECONDS),
             approval_wait_seconds,
             public_url: config.public_url.clone(),
+            site: session::Site::of(config.public_url.as_deref()),
+            session_times: session_times(config)?,
             confirmation_ttl_seconds: config
                 .confirmation_ttl_seconds
                 .unwrap_or(bound::DEFAULT_TTL_SECONDS),

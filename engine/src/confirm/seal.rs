@@ -64,7 +64,7 @@ impl Sealer {
         let keys = rows
             .into_iter()
             .filter_map(|(kid, secret, created_ms)| {
-                let bytes = B64.decode(secret.as_bytes()).ok()?;
+                let bytes = zeroize::Zeroizing::new(B64.decode(secret.as_bytes()).ok()?);
                 Some(Key {
                     kid,
                     key: aws_lc_rs::hmac::Key::new(aws_lc_rs::hmac::HMAC_SHA256, &bytes),
@@ -105,12 +105,12 @@ impl Sealer {
         if let Some(key) = self.newest(now_ms) {
             return Ok(key);
         }
-        let secret: [u8; 32] = random_bytes();
+        let secret = zeroize::Zeroizing::new(random_bytes::<32>());
         let kid: String = random_bytes::<6>()
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
-        if secret == [0u8; 32] {
+        if *secret == [0u8; 32] {
             return Err(StoreError::Query {
                 kind: store.kind(),
                 action: "make a sealing key",
@@ -118,7 +118,7 @@ impl Sealer {
             });
         }
         store
-            .add_seal_key(&kid, &B64.encode(secret), now_ms)
+            .add_seal_key(&kid, &B64.encode(secret.as_slice()), now_ms)
             .await?;
         self.reload(store).await?;
         self.newest(now_ms).ok_or(StoreError::Query {

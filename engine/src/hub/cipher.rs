@@ -13,6 +13,7 @@ use aws_lc_rs::hkdf;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use serde_json::Value;
+use zeroize::Zeroizing;
 
 /// The least length of a vault secret.
 pub const MIN_SECRET_CHARS: usize = 32;
@@ -37,11 +38,13 @@ struct Derived {
 }
 
 fn aead_key(prk: &hkdf::Prk, info: &[u8]) -> Result<LessSafeKey, String> {
-    let mut bytes = [0u8; 32];
+    // The derived bytes are wiped once aws-lc holds the key.
+    let mut bytes = Zeroizing::new([0u8; 32]);
     prk.expand(&[info], Len(32))
-        .and_then(|okm| okm.fill(&mut bytes))
+        .and_then(|okm| okm.fill(bytes.as_mut_slice()))
         .map_err(|_| "the vault key could not be derived")?;
-    let unbound = UnboundKey::new(&AES_256_GCM, &bytes).map_err(|_| "the vault key is unusable")?;
+    let unbound =
+        UnboundKey::new(&AES_256_GCM, bytes.as_slice()).map_err(|_| "the vault key is unusable")?;
     Ok(LessSafeKey::new(unbound))
 }
 
@@ -77,20 +80,33 @@ impl std::fmt::Debug for VaultCipher {
 fn seal_with(key: &LessSafeKey, ad: &[u8], plain: &[u8]) -> Option<String> {
     let mut nonce = [0u8; NONCE_LEN];
     getrandom::fill(&mut nonce).ok()?;
-    let mut buf = plain.to_vec();
-    key.seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::from(ad), &mut buf)
-        .ok()?;
+    // Sealed in place, with room for the tag so the plain text is never left behind in
+    // a buffer given up on growing; wiped on drop if sealing fails.
+    let mut buf = Zeroizing::new(Vec::with_capacity(plain.len() + AES_256_GCM.tag_len()));
+    buf.extend_from_slice(plain);
+    key.seal_in_place_append_tag(
+        Nonce::assume_unique_for_key(nonce),
+        Aad::from(ad),
+        &mut *buf,
+    )
+    .ok()?;
     let mut out = nonce.to_vec();
-    out.extend_from_slice(&buf);
+    out.extend_from_slice(buf.as_slice());
     Some(B64.encode(out))
 }
 
-fn open_with(key: &LessSafeKey, ad: &[u8], sealed: &[u8]) -> Option<Vec<u8>> {
+/// Opens a sealed text; the buffer it is opened in, and the text given, are wiped on
+/// drop.
+fn open_with(key: &LessSafeKey, ad: &[u8], sealed: &[u8]) -> Option<Zeroizing<Vec<u8>>> {
     let (nonce, rest) = sealed.split_at_checked(NONCE_LEN)?;
     let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
-    let mut buf = rest.to_vec();
-    let plain = key.open_in_place(nonce, Aad::from(ad), &mut buf).ok()?;
-    Some(plain.to_vec())
+    let mut buf = Zeroizing::new(rest.to_vec());
+    let len = key
+        .open_in_place(nonce, Aad::from(ad), buf.as_mut_slice())
+        .ok()?
+        .len();
+    buf.truncate(len);
+    Some(buf)
 }
 
 /// The associated data of a stored key: issuer, subject and service, as a JSON array
@@ -101,7 +117,7 @@ pub fn row_binding(issuer: &str, subject: &str, service: &str) -> Vec<u8> {
 
 impl VaultCipher {
     /// From the current secret and the earlier ones still to be opened.
-    pub fn new(secret: &str, previous: &[String]) -> Result<Self, String> {
+    pub fn new(secret: &str, previous: &[Zeroizing<String>]) -> Result<Self, String> {
         let mut keys = vec![derive(secret)?];
         for (i, old) in previous.iter().enumerate() {
             keys.push(derive(old).map_err(|e| format!("vault_previous_key_envs[{i}]: {e}"))?);
@@ -130,9 +146,9 @@ impl VaultCipher {
     ) -> Option<(zeroize::Zeroizing<String>, &str)> {
         let bytes = B64.decode(sealed.as_bytes()).ok()?;
         self.0.iter().find_map(|d| {
-            let plain = zeroize::Zeroizing::new(open_with(&d.rows, binding, &bytes)?);
-            let text = std::str::from_utf8(&plain).ok()?;
-            Some((zeroize::Zeroizing::new(text.to_string()), d.id.as_str()))
+            let plain = open_with(&d.rows, binding, &bytes)?;
+            let text = std::str::from_utf8(plain.as_slice()).ok()?;
+            Some((Zeroizing::new(text.to_string()), d.id.as_str()))
         })
     }
 
@@ -184,7 +200,7 @@ mod tests {
             vault.seal_row(&alice, "k").unwrap()
         );
         // Rotation: the new key opens old rows while the old one is listed.
-        let rotated = VaultCipher::new(B, &[A.to_string()]).unwrap();
+        let rotated = VaultCipher::new(B, &[Zeroizing::new(A.to_string())]).unwrap();
         let (plain, id) = rotated.open_row(&alice, &sealed).unwrap();
         assert_eq!(plain.as_str(), "sk_live_canary");
         assert_eq!(id, vault.current_id());
@@ -225,7 +241,7 @@ mod tests {
     fn a_short_secret_is_refused_with_how_to_make_one() {
         let e = VaultCipher::new("short", &[]).unwrap_err();
         assert!(e.contains("at least 32 characters"), "{e}");
-        let e = VaultCipher::new(A, &["short".into()]).unwrap_err();
+        let e = VaultCipher::new(A, &[Zeroizing::new("short".into())]).unwrap_err();
         assert!(e.contains("vault_previous_key_envs[0]"), "{e}");
     }
 }

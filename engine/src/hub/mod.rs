@@ -49,6 +49,10 @@ pub struct Hub {
     /// How people sign in to the pages (`[oauth.sign_in]`).
     pub sign_in: Option<signin::SignIn>,
     public_url: Option<String>,
+    /// How cookies are written (from `public_url`).
+    pub site: crate::confirm::session::Site,
+    /// How long sessions live and may idle.
+    pub times: crate::confirm::session::Times,
     /// The services whose callers bring their own key (a credential header), by id.
     services: Vec<String>,
 }
@@ -125,7 +129,12 @@ impl Hub {
             return Err("`vault_key_env` turns on the hub, which keeps keys per user: it needs an [oauth] table (docs/hub.md)".into());
         };
         let sign_in = match &oauth.sign_in {
-            Some(s) => Some(signin::SignIn::new(s, &oauth.issuer, env)?),
+            Some(s) => {
+                if config.public_url.is_none() {
+                    return Err("[oauth.sign_in] needs public_url (e.g. public_url = \"https://broker.example.com\"): the sign-in's redirect URL and its cookies (Secure, __Host-) come from the broker's public address, never from a request's headers".into());
+                }
+                Some(signin::SignIn::new(s, &oauth.issuer, env)?)
+            }
             None => None,
         };
         let services = catalog
@@ -138,6 +147,8 @@ impl Hub {
             cipher,
             sign_in,
             public_url: config.public_url.clone(),
+            site: crate::confirm::session::Site::of(config.public_url.as_deref()),
+            times: crate::confirm::session_times(config)?,
             services,
         }))
     }
@@ -155,7 +166,7 @@ impl Hub {
         let previous = config
             .vault_previous_key_envs
             .iter()
-            .map(|n| secret_of(env, n, "vault_previous_key_envs"))
+            .map(|n| secret_of(env, n, "vault_previous_key_envs").map(Zeroizing::new))
             .collect::<Result<Vec<_>, _>>()?;
         VaultCipher::new(&secret, &previous).map(Some)
     }

@@ -36,8 +36,10 @@ impl HubCx<'_> {
         self.parts.now().as_millisecond()
     }
 
-    fn session(&self, headers: &hyper::HeaderMap) -> Option<Session> {
-        signin::session(&self.hub.cipher, headers, self.now_ms())
+    async fn session(&self, headers: &hyper::HeaderMap) -> Option<Session> {
+        let site = (self.hub.site, self.hub.times);
+        signin::session(&self.parts.store, site, headers, self.now_ms())
+            .await
             .filter(|s| s.issuer == self.oauth.issuer())
     }
 
@@ -93,7 +95,7 @@ fn sign_in_page(cx: HubCx<'_>, next: &str) -> Page {
 
 /// `GET /hub`.
 pub async fn home(cx: HubCx<'_>, headers: &hyper::HeaderMap) -> Page {
-    let Some(session) = cx.session(headers) else {
+    let Some(session) = cx.session(headers).await else {
         return sign_in_page(cx, "/hub");
     };
     let now = cx.now_ms();
@@ -162,20 +164,20 @@ pub async fn change(
     set: bool,
     body: &[u8],
 ) -> Page {
-    let Some(session) = cx.session(headers) else {
+    let Some(session) = cx.session(headers).await else {
         return message(
             401,
             "Not signed in",
             "Sign in on the hub page first; nothing was changed.",
         );
     };
-    let fields = form(body);
+    let mut fields = form(body);
     let action = format!("{}:{service}", if set { "set" } else { "delete" });
     if !signin::form_token_ok(
         &cx.hub.cipher,
         &session,
         &action,
-        fields.get("csrf").map(String::as_str),
+        fields.get("csrf").map(|c| c.as_str()),
         cx.now_ms(),
     ) {
         tracing::warn!(service, "hub form refused: no valid CSRF token");
@@ -194,7 +196,7 @@ pub async fn change(
     }
     let user = session.user();
     let result = if set {
-        let key = zeroize::Zeroizing::new(fields.get("key").cloned().unwrap_or_default());
+        let key = fields.remove("key").unwrap_or_default();
         cx.hub
             .put(cx.parts, &user, service, &key, "hub:page")
             .await
@@ -217,15 +219,14 @@ pub async fn change(
 }
 
 /// `POST /hub/logout`.
-pub fn logout(cx: HubCx<'_>, headers: &hyper::HeaderMap, body: &[u8]) -> Page {
-    let secure = signin::secure(&cx.hub.base_url(headers));
-    if let Some(session) = cx.session(headers) {
+pub async fn logout(cx: HubCx<'_>, headers: &hyper::HeaderMap, body: &[u8]) -> Page {
+    if let Some(session) = cx.session(headers).await {
         let fields = form(body);
         if !signin::form_token_ok(
             &cx.hub.cipher,
             &session,
             "logout",
-            fields.get("csrf").map(String::as_str),
+            fields.get("csrf").map(|c| c.as_str()),
             cx.now_ms(),
         ) {
             return message(
@@ -235,8 +236,9 @@ pub fn logout(cx: HubCx<'_>, headers: &hyper::HeaderMap, body: &[u8]) -> Page {
             );
         }
     }
+    signin::end_session(&cx.parts.store, cx.hub.site, headers).await;
     let mut out = message(200, "Signed out", "You are signed out of the hub.");
-    for cookie in signin::cleared_cookies(secure) {
+    for cookie in signin::cleared_cookies(cx.hub.site) {
         out.headers.push(("set-cookie", cookie));
     }
     out
@@ -281,11 +283,11 @@ pub async fn connect(
     query: &str,
 ) -> Page {
     let fields = form(query.as_bytes());
-    let state = fields.get("state").map(String::as_str);
+    let state = fields.get("state").map(|c| c.as_str());
     let Some((issuer, subject)) = connect_state(cx, service, state) else {
         return stale_link();
     };
-    let Some(session) = cx.session(headers) else {
+    let Some(session) = cx.session(headers).await else {
         return sign_in_page(cx, &format!("/hub/connect/{service}?{query}"));
     };
     if session.issuer != issuer || session.subject != subject {
@@ -323,13 +325,13 @@ pub async fn connect_store(
     service: &str,
     body: &[u8],
 ) -> Page {
-    let fields = form(body);
+    let mut fields = form(body);
     let Some((issuer, subject)) =
-        connect_state(cx, service, fields.get("state").map(String::as_str))
+        connect_state(cx, service, fields.get("state").map(|c| c.as_str()))
     else {
         return stale_link();
     };
-    let Some(session) = cx.session(headers) else {
+    let Some(session) = cx.session(headers).await else {
         return message(
             401,
             "Not signed in",
@@ -343,7 +345,7 @@ pub async fn connect_store(
         &cx.hub.cipher,
         &session,
         &format!("connect:{service}"),
-        fields.get("csrf").map(String::as_str),
+        fields.get("csrf").map(|c| c.as_str()),
         cx.now_ms(),
     ) {
         return message(
@@ -352,7 +354,7 @@ pub async fn connect_store(
             "This form is stale or did not come from the connect page. Open the link again; nothing was stored.",
         );
     }
-    let key = zeroize::Zeroizing::new(fields.get("key").cloned().unwrap_or_default());
+    let key = fields.remove("key").unwrap_or_default();
     match cx
         .hub
         .put(cx.parts, &session.user(), service, &key, "hub:connect")

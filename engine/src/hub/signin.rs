@@ -7,11 +7,13 @@
 //! them. `GET /hub/callback` checks `state` (and `iss` when the provider sends it, RFC
 //! 9207), exchanges the code at the token endpoint with the client secret and the PKCE
 //! verifier, checks the ID token like an access token but for this client (signature,
-//! `iss`, `aud`, `exp`, `nonce`), and sets the session cookie: sealed (issuer, subject,
-//! display name, roles, expiry), `HttpOnly`, `SameSite=Lax` (the provider's redirect
-//! back is a cross-site navigation, which a `Strict` cookie would not follow), `Secure`
-//! behind https. Every form the pages show carries a CSRF token sealed for the user and
-//! the form's action.
+//! `iss`, `aud`, `exp`, `nonce`), and starts a session in the store
+//! ([`crate::confirm::session`]: issuer, subject, display name, roles), its cookie
+//! `HttpOnly`, `SameSite=Lax` (the provider's redirect back is a cross-site navigation,
+//! which a `Strict` cookie would not follow), and `Secure` with the `__Host-` prefix when
+//! `public_url` is https: the redirect URL and the cookies come from `public_url`, which
+//! sign-in requires, never from a request's headers. Every form the pages show carries a
+//! CSRF token sealed for the user and the form's action.
 
 use std::time::Duration;
 
@@ -29,15 +31,15 @@ use zeroize::Zeroizing;
 use super::cipher::VaultCipher;
 use crate::caller::oauth::OAuth;
 use crate::config::oauth::{SignInConfig, TokenEndpointAuth};
+use crate::confirm::session::{self as page_session, Kind, Site, Times};
+use crate::store::Store;
 
 /// The session cookie.
 pub const SESSION_COOKIE: &str = "tb_hub";
 const LOGIN_COOKIE: &str = "tb_hub_login";
-const SESSION_MS: i64 = 8 * 3600 * 1000;
 const LOGIN_MS: i64 = 10 * 60 * 1000;
 /// How long a form's CSRF token holds.
 pub const FORM_MS: i64 = 3600 * 1000;
-const SESSION_PURPOSE: &str = "hub-session";
 const LOGIN_PURPOSE: &str = "hub-login";
 const FORM_PURPOSE: &str = "hub-form";
 const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -101,15 +103,6 @@ fn random_text(bytes: usize) -> Option<String> {
     let mut raw = vec![0u8; bytes];
     getrandom::fill(&mut raw).ok()?;
     Some(B64.encode(raw))
-}
-
-/// Whether answers go over https: the public URL says so, or a proxy does.
-pub fn secure(public_base: &str) -> bool {
-    public_base.starts_with("https://")
-}
-
-fn cookie_flags(secure: bool) -> &'static str {
-    if secure { "; Secure" } else { "" }
 }
 
 /// A path the sign-in may return to: the hub's pages or an approval page, never
@@ -245,7 +238,7 @@ impl SignIn {
     pub async fn start(
         &self,
         cipher: &VaultCipher,
-        base: &str,
+        (base, site): (&str, Site),
         next: &str,
         now_ms: i64,
     ) -> Result<(String, String), String> {
@@ -273,11 +266,7 @@ impl SignIn {
             .append_pair("nonce", &nonce)
             .append_pair("code_challenge", &challenge)
             .append_pair("code_challenge_method", "S256");
-        let cookie = format!(
-            "{LOGIN_COOKIE}={sealed}; Path=/hub; HttpOnly; SameSite=Lax; Max-Age={}{}",
-            LOGIN_MS / 1000,
-            cookie_flags(secure(base))
-        );
+        let cookie = site.cookie(LOGIN_COOKIE, &sealed, "Lax", LOGIN_MS / 1000);
         Ok((url.to_string(), cookie))
     }
 
@@ -287,7 +276,7 @@ impl SignIn {
         &self,
         cipher: &VaultCipher,
         oauth: &OAuth,
-        (base, headers, query): (&str, &HeaderMap, &str),
+        (base, site, headers, query): (&str, Site, &HeaderMap, &str),
         now: jiff::Timestamp,
     ) -> Result<(Session, String), String> {
         let now_ms = now.as_millisecond();
@@ -295,7 +284,8 @@ impl SignIn {
             url::form_urlencoded::parse(query.as_bytes())
                 .into_owned()
                 .collect();
-        let login = crate::confirm::approval::page::cookie(headers, LOGIN_COOKIE)
+        let login = site
+            .read(headers, LOGIN_COOKIE)
             .and_then(|c| cipher.open_statement(LOGIN_PURPOSE, &c, now_ms))
             .ok_or("this sign-in is stale or was started in another browser; start again")?;
         let text = |name: &str| login.get(name).and_then(Value::as_str).unwrap_or_default();
@@ -415,48 +405,48 @@ impl SignIn {
     }
 }
 
-/// The cookie that holds `session` for eight hours.
-pub fn session_cookie(
-    cipher: &VaultCipher,
+/// Starts `session` in the store; the cookie that holds it.
+pub async fn start_session(
+    store: &Store,
+    (site, times): (Site, Times),
     session: &Session,
-    secure: bool,
     now_ms: i64,
 ) -> Option<String> {
-    let sealed = cipher.seal_statement(
-        SESSION_PURPOSE,
-        &json!({
-            "iss": session.issuer,
-            "sub": session.subject,
-            "name": session.name,
-            "roles": session.roles,
-            "exp": now_ms + SESSION_MS,
-        }),
-    )?;
-    Some(format!(
-        "{SESSION_COOKIE}={sealed}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{}",
-        SESSION_MS / 1000,
-        cookie_flags(secure)
-    ))
+    let principal = super::principal_name(&session.user());
+    let claims = json!({
+        "iss": session.issuer,
+        "sub": session.subject,
+        "name": session.name,
+        "roles": session.roles,
+    });
+    let id = page_session::start(store, Kind::Hub, &principal, &claims, times, now_ms).await?;
+    Some(site.cookie(SESSION_COOKIE, &id, "Lax", times.lifetime_ms / 1000))
 }
 
 /// The cookies that end a session and a sign-in in progress.
-pub fn cleared_cookies(secure: bool) -> [String; 2] {
+pub fn cleared_cookies(site: Site) -> [String; 2] {
     [
-        format!(
-            "{SESSION_COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{}",
-            cookie_flags(secure)
-        ),
-        format!(
-            "{LOGIN_COOKIE}=; Path=/hub; HttpOnly; SameSite=Lax; Max-Age=0{}",
-            cookie_flags(secure)
-        ),
+        site.cleared(SESSION_COOKIE, "Lax"),
+        site.cleared(LOGIN_COOKIE, "Lax"),
     ]
 }
 
-/// The session a request's cookie holds, if any and not expired.
-pub fn session(cipher: &VaultCipher, headers: &HeaderMap, now_ms: i64) -> Option<Session> {
-    let sealed = crate::confirm::approval::page::cookie(headers, SESSION_COOKIE)?;
-    let claims = cipher.open_statement(SESSION_PURPOSE, &sealed, now_ms)?;
+/// The live session the request's cookie names, if any.
+pub async fn session(
+    store: &Store,
+    (site, times): (Site, Times),
+    headers: &HeaderMap,
+    now_ms: i64,
+) -> Option<Session> {
+    let (_, claims) = page_session::find(
+        store,
+        site,
+        headers,
+        (SESSION_COOKIE, Kind::Hub),
+        times,
+        now_ms,
+    )
+    .await?;
     let text = |name: &str| claims.get(name).and_then(Value::as_str).map(String::from);
     Some(Session {
         issuer: text("iss")?,
@@ -473,6 +463,11 @@ pub fn session(cipher: &VaultCipher, headers: &HeaderMap, now_ms: i64) -> Option
             })
             .unwrap_or_default(),
     })
+}
+
+/// Ends the session the request's cookie names, on every replica.
+pub async fn end_session(store: &Store, site: Site, headers: &HeaderMap) {
+    page_session::end(store, site, headers, SESSION_COOKIE).await;
 }
 
 /// A CSRF token for one form (`action`, e.g. `put:payments`) of one user.
@@ -571,15 +566,5 @@ mod tests {
             FORM_MS
         ));
         assert!(!form_token_ok(&cipher, &alice, "put:payments", None, 1));
-        let cookie = session_cookie(&cipher, &alice, true, 0).unwrap();
-        assert!(
-            cookie.contains("HttpOnly")
-                && cookie.contains("SameSite=Lax")
-                && cookie.ends_with("; Secure")
-        );
-        let value = cookie.split(';').next().unwrap().to_string();
-        let mut headers = HeaderMap::new();
-        headers.insert(hyper::header::COOKIE, value.parse().unwrap());
-        assert_eq!(session(&cipher, &headers, 1), Some(alice));
     }
 }

@@ -39,7 +39,7 @@ fn service_segment(text: &str) -> Option<&str> {
 /// What the approval page learns from the request's hub session: whether provider
 /// sign-in is offered, and the approver signed in there (their roles hold the
 /// configured approver role).
-pub fn approval_provider(
+pub async fn approval_provider(
     broker: &Broker,
     headers: &hyper::HeaderMap,
 ) -> crate::confirm::approval::page::Provider {
@@ -49,13 +49,16 @@ pub fn approval_provider(
     let Some(sign_in) = &hub.sign_in else {
         return Default::default();
     };
-    let approver = sign_in.approver_role.as_ref().and_then(|role| {
-        let session = signin::session(&hub.cipher, headers, broker.now().as_millisecond())?;
-        session
-            .roles
-            .contains(role)
-            .then(|| crate::hub::principal_name(&session.user()))
-    });
+    let approver = match &sign_in.approver_role {
+        Some(role) => {
+            let now = broker.now().as_millisecond();
+            signin::session(&broker.store, (hub.site, hub.times), headers, now)
+                .await
+                .filter(|session| session.roles.contains(role))
+                .map(|session| crate::hub::principal_name(&session.user()))
+        }
+        None => None,
+    };
     crate::confirm::approval::page::Provider {
         available: sign_in.approver_role.is_some(),
         approver,
@@ -131,7 +134,7 @@ pub async fn route(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
             };
             match (method, section, service_segment(rest)) {
                 (&Method::POST, "logout", _) if rest.is_empty() => {
-                    crate::hub::page::logout(cx, headers, &body)
+                    crate::hub::page::logout(cx, headers, &body).await
                 }
                 (&Method::POST, "set", Some(s)) => {
                     crate::hub::page::change(cx, headers, s, true, &body).await
@@ -176,9 +179,13 @@ async fn api(
             }
         },
     };
-    let principal = if headers.contains_key(hyper::header::AUTHORIZATION)
-        || signin::session(&hub.cipher, headers, broker.now().as_millisecond()).is_none()
-    {
+    let now = broker.now().as_millisecond();
+    let session = if headers.contains_key(hyper::header::AUTHORIZATION) {
+        None
+    } else {
+        signin::session(&broker.store, (hub.site, hub.times), headers, now).await
+    };
+    let principal = if session.is_none() {
         match authenticate(broker, headers).await {
             Ok(p) => p,
             Err(e) => {
@@ -196,7 +203,7 @@ async fn api(
             }
         }
     } else {
-        match signin::session(&hub.cipher, headers, broker.now().as_millisecond()) {
+        match session {
             Some(s) if s.issuer == oauth.issuer() => {
                 Arc::new(oauth.signed_in_principal(&s.subject, &s.roles))
             }
@@ -258,7 +265,12 @@ async fn login(
     let next = signin::safe_next(fields.get("next").map(String::as_str));
     let base = hub.base_url(headers);
     match sign_in
-        .start(&hub.cipher, &base, &next, broker.now().as_millisecond())
+        .start(
+            &hub.cipher,
+            (&base, hub.site),
+            &next,
+            broker.now().as_millisecond(),
+        )
         .await
     {
         Ok((location, cookie)) => Page {
@@ -292,17 +304,22 @@ async fn callback(
         );
     };
     let base = hub.base_url(headers);
-    let secure = signin::secure(&base);
     match sign_in
-        .finish(&hub.cipher, oauth, (&base, headers, query), broker.now())
+        .finish(
+            &hub.cipher,
+            oauth,
+            (&base, hub.site, headers, query),
+            broker.now(),
+        )
         .await
     {
         Ok((session, next)) => {
             let now = broker.now().as_millisecond();
-            match signin::session_cookie(&hub.cipher, &session, secure, now) {
+            let site = (hub.site, hub.times);
+            match signin::start_session(&broker.store, site, &session, now).await {
                 Some(cookie) => {
                     tracing::info!(user = %crate::hub::principal_name(&session.user()), "signed in to the hub");
-                    let [_, clear_login] = signin::cleared_cookies(secure);
+                    let [_, clear_login] = signin::cleared_cookies(hub.site);
                     Page {
                         status: 303,
                         headers: vec![
@@ -313,7 +330,11 @@ async fn callback(
                         body: String::new(),
                     }
                 }
-                None => message(503, "Sign-in unavailable", "No randomness available."),
+                None => message(
+                    503,
+                    "Sign-in unavailable",
+                    "The broker cannot keep sessions right now. Try again shortly.",
+                ),
             }
         }
         Err(e) => message(400, "Sign-in failed", &e),

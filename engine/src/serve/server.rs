@@ -608,7 +608,7 @@ async fn approvals(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
     let rest = path.trim_start_matches("/approvals/");
     let (id, action) = rest.split_once('/').unwrap_or((rest, ""));
     let well_formed = id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit());
-    let provider = super::hub::approval_provider(&broker, &parts.headers);
+    let provider = super::hub::approval_provider(&broker, &parts.headers).await;
     let client = crate::caller::origin::client_address(
         parts
             .extensions
@@ -626,7 +626,7 @@ async fn approvals(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
             (&Method::POST, "sign-in" | "decision") => {
                 match read_limited(&broker, &parts.headers, path, body, 16 * 1024).await {
                     Ok(body) => Some(if action == "sign-in" {
-                        page::sign_in(broker.confirming(), id, &parts.headers, &body, &client).await
+                        page::sign_in(broker.confirming(), id, &body, &client).await
                     } else {
                         page::decide(broker.confirming(), id, &parts.headers, &body, &provider)
                             .await

@@ -61,6 +61,11 @@ pub const PORTABLE: &[Migration] = &[
         "hub_keys",
         include_str!("migrations/portable/0007_hub_keys.sql"),
     ),
+    (
+        8,
+        "sessions",
+        include_str!("migrations/portable/0008_sessions.sql"),
+    ),
 ];
 
 /// A backend's migrations, oldest first: its initial one, then the portable ones.

@@ -28,6 +28,7 @@ pub mod idempotency;
 pub mod jobs;
 pub mod migrate;
 pub mod ratelimit;
+pub mod sessions;
 pub mod tasks;
 
 use std::path::{Path, PathBuf};

@@ -140,8 +140,14 @@ impl TestBroker {
             Some(sources) => Arc::new(compiled(sources)),
             None => embedded_catalog(),
         };
+        let listener = tokio::net::TcpListener::bind(setup.listen.unwrap_or("127.0.0.1:0"))
+            .await
+            .unwrap();
+        // Clients always reach the broker on loopback, whatever it listens on.
+        let url = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+        // `{broker_url}` in the config is the address the broker was given.
         let mut config: ConfigFile = match &setup.config {
-            Some(text) => toml::from_str(text).unwrap(),
+            Some(text) => toml::from_str(&text.replace("{broker_url}", &url)).unwrap(),
             None => ConfigFile::default(),
         };
         for (id, url) in setup.upstreams {
@@ -161,11 +167,6 @@ impl TestBroker {
             broker = broker.with_clock(clock);
         }
         let broker = Arc::new(broker);
-        let listener = tokio::net::TcpListener::bind(setup.listen.unwrap_or("127.0.0.1:0"))
-            .await
-            .unwrap();
-        // Clients always reach the broker on loopback, whatever it listens on.
-        let url = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let serving = broker.clone();
         let shutdown = async {

@@ -73,6 +73,11 @@ impl Approvers {
         self.0.is_empty()
     }
 
+    /// Whether an approver of this name is configured.
+    pub fn has(&self, name: &str) -> bool {
+        self.0.iter().any(|(n, _)| n == name)
+    }
+
     /// The approver a credential belongs to; every hash is compared in constant time.
     pub fn authenticate(&self, credential: &str) -> Option<&str> {
         let hash: [u8; 32] = Sha256::digest(credential.as_bytes()).into();
@@ -101,9 +106,10 @@ fn preview_key(secret: &str) -> Result<LessSafeKey, String> {
     if secret.len() < 32 {
         return Err("the approval key must be at least 32 characters".into());
     }
-    let key: [u8; 32] = Sha256::digest(secret.as_bytes()).into();
-    let unbound =
-        UnboundKey::new(&AES_256_GCM, &key).map_err(|_| "the approval key is unusable")?;
+    // The derived bytes are wiped once aws-lc holds the key.
+    let key = zeroize::Zeroizing::new(<[u8; 32]>::from(Sha256::digest(secret.as_bytes())));
+    let unbound = UnboundKey::new(&AES_256_GCM, key.as_slice())
+        .map_err(|_| "the approval key is unusable")?;
     Ok(LessSafeKey::new(unbound))
 }
 

@@ -3,8 +3,10 @@
 //! - `GET /approvals/<id>`: without an approver session, a sign-in form; with one, the
 //!   exact request (tool, method, path, the redacted body, risk and class words, whether
 //!   it spends credits, the caller key's name, the expiry) and approve/decline buttons.
-//! - `POST /approvals/<id>/sign-in`: an approver credential of `[[approvers]]`; sets a
-//!   session cookie (sealed, `HttpOnly`, `SameSite=Strict`, eight hours).
+//! - `POST /approvals/<id>/sign-in`: an approver credential of `[[approvers]]`; starts a
+//!   session in the store ([`crate::confirm::session`]: `HttpOnly`, `SameSite=Strict`,
+//!   eight hours at most, ended after `session_idle_minutes` unused, on every replica
+//!   by `tool-broker sessions revoke`).
 //! - `POST /approvals/<id>/decision`: `approve` or `decline`.
 //!
 //! A person signed in at the deployment's identity provider through the hub's sign-in
@@ -24,7 +26,6 @@ use crate::store::approvals::ApprovalState;
 use crate::store::ratelimit::Count;
 
 const SESSION_COOKIE: &str = "tb_approver";
-const SESSION_MS: i64 = 8 * 3600 * 1000;
 const FORM_MS: i64 = 3600 * 1000;
 /// Sign-in attempts allowed per approval in [`SIGN_IN_WINDOW_MS`].
 pub const SIGN_IN_ATTEMPTS: u32 = 10;
@@ -123,22 +124,21 @@ pub fn message(status: u16, title: &str, text: &str) -> Page {
     page(status, title, &format!("<p>{}</p>", escape(text)))
 }
 
-/// A cookie's value from the request's `Cookie` headers.
-pub fn cookie(headers: &hyper::HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get_all(hyper::header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v.to_string())
+/// The fields of an `application/x-www-form-urlencoded` body.
+pub fn form(body: &[u8]) -> Form {
+    url::form_urlencoded::parse(body)
+        .map(|(name, value)| {
+            (
+                name.into_owned(),
+                zeroize::Zeroizing::new(value.into_owned()),
+            )
+        })
+        .collect()
 }
 
-/// The fields of an `application/x-www-form-urlencoded` body.
-pub fn form(body: &[u8]) -> std::collections::BTreeMap<String, String> {
-    url::form_urlencoded::parse(body).into_owned().collect()
-}
+/// A parsed form: its values (a credential, a key) are wiped from memory when the form
+/// is dropped.
+pub type Form = std::collections::BTreeMap<String, zeroize::Zeroizing<String>>;
 
 /// Opens a sealed statement of `purpose` that has not expired.
 async fn open(cx: Context<'_>, purpose: &str, sealed: &str) -> Option<Value> {
@@ -175,12 +175,17 @@ async fn approver(
 }
 
 async fn approver_by_credential(cx: Context<'_>, headers: &hyper::HeaderMap) -> Option<String> {
-    let sealed = cookie(headers, SESSION_COOKIE)?;
-    let claims = open(cx, "approver-session", &sealed).await?;
-    claims
-        .get("name")
-        .and_then(Value::as_str)
-        .map(str::to_string)
+    let (name, _) = crate::confirm::session::find(
+        &cx.parts.store,
+        cx.confirmations.site,
+        headers,
+        (SESSION_COOKIE, crate::confirm::session::Kind::Approver),
+        cx.confirmations.session_times,
+        cx.now().as_millisecond(),
+    )
+    .await?;
+    // A credential removed from the config since signs in no more.
+    cx.confirmations.approvers.has(&name).then_some(name)
 }
 
 fn unavailable() -> Page {
@@ -358,13 +363,7 @@ pub async fn limited(cx: Context<'_>, key: &str, limit: u32, what: &str) -> Resu
 
 /// `POST /approvals/<id>/sign-in`; `client` is the client's address
 /// (`crate::serve`'s `client_address`).
-pub async fn sign_in(
-    cx: Context<'_>,
-    id: &str,
-    headers: &hyper::HeaderMap,
-    body: &[u8],
-    client: &str,
-) -> Page {
+pub async fn sign_in(cx: Context<'_>, id: &str, body: &[u8], client: &str) -> Page {
     let fields = form(body);
     let csrf_ok = match fields.get("csrf") {
         Some(csrf) => open(cx, "approval-sign-in", csrf)
@@ -398,7 +397,7 @@ pub async fn sign_in(
             return page;
         }
     }
-    let credential = fields.get("credential").map_or("", String::as_str);
+    let credential = fields.get("credential").map_or("", |c| c.as_str());
     let Some(name) = cx.confirmations.approvers.authenticate(credential) else {
         tracing::warn!(approval = %id, "approver sign-in refused");
         return message(
@@ -407,15 +406,19 @@ pub async fn sign_in(
             "That is not an approver credential of this deployment.",
         );
     };
-    let exp = cx.now().as_millisecond() + SESSION_MS;
-    let Some(session) = seal(cx, "approver-session", json!({ "name": name, "exp": exp })).await
+    let times = cx.confirmations.session_times;
+    let Some(session) = crate::confirm::session::start(
+        &cx.parts.store,
+        crate::confirm::session::Kind::Approver,
+        name,
+        &json!({}),
+        times,
+        cx.now().as_millisecond(),
+    )
+    .await
     else {
         return unavailable();
     };
-    let secure = headers
-        .get("x-forwarded-proto")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|p| p.eq_ignore_ascii_case("https"));
     tracing::info!(approval = %id, approver = %name, "approver signed in");
     Page {
         status: 303,
@@ -423,10 +426,11 @@ pub async fn sign_in(
             ("location", format!("/approvals/{id}")),
             (
                 "set-cookie",
-                format!(
-                    "{SESSION_COOKIE}={session}; Path=/approvals; HttpOnly; SameSite=Strict; Max-Age={}{}",
-                    SESSION_MS / 1000,
-                    if secure { "; Secure" } else { "" }
+                cx.confirmations.site.cookie(
+                    SESSION_COOKIE,
+                    &session,
+                    "Strict",
+                    times.lifetime_ms / 1000,
                 ),
             ),
         ],
@@ -464,7 +468,7 @@ pub async fn decide(
             "This form is stale or did not come from this page. Open the approval link again; nothing was changed.",
         );
     }
-    let approve = match fields.get("decision").map(String::as_str) {
+    let approve = match fields.get("decision").map(|d| d.as_str()) {
         Some("approve") => true,
         Some("decline") => false,
         _ => return message(400, "Decision refused", "Choose approve or decline."),
