@@ -17,6 +17,8 @@
 # AUTH=token (default key) calls with an OAuth access token instead of the static key:
 # nginx also serves an issuer's discovery document and key set made by the `mint`
 # example, which prints the token; the broker runs with `[oauth]` naming them.
+# LOG=info (default warn) sets TOOL_BROKER_LOG: `info` writes the per-call line (to a file
+# here), `warn` does not; BROKER=PATH runs another build of the binary.
 # KEY=hub (default header; needs AUTH=token) sends no upstream key header: the user
 # stores the key once in the hub (`PUT /hub/keys/hosting`) and each call reads it from
 # the store and opens it (decision 012).
@@ -114,9 +116,9 @@ store_key() {
   fi
 }
 url="http://127.0.0.1:$broker_port$path"
-serve=(target/release/tool-broker serve --listen "127.0.0.1:$broker_port" --data-dir "$work/data")
+serve=("${BROKER:-target/release/tool-broker}" serve --listen "127.0.0.1:$broker_port" --data-dir "$work/data")
 http1_server=${HTTP1_SERVER:-own}
-export TOOL_BROKER_API_KEY=tb_bench_key TOOL_BROKER_UPSTREAM_HOSTING="http://127.0.0.1:$up_port" TOOL_BROKER_LOG=warn
+export TOOL_BROKER_API_KEY=tb_bench_key TOOL_BROKER_UPSTREAM_HOSTING="http://127.0.0.1:$up_port" TOOL_BROKER_LOG=${LOG:-warn}
 
 if [[ $mode == callgrind ]]; then
   printf '%s\n[server]\nworkers = 1\nhttp1_server = "%s"\n%s\n' "$vault_line" "$http1_server" "$oauth_table" > "$work/one-worker.toml"

@@ -12,9 +12,15 @@ use tool_broker::cli::{Cli, run};
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> ExitCode {
-    if let Err(e) = tool_broker::telemetry::logging::init() {
-        eprintln!("tool-broker: {e}");
-        return ExitCode::from(2);
-    }
-    run(Cli::parse())
+    let flush = match tool_broker::telemetry::logging::init() {
+        Ok(flush) => flush,
+        Err(e) => {
+            eprintln!("tool-broker: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let code = run(Cli::parse());
+    // What is queued is written before the process exits.
+    drop(flush);
+    code
 }

@@ -57,13 +57,18 @@ where
 }
 
 /// Installs the process's logger from the environment; an unknown format is an error.
-pub fn init() -> Result<(), String> {
+/// Lines are written to stderr by a thread of their own ([`crate::telemetry::log_writer`]):
+/// keep the guard until the process ends, so what is queued is written.
+pub fn init() -> Result<crate::telemetry::log_writer::Flush, String> {
     let format = LogFormat::parse(std::env::var("TOOL_BROKER_LOG_FORMAT").ok().as_deref())?;
     let filter = tracing_subscriber::EnvFilter::try_from_env("TOOL_BROKER_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let ansi = std::io::stderr().is_terminal();
-    tracing::subscriber::set_global_default(subscriber(format, filter, std::io::stderr, ansi))
-        .map_err(|e| format!("the logger could not be installed: {e}"))
+    let (lines, flush) = crate::telemetry::log_writer::spawn(std::io::stderr())
+        .map_err(|e| format!("the log writer thread could not be started: {e}"))?;
+    tracing::subscriber::set_global_default(subscriber(format, filter, lines, ansi))
+        .map_err(|e| format!("the logger could not be installed: {e}"))?;
+    Ok(flush)
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //!
 //! May import: [`crate::error`] and [`crate::net`]; every stage may import it.
 
+pub mod log_writer;
 pub mod logging;
 pub mod metrics;
 pub mod otlp;
