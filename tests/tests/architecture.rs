@@ -503,23 +503,7 @@ fn paths(code: &str, here: &[String], is_mod_rs: bool) -> Vec<Vec<String>> {
 fn expand(rest: &str) -> Vec<Vec<String>> {
     let rest = rest.trim_start();
     if let Some(group) = rest.strip_prefix('{') {
-        let mut items = Vec::new();
-        let (mut level, mut start) = (0usize, 0usize);
-        for (k, c) in group.char_indices() {
-            match c {
-                '{' => level += 1,
-                '}' if level == 0 => {
-                    items.push(&group[start..k]);
-                    break;
-                }
-                '}' => level -= 1,
-                ',' if level == 0 => {
-                    items.push(&group[start..k]);
-                    start = k + 1;
-                }
-                _ => {}
-            }
-        }
+        let items = group_items(group);
         return items
             .into_iter()
             .flat_map(expand)
@@ -700,27 +684,34 @@ fn imports(text: &str, depth: usize) -> BTreeSet<String> {
     out
 }
 
+/// The items of a `{...}` group (its text after the `{`), split at its top-level commas
+/// up to its closing `}`.
+fn group_items(group: &str) -> Vec<&str> {
+    let mut items = Vec::new();
+    let (mut level, mut start) = (0usize, 0usize);
+    for (k, c) in group.char_indices() {
+        match c {
+            '{' => level += 1,
+            '}' if level == 0 => {
+                items.push(&group[start..k]);
+                break;
+            }
+            '}' => level -= 1,
+            ',' if level == 0 => {
+                items.push(&group[start..k]);
+                start = k + 1;
+            }
+            _ => {}
+        }
+    }
+    items
+}
+
 /// The first segment of a path, or of each item of a `{...}` group.
 fn first_segments(rest: &str) -> Vec<String> {
     let rest = rest.trim_start();
     if let Some(group) = rest.strip_prefix('{') {
-        let mut items = Vec::new();
-        let (mut level, mut start) = (0usize, 0usize);
-        for (k, c) in group.char_indices() {
-            match c {
-                '{' => level += 1,
-                '}' if level == 0 => {
-                    items.push(&group[start..k]);
-                    break;
-                }
-                '}' => level -= 1,
-                ',' if level == 0 => {
-                    items.push(&group[start..k]);
-                    start = k + 1;
-                }
-                _ => {}
-            }
-        }
+        let items = group_items(group);
         items
             .into_iter()
             .map(|item| ident(item.trim_start()))

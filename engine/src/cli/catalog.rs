@@ -199,11 +199,7 @@ fn diff_lock(root: &CatalogRoot, old_dir: &Path, format: Format) -> Result<Strin
     let entries = diff(&old.lock(), &new.lock());
     match format {
         Format::Json => {
-            let _ = writeln!(
-                out,
-                "{}",
-                serde_json::to_string_pretty(&entries).unwrap_or_default()
-            );
+            pretty(&mut out, &entries);
         }
         Format::Text => {
             for e in &entries {
@@ -239,11 +235,7 @@ fn list(root: &CatalogRoot, format: Format) -> Result<String, String> {
         .collect();
     match format {
         Format::Json => {
-            let _ = writeln!(
-                out,
-                "{}",
-                serde_json::to_string_pretty(&rows).unwrap_or_default()
-            );
+            pretty(&mut out, &rows);
         }
         Format::Text => {
             for t in &catalog.tools {
@@ -380,11 +372,7 @@ fn surface(root: &CatalogRoot, format: Format) -> Result<String, String> {
     let rows = crate::mcp::surface::surfaces(&catalog);
     match format {
         Format::Json => {
-            let _ = writeln!(
-                out,
-                "{}",
-                serde_json::to_string_pretty(&rows).unwrap_or_default()
-            );
+            pretty(&mut out, &rows);
         }
         Format::Text => {
             let _ = writeln!(
@@ -403,6 +391,12 @@ fn surface(root: &CatalogRoot, format: Format) -> Result<String, String> {
         }
     }
     Ok(out)
+}
+
+/// Appends `value` as indented JSON and a line break.
+fn pretty(out: &mut String, value: &impl serde::Serialize) {
+    out.push_str(&serde_json::to_string_pretty(value).unwrap_or_default());
+    out.push('\n');
 }
 
 /// One row of `catalog list --format json`.

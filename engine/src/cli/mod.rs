@@ -24,7 +24,7 @@ pub use output::write_quietly;
 pub use sessions::sessions;
 pub use vault::vault;
 
-use output::{printed, write_stderr, write_stdout};
+use output::{print, printed, write_stderr};
 
 /// Runs the CLI; returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
@@ -46,19 +46,7 @@ pub fn run(cli: Cli) -> ExitCode {
         } => {
             let root = CatalogRoot::choose(catalog_dir);
             write_stderr(&format!("tool-broker: reading {}", root.describe()));
-            match catalog(command, root) {
-                Ok(out) => match write_stdout(&out) {
-                    Ok(()) => ExitCode::SUCCESS,
-                    Err(e) => {
-                        write_stderr(&format!("tool-broker: cannot write the output: {e}"));
-                        ExitCode::FAILURE
-                    }
-                },
-                Err(message) => {
-                    write_stderr(&message);
-                    ExitCode::FAILURE
-                }
-            }
+            print(catalog(command, root))
         }
     }
 }

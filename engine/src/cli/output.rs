@@ -24,6 +24,11 @@ pub(super) fn write_stderr(text: &str) {
 
 /// Prints a command's output, or its error prefixed with `tool-broker:`; the exit code.
 pub(super) fn printed(result: Result<String, String>) -> ExitCode {
+    print(result.map_err(|message| format!("tool-broker: {message}")))
+}
+
+/// Prints a command's output to stdout, or its error (as it is) to stderr; the exit code.
+pub(super) fn print(result: Result<String, String>) -> ExitCode {
     match result {
         Ok(out) => match write_stdout(&out) {
             Ok(()) => ExitCode::SUCCESS,
@@ -33,7 +38,7 @@ pub(super) fn printed(result: Result<String, String>) -> ExitCode {
             }
         },
         Err(message) => {
-            write_stderr(&format!("tool-broker: {message}"));
+            write_stderr(&message);
             ExitCode::FAILURE
         }
     }

@@ -244,6 +244,15 @@ async fn api(
     }
 }
 
+/// The page of a hub without `[oauth.sign_in]`.
+fn no_sign_in() -> Page {
+    message(
+        503,
+        "Sign-in is not configured",
+        "This broker has no [oauth.sign_in] client.",
+    )
+}
+
 /// `GET /hub/login`: the sign-in starts at the identity provider.
 async fn login(
     broker: &Broker,
@@ -252,11 +261,7 @@ async fn login(
     query: &str,
 ) -> Page {
     let Some(sign_in) = &hub.sign_in else {
-        return message(
-            503,
-            "Sign-in is not configured",
-            "This broker has no [oauth.sign_in] client.",
-        );
+        return no_sign_in();
     };
     let fields: std::collections::BTreeMap<String, String> =
         url::form_urlencoded::parse(query.as_bytes())
@@ -297,11 +302,7 @@ async fn callback(
     query: &str,
 ) -> Page {
     let Some(sign_in) = &hub.sign_in else {
-        return message(
-            503,
-            "Sign-in is not configured",
-            "This broker has no [oauth.sign_in] client.",
-        );
+        return no_sign_in();
     };
     let base = hub.base_url(headers);
     match sign_in
