@@ -46,7 +46,7 @@ pub struct ServiceFile {
     pub static_headers: BTreeMap<String, String>,
     /// The header the upstream reads an idempotency key from (payments:
     /// `Idempotency-Key`). A write called with an `Idempotency-Key` sends one derived
-    /// from the caller, the tool and that key (engine/src/idempotency.rs).
+    /// from the caller, the tool and that key (engine/src/confirm/idempotency.rs).
     #[serde(default)]
     pub idempotency_header: Option<String>,
     /// Non-secret request headers exposed to templates as `ctx.<name>`.
