@@ -575,3 +575,50 @@ async fn an_https_public_url_makes_host_only_secure_cookies_and_sessions_can_be_
     let (_, html) = get(&broker, &page, Some(&pair)).await;
     assert!(html.contains("Sign in to review"), "{html}");
 }
+
+/// An approver credential removed from the config opens no page with a session it
+/// started before: another replica (or a restart) configured without it refuses it.
+#[tokio::test]
+async fn a_removed_approver_loses_the_sessions_it_had() {
+    let server = MockServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let before = human_broker_with(&server, dir.path(), "").await;
+    let (_, page) = ask(&before).await;
+    let token = csrf(&get(&before, &page, None).await.1);
+    let body: String = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs([("credential", CREDENTIAL), ("csrf", token.as_str())])
+        .finish();
+    let response = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .post(format!("{}{page}/sign-in", before.url))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 303);
+    let headers = response.headers().clone();
+    let cookie = headers["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let (_, html) = get(&before, &page, Some(&cookie)).await;
+    assert!(!html.contains("Sign in to review"), "signed in: {html}");
+    // The same store, alice no longer an approver (bob is).
+    let mut setup = Setup::all_upstreams(&server.uri());
+    setup.config = Some(format!(
+        "confirmation = \"human\"\napproval_key_env = \"APPROVAL_KEY\"\n\
+         [[approvers]]\nname = \"bob\"\nsha256 = \"{}\"\n",
+        hex_sha256("bob-credential")
+    ));
+    setup.env.insert("APPROVAL_KEY".into(), APPROVAL_KEY.into());
+    setup.store = Some(crate::support::sqlite_store(dir.path()).await);
+    let after = TestBroker::start(setup).await;
+    let (_, html) = get(&after, &page, Some(&cookie)).await;
+    assert!(html.contains("Sign in to review"), "{html}");
+}

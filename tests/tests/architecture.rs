@@ -385,23 +385,7 @@ fn module_path(src: &Path, file: &Path) -> Vec<String> {
 /// A name `mod.rs` re-exports from a child (`pub use child::Item`) counts as that child.
 fn sibling_edges(src: &Path, folder: &Path) -> BTreeMap<String, BTreeMap<String, String>> {
     let base = module_path(src, &folder.join("mod.rs"));
-    let mut children: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
-    for entry in std::fs::read_dir(folder).unwrap_or_else(|e| panic!("{}: {e}", folder.display())) {
-        let path = entry.map(|e| e.path()).unwrap_or_default();
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if path.is_dir() && path.join("mod.rs").is_file() {
-            let mut files = Vec::new();
-            rust_files(&path, &mut files);
-            children.insert(name, files);
-        } else if let Some(stem) = name.strip_suffix(".rs")
-            && stem != "mod"
-        {
-            children.insert(stem.to_string(), vec![path]);
-        }
-    }
+    let children = module_children(folder, &["mod"]);
     // What mod.rs re-exports from a child, by the name it is known under.
     let mut re_exported: BTreeMap<String, String> = BTreeMap::new();
     let root = std::fs::read_to_string(folder.join("mod.rs")).unwrap_or_default();
@@ -591,8 +575,14 @@ fn engine_src() -> PathBuf {
 
 /// Each top-level module with its files (`name.rs`, or a folder with `mod.rs`).
 fn top_modules(src: &Path) -> BTreeMap<String, Vec<PathBuf>> {
+    module_children(src, &["lib", "main"])
+}
+
+/// The modules a folder holds, each with its files: `name.rs` (its stem not in `skip`)
+/// or a folder with a `mod.rs` (every file under it).
+fn module_children(dir: &Path, skip: &[&str]) -> BTreeMap<String, Vec<PathBuf>> {
     let mut out = BTreeMap::new();
-    for entry in std::fs::read_dir(src).unwrap_or_else(|e| panic!("{}: {e}", src.display())) {
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
         let path = entry.map(|e| e.path()).unwrap_or_default();
         let name = path
             .file_name()
@@ -603,8 +593,7 @@ fn top_modules(src: &Path) -> BTreeMap<String, Vec<PathBuf>> {
             rust_files(&path, &mut files);
             out.insert(name, files);
         } else if let Some(stem) = name.strip_suffix(".rs")
-            && stem != "lib"
-            && stem != "main"
+            && !skip.contains(&stem)
         {
             out.insert(stem.to_string(), vec![path]);
         }

@@ -1299,7 +1299,7 @@ type Misconfigured<'a> = (String, &'a [(&'a str, &'a str)], &'a str);
 async fn a_hub_misconfigured_is_refused_at_start_saying_what_to_do() {
     let oauth = "[oauth]\nissuer = \"https://idp.example.com\"\nresource = \"https://broker.example.com/mcp\"\n";
     let sign_in = "[oauth.sign_in]\nclient_id = \"hub\"\nclient_secret_env = \"SECRET\"\n";
-    let cases: [Misconfigured<'_>; 7] = [
+    let cases: [Misconfigured<'_>; 10] = [
         (
             "vault_key_env = \"V\"\n".to_string(),
             &[("V", VAULT_SECRET)],
@@ -1329,6 +1329,21 @@ async fn a_hub_misconfigured_is_refused_at_start_saying_what_to_do() {
             format!("vault_key_env = \"V\"\n{oauth}{sign_in}"),
             &[("V", VAULT_SECRET), ("SECRET", "s")],
             "[oauth.sign_in] needs public_url",
+        ),
+        (
+            "session_idle_minutes = 0\n".to_string(),
+            &[],
+            "session_idle_minutes is 0: from 1 to 480",
+        ),
+        (
+            "session_idle_minutes = 481\n".to_string(),
+            &[],
+            "session_idle_minutes is 481: from 1 to 480",
+        ),
+        (
+            format!("{oauth}keys_max_age_seconds = 0\n"),
+            &[],
+            "keys_max_age_seconds is 0: at least 1",
         ),
         (
             format!(

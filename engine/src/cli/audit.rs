@@ -1,7 +1,7 @@
 //! `audit list`: the write audit read from the store, as text or JSON.
 
 use super::args::{AuditCommand, Format, StoreArgs};
-use super::output::write_stderr;
+use super::output::{on_runtime, pretty, write_stderr};
 
 /// Parses `--since`: RFC 3339, or an age before `now` (`24h`, `7d`, `30m`).
 pub fn parse_since(text: &str, now: jiff::Timestamp) -> Result<jiff::Timestamp, String> {
@@ -19,11 +19,7 @@ pub fn parse_since(text: &str, now: jiff::Timestamp) -> Result<jiff::Timestamp, 
 
 /// Runs an `audit` command on its own runtime; returns what it prints.
 pub fn audit(command: AuditCommand, store: &StoreArgs) -> Result<String, String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    runtime.block_on(audit_list(command, store))
+    on_runtime(audit_list(command, store))
 }
 
 /// `audit list`: reads the store and formats the records.
@@ -53,11 +49,7 @@ pub async fn audit_list(command: AuditCommand, store: &StoreArgs) -> Result<Stri
     let mut out = String::new();
     match format {
         Format::Json => {
-            let _ = writeln!(
-                out,
-                "{}",
-                serde_json::to_string_pretty(&records).unwrap_or_default()
-            );
+            pretty(&mut out, &records);
         }
         Format::Text => {
             for r in &records {

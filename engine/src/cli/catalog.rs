@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use super::args::{CatalogCommand, Format};
+use super::output::pretty;
 use crate::catalog::Catalog;
 use crate::catalog::compile::compile;
 use crate::catalog::identity::{LOCK_PATH, Lock, diff, verify};
@@ -391,12 +392,6 @@ fn surface(root: &CatalogRoot, format: Format) -> Result<String, String> {
         }
     }
     Ok(out)
-}
-
-/// Appends `value` as indented JSON and a line break.
-fn pretty(out: &mut String, value: &impl serde::Serialize) {
-    out.push_str(&serde_json::to_string_pretty(value).unwrap_or_default());
-    out.push('\n');
 }
 
 /// One row of `catalog list --format json`.

@@ -22,6 +22,24 @@ pub(super) fn write_stderr(text: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{text}");
 }
 
+/// Runs a command's work on a runtime of its own (the commands other than `serve`).
+pub(super) fn on_runtime<F>(work: F) -> Result<String, String>
+where
+    F: std::future::Future<Output = Result<String, String>>,
+{
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?
+        .block_on(work)
+}
+
+/// Appends `value` as indented JSON and a line break.
+pub(super) fn pretty(out: &mut String, value: &impl serde::Serialize) {
+    out.push_str(&serde_json::to_string_pretty(value).unwrap_or_default());
+    out.push('\n');
+}
+
 /// Prints a command's output, or its error prefixed with `tool-broker:`; the exit code.
 pub(super) fn printed(result: Result<String, String>) -> ExitCode {
     print(result.map_err(|message| format!("tool-broker: {message}")))

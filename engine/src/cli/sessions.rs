@@ -2,15 +2,11 @@
 //! approval page, read and ended in the store every replica shares.
 
 use super::args::{SessionsCommand, StoreArgs};
-use super::output::write_stderr;
+use super::output::{on_runtime, write_stderr};
 
 /// Runs a `sessions` command on its own runtime; returns what it prints.
 pub fn sessions(command: SessionsCommand, store: &StoreArgs) -> Result<String, String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    runtime.block_on(run(command, store))
+    on_runtime(run(command, store))
 }
 
 async fn run(command: SessionsCommand, store: &StoreArgs) -> Result<String, String> {

@@ -1,7 +1,7 @@
 //! `vault rekey`: the hub's stored keys re-sealed under the current vault key.
 
 use super::args::{StoreArgs, VaultCommand};
-use super::output::write_stderr;
+use super::output::{on_runtime, write_stderr};
 
 /// Runs a `vault` command with the variables `env` reads; returns what it prints.
 pub fn vault(
@@ -18,11 +18,7 @@ pub fn vault(
             config.display()
         )
     })?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    runtime.block_on(async {
+    on_runtime(async {
         let store = crate::store::Store::open(&store.config()?)
             .await
             .map_err(|e| e.to_string())?;

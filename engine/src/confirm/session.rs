@@ -19,6 +19,9 @@ use serde_json::Value;
 use crate::store::Store;
 use crate::store::sessions::SessionRow;
 
+/// The characters of a session id: 32 random bytes in base64url without padding.
+const ID_CHARS: usize = 43;
+
 /// Minutes a session may go unused before it ends.
 pub const DEFAULT_IDLE_MINUTES: u64 = 30;
 
@@ -160,7 +163,7 @@ pub async fn find(
 ) -> Option<(String, Value)> {
     let id = site.read(headers, base)?;
     // A value that is not an id this broker makes is never looked up.
-    if id.len() != 43
+    if id.len() != ID_CHARS
         || !id
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')

@@ -197,21 +197,18 @@ impl KeySet {
     /// Starts a fetch in the background when none is running and the interval since the
     /// last attempt allows one; says whether this call started it.
     fn start_fetch(&self, now: Instant) -> bool {
-        let mut health = self.inner.health_mut();
-        if health.in_flight || health.next_allowed().is_some_and(|at| at > now) {
-            return false;
-        }
-        health.in_flight = true;
-        health.last_attempt = Some(now);
-        drop(health);
-        self.spawn_fetch();
-        true
+        self.start_fetch_if(|health| health.next_allowed().is_none_or(|at| at <= now))
     }
 
     /// Starts a fetch unless one is running, whatever the interval.
     fn start_fetch_now(&self) -> bool {
+        self.start_fetch_if(|_| true)
+    }
+
+    /// Starts a fetch when none is running and `allowed` says so.
+    fn start_fetch_if(&self, allowed: impl FnOnce(&Health) -> bool) -> bool {
         let mut health = self.inner.health_mut();
-        if health.in_flight {
+        if health.in_flight || !allowed(&health) {
             return false;
         }
         health.in_flight = true;
