@@ -533,26 +533,7 @@ async fn an_https_public_url_makes_host_only_secure_cookies_and_sessions_can_be_
     )
     .await;
     let (_, page) = ask(&broker).await;
-    let token = csrf(&get(&broker, &page, None).await.1);
-    let body: String = url::form_urlencoded::Serializer::new(String::new())
-        .extend_pairs([("credential", CREDENTIAL), ("csrf", token.as_str())])
-        .finish();
-    let response = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-        .post(format!("{}{page}/sign-in", broker.url))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .header("x-forwarded-proto", "http")
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status().as_u16(), 303);
-    let cookie = response.headers()["set-cookie"]
-        .to_str()
-        .unwrap()
-        .to_string();
+    let cookie = approver_sign_in(&broker, &page).await;
     assert!(
         cookie.starts_with("__Host-tb_approver=")
             && cookie.contains("; Path=/;")
@@ -584,29 +565,8 @@ async fn a_removed_approver_loses_the_sessions_it_had() {
     let dir = tempfile::tempdir().unwrap();
     let before = human_broker_with(&server, dir.path(), "").await;
     let (_, page) = ask(&before).await;
-    let token = csrf(&get(&before, &page, None).await.1);
-    let body: String = url::form_urlencoded::Serializer::new(String::new())
-        .extend_pairs([("credential", CREDENTIAL), ("csrf", token.as_str())])
-        .finish();
-    let response = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-        .post(format!("{}{page}/sign-in", before.url))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status().as_u16(), 303);
-    let headers = response.headers().clone();
-    let cookie = headers["set-cookie"]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_string();
+    let cookie = approver_sign_in(&before, &page).await;
+    let cookie = cookie.split(';').next().unwrap().to_string();
     let (_, html) = get(&before, &page, Some(&cookie)).await;
     assert!(!html.contains("Sign in to review"), "signed in: {html}");
     // The same store, alice no longer an approver (bob is).
@@ -621,4 +581,29 @@ async fn a_removed_approver_loses_the_sessions_it_had() {
     let after = TestBroker::start(setup).await;
     let (_, html) = get(&after, &page, Some(&cookie)).await;
     assert!(html.contains("Sign in to review"), "{html}");
+}
+
+/// Signs the approver in on an approval page (its own form's CSRF token, the request
+/// saying `X-Forwarded-Proto: http`); the session's whole `Set-Cookie` value.
+async fn approver_sign_in(broker: &TestBroker, page: &str) -> String {
+    let token = csrf(&get(broker, page, None).await.1);
+    let body: String = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs([("credential", CREDENTIAL), ("csrf", token.as_str())])
+        .finish();
+    let response = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .post(format!("{}{page}/sign-in", broker.url))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("x-forwarded-proto", "http")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 303);
+    response.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .to_string()
 }
