@@ -106,30 +106,13 @@ wait_for "http://127.0.0.1:$proxy_port/api/billing/v1/catalog"
 wait_for "http://127.0.0.1:$own_proxy_port/api/billing/v1/catalog"
 
 key=tb_bench_key
-# Start-up, five times: from spawn to the first accepted connection (the broker listens
-# once the catalog is compiled and the store open), probed by a bash builtin every 5 ms
-# so that no probe process competes with the compile for the cores; then /readyz must
-# answer. The broker's own figure (`ready_ms` on its listening line) is reported beside.
-startup_ms=() own_ms=()
-for i in 1 2 3 4 5; do
-  port=$(free_port)
-  t0=$(date +%s%N)
-  TOOL_BROKER_API_KEY=$key TOOL_BROKER_LOG=info target/release/tool-broker serve \
-    --listen "127.0.0.1:$port" --data-dir "$work/start$i" > "$work/start$i.log" 2>&1 &
-  pid=$!
-  for _ in $(seq 1 2000); do
-    if { : > "/dev/tcp/127.0.0.1/$port"; } 2>/dev/null; then break; fi
-    sleep 0.005
-  done
-  startup_ms+=($((($(date +%s%N) - t0) / 1000000)))
-  curl -fs -o /dev/null "http://127.0.0.1:$port/readyz" || { echo "start-up run $i: not ready" >&2; exit 1; }
-  own_ms+=("$(sed -n 's/.*ready_ms=\([0-9]*\).*/\1/p' "$work/start$i.log" | head -1)")
-  kill "$pid"; wait "$pid" 2>/dev/null || true
-done
-median() { printf '%s\n' "$@" | sort -n | sed -n "$((($# + 1) / 2))p"; }
-ready_ms=$(median "${startup_ms[@]}")
-own_ready_ms=$(median "${own_ms[@]}")
-echo "== start-up: ${startup_ms[*]} ms from spawn (median $ready_ms); the broker's ready_ms ${own_ms[*]}"
+# Start-up, five times each, in turn: a first start (a fresh data folder: the whole
+# compile) and a restart (the data folder kept: the start cache read), from spawn to the
+# first accepted connection (bench/startup.sh).
+startup=$(bench/startup.sh 5 target/release/tool-broker | tail -1)
+cold_ms=$(sed -n 's/.*cold .*(median \([0-9]*\)); warm.*/\1/p' <<<"$startup")
+ready_ms=$(sed -n 's/.*warm .*(median \([0-9]*\))$/\1/p' <<<"$startup")
+echo "== start-up: $startup"
 
 # The broker: the whole catalog, hosting pointed at the nginx upstream, SQLite store.
 TOOL_BROKER_API_KEY=$key TOOL_BROKER_UPSTREAM_HOSTING="http://127.0.0.1:$up_port" \
@@ -344,7 +327,7 @@ done
   echo "| p99 at 5k req/s within 2x the proxy's | broker $(field "${fixed5[$broker_name]}" 3) ms, proxy $(field "${fixed5[$proxy_name]}" 3) ms (in a process of its own: $(field "${fixed5[$own_proxy_name]}" 3) ms) |"
   echo "| a local tool >= 50k req/s | $(field "${sat[$local_name]}" 1) req/s |"
   echo "| \`POST /mcp\` within 5% of \`POST /\` | $(median "${mcp_ratios[@]}")x the throughput, the median of $rounds rounds in turn (${mcp_ratios[*]}); $(ratio "$(field "${sat[$mcp_name]}" 1)" "$(field "${sat[$broker_name]}" 1)")x in the table above. CPU per call at saturation in the same rounds: $(median "${mcp_cpus[@]}") against $(median "${broker_cpus[@]}") µs, $(median "${cpu_ratios[@]}")x (${cpu_ratios[*]}); at 5k req/s, one reading: $(ratio "${cpu5[$mcp_name]:-0}" "${cpu5[$broker_name]:-0}")x |"
-  echo "| start-up with the whole catalog < 300 ms | ${ready_ms} ms from spawn to listening (median of 5; the broker's own \`ready_ms\`: ${own_ready_ms}) |"
+  echo "| start-up with the whole catalog < 300 ms | ${ready_ms} ms from spawn to listening at a restart, ${cold_ms} ms at a first start (medians of 5) |"
   echo "| resident < 100 MB after start | ${rss_start} MB |"
   echo "| flat (within 10%) across ${soak_s} s at saturation | ${soak_before} MB before, ${soak_max} MB at most, ${soak_after} MB after (${soak_rps} req/s) |"
   echo "| against the peer | $(ratio "$(field "${sat[$mcp_name]}" 1)" "$(field "${sat[$peer_name]}" 1)")x FastMCP's throughput on the MCP endpoint |"

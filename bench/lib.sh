@@ -47,3 +47,6 @@ install_missing() {
   fi
   nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
 }
+
+# The median of its integer arguments (the upper one of an even count).
+median() { printf '%s\n' "$@" | sort -n | sed -n "$((($# + 1) / 2))p"; }

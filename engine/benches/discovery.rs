@@ -40,14 +40,14 @@ fn discovery(c: &mut Criterion) {
     c.bench_function("find: payments 'list issuing cards' (468 tools)", |b| {
         b.iter(|| {
             catalog
-                .search
+                .search()
                 .search("payments", black_box("list issuing cards"), |_| true)
         })
     });
     c.bench_function("find: crm 'create a contact' (584 tools)", |b| {
         b.iter(|| {
             catalog
-                .search
+                .search()
                 .search("crm", black_box("create a contact"), |_| true)
         })
     });
@@ -58,7 +58,7 @@ fn discovery(c: &mut Criterion) {
         |b| {
             b.iter(|| {
                 catalog
-                    .search
+                    .search()
                     .search_all(None, black_box("list refunds"), |_| true)
                     .len()
             })
@@ -69,7 +69,7 @@ fn discovery(c: &mut Criterion) {
         |b| {
             b.iter(|| {
                 catalog
-                    .search
+                    .search()
                     .search_all(
                         None,
                         black_box(

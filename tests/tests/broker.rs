@@ -35,6 +35,7 @@ mod samples;
 mod service_rules;
 mod shaping;
 mod snapshots_compiled;
+mod start_cache;
 mod store;
 mod support;
 mod surface;

@@ -20,7 +20,10 @@ async fn broker_for(idp: &Idp, upstream: &MockServer, extra: &str) -> TestBroker
 }
 
 async fn upstream() -> MockServer {
-    let server = MockServer::start().await;
+    // A server of its own, not one from wiremock's pool: these tests assert that nothing
+    // reached the upstream, and a pooled server may still hear a late request of an
+    // earlier test's broker.
+    let server = MockServer::builder().start().await;
     mount_customers(&server).await;
     server
 }

@@ -31,8 +31,9 @@ pub struct Catalog {
     pub snapshot_id: String,
     /// Where the sources came from (`embedded` or a folder).
     pub origin: String,
-    /// Ranked search over each service's tools (`find_tools`).
-    pub search: crate::catalog::search::SearchIndex,
+    /// Ranked search over each service's tools (`find_tools`), built on first use
+    /// ([`Catalog::search`]).
+    search: std::sync::OnceLock<crate::catalog::search::SearchIndex>,
     index: LookupIndex,
     /// Listed name (`/mcp`) -> the tool's index.
     listed: HashMap<String, usize>,
@@ -526,6 +527,36 @@ pub fn lookup_key(name: &str) -> String {
 }
 
 impl Catalog {
+    /// The search index over every tool (`find_tools`, lookups), built at its first use.
+    /// Building it is a fifth of a compile and no call but a search needs it, so a
+    /// served broker builds it on a thread of its own once it listens
+    /// ([`Catalog::build_search_in_background`]); a search that comes first waits for it.
+    pub fn search(&self) -> &crate::catalog::search::SearchIndex {
+        self.search.get_or_init(|| {
+            crate::catalog::search::SearchIndex::build(&self.rules.search, &self.tools)
+        })
+    }
+
+    /// Starts building the search index on a thread of its own (a search meanwhile waits
+    /// for that build rather than starting a second).
+    pub fn build_search_in_background(self: &std::sync::Arc<Self>) {
+        let catalog = std::sync::Arc::clone(self);
+        let started = std::thread::Builder::new()
+            .name("tool-broker-search".into())
+            .spawn(move || {
+                let started = std::time::Instant::now();
+                catalog.search();
+                tracing::debug!(
+                    search_ms = started.elapsed().as_millis() as u64,
+                    "search index built"
+                );
+            });
+        if let Err(e) = started {
+            // The first search builds it instead.
+            tracing::debug!(error = %e, "the search index waits for its first use");
+        }
+    }
+
     /// Assembles a catalog and its lookup index. Index collisions are reported by compile.
     pub(crate) fn assemble(
         services: BTreeMap<String, Service>,
@@ -535,24 +566,9 @@ impl Catalog {
         origin: String,
     ) -> Result<Self, Vec<(String, usize, String)>> {
         tools.sort_by(|a, b| a.full_name.cmp(&b.full_name));
-        // The search index is the largest part of assembling: it is built on a thread of
-        // its own while this one builds the lookup index and the lock.
-        let (search, assembled) = std::thread::scope(|scope| {
-            let search = std::thread::Builder::new()
-                .name("tool-broker-search".into())
-                .spawn_scoped(scope, || {
-                    crate::catalog::search::SearchIndex::build(&rules.search, &tools)
-                })
-                .ok();
-            let assembled = Self::lookup(services, &tools).map(|(index, services)| {
-                // The lock holds its snapshot id (hashed once).
-                let snapshot = lock_of(&services, &tools).snapshot_id;
-                (index, services, snapshot)
-            });
-            let search = search.and_then(|s| s.join().ok());
-            (search, assembled)
-        });
-        let (index, services, snapshot_id) = assembled?;
+        let (index, services) = Self::lookup(services, &tools)?;
+        // The lock holds its snapshot id (hashed once).
+        let snapshot_id = lock_of(&services, &tools).snapshot_id;
         let snapshot: std::sync::Arc<str> = snapshot_id.as_str().into();
         for tool in &mut tools {
             tool.meta_names = std::sync::Arc::new(MetaNames {
@@ -586,9 +602,6 @@ impl Catalog {
         for (tool, name) in tools.iter_mut().zip(listed_names) {
             tool.listed_name = name;
         }
-        // Without its thread (it could not start or stopped), the index is built here.
-        let search = search
-            .unwrap_or_else(|| crate::catalog::search::SearchIndex::build(&rules.search, &tools));
         Ok(Self {
             services,
             tools,
@@ -596,7 +609,7 @@ impl Catalog {
             templates,
             snapshot_id,
             origin,
-            search,
+            search: std::sync::OnceLock::new(),
             index,
             listed,
         })

@@ -10,10 +10,69 @@ use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use toml::Spanned;
 
 /// A string value with its byte span in the source file, for diagnostics.
 pub type SpannedStr = Spanned<String>;
+
+/// A value with its byte span in the source file: TOML's [`toml::Spanned`], which also
+/// writes its span when serialized, so that the tools a start parsed can be kept for
+/// the next start with their spans ([`crate::catalog::start_cache`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spanned<T>(toml::Spanned<T>);
+
+impl<T> Spanned<T> {
+    /// `value` spanning the bytes `span` of its file.
+    pub fn new(span: std::ops::Range<usize>, value: T) -> Self {
+        Self(toml::Spanned::new(span, value))
+    }
+
+    /// The value's byte range in its file.
+    pub fn span(&self) -> std::ops::Range<usize> {
+        self.0.span()
+    }
+
+    /// The value.
+    pub fn get_ref(&self) -> &T {
+        self.0.get_ref()
+    }
+
+    /// The value, to change.
+    pub fn get_mut(&mut self) -> &mut T {
+        self.0.get_mut()
+    }
+
+    /// The value, taken.
+    pub fn into_inner(self) -> T {
+        self.0.into_inner()
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Spanned<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        toml::Spanned::deserialize(deserializer).map(Self)
+    }
+}
+
+/// The three fields [`toml::Spanned`] reads a span from in any self-describing format
+/// (serde_spanned's names; a start cache written otherwise is not read, and the
+/// round-trip test in `start_cache` fails).
+const SPAN_FIELDS: [&str; 3] = [
+    "$__serde_spanned_private_start",
+    "$__serde_spanned_private_end",
+    "$__serde_spanned_private_value",
+];
+
+impl<T: Serialize> Serialize for Spanned<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let span = self.span();
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry(SPAN_FIELDS[0], &span.start)?;
+        map.serialize_entry(SPAN_FIELDS[1], &span.end)?;
+        map.serialize_entry(SPAN_FIELDS[2], self.get_ref())?;
+        map.end()
+    }
+}
 
 /// `catalog/<service_id>/service.toml`: one upstream service.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -349,7 +408,7 @@ pub struct ToolFile {
 }
 
 /// One tool as written in the catalog.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub struct RawTool {
     /// Native name without the service prefix, `snake_case`.
@@ -541,7 +600,7 @@ pub enum ConfirmationMode {
 }
 
 /// The upstream request of a provider tool.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub struct RawHttp {
     /// HTTP method.
@@ -591,7 +650,7 @@ pub enum BodyEncoding {
 }
 
 /// A precondition: when `check` is falsy, the call fails with `classification`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub struct RawRequire {
     /// Expression that must be truthy.
@@ -604,7 +663,7 @@ pub struct RawRequire {
 }
 
 /// How the upstream answer is mapped into the envelope.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub struct RawResponse {
     /// JSONPath selecting `data` in the upstream body; default the whole body.
@@ -662,7 +721,7 @@ pub struct RawResponse {
 }
 
 /// Where a job status read finds the job and its status.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub struct RawJobStatus {
     /// Expression giving the job id, e.g. `args.job_id`.
@@ -674,7 +733,7 @@ pub struct RawJobStatus {
 }
 
 /// Paths redacted unless `unless` is truthy.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub struct RawRedactUnless {
     /// Expression, e.g. `args.includeBusinessDetails`.
@@ -705,7 +764,7 @@ pub struct Dispatch {
 /// expressions see `args`, `ctx`, `settings`, and where they apply `submitted` (the
 /// submit tool's `data`), `id` (the job id), `data` (the last status answer) and
 /// `status` (its status word).
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub struct RawPoll {
     /// Submit choices, first whose `when` holds wins; none: the job id comes from `args`.
@@ -755,7 +814,7 @@ pub struct RawPoll {
 /// the job from its arguments) for the task's bound, and settles with the tool's answer
 /// plus `data.job` (the watch's data: `outcome`, `id`, `status`, ...). A preview or a
 /// refusal settles as it is; without tasks nothing changes.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub struct RawTask {
     /// The watch tool (same service).
@@ -802,7 +861,7 @@ pub struct RateLimit {
 /// the answer. Expressions see `args`, `ctx`, `settings`, `tool`; `filter` also `row`;
 /// `result` also `table` (the whole table), `ranked` (kept rows, best first, each with
 /// a `score`) and `best` (the first, or none).
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub struct RawLookup {
     /// A table of the service's `[tables]`.
@@ -825,7 +884,7 @@ pub struct RawLookup {
 }
 
 /// One way to submit the job.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub struct RawPollSubmit {
     /// Expression: whether this choice applies (absent: always).
@@ -843,7 +902,7 @@ pub struct RawPollSubmit {
 /// whose due time has passed, and move each to the next business day through an update
 /// tool. Tools are raw catalog tools of the same service; the argument mappings are
 /// expressions with `args`, `ctx`, `settings`, `page` (`limit`, `skip`), `item` and `due`.
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub struct RawReschedule {
     /// Read tool that lists candidate items, one page per call.

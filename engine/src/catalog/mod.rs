@@ -2,7 +2,8 @@
 //! the request path looks things up in.
 //!
 //! `source` (where the files come from) -> `descriptor`, `rules` (raw, strict) ->
-//! `compile` (with `tool_file`, `schema_check`, `template`, `search`, `diag`) ->
+//! `compile` (with `tool_file`, `schema_check`, `start_cache`, `template`, `search`,
+//! `diag`) ->
 //! [`Catalog`] (`compiled`), hashed and locked by `identity`.
 //!
 //! May import: [`crate::error`] only. Nothing of the request side (callers, the store,
@@ -22,6 +23,7 @@ pub mod schema;
 pub mod schema_check;
 pub mod search;
 pub mod source;
+pub mod start_cache;
 pub mod template;
 pub mod tool_file;
 pub mod webhook;

@@ -278,8 +278,13 @@ impl SearchIndex {
         // First the words of each tool's fields (a word counts once per field:
         // `/charges/{charge}/refunds/{refund}` does not outrank `/refunds` for "refund"
         // by repeating it), then each field's average length over the catalog.
-        let fielded: Vec<[Vec<String>; FIELDS]> =
-            tools.iter().map(|tool| index.fields(raw, tool)).collect();
+        // The catalog says the same words many times over (about 25 uses of each
+        // distinct word): each is stemmed once.
+        let mut stems = HashMap::new();
+        let fielded: Vec<[Vec<String>; FIELDS]> = tools
+            .iter()
+            .map(|tool| index.fields(raw, tool, &mut stems))
+            .collect();
         let mut avg = [0.0f64; FIELDS];
         for fields in &fielded {
             for (f, words) in fields.iter().enumerate() {
@@ -343,10 +348,16 @@ impl SearchIndex {
             .collect()
     }
 
-    /// The distinct words of each field of a tool, in [`FIELDS`] order.
-    fn fields(&self, raw: &RawSearch, tool: &Tool) -> [Vec<String>; FIELDS] {
-        let words = |text: &str| {
-            let mut words = self.words(text);
+    /// The distinct words of each field of a tool, in [`FIELDS`] order; `stems` keeps
+    /// each word's stem across tools.
+    fn fields(
+        &self,
+        raw: &RawSearch,
+        tool: &Tool,
+        stems: &mut HashMap<String, String>,
+    ) -> [Vec<String>; FIELDS] {
+        let mut words = |text: &str| {
+            let mut words = self.words_with(text, Some(&mut *stems));
             words.sort_unstable();
             words.dedup();
             words
@@ -410,30 +421,52 @@ impl SearchIndex {
     /// Words of a text: split at punctuation and camelCase, lowercased, stop words
     /// dropped, stemmed.
     pub fn words(&self, text: &str) -> Vec<String> {
+        self.words_with(text, None)
+    }
+
+    /// [`Self::words`], looking each stem up in `memo` first and keeping it there.
+    fn words_with(
+        &self,
+        text: &str,
+        mut memo: Option<&mut HashMap<String, String>>,
+    ) -> Vec<String> {
         let mut out = Vec::new();
         let mut current = String::new();
         let mut prev_lower = false;
         for c in text.chars() {
             if c.is_alphanumeric() {
                 if c.is_uppercase() && prev_lower {
-                    self.push_word(&mut out, &mut current);
+                    self.push_word(&mut out, &mut current, memo.as_deref_mut());
                 }
                 prev_lower = c.is_lowercase() || c.is_ascii_digit();
                 current.extend(c.to_lowercase());
             } else {
                 prev_lower = false;
-                self.push_word(&mut out, &mut current);
+                self.push_word(&mut out, &mut current, memo.as_deref_mut());
             }
         }
-        self.push_word(&mut out, &mut current);
+        self.push_word(&mut out, &mut current, memo);
         out
     }
 
-    fn push_word(&self, out: &mut Vec<String>, current: &mut String) {
+    fn push_word(
+        &self,
+        out: &mut Vec<String>,
+        current: &mut String,
+        memo: Option<&mut HashMap<String, String>>,
+    ) {
         if !current.is_empty() && !self.stopwords.contains(current.as_str()) {
-            out.push(match self.stems.get(current.as_str()) {
-                Some(kept) => kept.clone(),
-                None => stem(current),
+            out.push(match (self.stems.get(current.as_str()), memo) {
+                (Some(kept), _) => kept.clone(),
+                (None, None) => stem(current),
+                (None, Some(memo)) => match memo.get(current.as_str()) {
+                    Some(stemmed) => stemmed.clone(),
+                    None => {
+                        let stemmed = stem(current);
+                        memo.insert(current.clone(), stemmed.clone());
+                        stemmed
+                    }
+                },
             });
         }
         current.clear();

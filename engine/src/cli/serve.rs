@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use super::args::StoreArgs;
 use crate::call::Broker;
-use crate::catalog::compile::compile;
+use crate::catalog::compile::{Options, compile_with};
 use crate::catalog::source::Sources;
+use crate::catalog::start_cache::StartCache;
 use crate::config::ConfigFile;
 
 /// Runs `serve`; the process exit code.
@@ -34,6 +35,7 @@ fn serve_inner(
     store: &StoreArgs,
 ) -> Result<(), String> {
     let store_config = store.config()?;
+    let data_dir = store.data_dir.clone();
     let config = match config {
         Some(path) => ConfigFile::load(path)?,
         None => ConfigFile::default(),
@@ -43,7 +45,16 @@ fn serve_inner(
         Some(dir) => Sources::from_dir(dir).map_err(|e| e.to_string())?,
         None => Sources::embedded(),
     };
-    let catalog = compile(&sources).map_err(|d| format!("the catalog does not compile:\n{d}"))?;
+    // A start reads what an earlier start of this binary kept for this catalog, or
+    // records it for the next (crate::catalog::start_cache).
+    let cache = StartCache::open(&data_dir, &sources);
+    let cached = cache.as_ref().is_some_and(StartCache::holds);
+    let options = Options {
+        start: cache.as_ref(),
+        ..Options::default()
+    };
+    let (catalog, _) = compile_with(&sources, options)
+        .map_err(|d| format!("the catalog does not compile:\n{d}"))?;
     // The catalog's text is not needed once compiled (about 6.5 MB).
     drop(sources);
     let compile_ms = started.elapsed().as_millis() as u64;
@@ -88,9 +99,24 @@ fn serve_inner(
             tools = broker.catalog.tools.len(),
             catalog = %broker.catalog.origin,
             compile_ms,
+            start_cache = match (&cache, cached) {
+                (None, _) => "off",
+                (Some(_), true) => "read",
+                (Some(_), false) => "written",
+            },
             ready_ms = started.elapsed().as_millis() as u64,
             "tool-broker listening"
         );
+        // What only a search needs is built once the broker listens, and what this
+        // start parsed is kept for the next.
+        broker.catalog.build_search_in_background();
+        let saving = cache.filter(|_| !cached).map(|cache| {
+            std::thread::spawn(move || {
+                if let Err(e) = cache.save() {
+                    tracing::warn!(error = %e, "the next start compiles in full: its cache cannot be written to the data folder");
+                }
+            })
+        });
         // SIGTERM (an orchestrator stopping the broker) or Ctrl-C: drain, then stop.
         let shutdown = async {
             #[cfg(unix)]
@@ -113,8 +139,13 @@ fn serve_inner(
                 let _ = tokio::signal::ctrl_c().await;
             }
         };
-        crate::serve::server::serve_workers(Arc::new(broker), listener, workers, shutdown)
+        let served = crate::serve::server::serve_workers(Arc::new(broker), listener, workers, shutdown)
             .await
-            .map_err(|e| format!("server failed: {e}"))
+            .map_err(|e| format!("server failed: {e}"));
+        // A broker stopped right after its start still leaves its cache whole.
+        if let Some(saving) = saving {
+            let _ = saving.join();
+        }
+        served
     })
 }

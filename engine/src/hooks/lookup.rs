@@ -68,7 +68,7 @@ pub fn table_lookup(
         Some(q) => {
             let text = eval(cx, q, &scope)?;
             catalog
-                .search
+                .search()
                 .words(text.as_str().unwrap_or_default())
                 .into_iter()
                 .collect()
@@ -94,7 +94,7 @@ pub fn table_lookup(
         let row_words: HashSet<String> = plan
             .fields
             .iter()
-            .flat_map(|f| catalog.search.words(&field_text(row, f)))
+            .flat_map(|f| catalog.search().words(&field_text(row, f)))
             .collect();
         let score = query_words.intersection(&row_words).count();
         let mut row = row.clone();

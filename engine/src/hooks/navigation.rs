@@ -174,7 +174,7 @@ pub fn find_tools(
                 })
         })
     };
-    let hits = catalog.search.search(&tool.service, query, keep);
+    let hits = catalog.search().search(&tool.service, query, keep);
     let results: Vec<Value> = hits
         .iter()
         .take(limit)

@@ -317,7 +317,7 @@ async fn discovery(broker: &Broker, trace: &CallTrace, input: CallInput<'_>) -> 
                     .is_some_and(|t| principal.may_see(t) && filters.admits(t))
             };
             // One corpus across services, so scores of two services compare.
-            let hits = catalog.search.search_all(service, query, keep);
+            let hits = catalog.search().search_all(service, query, keep);
             let results: Vec<Value> = hits
                 .iter()
                 .take(filters.limit)

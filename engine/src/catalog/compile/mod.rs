@@ -13,12 +13,11 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use toml::Spanned;
 
 use crate::catalog::Hook;
 use crate::catalog::descriptor::{
-    ConfirmationMode, EnvelopeKind, RawHttp, RawResponse, RawTool, ServiceFile, SpannedStr,
-    VersionFormat,
+    ConfirmationMode, EnvelopeKind, RawHttp, RawResponse, RawTool, ServiceFile, Spanned,
+    SpannedStr, VersionFormat,
 };
 use crate::catalog::diag::{Diagnostics, LineIndex, did_you_mean, line_of};
 use crate::catalog::identity::{Field, LOCK_PATH, compact_is_canonical, descriptor_hash_with};
@@ -28,8 +27,9 @@ use crate::catalog::rules::{
 };
 use crate::catalog::search::RawSearch;
 use crate::catalog::source::Sources;
+use crate::catalog::start_cache::StartCache;
 use crate::catalog::template::{Expr, Templates, describe, referenced_templates};
-use crate::catalog::tool_file::Parsed;
+use crate::catalog::tool_file::{Input, Parsed, read_all};
 use crate::catalog::{
     Action, BodyPlan, Catalog, HttpPlan, JsonPath, PathPart, Require, ResponsePlan, SchemaText,
     Service, Tool,
@@ -46,7 +46,7 @@ pub fn compile(sources: &Sources) -> Result<Catalog, Diagnostics> {
 
 /// What [`compile_with`] does beyond [`compile`].
 #[derive(Debug, Clone, Copy)]
-pub struct Options {
+pub struct Options<'a> {
     /// Also return every tool's normalized definition (what its descriptor hash
     /// covers), by full name. A served catalog keeps only the hashes: the definitions,
     /// as JSON trees, would be a fifth of its memory.
@@ -55,13 +55,18 @@ pub struct Options {
     /// served catalogs do; `false` compiles every expression as a template, to check
     /// that both give the same answers.
     pub plain_expressions: bool,
+    /// A start's cache ([`crate::catalog::start_cache`]): where it holds, the tool
+    /// files are read from it and the schema check is skipped; where it does not, the
+    /// parsed tools are recorded into it.
+    pub start: Option<&'a StartCache>,
 }
 
-impl Default for Options {
+impl Default for Options<'_> {
     fn default() -> Self {
         Options {
             keep_definitions: false,
             plain_expressions: true,
+            start: None,
         }
     }
 }
@@ -74,7 +79,7 @@ impl Default for Options {
 )]
 pub fn compile_with(
     sources: &Sources,
-    options: Options,
+    options: Options<'_>,
 ) -> Result<(Catalog, BTreeMap<String, serde_json::Value>), Diagnostics> {
     let started = std::time::Instant::now();
     let mut definitions = BTreeMap::new();
@@ -93,7 +98,10 @@ pub fn compile_with(
     if let Some(rules) = &rules {
         // Each tool's schemas as parsed go to the check as the tool is compiled, and are
         // dropped there (the tools keep them as text).
-        let mut checker = crate::catalog::schema_check::Checker::start();
+        let held = options.start.filter(|cache| cache.holds());
+        let mut checker = held
+            .is_none()
+            .then(crate::catalog::schema_check::Checker::start);
         let mut seen: BTreeMap<String, (String, usize)> = BTreeMap::new();
         let mut files = Vec::new();
         for (file, text) in c.tool_files() {
@@ -106,10 +114,17 @@ pub fn compile_with(
                 ),
             }
         }
-        let texts: Vec<&str> = files.iter().map(|(_, text, _)| *text).collect();
+        let inputs: Vec<Input<'_>> = files
+            .iter()
+            .map(|(file, text, _)| Input {
+                text,
+                kept: held.and_then(|cache| cache.kept(file)),
+            })
+            .collect();
+        let record = options.start.is_some() && held.is_none();
         let mut lines = LineIndex::new("");
         // Files are parsed on a second thread while this one compiles (crate::catalog::tool_file).
-        crate::catalog::tool_file::read_all(&texts, |index, parsed| {
+        let recorded = read_all(&inputs, record, |index, parsed| {
             let Some(&(file, _, service)) = files.get(index) else {
                 return;
             };
@@ -121,6 +136,17 @@ pub fn compile_with(
                 }
                 Parsed::Error(offset, e) => {
                     c.parse_error(file, &lines, offset, &e);
+                    return;
+                }
+                Parsed::Unreadable(e) => {
+                    c.diags.push(
+                        file,
+                        0,
+                        format!(
+                            "the start cache's copy of this file cannot be read ({e}); remove `{}` from the data folder",
+                            crate::catalog::start_cache::FILE
+                        ),
+                    );
                     return;
                 }
             };
@@ -146,14 +172,27 @@ pub fn compile_with(
                 templates: &mut templates,
             };
             if let Some((tool, parsed)) = tc.compile(*raw, line) {
-                checker.submit(&tool.arguments, tool.output.as_ref(), parsed);
+                if let Some(checker) = &mut checker {
+                    checker.submit(&tool.arguments, tool.output.as_ref(), parsed);
+                }
                 tools.push(tool);
             }
         });
+        if let (Some(cache), Some(recorded)) = (options.start, recorded) {
+            cache.record(
+                files
+                    .iter()
+                    .zip(recorded)
+                    .map(|((file, _, _), json)| ((*file).to_string(), json))
+                    .collect(),
+            );
+        }
         let compiled = started.elapsed();
-        let checked = checker.finish();
-        for (file, line, message) in crate::catalog::schema_check::problems(&tools, checked) {
-            c.diags.push(&file, line, message);
+        if let Some(checker) = checker {
+            let checked = checker.finish();
+            for (file, line, message) in crate::catalog::schema_check::problems(&tools, checked) {
+                c.diags.push(&file, line, message);
+            }
         }
         tracing::debug!(
             tools_ms = compiled.as_millis() as u64,
