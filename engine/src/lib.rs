@@ -40,6 +40,7 @@ pub mod import;
 pub mod mcp;
 pub mod net;
 pub mod oracle;
+pub mod policy;
 pub mod run;
 pub mod serve;
 pub mod store;

@@ -23,6 +23,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("caller", &["catalog", "config", "error", "net"]),
     ("upstream", &["catalog", "config", "error", "telemetry"]),
     ("answer", &["catalog", "error", "upstream"]),
+    ("policy", &["catalog", "config", "error"]),
     (
         "run",
         &[
@@ -162,6 +163,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "hub",
             "import",
             "mcp",
+            "policy",
             "run",
             "serve",
             "store",

@@ -28,6 +28,7 @@ mod navigation;
 mod oauth;
 mod origin;
 mod pinning;
+mod policy;
 mod poll;
 mod reschedule;
 mod retrieval;

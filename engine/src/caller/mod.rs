@@ -472,6 +472,7 @@ mod tests {
             profiles: vec![],
             toolset: None,
             confirmation: None,
+            roles: vec![],
         };
         assert!(
             Keys::from_config(

@@ -58,6 +58,16 @@ pub enum Command {
         #[command(flatten)]
         store: StoreArgs,
     },
+    /// Cedar policies: the schema they are typed by.
+    Policy {
+        /// Which one.
+        #[command(subcommand)]
+        command: PolicyCommand,
+        /// The catalog root (as for `catalog`). Default: the current folder when it is
+        /// one, else the catalog embedded in this binary.
+        #[arg(long, global = true)]
+        catalog_dir: Option<PathBuf>,
+    },
     /// Catalog authoring and audit commands.
     Catalog {
         /// Which one.
@@ -67,6 +77,17 @@ pub enum Command {
         /// the current folder when it is one, else the catalog embedded in this binary.
         #[arg(long, global = true)]
         catalog_dir: Option<PathBuf>,
+    },
+}
+
+/// `tool-broker policy ...`.
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Print the Cedar schema (JSON form) generated from the compiled catalog.
+    Schema {
+        /// The deployment config whose `[policy] claims` become user attributes.
+        #[arg(long)]
+        config: Option<PathBuf>,
     },
 }
 

@@ -56,6 +56,11 @@ impl CatalogRoot {
         }
     }
 
+    /// The root's catalog, compiled.
+    pub fn compiled(&self) -> Result<Catalog, String> {
+        self.load()
+    }
+
     fn load(&self) -> Result<Catalog, String> {
         compile(&self.sources()?).map_err(|d| d.to_string())
     }

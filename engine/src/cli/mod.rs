@@ -1,6 +1,6 @@
 //! The `tool-broker` command line, a file per command: `args` (what clap reads),
 //! `serve`, `catalog` (the commands authors and auditors use), `audit`, `vault`,
-//! `sessions`, and
+//! `sessions`, `policy`, and
 //! `output` (stdout, stderr, the exit code).
 //!
 //! May import everything; the only module that starts the server.
@@ -9,6 +9,7 @@ mod args;
 mod audit;
 mod catalog;
 mod output;
+mod policy;
 mod serve;
 mod sessions;
 mod vault;
@@ -16,11 +17,13 @@ mod vault;
 use std::process::ExitCode;
 
 pub use args::{
-    AuditCommand, CatalogCommand, Cli, Command, Format, SessionsCommand, StoreArgs, VaultCommand,
+    AuditCommand, CatalogCommand, Cli, Command, Format, PolicyCommand, SessionsCommand, StoreArgs,
+    VaultCommand,
 };
 pub use audit::{audit, audit_list, parse_since};
 pub use catalog::{CatalogRoot, catalog, list_row};
 pub use output::write_quietly;
+pub use policy::policy;
 pub use sessions::sessions;
 pub use vault::vault;
 
@@ -39,6 +42,14 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Sessions { command, store } => printed(sessions(command, &store)),
         Command::Vault { command, store } => {
             printed(vault(command, &store, &|name| std::env::var(name).ok()))
+        }
+        Command::Policy {
+            command,
+            catalog_dir,
+        } => {
+            let root = CatalogRoot::choose(catalog_dir);
+            write_stderr(&format!("tool-broker: reading {}", root.describe()));
+            print(policy(command, &root))
         }
         Command::Catalog {
             command,

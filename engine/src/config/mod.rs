@@ -137,6 +137,9 @@ pub struct ConfigFile {
     /// shutdown grace ([`server::ServerBounds`]; every field has a default).
     #[serde(default)]
     pub server: server::ServerBounds,
+    /// Cedar policies over every tool (docs/policy.md).
+    #[serde(default)]
+    pub policy: Option<PolicyConfig>,
     /// Access tokens of an OAuth 2.1 authorization server, besides the keys
     /// ([`oauth::OAuthConfig`], decision 011).
     #[serde(default)]
@@ -194,6 +197,22 @@ pub struct KeyEntry {
     /// Who confirms this key's writes; default: the top-level `confirmation`.
     #[serde(default)]
     pub confirmation: Option<WriteConfirmation>,
+    /// The roles this key's calls have in policies (`Key::"<name>" in Role::"<role>"`).
+    #[serde(default)]
+    pub roles: Vec<String>,
+}
+
+/// `[policy]`: the folder of the deployment's Cedar policies.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyConfig {
+    /// Every `*.cedar` file of this folder is read at start (relative to the working
+    /// folder).
+    pub dir: std::path::PathBuf,
+    /// Claims of a user's access token that become `String` attributes of the user's
+    /// entity (`principal.email`).
+    #[serde(default)]
+    pub claims: Vec<String>,
 }
 
 /// `[[approvers]]`: a person who approves writes on the approval page.
