@@ -107,6 +107,6 @@ if grep -q $'\x1b\[' target/client-broker.log; then
 fi
 grep -q "tool call" target/client-broker.log || { echo "FAIL no tool call in the broker's log"; exit 1; }
 # Start-up is reported on the listening line (bench/compare.sh reads `ready_ms` there).
-grep -q -E "tool-broker listening .*compile_ms=[0-9]+ ready_ms=[0-9]+" target/client-broker.log ||
-  { echo "FAIL the listening line does not report compile_ms and ready_ms"; exit 1; }
+grep -q -E "tool-broker listening .*compile_ms=[0-9]+ ready_ms=[0-9]+ start_cache=\"(read|written)\"" target/client-broker.log ||
+  { echo "FAIL the listening line does not report compile_ms, ready_ms and start_cache"; exit 1; }
 echo "ok   no colour codes in the log file; tool calls logged; start-up figures on the listening line"

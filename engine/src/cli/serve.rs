@@ -99,12 +99,12 @@ fn serve_inner(
             tools = broker.catalog.tools.len(),
             catalog = %broker.catalog.origin,
             compile_ms,
+            ready_ms = started.elapsed().as_millis() as u64,
             start_cache = match (&cache, cached) {
                 (None, _) => "off",
                 (Some(_), true) => "read",
                 (Some(_), false) => "written",
             },
-            ready_ms = started.elapsed().as_millis() as u64,
             "tool-broker listening"
         );
         // What only a search needs is built once the broker listens, and what this
