@@ -57,11 +57,7 @@ impl CatalogRoot {
     }
 
     /// The root's catalog, compiled.
-    pub fn compiled(&self) -> Result<Catalog, String> {
-        self.load()
-    }
-
-    fn load(&self) -> Result<Catalog, String> {
+    pub(super) fn load(&self) -> Result<Catalog, String> {
         compile(&self.sources()?).map_err(|d| d.to_string())
     }
 

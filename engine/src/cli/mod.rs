@@ -46,18 +46,17 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Policy {
             command,
             catalog_dir,
-        } => {
-            let root = CatalogRoot::choose(catalog_dir);
-            write_stderr(&format!("tool-broker: reading {}", root.describe()));
-            print(policy(command, &root))
-        }
+        } => print(policy(command, &announced(catalog_dir))),
         Command::Catalog {
             command,
             catalog_dir,
-        } => {
-            let root = CatalogRoot::choose(catalog_dir);
-            write_stderr(&format!("tool-broker: reading {}", root.describe()));
-            print(catalog(command, root))
-        }
+        } => print(catalog(command, announced(catalog_dir))),
     }
+}
+
+/// The catalog root a command reads, named on stderr.
+fn announced(catalog_dir: Option<std::path::PathBuf>) -> CatalogRoot {
+    let root = CatalogRoot::choose(catalog_dir);
+    write_stderr(&format!("tool-broker: reading {}", root.describe()));
+    root
 }

@@ -7,7 +7,7 @@ use crate::policy::schema::schema_json;
 
 /// Runs a `policy` command on the catalog at `root`; what to print, or why it failed.
 pub fn policy(command: PolicyCommand, root: &CatalogRoot) -> Result<String, String> {
-    let catalog = root.compiled()?;
+    let catalog = root.load()?;
     match command {
         PolicyCommand::Schema { config } => {
             let claims = match config {
