@@ -123,6 +123,28 @@ pids+=("$broker_pid")
 wait_for "http://127.0.0.1:$broker_port/readyz"
 rss_start=$(rss_mb "$broker_pid")
 
+# The same broker with 50 Cedar policies (docs/policy.md), every one of them in the slice
+# of the proxied read: what a deployment with policies pays per call.
+policy_port=$(free_port)
+mkdir -p "$work/policies"
+{
+  echo '@id("reads") permit(principal, action in Action::"read", resource) when { resource.tier == "agent_ready" };'
+  echo '@id("no-destruction") forbid(principal, action in Action::"destructive", resource) unless { principal in Role::"admin" };'
+  echo '@id("contractors") forbid(principal in Role::"contractor", action in Action::"write", resource) when { !context.dryRun };'
+  echo '@id("admins") permit(principal in Role::"admin", action, resource);'
+  echo '@id("hosting-team") permit(principal in Role::"hosting-team", action in Action::"hosting", resource);'
+  for i in $(seq 1 45); do
+    echo "@id(\"team-$i\") permit(principal in Role::\"team-$i\", action in Action::\"hosting\", resource) when { resource.tier == \"agent_ready\" && !context.dryRun };"
+  done
+} > "$work/policies/bench.cedar"
+printf '[policy]\ndir = "%s"\n' "$work/policies" > "$work/policy.toml"
+TOOL_BROKER_API_KEY=$key TOOL_BROKER_UPSTREAM_HOSTING="http://127.0.0.1:$up_port" \
+  TOOL_BROKER_LOG=warn target/release/tool-broker serve --listen "127.0.0.1:$policy_port" \
+  --config "$work/policy.toml" --data-dir "$work/policy-broker" > "$work/policy-broker.log" 2>&1 &
+policy_pid=$!
+pids+=("$policy_pid")
+wait_for "http://127.0.0.1:$policy_port/readyz"
+
 $venv/bin/python bench/fastmcp_peer.py "$up_port" "$peer_port" > "$work/peer.log" 2>&1 &
 pids+=("$!")
 
@@ -142,6 +164,7 @@ targets=(
   "nginx reverse proxy, a process of its own (keepalive)|http://127.0.0.1:$own_proxy_port/api/billing/v1/catalog||"
   "broker \`POST /\` proxied read|http://127.0.0.1:$broker_port/|$call|$(join "${auth[@]}")"
   "broker \`POST /mcp\` proxied read|http://127.0.0.1:$broker_port/mcp|$call|$(join "${auth[@]}" "${mcp[@]}")"
+  "broker \`POST /\` proxied read, 50 policies|http://127.0.0.1:$policy_port/|$call|$(join "${auth[@]}")"
   "broker local \`portal.check_connection\`|http://127.0.0.1:$broker_port/|$local_call|$(join "${auth[@]}")"
   "FastMCP $fastmcp_version \`from_openapi\` (one process)|http://127.0.0.1:$peer_port/mcp|$peer_call|$(join "content-type: application/json" "${mcp[@]}")"
 )
@@ -199,12 +222,14 @@ for t in "${targets[@]}"; do
   rps=$(field "${sat[$name]}" 1)
   ((rps > 1100)) && fixed1[$name]=$(fixed_rate 1000 "$url" "$body" "$headers")
   if ((rps > 5500)); then
-    t0=$(cpu_ticks "$broker_pid")
+    pid=$broker_pid
+    [[ $name == *policies ]] && pid=$policy_pid
+    t0=$(cpu_ticks "$pid")
     fixed5[$name]=$(fixed_rate 5000 "$url" "$body" "$headers")
     # The broker's CPU per call at 5k req/s (less noisy than saturation on shared cores).
     if [[ $name == broker* ]]; then
       calls=$(awk -v r="$(field "${fixed5[$name]}" 6)" -v s="$run_s" 'BEGIN {printf "%d", r * s}')
-      cpu5[$name]=$(( ($(cpu_ticks "$broker_pid") - t0) * tick_us / (calls > 0 ? calls : 1) ))
+      cpu5[$name]=$(( ($(cpu_ticks "$pid") - t0) * tick_us / (calls > 0 ? calls : 1) ))
     fi
   fi
   echo "   saturation ${sat[$name]} | 1k ${fixed1[$name]} | 5k ${fixed5[$name]}" >&2
@@ -235,6 +260,7 @@ proxy_name="nginx reverse proxy (keepalive)"
 own_proxy_name="nginx reverse proxy, a process of its own (keepalive)"
 broker_name="broker \`POST /\` proxied read"
 mcp_name="broker \`POST /mcp\` proxied read"
+policy_name="broker \`POST /\` proxied read, 50 policies"
 local_name="broker local \`portal.check_connection\`"
 peer_name="FastMCP $fastmcp_version \`from_openapi\` (one process)"
 
@@ -247,16 +273,19 @@ round_s=${ROUND_SECONDS:-5}
 # The broker's CPU per call is read around its two runs of each round too (at
 # saturation; the 5k req/s figure above is one reading of a call-by-call wake-up).
 broker_ratios=() own_ratios=() mcp_ratios=() broker_cpus=() mcp_cpus=() cpu_ratios=()
+policy_ratios=() policy_cpus=()
 for ((r = 1; r <= rounds; r++)); do
   declare -A round=() round_cpu=()
-  for name in "$proxy_name" "$own_proxy_name" "$broker_name" "$mcp_name"; do
+  for name in "$proxy_name" "$own_proxy_name" "$broker_name" "$mcp_name" "$policy_name"; do
+    pid=$broker_pid
+    [[ $name == "$policy_name" ]] && pid=$policy_pid
     for t in "${targets[@]}"; do
       IFS='|' read -r tname url body headers <<< "$t"
       [[ $tname == "$name" ]] || continue
-      t0=$(cpu_ticks "$broker_pid")
+      t0=$(cpu_ticks "$pid")
       round[$name]=$(field "$(saturation "$url" "$body" "$headers" "$round_s")" 1)
       calls=$((round[$name] * round_s))
-      round_cpu[$name]=$(awk -v t=$(($(cpu_ticks "$broker_pid") - t0)) -v u="$tick_us" -v n="$calls" \
+      round_cpu[$name]=$(awk -v t=$(($(cpu_ticks "$pid") - t0)) -v u="$tick_us" -v n="$calls" \
         'BEGIN {printf "%.1f", (n > 0 ? t * u / n : 0)}')
     done
   done
@@ -266,7 +295,9 @@ for ((r = 1; r <= rounds; r++)); do
   broker_cpus+=("${round_cpu[$broker_name]}")
   mcp_cpus+=("${round_cpu[$mcp_name]}")
   cpu_ratios+=("$(ratio "${round_cpu[$mcp_name]}" "${round_cpu[$broker_name]}")")
-  echo "== round $r: proxy ${round[$proxy_name]}, own-process proxy ${round[$own_proxy_name]}, POST / ${round[$broker_name]} (${round_cpu[$broker_name]} µs/call), /mcp ${round[$mcp_name]} (${round_cpu[$mcp_name]} µs/call) req/s" >&2
+  policy_ratios+=("$(ratio "${round[$policy_name]}" "${round[$broker_name]}")")
+  policy_cpus+=("$(ratio "${round_cpu[$policy_name]}" "${round_cpu[$broker_name]}")")
+  echo "== round $r: proxy ${round[$proxy_name]}, own-process proxy ${round[$own_proxy_name]}, POST / ${round[$broker_name]} (${round_cpu[$broker_name]} µs/call), /mcp ${round[$mcp_name]} (${round_cpu[$mcp_name]} µs/call), 50 policies ${round[$policy_name]} (${round_cpu[$policy_name]} µs/call) req/s" >&2
 done
 
 {
@@ -311,7 +342,7 @@ done
   echo
   echo "| target | CPU per call |"
   echo "|---|---:|"
-  for name in "$broker_name" "$mcp_name" "$local_name"; do
+  for name in "$broker_name" "$mcp_name" "$policy_name" "$local_name"; do
     echo "| $name | ${cpu5[$name]:--} µs |"
   done
   echo
@@ -327,6 +358,7 @@ done
   echo "| p99 at 5k req/s within 2x the proxy's | broker $(field "${fixed5[$broker_name]}" 3) ms, proxy $(field "${fixed5[$proxy_name]}" 3) ms (in a process of its own: $(field "${fixed5[$own_proxy_name]}" 3) ms) |"
   echo "| a local tool >= 50k req/s | $(field "${sat[$local_name]}" 1) req/s |"
   echo "| \`POST /mcp\` within 5% of \`POST /\` | $(median "${mcp_ratios[@]}")x the throughput, the median of $rounds rounds in turn (${mcp_ratios[*]}); $(ratio "$(field "${sat[$mcp_name]}" 1)" "$(field "${sat[$broker_name]}" 1)")x in the table above. CPU per call at saturation in the same rounds: $(median "${mcp_cpus[@]}") against $(median "${broker_cpus[@]}") µs, $(median "${cpu_ratios[@]}")x (${cpu_ratios[*]}); at 5k req/s, one reading: $(ratio "${cpu5[$mcp_name]:-0}" "${cpu5[$broker_name]:-0}")x |"
+  echo "| a proxied read with 50 policies within 5% of the same call without \`[policy]\` | $(median "${policy_ratios[@]}")x the throughput, the median of $rounds rounds in turn (${policy_ratios[*]}); CPU per call $(median "${policy_cpus[@]}")x (${policy_cpus[*]}) |"
   echo "| start-up with the whole catalog < 300 ms | ${ready_ms} ms from spawn to listening at a restart, ${cold_ms} ms at a first start (medians of 5) |"
   echo "| resident < 100 MB after start | ${rss_start} MB |"
   echo "| flat (within 10%) across ${soak_s} s at saturation | ${soak_before} MB before, ${soak_max} MB at most, ${soak_after} MB after (${soak_rps} req/s) |"

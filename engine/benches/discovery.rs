@@ -98,6 +98,8 @@ fn discovery(c: &mut Criterion) {
                     idempotency: None,
                     elicitation: None,
                     task_watch: None,
+                    policies: None,
+                    decided: None,
                 };
                 let args = serde_json::json!({ "query": black_box("list issuing cards") });
                 let exec = runtime

@@ -23,7 +23,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("caller", &["catalog", "config", "error", "net"]),
     ("upstream", &["catalog", "config", "error", "telemetry"]),
     ("answer", &["catalog", "error", "upstream"]),
-    ("policy", &["catalog", "config", "error"]),
+    ("policy", &["caller", "catalog", "config", "error"]),
     (
         "run",
         &[
@@ -32,6 +32,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "catalog",
             "config",
             "error",
+            "policy",
             "store",
             "telemetry",
             "upstream",
@@ -97,6 +98,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "error",
             "hooks",
             "hub",
+            "policy",
             "run",
             "store",
             "telemetry",
@@ -116,6 +118,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "error",
             "hooks",
             "hub",
+            "policy",
             "run",
             "store",
             "telemetry",

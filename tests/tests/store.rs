@@ -70,6 +70,7 @@ fn record(tool: &str, outcome: Outcome, at: &str) -> AuditRecord {
         trace_id: "0123456789abcdef-r1".into(),
         duration_ms: 12,
         confirmation: Some("flag".into()),
+        policies: None,
     }
 }
 

@@ -82,14 +82,6 @@ impl Broker {
         env: &dyn Fn(&str) -> Option<String>,
         store: crate::store::Store,
     ) -> Result<Self, String> {
-        // A deployment that names policies must never run without them: until `serve`
-        // decides calls by them, it refuses the section rather than ignore it.
-        if let Some(policy) = &config.policy {
-            return Err(format!(
-                "`[policy]` (dir `{}`): this build does not yet decide calls by policies, and a deployment that names policies does not run without them; remove the section to serve",
-                policy.dir.display()
-            ));
-        }
         let callers = Callers::new(config, &catalog, env)?;
         let confirmations = Confirmations::new(config, env)?;
         let origins = crate::caller::origin::OriginPolicy::new(&config.allowed_origins)?;

@@ -22,6 +22,7 @@
 pub mod args;
 mod broker;
 mod confirmed;
+mod policy;
 pub mod ratelimit;
 mod send;
 pub mod tenancy;
@@ -188,15 +189,7 @@ impl Broker {
                 envelope::standard_err(&err, meta, &self.catalog.rules)
             };
         };
-        let mut ctx = RequestCtx {
-            principal: input.principal,
-            headers: input.headers,
-            trace: &trace,
-            idempotency: None,
-            elicitation: input.elicitation.as_ref(),
-            task_watch: input.task_watch,
-        };
-        let task_args = (ctx.task_watch.is_some() && tool.task.is_some()).then(|| {
+        let task_args = (input.task_watch.is_some() && tool.task.is_some()).then(|| {
             input
                 .arguments
                 .as_ref()
@@ -207,14 +200,47 @@ impl Broker {
         let started_at = self.now();
         let write = tool.risk == Risk::Write;
         let args_sha256 = write.then(|| audit_hash(input.arguments.as_ref()));
-        let mut held = None;
-        let result = match input
+        // Who may: the key or role fields, the pinned descriptor, then the policies on
+        // the validated arguments.
+        let policies = self.policy_set();
+        let gate = input
             .principal
             .check(tool)
             .and_then(|()| check_pin(tool, input.descriptor_hash.as_deref()))
-        {
+            .and_then(|()| {
+                self.door_policy(
+                    policies.as_deref(),
+                    tool,
+                    input.principal,
+                    &mut input.arguments,
+                )
+            });
+        // The determining policies, whether they permitted or refused (the audit's).
+        let policy_ids = gate
+            .as_ref()
+            .ok()
+            .and_then(Option::as_ref)
+            .map(|d| d.policies.clone());
+        let gate = gate.and_then(|d| match d {
+            Some(d) if !d.allowed => Err(policy::refusal(tool, &d)),
+            d => Ok(d),
+        });
+        let decided = gate.as_ref().ok().and_then(Option::as_ref);
+        let raised = decided.and_then(|d| policy::raised(input.principal, d.confirm));
+        let mut ctx = RequestCtx {
+            principal: raised.as_ref().unwrap_or(input.principal),
+            headers: input.headers,
+            trace: &trace,
+            idempotency: None,
+            elicitation: input.elicitation.as_ref(),
+            task_watch: input.task_watch,
+            policies,
+            decided: Some(tool.full_name.as_str()),
+        };
+        let mut held = None;
+        let result = match gate {
             Err(e) => Err(e),
-            Ok(()) => match (
+            Ok(_) => match (
                 &args_sha256,
                 crate::confirm::idempotency::key_of(
                     input.idempotency_key.as_deref(),
@@ -282,8 +308,15 @@ impl Broker {
         let duration_ms = elapsed_ms(started);
         let ran = write_outcome(&result) == Some(crate::store::audit::Outcome::Executed);
         if let Some(args_sha256) = args_sha256 {
-            self.audit(tool, &ctx, &result, args_sha256, started_at, duration_ms)
-                .await;
+            self.audit(
+                tool,
+                &ctx,
+                &result,
+                args_sha256,
+                (started_at, duration_ms),
+                policy_ids.as_deref(),
+            )
+            .await;
         }
         let outcome = match &result {
             Ok(_) => "ok",
@@ -309,6 +342,14 @@ impl Broker {
                     tool,
                 );
                 result_span(span, &result);
+                if let Some(ids) = &policy_ids {
+                    let refused = matches!(&result, Err(e) if e.details.as_ref().is_some_and(|d| d["reason"] == "policy"));
+                    span.text(
+                        "tool_broker.policy.decision",
+                        if refused { "deny" } else { "allow" },
+                    );
+                    span.text("tool_broker.policy.ids", ids.join(","));
+                }
             },
         );
         let response = self.respond(tool, &trace_id, meta, duration_ms, result);
@@ -372,8 +413,8 @@ impl Broker {
         ctx: &RequestCtx<'_>,
         result: &Result<Exec, CallError>,
         args_sha256: String,
-        at: jiff::Timestamp,
-        duration_ms: u64,
+        (at, duration_ms): (jiff::Timestamp, u64),
+        policies: Option<&[String]>,
     ) {
         use crate::store::audit::AuditRecord;
         let Some(outcome) = write_outcome(result) else {
@@ -402,6 +443,7 @@ impl Broker {
             trace_id: ctx.trace.id.to_string(),
             duration_ms,
             confirmation: Some(ctx.principal.confirmation.as_str().to_string()),
+            policies: policies.map(<[String]>::to_vec),
         };
         if let Err(e) = self.store.append_audit(&record).await {
             tracing::error!(error = %e, tool = %tool.full_name, trace_id = %ctx.trace.id, "write audit record not stored");
@@ -501,6 +543,7 @@ impl Broker {
         } else {
             decide(tool, &args, &self.catalog.rules.confirmation)?
         };
+        self.inner_policy(tool, ctx, &args, matches!(decision, Decision::Preview(_)))?;
         match &tool.action {
             Action::Hook(hook) => {
                 drop(template_ctx);

@@ -45,6 +45,21 @@ pub struct Principal {
     /// Further permission sets (a user's other roles): a tool any of them allows is
     /// allowed too.
     pub other_grants: Vec<Grant>,
+    /// The roles policies see it in (`Role::"<role>"`): a key's `roles`, a user's roles
+    /// claim and the default role when it applied.
+    pub roles: Vec<String>,
+    /// The access token's claims `[policy]` names, as the user's attributes in policies
+    /// (empty for a key).
+    pub claims: Vec<(String, Claim)>,
+}
+
+/// A claim's value as a policy reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// A string claim (`String` in policies).
+    One(String),
+    /// An array of strings (`Set<String>` in policies).
+    Many(Vec<String>),
 }
 
 /// The person an access token names: issuer and subject, never the token.
@@ -70,6 +85,8 @@ impl Principal {
             user: None,
             scopes: None,
             other_grants: Vec::new(),
+            roles: Vec::new(),
+            claims: Vec::new(),
         }
     }
 
@@ -295,6 +312,8 @@ impl Keys {
                     user: None,
                     scopes: None,
                     other_grants: Vec::new(),
+                    roles: e.roles.clone(),
+                    claims: Vec::new(),
                 }),
             ));
         }
@@ -349,12 +368,15 @@ impl Callers {
         let keys = Keys::new(config, catalog, env)?;
         let oauth = match &config.oauth {
             None => None,
-            Some(table) => Some(oauth::OAuth::new(
-                table,
-                catalog,
-                config.toolset.clone().unwrap_or_default(),
-                config.confirmation.unwrap_or_default(),
-            )?),
+            Some(table) => Some(
+                oauth::OAuth::new(
+                    table,
+                    catalog,
+                    config.toolset.clone().unwrap_or_default(),
+                    config.confirmation.unwrap_or_default(),
+                )?
+                .with_policy_claims(config.policy.as_ref()),
+            ),
         };
         Ok(Self { keys, oauth })
     }

@@ -58,7 +58,7 @@ pub enum Command {
         #[command(flatten)]
         store: StoreArgs,
     },
-    /// Cedar policies: the schema they are typed by.
+    /// Cedar policies: the schema they are typed by, and a folder checked against it.
     Policy {
         /// Which one.
         #[command(subcommand)]
@@ -83,12 +83,37 @@ pub enum Command {
 /// `tool-broker policy ...`.
 #[derive(Debug, Subcommand)]
 pub enum PolicyCommand {
-    /// Print the Cedar schema (JSON form) generated from the compiled catalog.
+    /// Print the Cedar schema generated from the compiled catalog.
     Schema {
         /// The deployment config whose `[policy] claims` become user attributes.
         #[arg(long)]
         config: Option<PathBuf>,
+        /// Cedar's schema syntax, or its JSON form.
+        #[arg(long, value_enum, default_value_t = SchemaFormat::Cedar)]
+        format: SchemaFormat,
     },
+    /// Validate the policy folder against the catalog in strict mode; list, per policy,
+    /// the tools it can apply to; warn of descriptor hashes the catalog no longer has.
+    Check {
+        /// The deployment config whose `[policy]` names the folder.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// A policy folder to check instead of the config's (claims: none).
+        #[arg(long, conflicts_with = "config")]
+        dir: Option<PathBuf>,
+        /// Text, or one JSON object (every policy with all its tools, the warnings).
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+}
+
+/// How `policy schema` prints the schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SchemaFormat {
+    /// Cedar's schema syntax (`entity Tool in [Service] = { ... };`).
+    Cedar,
+    /// Cedar's JSON schema format.
+    Json,
 }
 
 /// Where the durable store lives: PostgreSQL when a URL is given, else SQLite in the data

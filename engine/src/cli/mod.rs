@@ -17,8 +17,8 @@ mod vault;
 use std::process::ExitCode;
 
 pub use args::{
-    AuditCommand, CatalogCommand, Cli, Command, Format, PolicyCommand, SessionsCommand, StoreArgs,
-    VaultCommand,
+    AuditCommand, CatalogCommand, Cli, Command, Format, PolicyCommand, SchemaFormat,
+    SessionsCommand, StoreArgs, VaultCommand,
 };
 pub use audit::{audit, audit_list, parse_since};
 pub use catalog::{CatalogRoot, catalog, list_row};

@@ -139,7 +139,23 @@ fn serve_inner(
                 let _ = tokio::signal::ctrl_c().await;
             }
         };
-        let served = crate::serve::server::serve_workers(Arc::new(broker), listener, workers, shutdown)
+        let broker = Arc::new(broker);
+        // SIGHUP: the policy folder read again (docs/policy.md).
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            if let Ok(mut hangup) = signal(SignalKind::hangup()) {
+                let broker = Arc::clone(&broker);
+                tokio::spawn(async move {
+                    while hangup.recv().await.is_some() {
+                        let broker = Arc::clone(&broker);
+                        // Compiling a set takes milliseconds of CPU: off the runtime.
+                        let _ = tokio::task::spawn_blocking(move || broker.reload_policies()).await;
+                    }
+                });
+            }
+        }
+        let served = crate::serve::server::serve_workers(broker, listener, workers, shutdown)
             .await
             .map_err(|e| format!("server failed: {e}"));
         // A broker stopped right after its start still leaves its cache whole.

@@ -213,6 +213,10 @@ pub struct PolicyConfig {
     /// entity (`principal.email`).
     #[serde(default)]
     pub claims: Vec<String>,
+    /// Claims holding arrays of strings that become `Set<String>` attributes
+    /// (`principal.groups.contains("finance")`).
+    #[serde(default)]
+    pub set_claims: Vec<String>,
 }
 
 /// `[[approvers]]`: a person who approves writes on the approval page.

@@ -64,8 +64,8 @@ pub async fn run(
         }
         Hook::CategoryDispatch => Box::pin(category_dispatch(cx, tool, args, ctx)).await,
         Hook::RescheduleOverdue => Box::pin(reschedule_overdue(cx, tool, args, ctx)).await,
-        Hook::FindTools => find_tools(cx, tool, &args),
-        Hook::ToolReference => tool_reference(cx, tool, &args),
+        Hook::FindTools => find_tools(cx, tool, &args, ctx),
+        Hook::ToolReference => tool_reference(cx, tool, &args, ctx),
         Hook::Capabilities => capabilities(cx, tool, &args),
         Hook::EndpointCoverage => endpoint_coverage(cx, tool, &args),
         Hook::SubmitAndPoll => Box::pin(submit_and_poll(cx, tool, args, ctx)).await,

@@ -19,7 +19,7 @@ use crate::catalog::descriptor::{Risk, Tier};
 use crate::catalog::unknown_tool;
 use crate::catalog::{Action, Catalog, Tool};
 use crate::error::CallError;
-use crate::run::{Exec, Pipeline};
+use crate::run::{Exec, Pipeline, RequestCtx};
 
 fn bad(pointer: &str, message: String) -> CallError {
     CallError::validation(message.clone())
@@ -149,11 +149,20 @@ impl FindFilters {
     }
 }
 
+/// With `[policy]`, whether some call of `tool` by this caller could be permitted (a
+/// search or a reference shows no other).
+fn policy_visible(ctx: &RequestCtx<'_>, tool: &Tool) -> bool {
+    ctx.policies
+        .as_deref()
+        .is_none_or(|p| p.may_see(tool, ctx.principal))
+}
+
 /// The `find_tools` hook.
 pub fn find_tools(
     cx: &dyn Pipeline,
     tool: &Tool,
     args: &Map<String, Value>,
+    ctx: &RequestCtx<'_>,
 ) -> Result<Exec, CallError> {
     let catalog = &cx.catalog;
     let query = text(args, "query").unwrap_or_default();
@@ -167,6 +176,7 @@ pub fn find_tools(
     let keep = |i: usize| {
         catalog.tools.get(i).is_some_and(|t| {
             filters.admits(t)
+                && policy_visible(ctx, t)
                 && category.is_none_or(|c| {
                     t.category
                         .as_deref()
@@ -215,6 +225,7 @@ pub fn tool_reference(
     cx: &dyn Pipeline,
     tool: &Tool,
     args: &Map<String, Value>,
+    ctx: &RequestCtx<'_>,
 ) -> Result<Exec, CallError> {
     let catalog = &cx.catalog;
     let name = text(args, "name").unwrap_or_default();
@@ -226,6 +237,16 @@ pub fn tool_reference(
     let Some(found) = catalog.resolve_in(&tool.service, local) else {
         return Err(unknown_tool(catalog, &format!("{}.{local}", tool.service)));
     };
+    if !policy_visible(ctx, found) {
+        return Err(CallError::new(
+            crate::error::Classification::Forbidden,
+            format!(
+                "no policy permits any call of `{}` by this caller",
+                found.full_name
+            ),
+        )
+        .with_details(json!({ "reason": "policy", "policies": [] })));
+    }
     Ok(Exec {
         summary: Some(format!("descriptor of {}", found.full_name)),
         data: descriptor(catalog, found),

@@ -486,6 +486,7 @@ async fn audit(
         trace_id: String::new(),
         duration_ms: 0,
         confirmation: Some(via.to_string()),
+        policies: None,
     };
     if let Err(e) = parts.store.append_audit(&record).await {
         tracing::error!(error = %e, "hub key change not audited");

@@ -66,7 +66,7 @@ pub fn surfaces(catalog: &Catalog) -> Vec<Surface> {
                 toolset: toolset.clone(),
                 ..Principal::unrestricted("surface")
             };
-            measure(&toolset, &listing(catalog, &entries, &principal))
+            measure(&toolset, &listing(catalog, &entries, &principal, None))
         })
         .collect()
 }

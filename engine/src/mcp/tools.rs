@@ -24,6 +24,7 @@ use crate::catalog::{Action, Catalog, Tool};
 use crate::config::{Toolset, ToolsetName};
 use crate::error::CallError;
 use crate::hooks::{FindFilters, text};
+use crate::policy::Policies;
 use crate::telemetry::trace::CallTrace;
 
 /// Names of the discovery tools (no service prefix, so they never collide with a
@@ -178,13 +179,38 @@ fn discovery_values() -> Vec<Value> {
     ]
 }
 
-fn listed(tool: &Tool, principal: &Principal) -> bool {
-    tool.tier == Tier::AgentReady && principal.may_see(tool)
+/// A tool no call of which could be permitted is refused as `forbidden` by policy, as a
+/// call of it would be.
+fn policy_visible(broker: &Broker, principal: &Principal, tool: &Tool) -> Result<(), CallError> {
+    match broker.policy_set() {
+        Some(p) if !p.may_see(tool, principal) => Err(CallError::new(
+            crate::error::Classification::Forbidden,
+            format!(
+                "no policy permits any call of `{}` by this caller",
+                tool.full_name
+            ),
+        )
+        .with_details(json!({ "reason": "policy", "policies": [] }))),
+        _ => Ok(()),
+    }
 }
 
-/// The entries a caller sees, in a stable order.
+fn listed(tool: &Tool, principal: &Principal, policies: Option<&Policies>) -> bool {
+    tool.tier == Tier::AgentReady
+        && principal.may_see(tool)
+        && policies.is_none_or(|p| p.may_see(tool, principal))
+}
+
+/// The entries a caller sees, in a stable order: its toolset, what its key or role
+/// fields allow, and with `[policy]` the tools some call could be permitted.
 pub fn visible<'a>(broker: &'a Broker, principal: &Principal) -> Vec<&'a EntryText> {
-    listing(&broker.catalog, entries(broker), principal)
+    let policies = broker.policy_set();
+    listing(
+        &broker.catalog,
+        entries(broker),
+        principal,
+        policies.as_deref(),
+    )
 }
 
 /// The entries of `entries` (one per catalog tool, in catalog order) that `principal`'s
@@ -193,6 +219,7 @@ pub fn listing<'a>(
     catalog: &Catalog,
     entries: &'a [EntryText],
     principal: &Principal,
+    policies: Option<&Policies>,
 ) -> Vec<&'a EntryText> {
     match &principal.toolset {
         Toolset::Named(ToolsetName::Discovery) => discovery_entries().iter().collect(),
@@ -200,14 +227,14 @@ pub fn listing<'a>(
             .tools
             .iter()
             .zip(entries)
-            .filter(|(t, _)| services.contains(&t.service) && listed(t, principal))
+            .filter(|(t, _)| services.contains(&t.service) && listed(t, principal, policies))
             .map(|(_, e)| e)
             .collect(),
         Toolset::Named(ToolsetName::All) => catalog
             .tools
             .iter()
             .zip(entries)
-            .filter(|(t, _)| listed(t, principal))
+            .filter(|(t, _)| listed(t, principal, policies))
             .map(|(_, e)| e)
             .collect(),
     }
@@ -310,11 +337,11 @@ async fn discovery(broker: &Broker, trace: &CallTrace, input: CallInput<'_>) -> 
             };
             let service = text(&args, "service");
             let filters = FindFilters::from_args(&args);
+            let policies = broker.policy_set();
             let keep = |i: usize| {
-                catalog
-                    .tools
-                    .get(i)
-                    .is_some_and(|t| principal.may_see(t) && filters.admits(t))
+                catalog.tools.get(i).is_some_and(|t| {
+                    broker.may_see(policies.as_deref(), principal, t) && filters.admits(t)
+                })
             };
             // One corpus across services, so scores of two services compare.
             let hits = catalog.search().search_all(service, query, keep);
@@ -333,7 +360,10 @@ async fn discovery(broker: &Broker, trace: &CallTrace, input: CallInput<'_>) -> 
         REFERENCE => {
             let wanted = text(&args, "name").unwrap_or_default();
             match catalog.resolve(wanted) {
-                Some(tool) => match principal.check_permission(tool) {
+                Some(tool) => match principal
+                    .check_permission(tool)
+                    .and_then(|()| policy_visible(broker, principal, tool))
+                {
                     Ok(()) => envelope::standard_ok(
                         descriptor(catalog, tool),
                         meta(broker, (request_id, trace), name),

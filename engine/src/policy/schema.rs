@@ -9,15 +9,18 @@
 //! - Actions: one per tool, `Action::"<service>.<tool>"`, a member of the groups
 //!   `Action::"call"`, `Action::"<service>"`, its risk (`"read"`/`"write"`) and each of its
 //!   classes (`"spend"`, `"destructive"`, `"billing"`, `"token"`, `"credits"`).
-//! - Context per action: `dryRun` (Boolean) and `arguments`, a record typed from the
-//!   tool's argument schema ([`cedar_type`]).
+//! - Context per action: `dryRun` (Boolean), `now` (a `datetime`: when the call is
+//!   decided) and `arguments`, a record typed from the tool's argument schema
+//!   ([`cedar_type`]).
 
 use std::collections::BTreeSet;
 
+use cedar_policy::Schema;
 use serde_json::{Map, Value, json};
 
 use crate::catalog::Catalog;
 use crate::catalog::descriptor::Risk;
+use crate::config::PolicyConfig;
 
 /// Every class word, as its action group is named.
 pub const CLASS_GROUPS: [&str; 5] = ["spend", "destructive", "billing", "token", "credits"];
@@ -25,9 +28,33 @@ pub const CLASS_GROUPS: [&str; 5] = ["spend", "destructive", "billing", "token",
 /// The action every tool's action is a member of.
 pub const CALL_GROUP: &str = "call";
 
-/// The Cedar schema (JSON form) of `catalog`, with `claims` as the users' attributes.
-/// Fails when a service id is also the name of a fixed action group.
-pub fn schema_json(catalog: &Catalog, claims: &[String]) -> Result<Value, String> {
+/// The Cedar schema of `catalog` with the users' attributes `config` names, ready for
+/// validation.
+pub fn schema(catalog: &Catalog, config: &PolicyConfig) -> Result<Schema, Vec<String>> {
+    let json = schema_json(catalog, &config.claims, &config.set_claims).map_err(|e| vec![e])?;
+    Schema::from_json_value(json).map_err(|e| vec![format!("the catalog's Cedar schema: {e}")])
+}
+
+/// The schema in Cedar's own syntax (what `policy schema` prints by default).
+pub fn schema_text(json: &Value) -> Result<String, String> {
+    let fragment = cedar_policy::SchemaFragment::from_json_value(json.clone())
+        .map_err(|e| format!("the catalog's Cedar schema: {e}"))?;
+    let text = fragment
+        .to_cedarschema()
+        .map_err(|e| format!("the catalog's Cedar schema: {e}"))?;
+    // No entity or common type of the schema is named `String`, `Long`, `Bool` or
+    // `datetime`, so the builtin names need no `__cedar::` to be read right.
+    Ok(text.replace("__cedar::", ""))
+}
+
+/// The Cedar schema (JSON form) of `catalog`, with `claims` as the users' `String`
+/// attributes and `set_claims` as their `Set<String>` attributes. Fails when a service
+/// id is also the name of a fixed action group.
+pub fn schema_json(
+    catalog: &Catalog,
+    claims: &[String],
+    set_claims: &[String],
+) -> Result<Value, String> {
     let mut actions = Map::new();
     let fixed: BTreeSet<&str> = [CALL_GROUP, "read", "write"]
         .into_iter()
@@ -66,6 +93,7 @@ pub fn schema_json(catalog: &Catalog, claims: &[String]) -> Result<Value, String
                         "attributes": {
                             "arguments": arguments,
                             "dryRun": { "type": "Boolean", "required": true },
+                            "now": { "type": "Extension", "name": "datetime", "required": true },
                         }
                     }
                 }
@@ -75,6 +103,10 @@ pub fn schema_json(catalog: &Catalog, claims: &[String]) -> Result<Value, String
     let claims: Map<String, Value> = claims
         .iter()
         .map(|c| (c.clone(), json!({ "type": "String", "required": false })))
+        .chain(set_claims.iter().map(|c| {
+            let set = json!({ "type": "Set", "element": { "type": "String" }, "required": false });
+            (c.clone(), set)
+        }))
         .collect();
     Ok(json!({
         "": {

@@ -156,6 +156,12 @@ pub struct RequestCtx<'a> {
     /// Run as an MCP task: tools that wait watch their job for the task's bound instead
     /// of their own, until the task is cancelled.
     pub task_watch: Option<TaskWatch>,
+    /// The policy set this call decides under, taken once when it started (a reload
+    /// does not change a call in flight); `None` without `[policy]`.
+    pub policies: Option<Arc<crate::policy::Policies>>,
+    /// The tool the door already decided (full name): a tool run inside it is decided
+    /// again, the tool itself is not.
+    pub decided: Option<&'a str>,
 }
 
 /// How a call run as an MCP task watches its job.

@@ -30,6 +30,8 @@ pub struct Parts {
     pub metrics: Metrics,
     /// Every call's trace, and the span exporter when `OTEL_*` sets one.
     pub traces: Tracer,
+    /// The deployment's Cedar policies (`[policy]`), reloadable; `None` without.
+    pub policies: Option<crate::policy::PolicyState>,
     /// `[settings.<service>]`: non-secret values templates read.
     settings: BTreeMap<String, Value>,
     clock: fn() -> jiff::Timestamp,
@@ -59,16 +61,66 @@ impl Parts {
             .iter()
             .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or(Value::Null)))
             .collect();
+        let policies = match &config.policy {
+            Some(policy) => Some(crate::policy::PolicyState::load(policy, &catalog)?),
+            None => None,
+        };
+        let metrics = Metrics::default();
+        if policies.is_some() {
+            metrics.enable_policy_reloads();
+        }
         Ok(Self {
+            policies,
             catalog,
             store,
             routes,
             callbacks,
-            metrics: Metrics::default(),
+            metrics,
             traces: Tracer::new(crate::telemetry::otlp::config::from_env(env)?),
             settings,
             clock: jiff::Timestamp::now,
         })
+    }
+
+    /// The policy set a call starting now decides under (`None` without `[policy]`).
+    pub fn policy_set(&self) -> Option<Arc<crate::policy::Policies>> {
+        self.policies
+            .as_ref()
+            .map(crate::policy::PolicyState::current)
+    }
+
+    /// Whether `principal` sees `tool` in lists, searches and references: its key or
+    /// role fields allow it and, with `[policy]`, some call of it could be permitted.
+    pub fn may_see(
+        &self,
+        policies: Option<&crate::policy::Policies>,
+        principal: &crate::caller::Principal,
+        tool: &Tool,
+    ) -> bool {
+        principal.may_see(tool) && policies.is_none_or(|p| p.may_see(tool, principal))
+    }
+
+    /// Reads the policy folder again (SIGHUP): a valid set decides every call that
+    /// starts after it, an invalid one is logged with every problem and the old set
+    /// kept. Counted on `/metrics`. Nothing without `[policy]`.
+    pub fn reload_policies(&self) {
+        let Some(state) = &self.policies else {
+            tracing::info!("SIGHUP: no [policy] to reload");
+            return;
+        };
+        match state.reload(&self.catalog) {
+            Ok(count) => {
+                self.metrics.record_policy_reload(true);
+                tracing::info!(dir = %state.dir().display(), policies = count, "policies reloaded");
+            }
+            Err(problems) => {
+                self.metrics.record_policy_reload(false);
+                for problem in &problems {
+                    tracing::error!(problem = %problem, "policy reload rejected");
+                }
+                tracing::error!(dir = %state.dir().display(), problems = problems.len(), "policy reload rejected: the previous policies still decide");
+            }
+        }
     }
 
     /// Replaces the clock (tests pin "now").

@@ -90,6 +90,9 @@ pub struct AuditRecord {
     pub duration_ms: u64,
     /// How the write was confirmed: `flag` or `bound` (absent in records from before).
     pub confirmation: Option<String>,
+    /// With `[policy]`: the ids of the policies that decided it (the permits that
+    /// allowed it, or the forbids that refused it; empty when nothing permitted it).
+    pub policies: Option<Vec<String>>,
 }
 
 /// What `audit list` selects.
@@ -117,6 +120,7 @@ type Row = (
     String,
     i64,
     Option<String>,
+    Option<String>,
 );
 
 impl Store {
@@ -127,8 +131,12 @@ impl Store {
                 .map(super::millis)
                 .unwrap_or(0);
         let sql = "INSERT INTO audit (at, at_ms, key_name, tool, descriptor_hash, catalog_version, \
-                   args_sha256, outcome, upstream_status, classification, trace_id, duration_ms, confirmation) \
-                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
+                   args_sha256, outcome, upstream_status, classification, trace_id, duration_ms, confirmation, \
+                   policies) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)";
+        let policies = r
+            .policies
+            .as_ref()
+            .map(|p| serde_json::Value::from(p.clone()).to_string());
         on_pool!(self, pool => sqlx::query(sql)
             .bind(&r.at)
             .bind(at_ms)
@@ -143,6 +151,7 @@ impl Store {
             .bind(&r.trace_id)
             .bind(i64::try_from(r.duration_ms).unwrap_or(i64::MAX))
             .bind(r.confirmation.as_deref())
+            .bind(policies.as_deref())
             .execute(pool)
             .await
             .map(|_| ())
@@ -153,7 +162,7 @@ impl Store {
     pub async fn list_audit(&self, q: &AuditQuery) -> Result<Vec<AuditRecord>, StoreError> {
         let since = q.since.map_or(i64::MIN, super::millis);
         let sql = "SELECT seq, at, key_name, tool, descriptor_hash, catalog_version, args_sha256, \
-                   outcome, upstream_status, classification, trace_id, duration_ms, confirmation FROM audit \
+                   outcome, upstream_status, classification, trace_id, duration_ms, confirmation, policies FROM audit \
                    WHERE at_ms >= $1 AND ($2 = '' OR tool = $2) ORDER BY seq DESC LIMIT $3";
         let rows: Vec<Row> = on_pool!(self, pool => sqlx::query_as(sql)
             .bind(since)
@@ -178,6 +187,7 @@ impl Store {
                 trace_id: r.10,
                 duration_ms: u64::try_from(r.11).unwrap_or(0),
                 confirmation: r.12,
+                policies: r.13.and_then(|text| serde_json::from_str(&text).ok()),
             })
             .collect();
         records.reverse();

@@ -66,6 +66,11 @@ pub const PORTABLE: &[Migration] = &[
         "sessions",
         include_str!("migrations/portable/0008_sessions.sql"),
     ),
+    (
+        9,
+        "audit_policies",
+        include_str!("migrations/portable/0009_audit_policies.sql"),
+    ),
 ];
 
 /// A backend's migrations, oldest first: its initial one, then the portable ones.

@@ -15,6 +15,8 @@ pub struct Metrics {
     /// Connections the broker's own HTTP/1.1 server handed to hyper's server
     /// ([`crate::serve::http1`]).
     handovers: std::sync::atomic::AtomicU64,
+    /// Policy reloads (accepted, rejected), shown once a deployment has `[policy]`.
+    policy_reloads: Mutex<Option<[u64; 2]>>,
 }
 
 /// What became of the finished spans, when traces are exported
@@ -49,6 +51,21 @@ impl Metrics {
     pub fn record_status(&self, status: u16) {
         if let Ok(mut responses) = self.responses.lock() {
             *responses.entry(status).or_default() += 1;
+        }
+    }
+
+    /// Shows `tool_broker_policy_reloads_total` (a deployment with `[policy]`).
+    pub fn enable_policy_reloads(&self) {
+        if let Ok(mut r) = self.policy_reloads.lock() {
+            r.get_or_insert([0, 0]);
+        }
+    }
+
+    /// Counts one reload of the policy folder: accepted, or rejected (the old set kept).
+    pub fn record_policy_reload(&self, accepted: bool) {
+        if let Ok(mut r) = self.policy_reloads.lock() {
+            let counts = r.get_or_insert([0, 0]);
+            counts[usize::from(!accepted)] += 1;
         }
     }
 
@@ -149,6 +166,22 @@ impl Metrics {
             "tool_broker_http1_handovers_total {}",
             self.handovers.load(std::sync::atomic::Ordering::Relaxed)
         );
+        if let Some([accepted, rejected]) = self.policy_reloads.lock().ok().and_then(|r| *r) {
+            family(
+                &mut out,
+                "tool_broker_policy_reloads_total",
+                "counter",
+                "Reloads of the policy folder (SIGHUP): accepted (the new set decides), rejected (invalid; the old set still decides).",
+            );
+            let _ = writeln!(
+                out,
+                "tool_broker_policy_reloads_total{{outcome=\"accepted\"}} {accepted}"
+            );
+            let _ = writeln!(
+                out,
+                "tool_broker_policy_reloads_total{{outcome=\"rejected\"}} {rejected}"
+            );
+        }
         if let Some(spans) = spans {
             family(
                 &mut out,

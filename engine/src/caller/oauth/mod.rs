@@ -29,7 +29,7 @@ use serde_json::{Map, Value, json};
 use self::jwks::{KeySet, NoKey};
 use self::jwt::Invalid;
 use self::scopes::{Challenges, Scopes};
-use super::{Principal, User};
+use super::{Claim, Principal, User};
 use crate::config::oauth::{OAuthConfig, RoleEntry};
 use crate::config::{Toolset, WriteConfirmation};
 use crate::error::{CallError, Classification};
@@ -92,6 +92,8 @@ pub struct OAuth {
     kept: RwLock<KeptMap>,
     /// The key of the tags verified tokens are kept under.
     tag_key: [u8; 16],
+    /// The claims policies read as the user's attributes, each with whether it is a set.
+    policy_claims: Vec<(String, bool)>,
 }
 
 impl std::fmt::Debug for OAuth {
@@ -256,7 +258,40 @@ impl OAuth {
                 getrandom::fill(&mut key).map_err(|e| format!("no randomness available: {e}"))?;
                 key
             },
+            policy_claims: Vec::new(),
         })
+    }
+
+    /// The claims `[policy]` names become the users' attributes in policies.
+    pub fn with_policy_claims(mut self, policy: Option<&crate::config::PolicyConfig>) -> Self {
+        if let Some(policy) = policy {
+            self.policy_claims = (policy.claims.iter().map(|c| (c.clone(), false)))
+                .chain(policy.set_claims.iter().map(|c| (c.clone(), true)))
+                .collect();
+        }
+        self
+    }
+
+    /// The attributes of a user in policies: each claim `[policy]` names that the token
+    /// holds with the type the schema gives it (a string, or an array of strings);
+    /// a claim of another type is left out, as if absent.
+    fn policy_attributes(&self, claims: &Map<String, Value>) -> Vec<(String, Claim)> {
+        self.policy_claims
+            .iter()
+            .filter_map(|(name, set)| {
+                let value = match (claims.get(name)?, set) {
+                    (Value::String(s), false) => Claim::One(s.clone()),
+                    (Value::Array(items), true) => Claim::Many(
+                        items
+                            .iter()
+                            .map(|v| v.as_str().map(String::from))
+                            .collect::<Option<Vec<_>>>()?,
+                    ),
+                    _ => return None,
+                };
+                Some((name.clone(), value))
+            })
+            .collect()
     }
 
     /// The issuer identifier, exactly as configured.
@@ -435,7 +470,11 @@ impl OAuth {
     /// The principal of a person signed in to the hub's pages (no access token, so no
     /// scopes): the user and what their roles allow.
     pub fn signed_in_principal(&self, subject: &str, role_names: &[String]) -> Principal {
-        self.with_roles(subject, self.roles_named(role_names), None)
+        let roles = self.roles_named(role_names);
+        let policy_roles = policy_roles(role_names.to_vec(), &roles);
+        let mut principal = self.with_roles(subject, roles, None);
+        principal.roles = policy_roles;
+        principal
     }
 
     /// Checks an OpenID Connect ID token issued to `client_id` (the hub's sign-in):
@@ -483,7 +522,9 @@ impl OAuth {
             .get("sub")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let roles = self.roles_named(&self.role_names(claims));
+        let names = self.role_names(claims);
+        let roles = self.roles_named(&names);
+        let policy_roles = policy_roles(names, &roles);
         let scopes = Scopes::from_claims(
             claims,
             &self.aliases,
@@ -493,7 +534,10 @@ impl OAuth {
         if scopes.is_empty() {
             return Err(scopes.none_held());
         }
-        Ok(self.with_roles(subject, roles, Some(scopes)))
+        let mut principal = self.with_roles(subject, roles, Some(scopes));
+        principal.roles = policy_roles;
+        principal.claims = self.policy_attributes(claims);
+        Ok(principal)
     }
 
     /// The principal of a user with these roles and scopes.
@@ -553,6 +597,15 @@ impl OAuth {
             .unwrap_or(self.default_confirmation);
         principal
     }
+}
+
+/// The roles a user has in policies: every name of the roles claim and the configured
+/// roles that applied (the default role when none was named), sorted, once each.
+fn policy_roles(mut names: Vec<String>, applied: &[&RoleEntry]) -> Vec<String> {
+    names.extend(applied.iter().map(|r| r.name.clone()));
+    names.sort();
+    names.dedup();
+    names
 }
 
 #[cfg(test)]

@@ -1,0 +1,161 @@
+//! What `policy check` tells a reviewer of a valid set: per policy, its effect, place
+//! and the tools its scope can apply to; and a warning for every policy that pins
+//! `resource.descriptorHash` to a hash no tool of the catalog has now (the catalog
+//! changed under a reviewed rule).
+
+use std::collections::BTreeSet;
+
+use cedar_policy::Effect;
+use serde_json::{Value, json};
+
+use super::Policies;
+use crate::catalog::Catalog;
+
+/// Tools a text report names per policy before it counts the rest.
+const LISTED: usize = 8;
+
+/// The hashes a policy compares `resource.descriptorHash` with (`==` or `!=` a string).
+pub fn pinned_hashes(est: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    walk(est, &mut out);
+    out
+}
+
+fn walk(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(map) => {
+            for op in ["==", "!="] {
+                if let Some(pair) = map.get(op) {
+                    let (left, right) = (pair.get("left"), pair.get("right"));
+                    for (a, b) in [(left, right), (right, left)] {
+                        if a.is_some_and(is_descriptor_hash)
+                            && let Some(hash) =
+                                b.and_then(|b| b.get("Value")).and_then(Value::as_str)
+                        {
+                            out.push(hash.to_string());
+                        }
+                    }
+                }
+            }
+            map.values().for_each(|v| walk(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
+        _ => {}
+    }
+}
+
+fn is_descriptor_hash(v: &Value) -> bool {
+    v.get(".").is_some_and(|dot| {
+        dot.get("attr").and_then(Value::as_str) == Some("descriptorHash")
+            && dot
+                .get("left")
+                .and_then(|l| l.get("Var"))
+                .and_then(Value::as_str)
+                == Some("resource")
+    })
+}
+
+/// The pinned hashes no tool of the catalog has now, as warnings with their place.
+pub fn stale_pins(policies: &Policies, catalog: &Catalog) -> Vec<String> {
+    let current: BTreeSet<&str> = catalog
+        .tools
+        .iter()
+        .map(|t| t.descriptor_hash.as_str())
+        .collect();
+    let mut warnings = Vec::new();
+    for source in policies.sources() {
+        let Ok(est) = source.policy.to_json() else {
+            continue;
+        };
+        for hash in pinned_hashes(&est) {
+            if !current.contains(hash.as_str()) {
+                warnings.push(format!(
+                    "{}:{}: policy `{}` pins resource.descriptorHash to \"{hash}\", which no tool of this catalog has: the tool changed since the rule was reviewed; review it again (`tool-broker catalog describe` shows each tool's hash)",
+                    source.file, source.line, source.id
+                ));
+            }
+        }
+    }
+    warnings
+}
+
+/// The report as JSON: every policy with its tools, and the warnings.
+pub fn report_json(policies: &Policies, catalog: &Catalog) -> Value {
+    let list: Vec<Value> = (policies.sources().iter().enumerate())
+        .map(|(i, s)| {
+            json!({
+                "id": s.id,
+                "file": s.file,
+                "line": s.line,
+                "effect": effect_word(s.effect),
+                "confirm": s.confirm.map(super::Confirm::as_str),
+                "tools": policies.tools_of(i).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let mut warnings = policies.warnings().to_vec();
+    warnings.extend(stale_pins(policies, catalog));
+    json!({ "policies": list, "warnings": warnings })
+}
+
+/// The report as text: one line per policy, its tools (the first few), then warnings.
+pub fn report_text(policies: &Policies, catalog: &Catalog) -> String {
+    let mut out = String::new();
+    for (i, s) in policies.sources().iter().enumerate() {
+        let tools: Vec<&str> = policies.tools_of(i).collect();
+        let shown = tools
+            .iter()
+            .take(LISTED)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", ");
+        let more = tools.len().saturating_sub(LISTED);
+        out.push_str(&format!(
+            "{} ({}, {}:{}{}): {} tool{}{}{}\n",
+            s.id,
+            effect_word(s.effect),
+            s.file,
+            s.line,
+            s.confirm
+                .map(|c| format!(", confirm {}", c.as_str()))
+                .unwrap_or_default(),
+            tools.len(),
+            if tools.len() == 1 { "" } else { "s" },
+            if shown.is_empty() {
+                String::new()
+            } else {
+                format!(": {shown}")
+            },
+            if more > 0 {
+                format!(" and {more} more (--format json lists all)")
+            } else {
+                String::new()
+            },
+        ));
+    }
+    let mut warnings = policies.warnings().to_vec();
+    warnings.extend(stale_pins(policies, catalog));
+    for w in &warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    out.push_str(&format!(
+        "{} polic{} valid against the catalog's schema ({} tools), {} warning{}",
+        policies.sources().len(),
+        if policies.sources().len() == 1 {
+            "y"
+        } else {
+            "ies"
+        },
+        catalog.tools.len(),
+        warnings.len(),
+        if warnings.len() == 1 { "" } else { "s" },
+    ));
+    out
+}
+
+fn effect_word(effect: Effect) -> &'static str {
+    match effect {
+        Effect::Permit => "permit",
+        Effect::Forbid => "forbid",
+    }
+}

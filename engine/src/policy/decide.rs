@@ -1,0 +1,401 @@
+//! The compiled policy set: sliced per tool at load, asked once per call.
+//!
+//! Cedar evaluates every policy of the set it is given, so the set is cut per tool at
+//! load: a tool's slice holds only the policies whose scope can match its action and
+//! resource (an action group it is in, its service, itself). Tools with the same slice
+//! share one set. Each tool also has its *discovery* slice: the same policies with every
+//! condition on `context` taken out of the permits (a permit under an argument condition
+//! could permit the call) and every forbid with one dropped (it might not apply), so a
+//! list shows exactly the tools some call could run.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use cedar_policy::{
+    ActionConstraint, Authorizer, Context, Decision as CedarDecision, Effect, Entities, Entity,
+    EntityUid, Policy, PolicyId, PolicySet, Request, ResourceConstraint, RestrictedExpression,
+};
+use serde_json::{Map, Value};
+
+use super::load::{Confirm, Loaded, Source};
+use super::request::{Shape, Types, action_groups};
+use crate::caller::Principal;
+use crate::catalog::{Catalog, Tool};
+
+/// What the policies decided of one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// Whether the call may run.
+    pub allowed: bool,
+    /// The ids of the determining policies: the permits that allowed it, or the forbids
+    /// that refused it (empty when nothing permitted it).
+    pub policies: Vec<String>,
+    /// The strictest `@confirm` of the permits that allowed it.
+    pub confirm: Option<Confirm>,
+}
+
+/// A call's arguments did not fit the Cedar type of one of them (JSON pointer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreadable(pub String);
+
+/// The policies of one tool.
+#[derive(Debug)]
+struct ToolPolicies {
+    name: String,
+    action: EntityUid,
+    resource: EntityUid,
+    action_entity: Entity,
+    tool_entity: Entity,
+    arguments: Vec<(String, Shape)>,
+    calls: Arc<PolicySet>,
+    sees: Arc<PolicySet>,
+}
+
+/// A validated policy set compiled against one catalog.
+#[derive(Debug)]
+pub struct Policies {
+    loaded: Loaded,
+    types: Types,
+    /// By tool, in the catalog's order (sorted by full name).
+    tools: Vec<ToolPolicies>,
+    /// Which tools each policy's scope can apply to (indexes into `tools`), by source.
+    applies: Vec<Vec<usize>>,
+    /// Source index by policy id.
+    by_id: HashMap<String, usize>,
+    authorizer: Authorizer,
+}
+
+impl Policies {
+    /// Compiles a validated set for `catalog`: each tool's entities, argument shape and
+    /// slices.
+    pub fn compile(loaded: Loaded, catalog: &Catalog) -> Result<Self, String> {
+        let types = Types::new()?;
+        let discovery: Vec<Option<Policy>> = loaded.sources.iter().map(discovery_form).collect();
+        let mut applies = vec![Vec::new(); loaded.sources.len()];
+        let mut slices: BTreeMap<Vec<usize>, (Arc<PolicySet>, Arc<PolicySet>)> = BTreeMap::new();
+        let mut tools = Vec::with_capacity(catalog.tools.len());
+        for (t, tool) in catalog.tools.iter().enumerate() {
+            let version = catalog
+                .services
+                .get(&tool.service)
+                .map(|s| s.catalog_version.as_str())
+                .unwrap_or_default();
+            let slice: Vec<usize> = (loaded.sources.iter().enumerate())
+                .filter(|(_, s)| scope_may_match(&s.policy, tool))
+                .map(|(i, _)| i)
+                .collect();
+            for &i in &slice {
+                if let Some(list) = applies.get_mut(i) {
+                    list.push(t);
+                }
+            }
+            let (calls, sees) = match slices.get(&slice) {
+                Some(sets) => sets.clone(),
+                None => {
+                    let calls = set_of(
+                        slice
+                            .iter()
+                            .filter_map(|&i| loaded.sources.get(i))
+                            .map(|s| s.policy.clone()),
+                    )?;
+                    let sees = set_of(
+                        slice
+                            .iter()
+                            .filter_map(|&i| discovery.get(i).cloned().flatten()),
+                    )?;
+                    let sets = (Arc::new(calls), Arc::new(sees));
+                    slices.insert(slice, sets.clone());
+                    sets
+                }
+            };
+            let arguments = match Shape::from_cedar(
+                &super::schema::cedar_type(&tool.arguments.value()).unwrap_or(Value::Null),
+            ) {
+                Some(Shape::Record(fields)) => fields,
+                _ => Vec::new(),
+            };
+            tools.push(ToolPolicies {
+                name: tool.full_name.clone(),
+                action: types.action(&tool.full_name),
+                resource: types.tool(&tool.full_name),
+                action_entity: types.action_entity(tool),
+                tool_entity: types.tool_entity(tool, version)?,
+                arguments,
+                calls,
+                sees,
+            });
+        }
+        let by_id = (loaded.sources.iter().enumerate())
+            .map(|(i, s)| (s.id.clone(), i))
+            .collect();
+        Ok(Self {
+            loaded,
+            types,
+            tools,
+            applies,
+            by_id,
+            authorizer: Authorizer::new(),
+        })
+    }
+
+    /// The policies, in file then source order.
+    pub fn sources(&self) -> &[Source] {
+        &self.loaded.sources
+    }
+
+    /// What strict validation warned of.
+    pub fn warnings(&self) -> &[String] {
+        &self.loaded.warnings
+    }
+
+    /// The full names of the tools a policy's scope can apply to.
+    pub fn tools_of(&self, source: usize) -> impl Iterator<Item = &str> {
+        self.applies
+            .get(source)
+            .into_iter()
+            .flatten()
+            .filter_map(|&t| self.tools.get(t))
+            .map(|t| t.name.as_str())
+    }
+
+    fn entry(&self, tool: &Tool) -> Option<&ToolPolicies> {
+        let i = self
+            .tools
+            .binary_search_by(|t| t.name.as_str().cmp(&tool.full_name))
+            .ok()?;
+        self.tools.get(i)
+    }
+
+    /// Decides a call of `tool` by `principal` with `arguments` (validated, defaults
+    /// applied). A forbid that fails to evaluate refuses the call (Cedar would skip it).
+    pub fn decide(
+        &self,
+        tool: &Tool,
+        principal: &Principal,
+        arguments: &Map<String, Value>,
+        dry_run: bool,
+        now: jiff::Timestamp,
+    ) -> Result<Decision, Unreadable> {
+        let Some(entry) = self.entry(tool) else {
+            return Ok(refused());
+        };
+        let mut fields = Vec::with_capacity(entry.arguments.len());
+        for (name, shape) in &entry.arguments {
+            match arguments.get(name) {
+                None | Some(Value::Null) => {}
+                Some(v) => fields.push((
+                    name.clone(),
+                    shape.read(v, &format!("/{name}")).map_err(Unreadable)?,
+                )),
+            }
+        }
+        let Ok(args) = RestrictedExpression::new_record(fields) else {
+            return Ok(refused());
+        };
+        let context = Context::from_pairs([
+            ("arguments".to_string(), args),
+            (
+                "dryRun".to_string(),
+                RestrictedExpression::new_bool(dry_run),
+            ),
+            (
+                "now".to_string(),
+                RestrictedExpression::new_datetime(
+                    now.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+                ),
+            ),
+        ]);
+        Ok(self.ask(entry, principal, context, &entry.calls))
+    }
+
+    /// Whether some call of `tool` by `principal` could be permitted: lists, searches
+    /// and the projection show it.
+    pub fn may_see(&self, tool: &Tool, principal: &Principal) -> bool {
+        match self.entry(tool) {
+            Some(entry) => {
+                self.ask(entry, principal, Ok(Context::empty()), &entry.sees)
+                    .allowed
+            }
+            None => false,
+        }
+    }
+
+    fn ask(
+        &self,
+        entry: &ToolPolicies,
+        principal: &Principal,
+        context: Result<Context, cedar_policy::ContextCreationError>,
+        set: &PolicySet,
+    ) -> Decision {
+        let Ok(context) = context else {
+            return refused();
+        };
+        let Ok(who) = self.types.principal(principal) else {
+            return refused();
+        };
+        let who_uid = who.uid();
+        let entities = Entities::from_entities(
+            [who, entry.action_entity.clone(), entry.tool_entity.clone()],
+            None,
+        );
+        let request = Request::new(
+            who_uid,
+            entry.action.clone(),
+            entry.resource.clone(),
+            context,
+            None,
+        );
+        let (Ok(entities), Ok(request)) = (entities, request) else {
+            return refused();
+        };
+        let response = self.authorizer.is_authorized(&request, set, &entities);
+        let diagnostics = response.diagnostics();
+        // A forbid that could not be evaluated refuses: a rule meant to stop a call
+        // never lets it through by failing.
+        let failed_forbids: Vec<String> = diagnostics
+            .errors()
+            .filter_map(|e| {
+                let cedar_policy::AuthorizationError::PolicyEvaluationError(e) = e;
+                let id = e.policy_id();
+                tracing::warn!(policy = %id, tool = %entry.name, "a policy failed to evaluate; it did not apply");
+                let source = self.source(id)?;
+                (source.effect == Effect::Forbid).then(|| source.id.clone())
+            })
+            .collect();
+        if !failed_forbids.is_empty() {
+            return Decision {
+                allowed: false,
+                policies: failed_forbids,
+                confirm: None,
+            };
+        }
+        let mut policies: Vec<String> = diagnostics.reason().map(|id| id.to_string()).collect();
+        policies.sort();
+        match response.decision() {
+            CedarDecision::Allow => Decision {
+                allowed: true,
+                confirm: diagnostics
+                    .reason()
+                    .filter_map(|id| self.source(id)?.confirm)
+                    .max(),
+                policies,
+            },
+            CedarDecision::Deny => Decision {
+                allowed: false,
+                policies,
+                confirm: None,
+            },
+        }
+    }
+
+    fn source(&self, id: &PolicyId) -> Option<&Source> {
+        self.loaded
+            .sources
+            .get(*self.by_id.get(AsRef::<str>::as_ref(id))?)
+    }
+}
+
+fn refused() -> Decision {
+    Decision {
+        allowed: false,
+        policies: Vec::new(),
+        confirm: None,
+    }
+}
+
+fn set_of(policies: impl Iterator<Item = Policy>) -> Result<PolicySet, String> {
+    PolicySet::from_policies(policies).map_err(|e| format!("policy slice: {e}"))
+}
+
+/// Whether a policy's action and resource scope can match a call of `tool`.
+fn scope_may_match(policy: &Policy, tool: &Tool) -> bool {
+    let is_action = |uid: &EntityUid| {
+        uid.type_name().to_string() == "Action"
+            && (uid.id().unescaped() == tool.full_name
+                || action_groups(tool).contains(&uid.id().unescaped()))
+    };
+    let action = match policy.action_constraint() {
+        ActionConstraint::Any => true,
+        ActionConstraint::Eq(uid) => is_action(&uid),
+        ActionConstraint::In(uids) => uids.iter().any(is_action),
+    };
+    let is_resource = |uid: &EntityUid| match uid.type_name().to_string().as_str() {
+        "Tool" => uid.id().unescaped() == tool.full_name,
+        "Service" => uid.id().unescaped() == tool.service,
+        _ => false,
+    };
+    let resource = match policy.resource_constraint() {
+        ResourceConstraint::Any => true,
+        ResourceConstraint::Eq(uid) => uid.type_name().to_string() == "Tool" && is_resource(&uid),
+        ResourceConstraint::In(uid) => is_resource(&uid),
+        ResourceConstraint::Is(t) => t.to_string() == "Tool",
+        ResourceConstraint::IsIn(t, uid) => t.to_string() == "Tool" && is_resource(&uid),
+    };
+    action && resource
+}
+
+/// A policy as discovery asks it: a permit without the parts of its conditions that
+/// read `context` (what the call's arguments decide), a forbid only when none of its
+/// conditions reads `context`.
+fn discovery_form(source: &Source) -> Option<Policy> {
+    let mut est = source.policy.to_json().ok()?;
+    let conditions = est.get("conditions")?.as_array()?.clone();
+    let reads_context = |v: &Value| mentions_context(v);
+    let kept: Vec<Value> = match source.effect {
+        Effect::Forbid => {
+            if conditions.iter().any(reads_context) {
+                return None;
+            }
+            conditions
+        }
+        Effect::Permit => conditions
+            .into_iter()
+            .filter_map(|c| {
+                if !reads_context(&c) {
+                    return Some(c);
+                }
+                // `when` keeps its conjuncts that do not read context; an `unless`
+                // that reads it is dropped (it might not hold).
+                if c.get("kind")?.as_str()? != "when" {
+                    return None;
+                }
+                let conjuncts: Vec<Value> = conjuncts(c.get("body")?)
+                    .into_iter()
+                    .filter(|e| !mentions_context(e))
+                    .collect();
+                let body = conjuncts.into_iter().reduce(
+                    |left, right| serde_json::json!({ "&&": { "left": left, "right": right } }),
+                )?;
+                Some(serde_json::json!({ "kind": "when", "body": body }))
+            })
+            .collect(),
+    };
+    if let Some(map) = est.as_object_mut() {
+        map.insert("conditions".into(), Value::Array(kept));
+    }
+    Policy::from_json(Some(PolicyId::new(&source.id)), est).ok()
+}
+
+/// The operands of a chain of `&&`.
+fn conjuncts(expr: &Value) -> Vec<Value> {
+    match expr.get("&&") {
+        Some(and) => {
+            let mut out = and.get("left").map(conjuncts).unwrap_or_default();
+            out.extend(and.get("right").map(conjuncts).unwrap_or_default());
+            out
+        }
+        None => vec![expr.clone()],
+    }
+}
+
+/// Whether an expression (Cedar's JSON form) reads `context`.
+fn mentions_context(v: &Value) -> bool {
+    match v {
+        Value::Object(map) => {
+            map.get("Var").and_then(Value::as_str) == Some("context")
+                || map.values().any(mentions_context)
+        }
+        Value::Array(items) => items.iter().any(mentions_context),
+        _ => false,
+    }
+}
