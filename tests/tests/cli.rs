@@ -127,15 +127,44 @@ fn diff_lists_added_removed_and_changed_tools() {
         "[[tool]]\nname = \"get_thumbnail\"\ntitle = \"Get Thumbnail\"\ndescription = \"Reads a job.\"\ntier = \"agent_ready\"\nrisk = \"read\"\n[tool.http]\nmethod = \"GET\"\npath = \"/v1/jobs/{job_id}\"\n[tool.arguments]\ntype = \"object\"\nrequired = [\"job_id\"]\nproperties = { job_id = { type = \"string\" } }\n",
     )
     .unwrap();
+    // Policies that name a changed tool, pin its old hash, or name none of them.
+    let old_hash =
+        tool_broker::catalog::compile::compile(&tool_broker::catalog::source::Sources::embedded())
+            .unwrap()
+            .resolve("crm.get_opportunity")
+            .unwrap()
+            .descriptor_hash
+            .clone();
+    let policies = dir.join("policies");
+    std::fs::create_dir(&policies).unwrap();
+    std::fs::write(
+        policies.join("p.cedar"),
+        format!(
+            "@id(\"tags\")\npermit(principal, action == Action::\"crm.list_tags\", resource);\n\
+             @id(\"pinned\")\npermit(principal, action in Action::\"crm\", resource) when {{ resource.descriptorHash == \"{old_hash}\" }};\n\
+             @id(\"reads\")\npermit(principal, action in Action::\"read\", resource);\n"
+        ),
+    )
+    .unwrap();
     let out = catalog(
         CatalogCommand::Diff {
             old_dir: root(),
+            policy_dir: Some(policies.clone()),
             format: Format::Json,
         },
         &dir,
     )
     .unwrap();
     let rows: Vec<Value> = serde_json::from_str(&out).unwrap();
+    let named: Vec<&Value> = rows.iter().map(|r| &r["policies"]).collect();
+    assert_eq!(
+        named,
+        [
+            &serde_json::json!(["pinned"]),
+            &serde_json::json!(["tags"]),
+            &serde_json::json!([])
+        ]
+    );
     let summary: Vec<(String, String, bool, bool)> = rows
         .iter()
         .map(|r| {
@@ -158,12 +187,17 @@ fn diff_lists_added_removed_and_changed_tools() {
     let text = catalog(
         CatalogCommand::Diff {
             old_dir: root(),
+            policy_dir: Some(policies),
             format: Format::Text,
         },
         &dir,
     )
     .unwrap();
     assert!(text.contains("3 changes"), "{text}");
+    assert!(
+        text.contains("crm.list_tags") && text.contains("  policies: tags\n"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -211,6 +211,10 @@ pub enum CatalogCommand {
     Diff {
         /// The older catalog root.
         old_dir: PathBuf,
+        /// A policy folder: each changed or removed tool is listed with the policies
+        /// that name it or pin its old descriptor hash.
+        #[arg(long)]
+        policy_dir: Option<PathBuf>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,

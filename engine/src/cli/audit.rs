@@ -55,7 +55,7 @@ pub async fn audit_list(command: AuditCommand, store: &StoreArgs) -> Result<Stri
             for r in &records {
                 let _ = writeln!(
                     out,
-                    "{:>6} {} {:<12} {:<5} {:<22} {} {} {} args:{} {}ms {}",
+                    "{:>6} {} {:<12} {:<5} {:<22} {} {} {} args:{} {}ms {}{}",
                     r.seq,
                     r.at,
                     r.outcome.as_str(),
@@ -66,7 +66,12 @@ pub async fn audit_list(command: AuditCommand, store: &StoreArgs) -> Result<Stri
                     r.tool,
                     r.args_sha256.get(..16).unwrap_or_default(),
                     r.duration_ms,
-                    r.trace_id
+                    r.trace_id,
+                    // With [policy]: the policies that decided it.
+                    r.policies
+                        .as_ref()
+                        .map(|p| format!(" policies:{}", p.join(",")))
+                        .unwrap_or_default()
                 );
             }
             let _ = writeln!(out, "{} records", records.len());

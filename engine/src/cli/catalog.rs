@@ -159,7 +159,11 @@ pub fn catalog(command: CatalogCommand, root: impl Into<CatalogRoot>) -> Result<
                     .join("\n"))
             }
         }
-        CatalogCommand::Diff { old_dir, format } => diff_lock(&root, &old_dir, format),
+        CatalogCommand::Diff {
+            old_dir,
+            policy_dir,
+            format,
+        } => diff_lock(&root, &old_dir, policy_dir.as_deref(), format),
         CatalogCommand::List { format } => list(&root, format),
         CatalogCommand::ImportOpenapi {
             service,
@@ -193,25 +197,58 @@ pub fn catalog(command: CatalogCommand, root: impl Into<CatalogRoot>) -> Result<
 }
 
 /// `catalog diff`: the tools added, removed and changed since the catalog at `old_dir`.
-fn diff_lock(root: &CatalogRoot, old_dir: &Path, format: Format) -> Result<String, String> {
+fn diff_lock(
+    root: &CatalogRoot,
+    old_dir: &Path,
+    policy_dir: Option<&Path>,
+    format: Format,
+) -> Result<String, String> {
     use std::fmt::Write as _;
     let mut out = String::new();
     let old = load(old_dir).map_err(|e| format!("old catalog: {e}"))?;
     let new = root.load()?;
     let entries = diff(&old.lock(), &new.lock());
+    let mentions = match policy_dir {
+        Some(dir) => crate::policy::load::read_dir(dir)
+            .and_then(|files| crate::policy::check::mentions(&files))
+            .map_err(|problems| problems.join("\n"))?,
+        None => Vec::new(),
+    };
+    // The policies a reviewer of each change should read again.
+    let concerned = |e: &crate::catalog::identity::DiffEntry| -> Vec<&str> {
+        mentions
+            .iter()
+            .filter(|m| e.change != "added" && m.concerns(&e.tool, e.old_hash.as_deref()))
+            .map(|m| m.id.as_str())
+            .collect()
+    };
     match format {
         Format::Json => {
-            pretty(&mut out, &entries);
+            let mut rows = serde_json::to_value(&entries).map_err(|e| e.to_string())?;
+            if policy_dir.is_some()
+                && let Some(rows) = rows.as_array_mut()
+            {
+                for (row, e) in rows.iter_mut().zip(&entries) {
+                    row["policies"] = serde_json::json!(concerned(e));
+                }
+            }
+            pretty(&mut out, &rows);
         }
         Format::Text => {
             for e in &entries {
+                let policies = concerned(e);
                 let _ = writeln!(
                     out,
-                    "{:<8} {}  {} -> {}",
+                    "{:<8} {}  {} -> {}{}",
                     e.change,
                     e.tool,
                     e.old_hash.as_deref().unwrap_or("-"),
-                    e.new_hash.as_deref().unwrap_or("-")
+                    e.new_hash.as_deref().unwrap_or("-"),
+                    if policies.is_empty() {
+                        String::new()
+                    } else {
+                        format!("  policies: {}", policies.join(", "))
+                    }
                 );
             }
             let _ = writeln!(

@@ -11,6 +11,76 @@ use serde_json::{Value, json};
 use super::Policies;
 use crate::catalog::Catalog;
 
+/// What one policy names: tools (by `Action::"<tool>"` or `Tool::"<tool>"`) and the
+/// descriptor hashes it pins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mention {
+    /// The policy's id.
+    pub id: String,
+    /// Full names of the tools it names.
+    pub tools: BTreeSet<String>,
+    /// The hashes it compares `resource.descriptorHash` with.
+    pub hashes: Vec<String>,
+}
+
+impl Mention {
+    /// Whether a change of `tool` (whose hash was `old_hash`) is one this policy's
+    /// reviewer should see: it names the tool or pins its old hash.
+    pub fn concerns(&self, tool: &str, old_hash: Option<&str>) -> bool {
+        self.tools.contains(tool) || old_hash.is_some_and(|h| self.hashes.iter().any(|p| p == h))
+    }
+}
+
+/// What each policy of `files` names, read without a schema (so a folder written for
+/// another catalog can be read; `catalog diff --policy-dir`). A file that does not parse
+/// is an error with its position.
+pub fn mentions(files: &[(String, String)]) -> Result<Vec<Mention>, Vec<String>> {
+    let mut out = Vec::new();
+    let mut problems = Vec::new();
+    for (file, text) in files {
+        match super::load::parse_file(file, text) {
+            Ok(sources) => {
+                for source in sources {
+                    let Ok(est) = source.policy.to_json() else {
+                        continue;
+                    };
+                    let mut tools = BTreeSet::new();
+                    named_tools(&est, &mut tools);
+                    out.push(Mention {
+                        id: source.id,
+                        tools,
+                        hashes: pinned_hashes(&est),
+                    });
+                }
+            }
+            Err(mut found) => problems.append(&mut found),
+        }
+    }
+    if problems.is_empty() {
+        Ok(out)
+    } else {
+        Err(problems)
+    }
+}
+
+/// Every `{"type": "Action" | "Tool", "id": ...}` entity reference of a policy's JSON
+/// form (scope and conditions alike).
+fn named_tools(v: &Value, out: &mut BTreeSet<String>) {
+    match v {
+        Value::Object(map) => {
+            if let (Some(Value::String(t)), Some(Value::String(id))) =
+                (map.get("type"), map.get("id"))
+                && (t == "Action" || t == "Tool")
+            {
+                out.insert(id.clone());
+            }
+            map.values().for_each(|v| named_tools(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| named_tools(v, out)),
+        _ => {}
+    }
+}
+
 /// Tools a text report names per policy before it counts the rest.
 const LISTED: usize = 8;
 

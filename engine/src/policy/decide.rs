@@ -2,8 +2,9 @@
 //!
 //! Cedar evaluates every policy of the set it is given, so the set is cut per tool at
 //! load: a tool's slice holds only the policies whose scope can match its action and
-//! resource (an action group it is in, its service, itself). Tools with the same slice
-//! share one set. Each tool also has its *discovery* slice: the same policies with every
+//! resource (an action group it is in, its service, itself). At a caller's first call of
+//! a slice's tool, the slice is cut again to the policies whose principal scope can match
+//! that caller (its uid, its roles) and the set kept: most of a slice is for other roles. Each tool also has its *discovery* slice: the same policies with every
 //! condition on `context` taken out of the permits (a permit under an argument condition
 //! could permit the call) and every forbid with one dropped (it might not apply), so a
 //! list shows exactly the tools some call could run.
@@ -13,7 +14,8 @@ use std::sync::Arc;
 
 use cedar_policy::{
     ActionConstraint, Authorizer, Context, Decision as CedarDecision, Effect, Entities, Entity,
-    EntityUid, Policy, PolicyId, PolicySet, Request, ResourceConstraint, RestrictedExpression,
+    EntityUid, Policy, PolicyId, PolicySet, PrincipalConstraint, Request, ResourceConstraint,
+    RestrictedExpression,
 };
 use serde_json::{Map, Value};
 
@@ -47,9 +49,15 @@ struct ToolPolicies {
     action_entity: Entity,
     tool_entity: Entity,
     arguments: Vec<(String, Shape)>,
-    calls: Arc<PolicySet>,
-    sees: Arc<PolicySet>,
+    /// Its slice: an index into [`Policies::slices`].
+    slice: usize,
 }
+
+/// The sets asked for one slice and one principal, kept: (slice, discovery?, principal).
+type SetKey = (usize, bool, String);
+
+/// Entries the cache of principal-cut sets holds before it starts again.
+const KEPT_SETS: usize = 8_192;
 
 /// A validated policy set compiled against one catalog.
 #[derive(Debug)]
@@ -62,6 +70,16 @@ pub struct Policies {
     applies: Vec<Vec<usize>>,
     /// Source index by policy id.
     by_id: HashMap<String, usize>,
+    /// The distinct slices: the sources whose action and resource scope can match a tool.
+    slices: Vec<Vec<usize>>,
+    /// Each source as discovery asks it ([`discovery_form`]).
+    discovery: Vec<Option<Policy>>,
+    /// Each source's principal scope.
+    principals: Vec<PrincipalConstraint>,
+    /// A slice cut to the policies whose principal scope can match one caller, as a set,
+    /// made at that caller's first call of a tool of the slice: Cedar's cost grows with
+    /// every policy it is given, and most of a slice is for other roles.
+    cut: std::sync::RwLock<HashMap<SetKey, Arc<PolicySet>>>,
     authorizer: Authorizer,
 }
 
@@ -72,7 +90,8 @@ impl Policies {
         let types = Types::new()?;
         let discovery: Vec<Option<Policy>> = loaded.sources.iter().map(discovery_form).collect();
         let mut applies = vec![Vec::new(); loaded.sources.len()];
-        let mut slices: BTreeMap<Vec<usize>, (Arc<PolicySet>, Arc<PolicySet>)> = BTreeMap::new();
+        let mut slice_ids: BTreeMap<Vec<usize>, usize> = BTreeMap::new();
+        let mut slices: Vec<Vec<usize>> = Vec::new();
         let mut tools = Vec::with_capacity(catalog.tools.len());
         for (t, tool) in catalog.tools.iter().enumerate() {
             let version = catalog
@@ -89,23 +108,12 @@ impl Policies {
                     list.push(t);
                 }
             }
-            let (calls, sees) = match slices.get(&slice) {
-                Some(sets) => sets.clone(),
+            let slice = match slice_ids.get(&slice) {
+                Some(&id) => id,
                 None => {
-                    let calls = set_of(
-                        slice
-                            .iter()
-                            .filter_map(|&i| loaded.sources.get(i))
-                            .map(|s| s.policy.clone()),
-                    )?;
-                    let sees = set_of(
-                        slice
-                            .iter()
-                            .filter_map(|&i| discovery.get(i).cloned().flatten()),
-                    )?;
-                    let sets = (Arc::new(calls), Arc::new(sees));
-                    slices.insert(slice, sets.clone());
-                    sets
+                    slices.push(slice.clone());
+                    slice_ids.insert(slice, slices.len() - 1);
+                    slices.len() - 1
                 }
             };
             let arguments = match Shape::from_cedar(
@@ -121,12 +129,14 @@ impl Policies {
                 action_entity: types.action_entity(tool),
                 tool_entity: types.tool_entity(tool, version)?,
                 arguments,
-                calls,
-                sees,
+                slice,
             });
         }
         let by_id = (loaded.sources.iter().enumerate())
             .map(|(i, s)| (s.id.clone(), i))
+            .collect();
+        let principals = (loaded.sources.iter())
+            .map(|s| s.policy.principal_constraint())
             .collect();
         Ok(Self {
             loaded,
@@ -134,6 +144,10 @@ impl Policies {
             tools,
             applies,
             by_id,
+            slices,
+            discovery,
+            principals,
+            cut: std::sync::RwLock::new(HashMap::new()),
             authorizer: Authorizer::new(),
         })
     }
@@ -205,15 +219,17 @@ impl Policies {
                 ),
             ),
         ]);
-        Ok(self.ask(entry, principal, context, &entry.calls))
+        let set = self.cut_set(entry, principal, false);
+        Ok(self.ask(entry, principal, context, &set))
     }
 
-    /// Whether some call of `tool` by `principal` could be permitted: lists, searches
-    /// and the projection show it.
+    /// Whether some call of `tool` by `principal` could be permitted: lists and
+    /// searches show it.
     pub fn may_see(&self, tool: &Tool, principal: &Principal) -> bool {
         match self.entry(tool) {
             Some(entry) => {
-                self.ask(entry, principal, Ok(Context::empty()), &entry.sees)
+                let set = self.cut_set(entry, principal, true);
+                self.ask(entry, principal, Ok(Context::empty()), &set)
                     .allowed
             }
             None => false,
@@ -288,6 +304,51 @@ impl Policies {
         }
     }
 
+    /// The policies of a tool's slice whose principal scope can match `principal` (in
+    /// their discovery form for `discovery`), as one set; kept per slice and principal.
+    fn cut_set(
+        &self,
+        entry: &ToolPolicies,
+        principal: &Principal,
+        discovery: bool,
+    ) -> Arc<PolicySet> {
+        let uid = self.types.principal_uid(principal);
+        let mut key = uid.to_string();
+        for role in &principal.roles {
+            key.push('\u{1f}');
+            key.push_str(role);
+        }
+        let key = (entry.slice, discovery, key);
+        if let Ok(kept) = self.cut.read()
+            && let Some(set) = kept.get(&key)
+        {
+            return Arc::clone(set);
+        }
+        let roles: Vec<EntityUid> = principal.roles.iter().map(|r| self.types.role(r)).collect();
+        let chosen = (self.slices.get(entry.slice).into_iter().flatten())
+            .filter(|&&i| {
+                self.principals
+                    .get(i)
+                    .is_some_and(|c| principal_may_match(c, &uid, &roles))
+            })
+            .filter_map(|&i| {
+                if discovery {
+                    self.discovery.get(i).cloned().flatten()
+                } else {
+                    self.loaded.sources.get(i).map(|s| s.policy.clone())
+                }
+            });
+        // The slice's policies were one set at load: they are one set again.
+        let set = Arc::new(PolicySet::from_policies(chosen).unwrap_or_default());
+        if let Ok(mut kept) = self.cut.write() {
+            if kept.len() >= KEPT_SETS {
+                kept.clear();
+            }
+            kept.insert(key, Arc::clone(&set));
+        }
+        set
+    }
+
     fn source(&self, id: &PolicyId) -> Option<&Source> {
         self.loaded
             .sources
@@ -303,8 +364,17 @@ fn refused() -> Decision {
     }
 }
 
-fn set_of(policies: impl Iterator<Item = Policy>) -> Result<PolicySet, String> {
-    PolicySet::from_policies(policies).map_err(|e| format!("policy slice: {e}"))
+/// Whether a principal scope can match a caller with this uid in these roles (its only
+/// ancestors).
+fn principal_may_match(c: &PrincipalConstraint, uid: &EntityUid, roles: &[EntityUid]) -> bool {
+    let within = |u: &EntityUid| u == uid || roles.contains(u);
+    match c {
+        PrincipalConstraint::Any => true,
+        PrincipalConstraint::Eq(u) => u == uid,
+        PrincipalConstraint::In(u) => within(u),
+        PrincipalConstraint::Is(t) => uid.type_name() == t,
+        PrincipalConstraint::IsIn(t, u) => uid.type_name() == t && within(u),
+    }
 }
 
 /// Whether a policy's action and resource scope can match a call of `tool`.

@@ -198,7 +198,7 @@ fn grouped(mut problems: Vec<String>) -> Vec<String> {
 const SAME_PLACE: usize = 3;
 
 /// The policies of one file, each with its id, line and annotations read.
-fn parse_file(file: &str, text: &str) -> Result<Vec<Source>, Vec<String>> {
+pub(super) fn parse_file(file: &str, text: &str) -> Result<Vec<Source>, Vec<String>> {
     let parsed: PolicySet = text.parse().map_err(|e: cedar_policy::ParseErrors| {
         e.iter().map(|d| located(file, text, d)).collect::<Vec<_>>()
     })?;
