@@ -735,3 +735,41 @@ fn every_cookbook_rule_of_the_docs_is_valid() {
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(warnings[0].as_str().unwrap().contains("reviewed-payouts"));
 }
+
+fn before_june() -> jiff::Timestamp {
+    "2026-05-31T23:59:59Z".parse().unwrap()
+}
+
+fn after_june() -> jiff::Timestamp {
+    "2026-06-01T00:00:01Z".parse().unwrap()
+}
+
+#[tokio::test]
+async fn a_time_boxed_rule_reads_when_the_call_is_decided() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("until.cedar"),
+        "@id(\"until-june\")\npermit(principal, action in Action::\"read\", resource)\n\
+         when { context.now < datetime(\"2026-06-01T00:00:00Z\") };\n",
+    )
+    .unwrap();
+    let server = upstream().await;
+    for (clock, expected) in [
+        (before_june as fn() -> jiff::Timestamp, 200),
+        (after_june, 403),
+    ] {
+        let mut setup = Setup::all_upstreams(&server.uri());
+        setup.config = Some(config(dir.path(), ""));
+        setup.clock = Some(clock);
+        let broker = TestBroker::start(setup).await;
+        let (status, body) = broker
+            .call_as(
+                &token("nobody"),
+                "payments.get_customers",
+                json!({}),
+                &[PAYMENTS_KEY],
+            )
+            .await;
+        assert_eq!(status, expected, "{body}");
+    }
+}

@@ -56,6 +56,15 @@ struct ToolPolicies {
 /// The sets asked for one slice and one principal, kept: (slice, discovery?, principal).
 type SetKey = (usize, bool, String);
 
+/// A slice cut for one caller.
+#[derive(Debug, Default)]
+struct Cut {
+    set: PolicySet,
+    /// Whether a policy of the set reads `context.now` (else the context goes without
+    /// it: a `datetime` is parsed each time it is built).
+    reads_now: bool,
+}
+
 /// Entries the cache of principal-cut sets holds before it starts again.
 const KEPT_SETS: usize = 8_192;
 
@@ -76,10 +85,12 @@ pub struct Policies {
     discovery: Vec<Option<Policy>>,
     /// Each source's principal scope.
     principals: Vec<PrincipalConstraint>,
+    /// Whether each source reads `context.now`.
+    reads_now: Vec<bool>,
     /// A slice cut to the policies whose principal scope can match one caller, as a set,
     /// made at that caller's first call of a tool of the slice: Cedar's cost grows with
     /// every policy it is given, and most of a slice is for other roles.
-    cut: std::sync::RwLock<HashMap<SetKey, Arc<PolicySet>>>,
+    cut: std::sync::RwLock<HashMap<SetKey, Arc<Cut>>>,
     authorizer: Authorizer,
 }
 
@@ -138,6 +149,9 @@ impl Policies {
         let principals = (loaded.sources.iter())
             .map(|s| s.policy.principal_constraint())
             .collect();
+        let reads_now = (loaded.sources.iter())
+            .map(|s| s.policy.to_json().is_ok_and(|est| reads_context_now(&est)))
+            .collect();
         Ok(Self {
             loaded,
             types,
@@ -147,6 +161,7 @@ impl Policies {
             slices,
             discovery,
             principals,
+            reads_now,
             cut: std::sync::RwLock::new(HashMap::new()),
             authorizer: Authorizer::new(),
         })
@@ -206,21 +221,24 @@ impl Policies {
         let Ok(args) = RestrictedExpression::new_record(fields) else {
             return Ok(refused());
         };
-        let context = Context::from_pairs([
+        let cut = self.cut_set(entry, principal, false);
+        let mut pairs = vec![
             ("arguments".to_string(), args),
             (
                 "dryRun".to_string(),
                 RestrictedExpression::new_bool(dry_run),
             ),
-            (
+        ];
+        if cut.reads_now {
+            pairs.push((
                 "now".to_string(),
                 RestrictedExpression::new_datetime(
                     now.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
                 ),
-            ),
-        ]);
-        let set = self.cut_set(entry, principal, false);
-        Ok(self.ask(entry, principal, context, &set))
+            ));
+        }
+        let context = Context::from_pairs(pairs);
+        Ok(self.ask(entry, principal, context, &cut.set))
     }
 
     /// Whether some call of `tool` by `principal` could be permitted: lists and
@@ -229,7 +247,7 @@ impl Policies {
         match self.entry(tool) {
             Some(entry) => {
                 let set = self.cut_set(entry, principal, true);
-                self.ask(entry, principal, Ok(Context::empty()), &set)
+                self.ask(entry, principal, Ok(Context::empty()), &set.set)
                     .allowed
             }
             None => false,
@@ -306,12 +324,7 @@ impl Policies {
 
     /// The policies of a tool's slice whose principal scope can match `principal` (in
     /// their discovery form for `discovery`), as one set; kept per slice and principal.
-    fn cut_set(
-        &self,
-        entry: &ToolPolicies,
-        principal: &Principal,
-        discovery: bool,
-    ) -> Arc<PolicySet> {
+    fn cut_set(&self, entry: &ToolPolicies, principal: &Principal, discovery: bool) -> Arc<Cut> {
         let uid = self.types.principal_uid(principal);
         let mut key = uid.to_string();
         for role in &principal.roles {
@@ -325,21 +338,29 @@ impl Policies {
             return Arc::clone(set);
         }
         let roles: Vec<EntityUid> = principal.roles.iter().map(|r| self.types.role(r)).collect();
-        let chosen = (self.slices.get(entry.slice).into_iter().flatten())
+        let chosen: Vec<usize> = (self.slices.get(entry.slice).into_iter().flatten())
             .filter(|&&i| {
                 self.principals
                     .get(i)
                     .is_some_and(|c| principal_may_match(c, &uid, &roles))
             })
-            .filter_map(|&i| {
-                if discovery {
-                    self.discovery.get(i).cloned().flatten()
-                } else {
-                    self.loaded.sources.get(i).map(|s| s.policy.clone())
-                }
-            });
+            .copied()
+            .collect();
+        let reads_now = chosen
+            .iter()
+            .any(|&i| self.reads_now.get(i).copied().unwrap_or(true));
+        let chosen = chosen.into_iter().filter_map(|i| {
+            if discovery {
+                self.discovery.get(i).cloned().flatten()
+            } else {
+                self.loaded.sources.get(i).map(|s| s.policy.clone())
+            }
+        });
         // The slice's policies were one set at load: they are one set again.
-        let set = Arc::new(PolicySet::from_policies(chosen).unwrap_or_default());
+        let set = Arc::new(Cut {
+            set: PolicySet::from_policies(chosen).unwrap_or_default(),
+            reads_now,
+        });
         if let Ok(mut kept) = self.cut.write() {
             if kept.len() >= KEPT_SETS {
                 kept.clear();
@@ -444,6 +465,24 @@ fn discovery_form(source: &Source) -> Option<Policy> {
         map.insert("conditions".into(), Value::Array(kept));
     }
     Policy::from_json(Some(PolicyId::new(&source.id)), est).ok()
+}
+
+/// Whether a policy's JSON form reads `context.now`.
+fn reads_context_now(v: &Value) -> bool {
+    match v {
+        Value::Object(map) => {
+            map.get(".").is_some_and(|dot| {
+                dot.get("attr").and_then(Value::as_str) == Some("now")
+                    && dot
+                        .get("left")
+                        .and_then(|l| l.get("Var"))
+                        .and_then(Value::as_str)
+                        == Some("context")
+            }) || map.values().any(reads_context_now)
+        }
+        Value::Array(items) => items.iter().any(reads_context_now),
+        _ => false,
+    }
 }
 
 /// The operands of a chain of `&&`.
