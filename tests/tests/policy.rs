@@ -411,15 +411,7 @@ async fn a_policy_pinned_to_a_descriptor_hash_holds_while_the_tool_is_unchanged(
         .await;
     assert_eq!(status, 403, "{body}");
     // `policy check` warns of the hash no tool has.
-    let report = policy(
-        PolicyCommand::Check {
-            config: None,
-            dir: Some(dir.path().to_path_buf()),
-            format: Format::Text,
-        },
-        &CatalogRoot::Embedded,
-    )
-    .unwrap();
+    let report = check_dir(dir.path().to_path_buf(), Format::Text).unwrap();
     assert!(
         report.contains(
             "pinned.cedar:4: policy `stale` pins resource.descriptorHash to \"sha256:0000\""
@@ -429,19 +421,23 @@ async fn a_policy_pinned_to_a_descriptor_hash_holds_while_the_tool_is_unchanged(
     assert!(!report.contains("`reviewed-list` pins"), "{report}");
 }
 
+/// `policy check --dir` on the embedded catalog.
+fn check_dir(dir: std::path::PathBuf, format: Format) -> Result<String, String> {
+    policy(
+        PolicyCommand::Check {
+            config: None,
+            dir: Some(dir),
+            format,
+        },
+        &CatalogRoot::Embedded,
+    )
+}
+
 /// A folder with one file, checked: the error text.
 fn check_error(text: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("p.cedar"), text).unwrap();
-    policy(
-        PolicyCommand::Check {
-            config: None,
-            dir: Some(dir.path().to_path_buf()),
-            format: Format::Text,
-        },
-        &CatalogRoot::Embedded,
-    )
-    .unwrap_err()
+    check_dir(dir.path().to_path_buf(), Format::Text).unwrap_err()
 }
 
 #[test]

@@ -221,6 +221,7 @@ impl Broker {
             .ok()
             .and_then(Option::as_ref)
             .map(|d| d.policies.clone());
+        let policy_refused = matches!(&gate, Ok(Some(d)) if !d.allowed);
         let gate = gate.and_then(|d| match d {
             Some(d) if !d.allowed => Err(policy::refusal(tool, &d)),
             d => Ok(d),
@@ -343,10 +344,9 @@ impl Broker {
                 );
                 result_span(span, &result);
                 if let Some(ids) = &policy_ids {
-                    let refused = matches!(&result, Err(e) if e.details.as_ref().is_some_and(|d| d["reason"] == "policy"));
                     span.text(
                         "tool_broker.policy.decision",
-                        if refused { "deny" } else { "allow" },
+                        if policy_refused { "deny" } else { "allow" },
                     );
                     span.text("tool_broker.policy.ids", ids.join(","));
                 }

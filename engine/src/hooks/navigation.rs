@@ -237,15 +237,8 @@ pub fn tool_reference(
     let Some(found) = catalog.resolve_in(&tool.service, local) else {
         return Err(unknown_tool(catalog, &format!("{}.{local}", tool.service)));
     };
-    if !policy_visible(ctx, found) {
-        return Err(CallError::new(
-            crate::error::Classification::Forbidden,
-            format!(
-                "no policy permits any call of `{}` by this caller",
-                found.full_name
-            ),
-        )
-        .with_details(json!({ "reason": "policy", "policies": [] })));
+    if let Some(policies) = ctx.policies.as_deref() {
+        policies.check_visible(found, ctx.principal)?;
     }
     Ok(Exec {
         summary: Some(format!("descriptor of {}", found.full_name)),

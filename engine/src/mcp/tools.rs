@@ -179,22 +179,6 @@ fn discovery_values() -> Vec<Value> {
     ]
 }
 
-/// A tool no call of which could be permitted is refused as `forbidden` by policy, as a
-/// call of it would be.
-fn policy_visible(broker: &Broker, principal: &Principal, tool: &Tool) -> Result<(), CallError> {
-    match broker.policy_set() {
-        Some(p) if !p.may_see(tool, principal) => Err(CallError::new(
-            crate::error::Classification::Forbidden,
-            format!(
-                "no policy permits any call of `{}` by this caller",
-                tool.full_name
-            ),
-        )
-        .with_details(json!({ "reason": "policy", "policies": [] }))),
-        _ => Ok(()),
-    }
-}
-
 fn listed(tool: &Tool, principal: &Principal, policies: Option<&Policies>) -> bool {
     tool.tier == Tier::AgentReady
         && principal.may_see(tool)
@@ -360,10 +344,9 @@ async fn discovery(broker: &Broker, trace: &CallTrace, input: CallInput<'_>) -> 
         REFERENCE => {
             let wanted = text(&args, "name").unwrap_or_default();
             match catalog.resolve(wanted) {
-                Some(tool) => match principal
-                    .check_permission(tool)
-                    .and_then(|()| policy_visible(broker, principal, tool))
-                {
+                Some(tool) => match principal.check_permission(tool).and_then(|()| {
+                    (broker.policy_set()).map_or(Ok(()), |p| p.check_visible(tool, principal))
+                }) {
                     Ok(()) => envelope::standard_ok(
                         descriptor(catalog, tool),
                         meta(broker, (request_id, trace), name),

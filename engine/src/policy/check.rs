@@ -65,20 +65,14 @@ pub fn mentions(files: &[(String, String)]) -> Result<Vec<Mention>, Vec<String>>
 
 /// Every `{"type": "Action" | "Tool", "id": ...}` entity reference of a policy's JSON
 /// form (scope and conditions alike).
-fn named_tools(v: &Value, out: &mut BTreeSet<String>) {
-    match v {
-        Value::Object(map) => {
-            if let (Some(Value::String(t)), Some(Value::String(id))) =
-                (map.get("type"), map.get("id"))
-                && (t == "Action" || t == "Tool")
-            {
-                out.insert(id.clone());
-            }
-            map.values().for_each(|v| named_tools(v, out));
+fn named_tools(est: &Value, out: &mut BTreeSet<String>) {
+    super::est::visit(est, &mut |map| {
+        if let (Some(Value::String(t)), Some(Value::String(id))) = (map.get("type"), map.get("id"))
+            && (t == "Action" || t == "Tool")
+        {
+            out.insert(id.clone());
         }
-        Value::Array(items) => items.iter().for_each(|v| named_tools(v, out)),
-        _ => {}
-    }
+    });
 }
 
 /// Tools a text report names per policy before it counts the rest.
@@ -87,42 +81,20 @@ const LISTED: usize = 8;
 /// The hashes a policy compares `resource.descriptorHash` with (`==` or `!=` a string).
 pub fn pinned_hashes(est: &Value) -> Vec<String> {
     let mut out = Vec::new();
-    walk(est, &mut out);
-    out
-}
-
-fn walk(v: &Value, out: &mut Vec<String>) {
-    match v {
-        Value::Object(map) => {
-            for op in ["==", "!="] {
-                if let Some(pair) = map.get(op) {
-                    let (left, right) = (pair.get("left"), pair.get("right"));
-                    for (a, b) in [(left, right), (right, left)] {
-                        if a.is_some_and(is_descriptor_hash)
-                            && let Some(hash) =
-                                b.and_then(|b| b.get("Value")).and_then(Value::as_str)
-                        {
-                            out.push(hash.to_string());
-                        }
-                    }
+    super::est::visit(est, &mut |map| {
+        for pair in ["==", "!="].iter().filter_map(|op| map.get(*op)) {
+            let (left, right) = (pair.get("left"), pair.get("right"));
+            for (a, b) in [(left, right), (right, left)] {
+                if a.and_then(Value::as_object)
+                    .is_some_and(|a| super::est::is_attr(a, "resource", "descriptorHash"))
+                    && let Some(hash) = b.and_then(|b| b.get("Value")).and_then(Value::as_str)
+                {
+                    out.push(hash.to_string());
                 }
             }
-            map.values().for_each(|v| walk(v, out));
         }
-        Value::Array(items) => items.iter().for_each(|v| walk(v, out)),
-        _ => {}
-    }
-}
-
-fn is_descriptor_hash(v: &Value) -> bool {
-    v.get(".").is_some_and(|dot| {
-        dot.get("attr").and_then(Value::as_str) == Some("descriptorHash")
-            && dot
-                .get("left")
-                .and_then(|l| l.get("Var"))
-                .and_then(Value::as_str)
-                == Some("resource")
-    })
+    });
+    out
 }
 
 /// The pinned hashes no tool of the catalog has now, as warnings with their place.

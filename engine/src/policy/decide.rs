@@ -19,10 +19,12 @@ use cedar_policy::{
 };
 use serde_json::{Map, Value};
 
+use super::est;
 use super::load::{Confirm, Loaded, Source};
-use super::request::{Shape, Types, action_groups};
+use super::request::{Shape, Types, action_groups, read_record};
 use crate::caller::Principal;
 use crate::catalog::{Catalog, Tool};
+use crate::error::{CallError, Classification};
 
 /// What the policies decided of one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,7 +152,11 @@ impl Policies {
             .map(|s| s.policy.principal_constraint())
             .collect();
         let reads_now = (loaded.sources.iter())
-            .map(|s| s.policy.to_json().is_ok_and(|est| reads_context_now(&est)))
+            .map(|s| {
+                s.policy
+                    .to_json()
+                    .is_ok_and(|est| est::any(&est, &|m| est::is_attr(m, "context", "now")))
+            })
             .collect();
         Ok(Self {
             loaded,
@@ -208,19 +214,7 @@ impl Policies {
         let Some(entry) = self.entry(tool) else {
             return Ok(refused());
         };
-        let mut fields = Vec::with_capacity(entry.arguments.len());
-        for (name, shape) in &entry.arguments {
-            match arguments.get(name) {
-                None | Some(Value::Null) => {}
-                Some(v) => fields.push((
-                    name.clone(),
-                    shape.read(v, &format!("/{name}")).map_err(Unreadable)?,
-                )),
-            }
-        }
-        let Ok(args) = RestrictedExpression::new_record(fields) else {
-            return Ok(refused());
-        };
+        let args = read_record(&entry.arguments, arguments).map_err(Unreadable)?;
         let cut = self.cut_set(entry, principal, false);
         let mut pairs = vec![
             ("arguments".to_string(), args),
@@ -252,6 +246,23 @@ impl Policies {
             }
             None => false,
         }
+    }
+
+    /// [`Policies::may_see`] as a refusal: `forbidden` (`details.reason = "policy"`,
+    /// no ids) for a tool no call of which could be permitted, as its reference is
+    /// refused.
+    pub fn check_visible(&self, tool: &Tool, principal: &Principal) -> Result<(), CallError> {
+        if self.may_see(tool, principal) {
+            return Ok(());
+        }
+        Err(CallError::new(
+            Classification::Forbidden,
+            format!(
+                "no policy permits any call of `{}` by this caller",
+                tool.full_name
+            ),
+        )
+        .with_details(serde_json::json!({ "reason": "policy", "policies": [] })))
     }
 
     fn ask(
@@ -431,7 +442,7 @@ fn scope_may_match(policy: &Policy, tool: &Tool) -> bool {
 fn discovery_form(source: &Source) -> Option<Policy> {
     let mut est = source.policy.to_json().ok()?;
     let conditions = est.get("conditions")?.as_array()?.clone();
-    let reads_context = |v: &Value| mentions_context(v);
+    let reads_context = |v: &Value| est::reads_var(v, "context");
     let kept: Vec<Value> = match source.effect {
         Effect::Forbid => {
             if conditions.iter().any(reads_context) {
@@ -452,7 +463,7 @@ fn discovery_form(source: &Source) -> Option<Policy> {
                 }
                 let conjuncts: Vec<Value> = conjuncts(c.get("body")?)
                     .into_iter()
-                    .filter(|e| !mentions_context(e))
+                    .filter(|e| !est::reads_var(e, "context"))
                     .collect();
                 let body = conjuncts.into_iter().reduce(
                     |left, right| serde_json::json!({ "&&": { "left": left, "right": right } }),
@@ -467,24 +478,6 @@ fn discovery_form(source: &Source) -> Option<Policy> {
     Policy::from_json(Some(PolicyId::new(&source.id)), est).ok()
 }
 
-/// Whether a policy's JSON form reads `context.now`.
-fn reads_context_now(v: &Value) -> bool {
-    match v {
-        Value::Object(map) => {
-            map.get(".").is_some_and(|dot| {
-                dot.get("attr").and_then(Value::as_str) == Some("now")
-                    && dot
-                        .get("left")
-                        .and_then(|l| l.get("Var"))
-                        .and_then(Value::as_str)
-                        == Some("context")
-            }) || map.values().any(reads_context_now)
-        }
-        Value::Array(items) => items.iter().any(reads_context_now),
-        _ => false,
-    }
-}
-
 /// The operands of a chain of `&&`.
 fn conjuncts(expr: &Value) -> Vec<Value> {
     match expr.get("&&") {
@@ -494,17 +487,5 @@ fn conjuncts(expr: &Value) -> Vec<Value> {
             out
         }
         None => vec![expr.clone()],
-    }
-}
-
-/// Whether an expression (Cedar's JSON form) reads `context`.
-fn mentions_context(v: &Value) -> bool {
-    match v {
-        Value::Object(map) => {
-            map.get("Var").and_then(Value::as_str) == Some("context")
-                || map.values().any(mentions_context)
-        }
-        Value::Array(items) => items.iter().any(mentions_context),
-        _ => false,
     }
 }

@@ -11,6 +11,7 @@
 
 pub mod check;
 pub mod decide;
+pub mod est;
 pub mod load;
 pub mod request;
 pub mod schema;

@@ -10,7 +10,6 @@ use serde_json::Value;
 use super::schema::{CALL_GROUP, class_word};
 use crate::caller::{Claim, Principal};
 use crate::catalog::Tool;
-use crate::catalog::descriptor::Risk;
 
 /// The Cedar type an argument is read as (from [`super::schema::cedar_type`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,11 +46,11 @@ impl Shape {
         })
     }
 
-    /// A JSON value read as this shape; `Err` with the value's JSON pointer when it does
-    /// not fit (a type the schema check let through, or an integer beyond 64 bits).
-    /// Record fields the shape does not name are not read: no policy can name them.
-    pub fn read(&self, value: &Value, pointer: &str) -> Result<RestrictedExpression, String> {
-        let mismatch = || Err(pointer.to_string());
+    /// A JSON value read as this shape; `Err` with the JSON pointer, relative to
+    /// `value`, of what does not fit (a type the schema check let through, or an integer
+    /// beyond 64 bits). The pointer is written only on that path: a call that fits
+    /// allocates none.
+    pub fn read(&self, value: &Value) -> Result<RestrictedExpression, String> {
         match (self, value) {
             (Shape::String, Value::String(s)) => Ok(RestrictedExpression::new_string(s.clone())),
             (Shape::Bool, Value::Bool(b)) => Ok(RestrictedExpression::new_bool(*b)),
@@ -64,33 +63,40 @@ impl Shape {
                         #[expect(clippy::cast_possible_truncation, reason = "whole and in range")]
                         Ok(RestrictedExpression::new_long(f as i64))
                     }
-                    _ => mismatch(),
+                    _ => Err(String::new()),
                 },
             },
             (Shape::Set(element), Value::Array(items)) => {
                 let mut out = Vec::with_capacity(items.len());
                 for (i, item) in items.iter().enumerate() {
-                    out.push(element.read(item, &format!("{pointer}/{i}"))?);
+                    out.push(element.read(item).map_err(|p| format!("/{i}{p}"))?);
                 }
                 Ok(RestrictedExpression::new_set(out))
             }
-            (Shape::Record(fields), Value::Object(map)) => {
-                let mut out = Vec::with_capacity(fields.len());
-                for (name, shape) in fields {
-                    match map.get(name) {
-                        // `null` for an optional field is its absence.
-                        None | Some(Value::Null) => {}
-                        Some(v) => out.push((
-                            name.clone(),
-                            shape.read(v, &format!("{pointer}/{}", escape(name)))?,
-                        )),
-                    }
-                }
-                RestrictedExpression::new_record(out).map_err(|_| pointer.to_string())
-            }
-            _ => mismatch(),
+            (Shape::Record(fields), Value::Object(map)) => read_record(fields, map),
+            _ => Err(String::new()),
         }
     }
+}
+
+/// An object read as a record of `fields` (the arguments of a call, or an object
+/// argument). Fields the shape does not name are not read: no policy can name them;
+/// `null` for a field is its absence.
+pub fn read_record(
+    fields: &[(String, Shape)],
+    map: &serde_json::Map<String, Value>,
+) -> Result<RestrictedExpression, String> {
+    let mut out = Vec::with_capacity(fields.len());
+    for (name, shape) in fields {
+        match map.get(name) {
+            None | Some(Value::Null) => {}
+            Some(v) => out.push((
+                name.clone(),
+                shape.read(v).map_err(|p| format!("/{}{p}", escape(name)))?,
+            )),
+        }
+    }
+    RestrictedExpression::new_record(out).map_err(|_| String::new())
 }
 
 /// A JSON pointer token.
@@ -197,7 +203,7 @@ impl Types {
         let attrs = HashMap::from([
             (
                 "risk".to_string(),
-                RestrictedExpression::new_string(risk_word(tool.risk).into()),
+                RestrictedExpression::new_string(tool.risk.as_str().into()),
             ),
             (
                 "tier".to_string(),
@@ -227,17 +233,9 @@ impl Types {
 
 /// The action groups a tool's action is a member of.
 pub fn action_groups(tool: &Tool) -> Vec<&str> {
-    let mut groups = vec![CALL_GROUP, tool.service.as_str(), risk_word(tool.risk)];
+    let mut groups = vec![CALL_GROUP, tool.service.as_str(), tool.risk.as_str()];
     groups.extend(tool.classes.iter().map(|c| class_word(*c)));
     groups
-}
-
-/// `read` or `write`.
-pub fn risk_word(risk: Risk) -> &'static str {
-    match risk {
-        Risk::Read => "read",
-        Risk::Write => "write",
-    }
 }
 
 #[cfg(test)]
@@ -254,14 +252,14 @@ mod tests {
             ("note".into(), Shape::String),
         ]);
         let args = json!({ "amount": 5000, "tags": ["a"], "other": 1.5, "note": null });
-        assert!(shape.read(&args, "").is_ok());
+        assert!(shape.read(&args).is_ok());
         let whole = json!({ "amount": 5.0 });
-        assert!(shape.read(&whole, "").is_ok());
+        assert!(shape.read(&whole).is_ok());
         let fraction = json!({ "amount": 5.5 });
-        assert_eq!(shape.read(&fraction, "").err().as_deref(), Some("/amount"));
+        assert_eq!(shape.read(&fraction).err().as_deref(), Some("/amount"));
         let huge = json!({ "amount": u64::MAX });
-        assert_eq!(shape.read(&huge, "").err().as_deref(), Some("/amount"));
+        assert_eq!(shape.read(&huge).err().as_deref(), Some("/amount"));
         let wrong = json!({ "tags": ["a", 1] });
-        assert_eq!(shape.read(&wrong, "").err().as_deref(), Some("/tags/1"));
+        assert_eq!(shape.read(&wrong).err().as_deref(), Some("/tags/1"));
     }
 }

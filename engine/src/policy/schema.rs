@@ -19,7 +19,6 @@ use cedar_policy::Schema;
 use serde_json::{Map, Value, json};
 
 use crate::catalog::Catalog;
-use crate::catalog::descriptor::Risk;
 use crate::config::PolicyConfig;
 
 /// Every class word, as its action group is named.
@@ -75,7 +74,7 @@ pub fn schema_json(
         let mut member_of = vec![
             json!({ "id": CALL_GROUP }),
             json!({ "id": tool.service }),
-            json!({ "id": match tool.risk { Risk::Read => "read", Risk::Write => "write" } }),
+            json!({ "id": tool.risk.as_str() }),
         ];
         for class in &tool.classes {
             member_of.push(json!({ "id": class_word(*class) }));
