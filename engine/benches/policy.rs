@@ -1,6 +1,7 @@
-//! Policy decisions (docs/policy.md, "Cost"): one decision of a write with arguments
-//! and one visibility question, under a set of 2,000 policies (one per tool plus
-//! role-wide ones) and under 50; compiling the 2,000-policy set.
+//! Policy decisions (docs/policy.md, "Cost"): one decision of a write with arguments,
+//! one of a read, one visibility question and a new caller's first decision, under a
+//! set of 2,000 policies (one per tool plus role-wide ones) and under 50; compiling the
+//! 2,000-policy set.
 //!
 //! Run: `cargo bench -p tool-broker --bench policy`. Figures: `bench/README.md`.
 #![allow(clippy::panic, reason = "a benchmark with a broken setup should stop")]
@@ -99,6 +100,24 @@ fn policy(c: &mut Criterion) {
         c.bench_function(&format!("may_see: one tool ({total} policies)"), |b| {
             b.iter(|| policies.may_see(black_box(refund), &caller))
         });
+        // What is kept per caller is made at its first question: a caller never seen.
+        let mut n = 0u64;
+        c.bench_function(
+            &format!("decide: a new caller's first refund ({total} policies)"),
+            |b| {
+                b.iter_batched(
+                    || {
+                        n += 1;
+                        Principal {
+                            roles: caller.roles.clone(),
+                            ..Principal::unrestricted(&format!("support-{n}"))
+                        }
+                    },
+                    |new| policies.decide(refund, &new, black_box(&args), false, now),
+                    criterion::BatchSize::SmallInput,
+                )
+            },
+        );
     }
     let mut slow = c.benchmark_group("policy compile");
     slow.sample_size(10);

@@ -4,13 +4,19 @@
 //! load: a tool's slice holds only the policies whose scope can match its action and
 //! resource (an action group it is in, its service, itself). At a caller's first call of
 //! a slice's tool, the slice is cut again to the policies whose principal scope can match
-//! that caller (its uid, its roles) and the set kept: most of a slice is for other roles. Each tool also has its *discovery* slice: the same policies with every
-//! condition on `context` taken out of the permits (a permit under an argument condition
-//! could permit the call) and every forbid with one dropped (it might not apply), so a
-//! list shows exactly the tools some call could run.
+//! that caller (its uid, its roles) and the set kept: most of a slice is for other roles.
+//! Each tool also has its *discovery* slice: the same policies with every condition on
+//! `context` taken out of the permits (a permit under an argument condition could permit
+//! the call) and every forbid with one dropped (it might not apply), so a list shows
+//! exactly the tools some call could run.
+//!
+//! What a caller is asked about is kept per caller ([`Caller`]): its entity, its cut
+//! sets, the entities of each tool it called (Cedar closes their ancestors when they
+//! are gathered, most of a decision's cost) and what discovery answered per tool.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, RwLock};
 
 use cedar_policy::{
     ActionConstraint, Authorizer, Context, Decision as CedarDecision, Effect, Entities, Entity,
@@ -22,7 +28,7 @@ use serde_json::{Map, Value};
 use super::est;
 use super::load::{Confirm, Loaded, Source};
 use super::request::{Shape, Types, action_groups, read_record};
-use crate::caller::Principal;
+use crate::caller::{Claim, Principal};
 use crate::catalog::{Catalog, Tool};
 use crate::error::{CallError, Classification};
 
@@ -55,8 +61,20 @@ struct ToolPolicies {
     slice: usize,
 }
 
-/// The sets asked for one slice and one principal, kept: (slice, discovery?, principal).
-type SetKey = (usize, bool, String);
+/// What is kept of one caller (a uid with its roles and claims) for one policy set.
+#[derive(Debug)]
+struct Caller {
+    uid: EntityUid,
+    /// Its entity (`None`: a claim Cedar cannot hold; every question is refused).
+    entity: Option<Entity>,
+    /// Its slices cut by principal scope: (slice, discovery?).
+    cuts: RwLock<HashMap<(usize, bool), Arc<Cut>>>,
+    /// The entities of a call of each tool (index into [`Policies::tools`]): itself, the
+    /// tool and its action, their ancestors closed.
+    entities: RwLock<HashMap<usize, Arc<Entities>>>,
+    /// What discovery answered per tool: 0 not asked yet, 1 hidden, 2 shown.
+    visible: Vec<AtomicU8>,
+}
 
 /// A slice cut for one caller.
 #[derive(Debug, Default)]
@@ -67,8 +85,11 @@ struct Cut {
     reads_now: bool,
 }
 
-/// Entries the cache of principal-cut sets holds before it starts again.
-const KEPT_SETS: usize = 8_192;
+/// Callers kept before the cache starts again.
+const KEPT_CALLERS: usize = 4_096;
+
+/// Tools whose entities one caller keeps before it starts again.
+const KEPT_ENTITIES: usize = 512;
 
 /// A validated policy set compiled against one catalog.
 #[derive(Debug)]
@@ -89,10 +110,10 @@ pub struct Policies {
     principals: Vec<PrincipalConstraint>,
     /// Whether each source reads `context.now`.
     reads_now: Vec<bool>,
-    /// A slice cut to the policies whose principal scope can match one caller, as a set,
-    /// made at that caller's first call of a tool of the slice: Cedar's cost grows with
-    /// every policy it is given, and most of a slice is for other roles.
-    cut: std::sync::RwLock<HashMap<SetKey, Arc<Cut>>>,
+    /// What is kept per caller, by [`caller_key`]: Cedar's cost grows with every
+    /// policy it is given (most of a slice is for other roles) and with every entity
+    /// whose ancestors it closes.
+    callers: RwLock<HashMap<String, Arc<Caller>>>,
     authorizer: Authorizer,
 }
 
@@ -168,7 +189,7 @@ impl Policies {
             discovery,
             principals,
             reads_now,
-            cut: std::sync::RwLock::new(HashMap::new()),
+            callers: RwLock::new(HashMap::new()),
             authorizer: Authorizer::new(),
         })
     }
@@ -193,12 +214,36 @@ impl Policies {
             .map(|t| t.name.as_str())
     }
 
-    fn entry(&self, tool: &Tool) -> Option<&ToolPolicies> {
+    fn entry(&self, tool: &Tool) -> Option<(usize, &ToolPolicies)> {
         let i = self
             .tools
             .binary_search_by(|t| t.name.as_str().cmp(&tool.full_name))
             .ok()?;
-        self.tools.get(i)
+        Some((i, self.tools.get(i)?))
+    }
+
+    /// What is kept of `principal`, made at its first question.
+    fn caller(&self, principal: &Principal) -> Arc<Caller> {
+        let key = caller_key(principal);
+        if let Ok(kept) = self.callers.read()
+            && let Some(caller) = kept.get(&key)
+        {
+            return Arc::clone(caller);
+        }
+        let caller = Arc::new(Caller {
+            uid: self.types.principal_uid(principal),
+            entity: self.types.principal(principal).ok(),
+            cuts: RwLock::new(HashMap::new()),
+            entities: RwLock::new(HashMap::new()),
+            visible: (0..self.tools.len()).map(|_| AtomicU8::new(0)).collect(),
+        });
+        if let Ok(mut kept) = self.callers.write() {
+            if kept.len() >= KEPT_CALLERS {
+                kept.clear();
+            }
+            kept.insert(key, Arc::clone(&caller));
+        }
+        caller
     }
 
     /// Decides a call of `tool` by `principal` with `arguments` (validated, defaults
@@ -211,11 +256,12 @@ impl Policies {
         dry_run: bool,
         now: jiff::Timestamp,
     ) -> Result<Decision, Unreadable> {
-        let Some(entry) = self.entry(tool) else {
+        let Some((index, entry)) = self.entry(tool) else {
             return Ok(refused());
         };
         let args = read_record(&entry.arguments, arguments).map_err(Unreadable)?;
-        let cut = self.cut_set(entry, principal, false);
+        let caller = self.caller(principal);
+        let cut = self.cut_set(entry, &caller, principal, false);
         let mut pairs = vec![
             ("arguments".to_string(), args),
             (
@@ -232,20 +278,29 @@ impl Policies {
             ));
         }
         let context = Context::from_pairs(pairs);
-        Ok(self.ask(entry, principal, context, &cut.set))
+        Ok(self.ask(index, entry, &caller, context, &cut.set))
     }
 
     /// Whether some call of `tool` by `principal` could be permitted: lists and
     /// searches show it.
+    /// The answer is kept per caller and tool: a list asks of every tool.
     pub fn may_see(&self, tool: &Tool, principal: &Principal) -> bool {
-        match self.entry(tool) {
-            Some(entry) => {
-                let set = self.cut_set(entry, principal, true);
-                self.ask(entry, principal, Ok(Context::empty()), &set.set)
-                    .allowed
-            }
-            None => false,
+        let Some((index, entry)) = self.entry(tool) else {
+            return false;
+        };
+        let caller = self.caller(principal);
+        let Some(kept) = caller.visible.get(index) else {
+            return false;
+        };
+        match kept.load(Ordering::Relaxed) {
+            1 => return false,
+            2 => return true,
+            _ => {}
         }
+        let set = self.cut_set(entry, &caller, principal, true);
+        let shown = (self.ask(index, entry, &caller, Ok(Context::empty()), &set.set)).allowed;
+        kept.store(if shown { 2 } else { 1 }, Ordering::Relaxed);
+        shown
     }
 
     /// [`Policies::may_see`] as a refusal: `forbidden` (`details.reason = "policy"`,
@@ -267,30 +322,26 @@ impl Policies {
 
     fn ask(
         &self,
+        index: usize,
         entry: &ToolPolicies,
-        principal: &Principal,
+        caller: &Caller,
         context: Result<Context, cedar_policy::ContextCreationError>,
         set: &PolicySet,
     ) -> Decision {
         let Ok(context) = context else {
             return refused();
         };
-        let Ok(who) = self.types.principal(principal) else {
+        let Some(entities) = Self::entities(index, entry, caller) else {
             return refused();
         };
-        let who_uid = who.uid();
-        let entities = Entities::from_entities(
-            [who, entry.action_entity.clone(), entry.tool_entity.clone()],
-            None,
-        );
         let request = Request::new(
-            who_uid,
+            caller.uid.clone(),
             entry.action.clone(),
             entry.resource.clone(),
             context,
             None,
         );
-        let (Ok(entities), Ok(request)) = (entities, request) else {
+        let Ok(request) = request else {
             return refused();
         };
         let response = self.authorizer.is_authorized(&request, set, &entities);
@@ -333,17 +384,41 @@ impl Policies {
         }
     }
 
-    /// The policies of a tool's slice whose principal scope can match `principal` (in
-    /// their discovery form for `discovery`), as one set; kept per slice and principal.
-    fn cut_set(&self, entry: &ToolPolicies, principal: &Principal, discovery: bool) -> Arc<Cut> {
-        let uid = self.types.principal_uid(principal);
-        let mut key = uid.to_string();
-        for role in &principal.roles {
-            key.push('\u{1f}');
-            key.push_str(role);
+    /// The entities of a call of a tool by a caller, gathered at the first and kept.
+    fn entities(index: usize, entry: &ToolPolicies, caller: &Caller) -> Option<Arc<Entities>> {
+        if let Ok(kept) = caller.entities.read()
+            && let Some(entities) = kept.get(&index)
+        {
+            return Some(Arc::clone(entities));
         }
-        let key = (entry.slice, discovery, key);
-        if let Ok(kept) = self.cut.read()
+        let who = caller.entity.clone()?;
+        let entities = Arc::new(
+            Entities::from_entities(
+                [who, entry.action_entity.clone(), entry.tool_entity.clone()],
+                None,
+            )
+            .ok()?,
+        );
+        if let Ok(mut kept) = caller.entities.write() {
+            if kept.len() >= KEPT_ENTITIES {
+                kept.clear();
+            }
+            kept.insert(index, Arc::clone(&entities));
+        }
+        Some(entities)
+    }
+
+    /// The policies of a tool's slice whose principal scope can match the caller (in
+    /// their discovery form for `discovery`), as one set; kept per caller and slice.
+    fn cut_set(
+        &self,
+        entry: &ToolPolicies,
+        caller: &Caller,
+        principal: &Principal,
+        discovery: bool,
+    ) -> Arc<Cut> {
+        let key = (entry.slice, discovery);
+        if let Ok(kept) = caller.cuts.read()
             && let Some(set) = kept.get(&key)
         {
             return Arc::clone(set);
@@ -353,7 +428,7 @@ impl Policies {
             .filter(|&&i| {
                 self.principals
                     .get(i)
-                    .is_some_and(|c| principal_may_match(c, &uid, &roles))
+                    .is_some_and(|c| principal_may_match(c, &caller.uid, &roles))
             })
             .copied()
             .collect();
@@ -372,10 +447,7 @@ impl Policies {
             set: PolicySet::from_policies(chosen).unwrap_or_default(),
             reads_now,
         });
-        if let Ok(mut kept) = self.cut.write() {
-            if kept.len() >= KEPT_SETS {
-                kept.clear();
-            }
+        if let Ok(mut kept) = caller.cuts.write() {
             kept.insert(key, Arc::clone(&set));
         }
         set
@@ -386,6 +458,40 @@ impl Policies {
             .sources
             .get(*self.by_id.get(AsRef::<str>::as_ref(id))?)
     }
+}
+
+/// What tells one caller from another to policies: its uid, its roles and its claims
+/// (a user's next token may carry others), each part written after its length so no
+/// two callers share a key.
+fn caller_key(p: &Principal) -> String {
+    use std::fmt::Write as _;
+    let mut key = String::with_capacity(64);
+    let mut part = |tag: char, s: &str| {
+        let _ = write!(key, "{tag}{}:{s}", s.len());
+    };
+    match &p.user {
+        Some(u) => {
+            part('I', &u.issuer);
+            part('S', &u.subject);
+        }
+        None => part('K', &p.name),
+    }
+    for role in &p.roles {
+        part('R', role);
+    }
+    for (name, value) in &p.claims {
+        part('C', name);
+        match value {
+            Claim::One(v) => part('=', v),
+            Claim::Many(items) => {
+                part('[', "");
+                for v in items {
+                    part(',', v);
+                }
+            }
+        }
+    }
+    key
 }
 
 fn refused() -> Decision {
@@ -487,5 +593,88 @@ fn conjuncts(expr: &Value) -> Vec<Value> {
             out
         }
         None => vec![expr.clone()],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::caller::User;
+    use crate::catalog::compile::compile;
+    use crate::catalog::source::Sources;
+    use crate::config::PolicyConfig;
+    use crate::policy::{load, schema};
+
+    /// What is kept per caller never answers for another: the same name with other
+    /// roles, the same user with other claims, asked in turn, are each decided anew.
+    #[test]
+    fn what_is_kept_of_a_caller_never_decides_for_another() {
+        let catalog = compile(&Sources::embedded()).unwrap();
+        let config = PolicyConfig {
+            dir: "unused".into(),
+            claims: vec!["department".into()],
+            set_claims: Vec::new(),
+        };
+        let text = r#"
+            @id("support")
+            permit(principal in Role::"support", action == Action::"payments.post_refunds", resource);
+            @id("billing")
+            permit(principal is User, action in Action::"payments", resource)
+              when { principal has department && principal.department == "billing" };
+        "#;
+        let schema = schema::schema(&catalog, &config).unwrap();
+        let loaded = load::load(&[("t.cedar".into(), text.into())], schema).unwrap();
+        let policies = Policies::compile(loaded, &catalog).unwrap();
+        let refund = catalog.resolve("payments.post_refunds").unwrap();
+        let Value::Object(args) = json!({ "charge": "ch_1", "amount": 10 }) else {
+            unreachable!()
+        };
+        let now = jiff::Timestamp::UNIX_EPOCH;
+        let key = |roles: &[&str]| Principal {
+            roles: roles.iter().map(|r| r.to_string()).collect(),
+            ..Principal::unrestricted("k")
+        };
+        let user = |department: &str| Principal {
+            user: Some(User {
+                issuer: "https://idp".into(),
+                subject: "ada".into(),
+            }),
+            claims: vec![("department".into(), Claim::One(department.into()))],
+            ..Principal::unrestricted("ada")
+        };
+        for _ in 0..2 {
+            for (who, allowed) in [
+                (key(&["support"]), true),
+                (key(&[]), false),
+                (key(&["support"]), true),
+                (user("billing"), true),
+                (user("sales"), false),
+            ] {
+                let decided = policies.decide(refund, &who, &args, false, now).unwrap();
+                assert_eq!(decided.allowed, allowed, "{:?} {:?}", who.roles, who.claims);
+                assert_eq!(policies.may_see(refund, &who), allowed);
+            }
+        }
+    }
+
+    #[test]
+    fn caller_keys_are_unambiguous() {
+        let a = Principal {
+            roles: vec!["a".into(), "b".into()],
+            ..Principal::unrestricted("k")
+        };
+        let b = Principal {
+            roles: vec!["a\u{1f}b".into()],
+            ..Principal::unrestricted("k")
+        };
+        let c = Principal {
+            roles: vec!["ab".into()],
+            ..Principal::unrestricted("k")
+        };
+        assert_ne!(caller_key(&a), caller_key(&b));
+        assert_ne!(caller_key(&a), caller_key(&c));
+        assert_ne!(caller_key(&b), caller_key(&c));
     }
 }
