@@ -13,6 +13,7 @@ mod bounds;
 mod cases;
 mod cli;
 mod confirmation;
+mod costs;
 mod diagnostics;
 mod elicitation;
 mod failures;

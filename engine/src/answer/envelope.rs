@@ -26,6 +26,10 @@ pub struct Meta {
     /// `credits`), also on previews and failures.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub consumes_credits: bool,
+    /// What a priced call cost (docs/budgets.md): its estimate and, once settled, the
+    /// actual charge, each `{ "<unit>": n }`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
     /// The tool's descriptor hash.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub descriptor_hash: Option<Arc<str>>,
@@ -77,6 +81,9 @@ impl Meta {
         if self.consumes_credits {
             fields.raw(b"consumesCredits", b"true");
         }
+        if let Some(v) = &self.cost {
+            fields.serialized(b"cost", v);
+        }
         if let Some(v) = &self.descriptor_hash {
             fields.string(b"descriptorHash", v);
         }
@@ -109,6 +116,39 @@ impl Meta {
             fields.serialized(b"upstreamStatus", v);
         }
         fields.out.push(b'}');
+    }
+}
+
+/// `meta.cost`: a priced call's estimate and, once settled, its actual charge, in its
+/// one unit. An estimate the arguments could not give (an absent amount, another
+/// currency) is `null`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cost {
+    /// The unit (`credits`).
+    pub unit: Arc<str>,
+    /// Units estimated before the call (`None`: unpriced).
+    pub estimate: Option<u64>,
+    /// Units charged once the call ran (`None`: not settled; a preview).
+    pub actual: Option<u64>,
+}
+
+impl Serialize for Cost {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        struct One<'a>(&'a str, Option<u64>);
+        impl Serialize for One<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut map = s.serialize_map(Some(1))?;
+                map.serialize_entry(self.0, &self.1)?;
+                map.end()
+            }
+        }
+        let mut map = s.serialize_map(None)?;
+        if let Some(actual) = self.actual {
+            map.serialize_entry("actual", &One(&self.unit, Some(actual)))?;
+        }
+        map.serialize_entry("estimate", &One(&self.unit, self.estimate))?;
+        map.end()
     }
 }
 
@@ -642,6 +682,11 @@ mod tests {
             metas.push(Meta {
                 catalog_version: Some("2026-11-23.2".into()),
                 consumes_credits: true,
+                cost: Some(Cost {
+                    unit: "credits".into(),
+                    estimate: (n % 3 != 0).then_some(n),
+                    actual: (n % 2 == 0).then_some(n / 2),
+                }),
                 descriptor_hash: Some("ab".repeat(32).into()),
                 dispatched_to: Some(odd.clone()),
                 dry_run: n % 2 == 1,
@@ -664,9 +709,10 @@ mod tests {
         let full = metas[1].clone();
         // Each optional field left out on its own.
         let mut one_out: Vec<Meta> = Vec::new();
-        for k in 0..9 {
+        for k in 0..10 {
             let mut m = full.clone();
             match k {
+                9 => m.cost = None,
                 0 => m.catalog_version = None,
                 1 => m.consumes_credits = false,
                 2 => m.descriptor_hash = None,

@@ -35,6 +35,7 @@ use serde_json::{Map, Value, json};
 
 use crate::answer::envelope::{self, Meta, Portal, Response};
 use crate::caller::Principal;
+use crate::catalog::costs::{Estimate, Price, Reading, TooMany};
 use crate::catalog::descriptor::{Class, ConfirmationMode, EnvelopeKind, Risk};
 use crate::catalog::template::Scope;
 use crate::catalog::{Action, Tool};
@@ -392,6 +393,7 @@ impl Broker {
                 meta.truncation = exec.truncation;
                 meta.redacted = exec.redacted;
                 meta.dispatched_to = exec.dispatched_to;
+                meta.cost = exec.cost;
                 match exec.data_text {
                     Some(text) => envelope::standard_ok_text(text, meta),
                     None => envelope::standard_ok(exec.data, meta),
@@ -544,7 +546,8 @@ impl Broker {
             decide(tool, &args, &self.catalog.rules.confirmation)?
         };
         self.inner_policy(tool, ctx, &args, matches!(decision, Decision::Preview(_)))?;
-        match &tool.action {
+        let priced = self.estimate(tool, &args)?;
+        let exec = match &tool.action {
             Action::Hook(hook) => {
                 drop(template_ctx);
                 hooks::run(*hook, self, &self.hooks, tool, args, ctx).await
@@ -552,7 +555,7 @@ impl Broker {
             Action::Http(plan) => {
                 let request = render(plan, templates, &template_ctx)?;
                 if let Decision::Preview(reason) = decision {
-                    return Ok(self.preview(tool, request.preview(), reason));
+                    return Ok(priced.charge(self.preview(tool, request.preview(), reason)));
                 }
                 if let Some(limit) = &tool.rate_limit {
                     crate::call::ratelimit::check(
@@ -567,6 +570,27 @@ impl Broker {
                 self.send_rendered(tool, &request, &args, &template_ctx, ctx, (None, want))
                     .await
             }
+        };
+        exec.map(|exec| priced.charge(exec))
+    }
+
+    /// A call's estimated cost by its tool's price, if it has one; a call with more
+    /// items than its price allows is refused before anything is sent.
+    fn estimate<'p>(
+        &'p self,
+        tool: &Tool,
+        args: &Map<String, Value>,
+    ) -> Result<Priced<'p>, CallError> {
+        let Some(price) = self.costs.price(&self.catalog, tool) else {
+            return Ok(Priced(None));
+        };
+        match price.estimate(args) {
+            Ok(estimate) => Ok(Priced(Some((price, estimate)))),
+            Err(TooMany { pointer, max }) => Err(CallError::validation(format!(
+                "`{}` takes at most {max} items in `{pointer}` a call; split the call",
+                tool.full_name
+            ))
+            .with_details(json!([{ "pointer": pointer, "keyword": "maxItems", "message": format!("at most {max} items a call") }]))),
         }
     }
 
@@ -600,6 +624,37 @@ impl Broker {
             summary: Some(format!("dry run of {}: nothing was sent", tool.full_name)),
             ..Exec::default()
         }
+    }
+}
+
+/// A call's price and estimate, when its tool has one.
+struct Priced<'p>(Option<(&'p Price, Estimate)>);
+
+impl Priced<'_> {
+    /// `exec` with its `meta.cost`: the estimate and, unless it was a preview, what the
+    /// call is charged (what the answer said of it, or the estimate).
+    fn charge(&self, mut exec: Exec) -> Exec {
+        let Some((price, estimate)) = self.0 else {
+            return exec;
+        };
+        let estimate = match estimate {
+            Estimate::Units(n) => Some(n),
+            Estimate::Unpriced => None,
+        };
+        let reading = exec.cost_reading.take().unwrap_or(Reading::Estimate);
+        let actual = match (exec.dry_run, estimate, reading) {
+            (true, ..) => None,
+            (false, Some(n), reading) => Some(reading.apply(n)),
+            (false, None, Reading::Figure(n)) => Some(n),
+            (false, None, Reading::Nothing) => Some(0),
+            (false, None, Reading::Estimate) => None,
+        };
+        exec.cost = Some(crate::answer::envelope::Cost {
+            unit: price.unit.as_str().into(),
+            estimate,
+            actual,
+        });
+        exec
     }
 }
 

@@ -112,10 +112,13 @@ impl Broker {
             }
             Outcome::Answer(answer) => {
                 let asked = Asked::of(&tool.response, args, tool.item_budget);
-                if want == Want::Text && asked.one_pass(&tool.response) {
+                // A price settled from the answer reads it as a value.
+                let price = (self.costs.price(&self.catalog, tool)).filter(|p| p.reads_answer());
+                if want == Want::Text && price.is_none() && asked.one_pass(&tool.response) {
                     return self.one_pass(tool, &answer, &secrets, asked.budget);
                 }
                 let mut body = answer.json(&tool.service)?;
+                let cost_reading = price.map(|p| p.read(&body));
                 let mut paths: Vec<&JsonPath> = tool.response.redact.iter().collect();
                 for (unless, extra) in &tool.response.redact_unless {
                     let keep = templates.truthy(unless, template_ctx).map_err(|e| {
@@ -172,6 +175,7 @@ impl Broker {
                     pagination,
                     truncation,
                     redacted: Some(redacted),
+                    cost_reading,
                     ..Exec::default()
                 })
             }

@@ -37,6 +37,12 @@ pub struct Catalog {
     index: LookupIndex,
     /// Listed name (`/mcp`) -> the tool's index.
     listed: HashMap<String, usize>,
+    /// What each tool costs by `rules/costs.toml` (a deployment's `[costs]` compiles
+    /// its own on top: `crate::run::Parts::costs`).
+    pub costs: crate::catalog::costs::Costs,
+    /// The units and costs of `rules/costs.toml` as written, for a deployment's own to
+    /// be compiled with.
+    pub cost_rules: (Vec<String>, Vec<crate::catalog::costs::Written>),
 }
 
 /// The catalog strings a tool's envelopes carry in `meta`, made once at assembly so a
@@ -612,7 +618,21 @@ impl Catalog {
             search: std::sync::OnceLock::new(),
             index,
             listed,
+            costs: crate::catalog::costs::Costs::default(),
+            cost_rules: (Vec::new(), Vec::new()),
         })
+    }
+
+    /// The index of one of this catalog's tools in [`Catalog::tools`] (`None` for a tool
+    /// of another catalog): found from its address, no name compared.
+    pub fn index_of(&self, tool: &Tool) -> Option<usize> {
+        let start = self.tools.as_ptr() as usize;
+        let offset = (tool as *const Tool as usize).checked_sub(start)?;
+        let i = offset / std::mem::size_of::<Tool>().max(1);
+        self.tools
+            .get(i)
+            .filter(|t| std::ptr::eq(*t, tool))
+            .map(|_| i)
     }
 
     /// The lookup index of `tools` (sorted by full name) and the services with their

@@ -11,6 +11,7 @@
 
 pub mod compile;
 mod compiled;
+pub mod costs;
 pub mod describe;
 pub mod descriptor;
 pub mod diag;

@@ -46,5 +46,9 @@ pub fn format_schemas() -> Vec<(&'static str, String)> {
             "rules-search.schema.json",
             pretty(schemars::schema_for!(RawSearch)),
         ),
+        (
+            "rules-costs.schema.json",
+            pretty(schemars::schema_for!(crate::catalog::costs::RawCosts)),
+        ),
     ]
 }

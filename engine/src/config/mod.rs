@@ -140,6 +140,13 @@ pub struct ConfigFile {
     /// Cedar policies over every tool (docs/policy.md).
     #[serde(default)]
     pub policy: Option<PolicyConfig>,
+    /// Units and costs besides `rules/costs.toml`'s (docs/budgets.md): `units = [...]`
+    /// and `[[costs.cost]]` tables, which win over the rules' at equal specificity.
+    #[serde(default)]
+    pub costs: Option<crate::catalog::costs::RawCosts>,
+    /// The file this config was read from and its text (for the lines of its costs).
+    #[serde(skip)]
+    pub file: Option<(String, String)>,
     /// Access tokens of an OAuth 2.1 authorization server, besides the keys
     /// ([`oauth::OAuthConfig`], decision 011).
     #[serde(default)]
@@ -327,11 +334,13 @@ impl ConfigFile {
     pub fn load(path: &Path) -> Result<Self, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read config file `{}`: {e}", path.display()))?;
-        toml::from_str(&text).map_err(|e| {
+        let mut config: Self = toml::from_str(&text).map_err(|e| {
             let line = e
                 .span()
                 .map_or(0, |s| crate::catalog::diag::line_of(&text, s.start));
             format!("{}:{line}: {}", path.display(), e.message().trim())
-        })
+        })?;
+        config.file = Some((path.display().to_string(), text));
+        Ok(config)
     }
 }

@@ -109,6 +109,11 @@ pub struct Exec {
     pub dispatched_to: Option<String>,
     /// A preview that answered a confirmation token (mode `bound`; audited).
     pub token_issued: bool,
+    /// What the upstream answer said of a priced call's charge (read before anything
+    /// was redacted or cut).
+    pub cost_reading: Option<crate::catalog::costs::Reading>,
+    /// A priced call's cost (`meta.cost`).
+    pub cost: Option<crate::answer::envelope::Cost>,
 }
 
 impl Exec {

@@ -32,6 +32,8 @@ pub struct Parts {
     pub traces: Tracer,
     /// The deployment's Cedar policies (`[policy]`), reloadable; `None` without.
     pub policies: Option<crate::policy::PolicyState>,
+    /// What each tool costs: `rules/costs.toml` with the deployment's `[costs]`.
+    pub costs: Arc<crate::catalog::costs::Costs>,
     /// `[settings.<service>]`: non-secret values templates read.
     settings: BTreeMap<String, Value>,
     clock: fn() -> jiff::Timestamp,
@@ -44,6 +46,33 @@ impl std::fmt::Debug for Parts {
             .field("routes", &self.routes)
             .finish_non_exhaustive()
     }
+}
+
+/// The catalog's costs, or with the deployment's `[costs]` the two compiled together
+/// (its costs win at equal specificity); every problem with its file and line.
+fn deployment_costs(
+    catalog: &Catalog,
+    config: &ConfigFile,
+) -> Result<crate::catalog::costs::Costs, String> {
+    use crate::catalog::costs::{compile, written};
+    let Some(own) = &config.costs else {
+        return Ok(catalog.costs.clone());
+    };
+    let (file, text) = config
+        .file
+        .clone()
+        .unwrap_or_else(|| ("the config".into(), String::new()));
+    let (units, rules) = &catalog.cost_rules;
+    let mut all = rules.clone();
+    all.extend(written(own.clone(), &file, &text, true));
+    let units = units.iter().chain(&own.units).cloned();
+    compile(&catalog.tools, units, &all).map_err(|problems| {
+        let lines: Vec<String> = problems
+            .iter()
+            .map(|(origin, message)| format!("{origin}: {message}"))
+            .collect();
+        format!("the costs do not compile:\n{}", lines.join("\n"))
+    })
 }
 
 impl Parts {
@@ -65,12 +94,14 @@ impl Parts {
             Some(policy) => Some(crate::policy::PolicyState::load(policy, &catalog)?),
             None => None,
         };
+        let costs = Arc::new(deployment_costs(&catalog, config)?);
         let metrics = Metrics::default();
         if policies.is_some() {
             metrics.enable_policy_reloads();
         }
         Ok(Self {
             policies,
+            costs,
             catalog,
             store,
             routes,

@@ -335,7 +335,23 @@ pub fn compile_with(
     }
     let services = services.into_iter().map(|(k, (s, _))| (k, s)).collect();
     match Catalog::assemble(services, tools, rules, templates, sources.origin.clone()) {
-        Ok(catalog) => Ok((catalog, definitions)),
+        Ok(mut catalog) => {
+            let (units, written) = c.cost_rules();
+            match crate::catalog::costs::compile(&catalog.tools, units.clone(), &written) {
+                Ok(costs) => catalog.costs = costs,
+                Err(problems) => {
+                    for (origin, message) in problems {
+                        c.diags.push(&origin.file, origin.line, message);
+                    }
+                }
+            }
+            if !c.diags.is_empty() {
+                c.diags.sort();
+                return Err(c.diags);
+            }
+            catalog.cost_rules = (units, written);
+            Ok((catalog, definitions))
+        }
         Err(collisions) => {
             let mut diags = Diagnostics::default();
             for (file, line, message) in collisions {
@@ -468,6 +484,25 @@ impl<'a> Compiler<'a> {
             argument_sets: argument_sets?,
         })
         .filter(|_| errors.is_some())
+    }
+
+    /// `rules/costs.toml` as written (costs compile once the tools are assembled).
+    fn cost_rules(&mut self) -> (Vec<String>, Vec<crate::catalog::costs::Written>) {
+        const PATH: &str = "rules/costs.toml";
+        let Some(text) = self.sources.get(PATH) else {
+            self.diags.push(PATH, 0, "rules file is missing");
+            return (Vec::new(), Vec::new());
+        };
+        match self.parse::<crate::catalog::costs::RawCosts>(PATH, text) {
+            Some(raw) => {
+                let units = raw.units.clone();
+                (
+                    units,
+                    crate::catalog::costs::written(raw, PATH, text, false),
+                )
+            }
+            None => (Vec::new(), Vec::new()),
+        }
     }
 
     fn templates(&mut self, templates: &mut Templates) {
