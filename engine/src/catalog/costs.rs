@@ -326,16 +326,6 @@ impl Costs {
     pub fn price(&self, catalog: &Catalog, tool: &Tool) -> Option<&Price> {
         self.prices.get(catalog.index_of(tool)?)?.as_ref()
     }
-
-    /// How many tools have a price.
-    pub fn priced(&self) -> usize {
-        self.prices.iter().flatten().count()
-    }
-
-    /// The priced tools with their prices, in catalog order.
-    pub fn iter<'a>(&'a self, catalog: &'a Catalog) -> impl Iterator<Item = (&'a Tool, &'a Price)> {
-        (catalog.tools.iter().zip(&self.prices)).filter_map(|(t, p)| Some((t, p.as_ref()?)))
-    }
 }
 
 /// A cost as written, with where.
