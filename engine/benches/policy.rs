@@ -62,6 +62,7 @@ fn compiled(catalog: &Catalog, total: usize) -> Policies {
         dir: "unused".into(),
         claims: Vec::new(),
         set_claims: Vec::new(),
+        units: Vec::new(),
     };
     let schema = schema::schema(catalog, &config).unwrap_or_else(|e| panic!("{e:?}"));
     let files = vec![("bench.cedar".to_string(), policy_text(catalog, total))];
@@ -91,11 +92,11 @@ fn policy(c: &mut Criterion) {
         let policies = compiled(&catalog, total);
         c.bench_function(
             &format!("decide: a refund with arguments ({total} policies)"),
-            |b| b.iter(|| policies.decide(refund, &caller, black_box(&args), false, now)),
+            |b| b.iter(|| policies.decide(refund, &caller, black_box(&args), (false, None), now)),
         );
         c.bench_function(
             &format!("decide: a read without arguments ({total} policies)"),
-            |b| b.iter(|| policies.decide(read, &caller, black_box(&empty), false, now)),
+            |b| b.iter(|| policies.decide(read, &caller, black_box(&empty), (false, None), now)),
         );
         c.bench_function(&format!("may_see: one tool ({total} policies)"), |b| {
             b.iter(|| policies.may_see(black_box(refund), &caller))
@@ -113,7 +114,7 @@ fn policy(c: &mut Criterion) {
                             ..Principal::unrestricted(&format!("support-{n}"))
                         }
                     },
-                    |new| policies.decide(refund, &new, black_box(&args), false, now),
+                    |new| policies.decide(refund, &new, black_box(&args), (false, None), now),
                     criterion::BatchSize::SmallInput,
                 )
             },

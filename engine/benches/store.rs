@@ -1,6 +1,7 @@
 //! What the durable store adds to a write: the audit record, and the idempotency claim
-//! and completion of a write called with an `Idempotency-Key`, on each backend; and a
-//! rate-limit count. Reads do none of this.
+//! and completion of a write called with an `Idempotency-Key`, on each backend; a
+//! rate-limit count; a priced call's budget reservation and settlement. Reads do none
+//! of this.
 //!
 //! Run: `cargo bench -p tool-broker --bench store` (SQLite in a temporary folder);
 //! with `TOOL_BROKER_BENCH_DATABASE_URL=postgres://...` also PostgreSQL (in a schema
@@ -29,6 +30,7 @@ fn record() -> AuditRecord {
         duration_ms: 3,
         confirmation: Some("flag".into()),
         policies: None,
+        cost: None,
     }
 }
 
@@ -97,6 +99,43 @@ fn backend(c: &mut Criterion, name: &str, config: &StoreConfig) {
                         86_400_000,
                     ))
                     .unwrap_or_else(|e| panic!("{e}"))
+            })
+        },
+    );
+    // A priced call under two budgets: the reservation before the request, the
+    // settlement after (the answer's figure differs from the estimate).
+    let budgets = [
+        tool_broker::store::budgets::Charge {
+            budget: "per-key",
+            scope: "key:bench",
+            window_ms: 1_800_000_000_000,
+            limit: u64::MAX / 2,
+            unit: "credits",
+        },
+        tool_broker::store::budgets::Charge {
+            budget: "team",
+            scope: "role:bench",
+            window_ms: 1_800_000_000_000,
+            limit: u64::MAX / 2,
+            unit: "credits",
+        },
+    ];
+    c.bench_function(
+        &format!("{name}: budget reserve + settle, two budgets"),
+        |b| {
+            b.iter(|| {
+                let n = counter.fetch_add(1, Ordering::Relaxed);
+                let hold = format!("hold-{n}");
+                runtime.block_on(async {
+                    store
+                        .reserve_budgets(&hold, &budgets, 3, ("agent.create_task", n))
+                        .await
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    store
+                        .settle_budgets(&hold, 3, 2)
+                        .await
+                        .unwrap_or_else(|e| panic!("{e}"));
+                })
             })
         },
     );

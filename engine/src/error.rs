@@ -48,13 +48,16 @@ pub enum Classification {
     /// The caller pinned a descriptor hash (the tool it reviewed) and the tool has
     /// changed since: nothing ran (decision 010).
     DescriptorChanged,
+    /// A budget that binds the caller has no room for the call's cost in its window, or
+    /// the call cannot be priced in the budget's unit: nothing was sent.
+    BudgetExceeded,
     /// A bug.
     InternalError,
 }
 
 impl Classification {
     /// All classifications, in the order of decision 003.
-    pub const ALL: [Classification; 18] = [
+    pub const ALL: [Classification; 19] = [
         Self::InvalidRequest,
         Self::Unauthorized,
         Self::MissingRequiredCredentials,
@@ -72,6 +75,7 @@ impl Classification {
         Self::ConfirmationDeclined,
         Self::IdempotencyConflict,
         Self::DescriptorChanged,
+        Self::BudgetExceeded,
         Self::InternalError,
     ];
 
@@ -95,6 +99,7 @@ impl Classification {
             Self::ConfirmationDeclined => "confirmation_declined",
             Self::IdempotencyConflict => "idempotency_conflict",
             Self::DescriptorChanged => "descriptor_changed",
+            Self::BudgetExceeded => "budget_exceeded",
             Self::InternalError => "internal_error",
         }
     }

@@ -10,6 +10,7 @@ mod approval;
 mod architecture;
 mod bad_input;
 mod bounds;
+mod budgets;
 mod cases;
 mod cli;
 mod confirmation;

@@ -582,7 +582,7 @@ fn the_schema_has_an_action_per_tool_in_its_groups() {
     );
     let actions = json[""]["actions"].as_object().unwrap();
     // Every tool; the nine services' groups; call, read, write and the five classes.
-    assert_eq!(actions.len(), 1_817 + 9 + 8);
+    assert_eq!(actions.len(), 1_818 + 9 + 8);
     let refund = &actions["payments.post_refunds"];
     let groups: Vec<&str> = refund["memberOf"]
         .as_array()
@@ -600,6 +600,12 @@ fn the_schema_has_an_action_per_tool_in_its_groups() {
     assert_eq!(
         context["now"],
         json!({ "type": "Extension", "name": "datetime", "required": true })
+    );
+    // The call's estimated cost, one optional Long per unit the costs name.
+    assert_eq!(
+        context["cost"],
+        json!({ "type": "Record", "required": true,
+                "attributes": { "credits": { "type": "Long", "required": false } } })
     );
     let destructive = actions
         .values()

@@ -32,7 +32,7 @@ fn a_start_from_the_cache_compiles_what_a_full_compile_does() {
     assert!(second.holds(), "the first start kept its tools");
     let cached = compiled_with(&sources, &second);
     assert_eq!(cached.snapshot_id, full.snapshot_id);
-    assert_eq!(cached.tools.len(), 1_817);
+    assert_eq!(cached.tools.len(), 1_818);
     // Every compiled field of every tool, service and rule, with the line each tool was
     // read from (their debug forms), and the same templates (the environment's debug
     // form lists them in a hash map's order: compared sorted).

@@ -71,6 +71,7 @@ fn record(tool: &str, outcome: Outcome, at: &str) -> AuditRecord {
         duration_ms: 12,
         confirmation: Some("flag".into()),
         policies: None,
+        cost: None,
     }
 }
 
@@ -440,6 +441,60 @@ async fn suite(config: &StoreConfig) {
         None,
         "past its lifetime"
     );
+
+    // Budgets: a reservation under two budgets, all or none; settled to the actual,
+    // released, a hold reserved twice charged once; read on the other replica.
+    use tool_broker::store::budgets::{Charge, Reserved};
+    let charge = |budget: &'static str, limit| Charge {
+        budget,
+        scope: "key:k",
+        window_ms: 1_000,
+        limit,
+        unit: "credits",
+    };
+    let both = [charge("small", 5), charge("large", 100)];
+    let at = ("agent.create_task", 1_500);
+    assert_eq!(
+        a.reserve_budgets("h1", &both, 3, at).await.unwrap(),
+        Reserved::Held
+    );
+    assert_eq!(
+        b.reserve_budgets("h1", &both, 3, at).await.unwrap(),
+        Reserved::Held,
+        "the same hold again"
+    );
+    assert_eq!(b.budget_used("small", "key:k", 1_000).await.unwrap(), 3);
+    assert_eq!(
+        b.reserve_budgets("h2", &both, 3, at).await.unwrap(),
+        Reserved::Over { index: 0, used: 3 }
+    );
+    assert_eq!(
+        a.budget_used("large", "key:k", 1_000).await.unwrap(),
+        3,
+        "nothing charged to the large one either"
+    );
+    a.settle_budgets("h1", 3, 1).await.unwrap();
+    a.settle_budgets("h1", 3, 1).await.unwrap();
+    assert_eq!(b.budget_used("small", "key:k", 1_000).await.unwrap(), 1);
+    assert_eq!(
+        b.reserve_budgets("h3", &both, 4, at).await.unwrap(),
+        Reserved::Held
+    );
+    assert_eq!(b.budget_used("large", "key:k", 1_000).await.unwrap(), 5);
+    a.release_budgets("h3", 4).await.unwrap();
+    a.release_budgets("h1", 3).await.unwrap();
+    assert_eq!(
+        (
+            b.budget_used("small", "key:k", 1_000).await.unwrap(),
+            b.budget_used("large", "key:k", 1_000).await.unwrap()
+        ),
+        (1, 1),
+        "a released hold gives back; a settled one is kept"
+    );
+    assert_eq!(b.budget_used("small", "key:k", 2_000).await.unwrap(), 0);
+    let spending = a.budget_spending(0).await.unwrap();
+    assert_eq!(spending.len(), 2, "{spending:?}");
+    assert!(spending.iter().all(|s| s.units == 1 && s.calls == 1));
 }
 
 #[tokio::test]

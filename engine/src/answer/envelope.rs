@@ -130,6 +130,31 @@ pub struct Cost {
     pub estimate: Option<u64>,
     /// Units charged once the call ran (`None`: not settled; a preview).
     pub actual: Option<u64>,
+    /// In a preview: each budget binding the call, with what it holds now and what it
+    /// would hold after the call (empty otherwise, and then not written).
+    pub budgets: Vec<Room>,
+}
+
+/// A budget binding a previewed call (`meta.cost.budgets[]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Room {
+    /// The budget's name.
+    pub name: String,
+    /// The unit it counts.
+    pub unit: String,
+    /// Units its window holds.
+    pub limit: u64,
+    /// Units spent or reserved in the current window.
+    pub used: u64,
+    /// Units left now.
+    pub remaining: u64,
+    /// Units left after this call, were it to run (0 when it would not fit).
+    pub would_remain: u64,
+    /// Whether the call fits: run now, it would be admitted under this budget.
+    pub fits: bool,
+    /// When the window resets (RFC 3339, UTC).
+    pub resets_at: String,
 }
 
 impl Serialize for Cost {
@@ -148,6 +173,9 @@ impl Serialize for Cost {
             map.serialize_entry("actual", &One(&self.unit, Some(actual)))?;
         }
         map.serialize_entry("estimate", &One(&self.unit, self.estimate))?;
+        if !self.budgets.is_empty() {
+            map.serialize_entry("budgets", &self.budgets)?;
+        }
         map.end()
     }
 }
@@ -686,6 +714,7 @@ mod tests {
                     unit: "credits".into(),
                     estimate: (n % 3 != 0).then_some(n),
                     actual: (n % 2 == 0).then_some(n / 2),
+                    budgets: Vec::new(),
                 }),
                 descriptor_hash: Some("ab".repeat(32).into()),
                 dispatched_to: Some(odd.clone()),

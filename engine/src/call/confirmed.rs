@@ -23,7 +23,7 @@ impl Broker {
     ) -> Result<Exec, CallError> {
         use crate::config::WriteConfirmation;
         let mode = ctx.principal.confirmation;
-        if mode == WriteConfirmation::Flag || tool.risk != Risk::Write {
+        if mode == WriteConfirmation::Flag || (tool.risk != Risk::Write && !ctx.big_spend) {
             return self.execute_for_envelope(tool, arguments, ctx).await;
         }
         let rules = &self.catalog.rules.confirmation;

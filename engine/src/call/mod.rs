@@ -21,6 +21,7 @@
 
 pub mod args;
 mod broker;
+pub mod budget;
 mod confirmed;
 mod policy;
 pub mod ratelimit;
@@ -228,7 +229,16 @@ impl Broker {
             d => Ok(d),
         });
         let decided = gate.as_ref().ok().and_then(Option::as_ref);
-        let raised = decided.and_then(|d| policy::raised(input.principal, d.confirm));
+        let mut raised = decided.and_then(|d| policy::raised(input.principal, d.confirm));
+        // A call costing more than a binding budget's `confirm_over` is confirmed in the
+        // deployment's strongest mode, whatever it reads or writes.
+        let big_spend = gate.is_ok()
+            && self.over_confirm_limit(tool, input.principal, input.arguments.as_ref());
+        if big_spend {
+            let strongest = self.confirmations.strongest();
+            let from = raised.as_ref().unwrap_or(input.principal);
+            raised = policy::raise_to(from, strongest).or(raised);
+        }
         let mut ctx = RequestCtx {
             principal: raised.as_ref().unwrap_or(input.principal),
             headers: input.headers,
@@ -238,6 +248,7 @@ impl Broker {
             task_watch: input.task_watch,
             policies,
             decided: Some(tool.full_name.as_str()),
+            big_spend,
         };
         let mut held = None;
         let result = match gate {
@@ -446,6 +457,13 @@ impl Broker {
             duration_ms,
             confirmation: Some(ctx.principal.confirmation.as_str().to_string()),
             policies: policies.map(<[String]>::to_vec),
+            cost: match result {
+                Ok(exec) => exec.cost.as_ref().and_then(|c| {
+                    c.actual
+                        .map(|n| std::iter::once((c.unit.to_string(), n)).collect())
+                }),
+                Err(_) => None,
+            },
         };
         if let Err(e) = self.store.append_audit(&record).await {
             tracing::error!(error = %e, tool = %tool.full_name, trace_id = %ctx.trace.id, "write audit record not stored");
@@ -547,15 +565,40 @@ impl Broker {
         };
         self.inner_policy(tool, ctx, &args, matches!(decision, Decision::Preview(_)))?;
         let priced = self.estimate(tool, &args)?;
-        let exec = match &tool.action {
+        match &tool.action {
             Action::Hook(hook) => {
                 drop(template_ctx);
-                hooks::run(*hook, self, &self.hooks, tool, args, ctx).await
+                // A hook running other tools is charged for the priced ones it runs,
+                // each where its request is sent; one that sends its own request is
+                // charged as a request.
+                let sends = *hook == crate::catalog::Hook::AllowlistedRequest;
+                let hold = if sends && decision == Decision::Run {
+                    self.reserve(tool, priced.0, ctx).await?
+                } else {
+                    None
+                };
+                let result = hooks::run(*hook, self, &self.hooks, tool, args, ctx)
+                    .await
+                    .map(|exec| priced.charge(exec));
+                if let Some(hold) = hold {
+                    self.settle(tool, hold, &result).await;
+                }
+                result
             }
             Action::Http(plan) => {
                 let request = render(plan, templates, &template_ctx)?;
                 if let Decision::Preview(reason) = decision {
-                    return Ok(priced.charge(self.preview(tool, request.preview(), reason)));
+                    let mut exec = priced.charge(self.preview(tool, request.preview(), reason));
+                    if let Some(cost) = exec.cost.as_mut().filter(|_| !self.budgets.is_empty()) {
+                        cost.budgets = crate::run::budgets::standing(
+                            &self.parts,
+                            ctx.principal,
+                            Some(&cost.unit),
+                            Some(cost.estimate.unwrap_or(u64::MAX)),
+                        )
+                        .await;
+                    }
+                    return Ok(exec);
                 }
                 if let Some(limit) = &tool.rate_limit {
                     crate::call::ratelimit::check(
@@ -567,11 +610,17 @@ impl Broker {
                     )
                     .await?;
                 }
-                self.send_rendered(tool, &request, &args, &template_ctx, ctx, (None, want))
+                let hold = self.reserve(tool, priced.0, ctx).await?;
+                let result = self
+                    .send_rendered(tool, &request, &args, &template_ctx, ctx, (None, want))
                     .await
+                    .map(|exec| priced.charge(exec));
+                if let Some(hold) = hold {
+                    self.settle(tool, hold, &result).await;
+                }
+                result
             }
-        };
-        exec.map(|exec| priced.charge(exec))
+        }
     }
 
     /// A call's estimated cost by its tool's price, if it has one; a call with more
@@ -653,6 +702,7 @@ impl Priced<'_> {
             unit: price.unit.as_str().into(),
             estimate,
             actual,
+            budgets: Vec::new(),
         });
         exec
     }
@@ -728,6 +778,17 @@ fn result_span(span: &mut crate::telemetry::trace::Span, result: &Result<Exec, C
             span.bool("tool_broker.dry_run", exec.dry_run);
             if let Some(status) = exec.upstream_status {
                 span.int("tool_broker.upstream.status", i64::from(status));
+            }
+            if let Some(cost) = &exec.cost {
+                span.text("tool_broker.cost.unit", &*cost.unit);
+                for (name, n) in [
+                    ("tool_broker.cost.estimate", cost.estimate),
+                    ("tool_broker.cost.actual", cost.actual),
+                ] {
+                    if let Some(n) = n {
+                        span.int(name, i64::try_from(n).unwrap_or(i64::MAX));
+                    }
+                }
             }
         }
         Err(e) => {

@@ -68,8 +68,15 @@ impl Broker {
         arguments: &Map<String, Value>,
         dry_run: bool,
     ) -> Result<Decision, CallError> {
+        let cost =
+            self.costs
+                .price(&self.catalog, tool)
+                .and_then(|p| match p.estimate(arguments) {
+                    Ok(crate::catalog::costs::Estimate::Units(n)) => Some((p.unit.as_str(), n)),
+                    _ => None,
+                });
         policies
-            .decide(tool, principal, arguments, dry_run, self.now())
+            .decide(tool, principal, arguments, (dry_run, cost), self.now())
             .map_err(|Unreadable(pointer)| unreadable(tool, &pointer))
     }
 }
@@ -81,6 +88,12 @@ pub(super) fn raised(principal: &Principal, confirm: Option<Confirm>) -> Option<
         Confirm::Bound => WriteConfirmation::Bound,
         Confirm::Human => WriteConfirmation::Human,
     };
+    raise_to(principal, wanted)
+}
+
+/// The principal with its confirmation mode raised to `wanted`, when that is stricter
+/// than its own.
+pub(super) fn raise_to(principal: &Principal, wanted: WriteConfirmation) -> Option<Principal> {
     let rank = |m: WriteConfirmation| match m {
         WriteConfirmation::Flag => 0,
         WriteConfirmation::Bound => 1,

@@ -9,6 +9,8 @@ pub enum Hook {
     PortalCallReadTool,
     /// Checks authentication and catalog readiness (portal envelope).
     PortalCheckConnection,
+    /// The caller's budgets: limit, used, remaining, reset (portal envelope).
+    PortalGetBudget,
     /// A service's configuration readiness: booleans and safe mode names only.
     CheckConfiguration,
     /// A wrapper that runs one raw tool of its service's categories (`[tool.dispatch]`).
@@ -37,9 +39,10 @@ pub enum Hook {
 
 impl Hook {
     /// Every hook, for resolution and "did you mean".
-    pub const ALL: [Hook; 14] = [
+    pub const ALL: [Hook; 15] = [
         Hook::PortalCallReadTool,
         Hook::PortalCheckConnection,
+        Hook::PortalGetBudget,
         Hook::CheckConfiguration,
         Hook::CategoryDispatch,
         Hook::RescheduleOverdue,
@@ -59,6 +62,7 @@ impl Hook {
         match self {
             Hook::PortalCallReadTool => "portal.call_read_tool",
             Hook::PortalCheckConnection => "portal.check_connection",
+            Hook::PortalGetBudget => "portal.get_budget",
             Hook::CheckConfiguration => "check_configuration",
             Hook::CategoryDispatch => "category_dispatch",
             Hook::RescheduleOverdue => "reschedule_overdue",

@@ -49,6 +49,15 @@ pub enum Command {
         #[command(flatten)]
         store: StoreArgs,
     },
+    /// What budgets have spent (read only).
+    Budget {
+        /// Which one.
+        #[command(subcommand)]
+        command: BudgetCommand,
+        /// Where the store lives.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
     /// Signed-in sessions of the hub and the approval page.
     Sessions {
         /// Which one.
@@ -160,6 +169,22 @@ pub enum AuditCommand {
         /// At most this many records.
         #[arg(long, default_value_t = 1000)]
         limit: i64,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+}
+
+/// `tool-broker budget ...`.
+#[derive(Debug, Subcommand)]
+pub enum BudgetCommand {
+    /// What each budget spent per principal and window, newest window first: units
+    /// settled and reserved (calls still upstream), calls charged, the last charge.
+    List {
+        /// Only charges at or after this time: RFC 3339 (`2026-11-23T00:00:00Z`) or an
+        /// age (`24h`, `7d`, `30m`).
+        #[arg(long)]
+        since: Option<String>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,

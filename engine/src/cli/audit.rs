@@ -55,7 +55,7 @@ pub async fn audit_list(command: AuditCommand, store: &StoreArgs) -> Result<Stri
             for r in &records {
                 let _ = writeln!(
                     out,
-                    "{:>6} {} {:<12} {:<5} {:<22} {} {} {} args:{} {}ms {}{}",
+                    "{:>6} {} {:<12} {:<5} {:<22} {} {} {} args:{} {}ms {}{}{}",
                     r.seq,
                     r.at,
                     r.outcome.as_str(),
@@ -71,7 +71,13 @@ pub async fn audit_list(command: AuditCommand, store: &StoreArgs) -> Result<Stri
                     r.policies
                         .as_ref()
                         .map(|p| format!(" policies:{}", p.join(",")))
-                        .unwrap_or_default()
+                        .unwrap_or_default(),
+                    // A priced write: what it was charged.
+                    r.cost
+                        .iter()
+                        .flatten()
+                        .map(|(unit, n)| format!(" cost:{n} {unit}"))
+                        .collect::<String>()
                 );
             }
             let _ = writeln!(out, "{} records", records.len());

@@ -1,12 +1,13 @@
 //! The `tool-broker` command line, a file per command: `args` (what clap reads),
 //! `serve`, `catalog` (the commands authors and auditors use), `audit`, `vault`,
-//! `sessions`, `policy`, and
+//! `sessions`, `budget`, `policy`, and
 //! `output` (stdout, stderr, the exit code).
 //!
 //! May import everything; the only module that starts the server.
 
 mod args;
 mod audit;
+mod budget;
 mod catalog;
 mod output;
 mod policy;
@@ -17,10 +18,11 @@ mod vault;
 use std::process::ExitCode;
 
 pub use args::{
-    AuditCommand, CatalogCommand, Cli, Command, Format, PolicyCommand, SchemaFormat,
+    AuditCommand, BudgetCommand, CatalogCommand, Cli, Command, Format, PolicyCommand, SchemaFormat,
     SessionsCommand, StoreArgs, VaultCommand,
 };
 pub use audit::{audit, audit_list, parse_since};
+pub use budget::budget;
 pub use catalog::{CatalogRoot, catalog, list_row};
 pub use output::write_quietly;
 pub use policy::policy;
@@ -40,6 +42,7 @@ pub fn run(cli: Cli) -> ExitCode {
         } => serve::serve(&listen, config.as_deref(), catalog_dir.as_deref(), &store),
         Command::Audit { command, store } => printed(audit(command, &store)),
         Command::Sessions { command, store } => printed(sessions(command, &store)),
+        Command::Budget { command, store } => printed(budget(command, &store)),
         Command::Vault { command, store } => {
             printed(vault(command, &store, &|name| std::env::var(name).ok()))
         }

@@ -12,12 +12,20 @@ pub fn policy(command: PolicyCommand, root: &CatalogRoot) -> Result<String, Stri
     let catalog = root.load()?;
     match command {
         PolicyCommand::Schema { config, format } => {
-            let policy = match config {
-                Some(path) => ConfigFile::load(&path)?.policy,
+            let config = match config {
+                Some(path) => Some(ConfigFile::load(&path)?),
                 None => None,
             };
-            let (claims, set_claims) = policy.map(|p| (p.claims, p.set_claims)).unwrap_or_default();
-            let json = schema_json(&catalog, &claims, &set_claims)?;
+            let units = config
+                .as_ref()
+                .and_then(|c| c.costs.as_ref())
+                .map(|c| c.units.clone())
+                .unwrap_or_default();
+            let (claims, set_claims) = config
+                .and_then(|c| c.policy)
+                .map(|p| (p.claims, p.set_claims))
+                .unwrap_or_default();
+            let json = schema_json(&catalog, (&claims, &set_claims), &units)?;
             match format {
                 SchemaFormat::Json => {
                     serde_json::to_string_pretty(&json).map_err(|e| e.to_string())
@@ -35,6 +43,7 @@ pub fn policy(command: PolicyCommand, root: &CatalogRoot) -> Result<String, Stri
                     dir,
                     claims: Vec::new(),
                     set_claims: Vec::new(),
+                    units: Vec::new(),
                 },
                 (Some(path), None) => ConfigFile::load(&path)?.policy.ok_or_else(|| {
                     format!(

@@ -36,6 +36,7 @@
 //!
 //! May import: the catalog (to name services, risks and tiers) and [`crate::error`].
 
+pub mod budgets;
 pub mod oauth;
 pub mod server;
 
@@ -144,6 +145,10 @@ pub struct ConfigFile {
     /// and `[[costs.cost]]` tables, which win over the rules' at equal specificity.
     #[serde(default)]
     pub costs: Option<crate::catalog::costs::RawCosts>,
+    /// How much each user, role or key may spend per window (`[[budgets]]`,
+    /// [`budgets::BudgetEntry`], docs/budgets.md).
+    #[serde(default)]
+    pub budgets: Vec<budgets::BudgetEntry>,
     /// The file this config was read from and its text (for the lines of its costs).
     #[serde(skip)]
     pub file: Option<(String, String)>,
@@ -224,6 +229,10 @@ pub struct PolicyConfig {
     /// (`principal.groups.contains("finance")`).
     #[serde(default)]
     pub set_claims: Vec<String>,
+    /// The cost units `context.cost` is typed with besides the catalog's (the
+    /// deployment's `[costs] units`); set from the config's costs, never written.
+    #[serde(skip)]
+    pub units: Vec<String>,
 }
 
 /// `[[approvers]]`: a person who approves writes on the approval page.
@@ -341,6 +350,9 @@ impl ConfigFile {
             format!("{}:{line}: {}", path.display(), e.message().trim())
         })?;
         config.file = Some((path.display().to_string(), text));
+        if let (Some(policy), Some(costs)) = (config.policy.as_mut(), config.costs.as_ref()) {
+            policy.units.clone_from(&costs.units);
+        }
         Ok(config)
     }
 }

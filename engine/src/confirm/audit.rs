@@ -53,6 +53,7 @@ pub async fn decided(parts: &Parts, d: Decided<'_>) {
         duration_ms: 0,
         confirmation: Some(d.by),
         policies: None,
+        cost: None,
     };
     if let Err(e) = parts.store.append_audit(&record).await {
         tracing::error!(error = %e, "approval decision not audited");

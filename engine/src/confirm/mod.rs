@@ -42,6 +42,8 @@ pub struct Confirmations {
     pub(crate) session_times: session::Times,
     /// How long a confirmation token stays valid.
     pub(crate) confirmation_ttl_seconds: u64,
+    /// Whether a person can approve here (approvers and an approval key configured).
+    pub(crate) people_approve: bool,
 }
 
 /// How long the pages' sessions live (eight hours) and may idle (`session_idle_minutes`).
@@ -115,7 +117,10 @@ impl Confirmations {
         {
             return Err("config public_url must be an absolute http(s) URL".into());
         }
+        let people_approve =
+            (!approvers.is_empty() || provider_approvers) && approval_cipher.is_some();
         Ok(Self {
+            people_approve,
             sealer: seal::Sealer::default(),
             approvers,
             approval_cipher,
@@ -130,6 +135,18 @@ impl Confirmations {
                 .confirmation_ttl_seconds
                 .unwrap_or(bound::DEFAULT_TTL_SECONDS),
         })
+    }
+}
+
+impl Confirmations {
+    /// The strongest mode this deployment can confirm in: `human` where people approve
+    /// (approvers and an approval key), else `bound` (which needs nothing configured).
+    pub fn strongest(&self) -> crate::config::WriteConfirmation {
+        if self.people_approve {
+            crate::config::WriteConfirmation::Human
+        } else {
+            crate::config::WriteConfirmation::Bound
+        }
     }
 }
 

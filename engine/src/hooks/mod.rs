@@ -38,7 +38,7 @@ pub use navigation::{
     FindFilters, capabilities, endpoint_coverage, find_tools, text, tool_reference,
 };
 pub use poll::{submit_and_poll, watch_answered_job};
-pub use portal::{ConnectionAnswers, call_read_tool, check_connection};
+pub use portal::{ConnectionAnswers, call_read_tool, check_connection, get_budget};
 pub use reschedule::reschedule_overdue;
 
 /// Runs a tool's hook: the one place a hook name (catalog data) meets its code.
@@ -59,6 +59,7 @@ pub async fn run(
     match hook {
         Hook::PortalCallReadTool => Box::pin(call_read_tool(cx, args, ctx)).await,
         Hook::PortalCheckConnection => check_connection(cx, state, args, ctx, &stored().await),
+        Hook::PortalGetBudget => Ok(get_budget(cx, ctx).await),
         Hook::CheckConfiguration => {
             check_configuration(cx, state, tool, ctx, &stored().await).await
         }

@@ -121,6 +121,29 @@ fn identity(principal: &crate::caller::Principal) -> Value {
     }
 }
 
+/// `portal.get_budget`: each budget binding the caller, with what its window holds now
+/// and when it resets. No upstream is contacted.
+pub async fn get_budget(cx: &dyn Pipeline, ctx: &RequestCtx<'_>) -> Exec {
+    let rooms = crate::run::budgets::standing(cx.parts(), ctx.principal, None, None).await;
+    let budgets = crate::run::budgets::as_json(&rooms);
+    let summary = match rooms.as_slice() {
+        [] => "no budget binds this caller".to_string(),
+        [one] => format!(
+            "budget {}: {} of {} {} left until {}",
+            one.name, one.remaining, one.limit, one.unit, one.resets_at
+        ),
+        many => format!("{} budgets bind this caller", many.len()),
+    };
+    Exec {
+        summary: Some(summary),
+        data: crate::answer::envelope::object([
+            ("identity", identity(ctx.principal)),
+            ("budgets", Value::Array(budgets)),
+        ]),
+        ..Exec::default()
+    }
+}
+
 /// `portal.check_connection`.
 pub fn check_connection(
     cx: &dyn Pipeline,

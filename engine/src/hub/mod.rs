@@ -487,6 +487,7 @@ async fn audit(
         duration_ms: 0,
         confirmation: Some(via.to_string()),
         policies: None,
+        cost: None,
     };
     if let Err(e) = parts.store.append_audit(&record).await {
         tracing::error!(error = %e, "hub key change not audited");

@@ -143,11 +143,28 @@ pub async fn home(cx: HubCx<'_>, headers: &hyper::HeaderMap) -> Page {
     let Some(logout) = signin::form_token(&cx.hub.cipher, &session, "logout", now) else {
         return unavailable("no randomness available");
     };
+    let principal = cx
+        .oauth
+        .signed_in_principal(&session.subject, &session.roles);
+    let budgets: String = crate::run::budgets::standing(cx.parts, &principal, None, None)
+        .await
+        .iter()
+        .map(|r| {
+            format!(
+                "<p class=\"budget\">Budget {}: {} of {} {} left until {}.</p>",
+                escape(&r.name),
+                r.remaining,
+                r.limit,
+                escape(&r.unit),
+                escape(&r.resets_at)
+            )
+        })
+        .collect();
     page(
         200,
         "Your key hub",
         &format!(
-            "<p>Signed in as {}. Calls your agents make without a key header use the key stored here for that service. A stored key is never shown again.</p>\
+            "<p>Signed in as {}. Calls your agents make without a key header use the key stored here for that service. A stored key is never shown again.</p>{budgets}\
 <table><thead><tr><th>Service</th><th>Key</th><th></th><th></th></tr></thead><tbody>{rows}</tbody></table>\
 <form method=\"post\" action=\"/hub/logout\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><button type=\"submit\">Sign out</button></form>",
             escape(&session.name),

@@ -44,6 +44,18 @@ pub struct Decision {
     pub confirm: Option<Confirm>,
 }
 
+/// `context.cost`: `{<unit>: <units>}` for a priced call, `{}` otherwise.
+fn cost_record(cost: Option<(&str, u64)>) -> RestrictedExpression {
+    let pairs = cost.map(|(unit, n)| {
+        (
+            unit.to_string(),
+            RestrictedExpression::new_long(i64::try_from(n).unwrap_or(i64::MAX)),
+        )
+    });
+    RestrictedExpression::new_record(pairs)
+        .unwrap_or_else(|_| RestrictedExpression::new_bool(false))
+}
+
 /// A call's arguments did not fit the Cedar type of one of them (JSON pointer).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unreadable(pub String);
@@ -247,13 +259,14 @@ impl Policies {
     }
 
     /// Decides a call of `tool` by `principal` with `arguments` (validated, defaults
-    /// applied). A forbid that fails to evaluate refuses the call (Cedar would skip it).
+    /// applied) and its estimated `cost` (unit and units, when priced). A forbid that
+    /// fails to evaluate refuses the call (Cedar would skip it).
     pub fn decide(
         &self,
         tool: &Tool,
         principal: &Principal,
         arguments: &Map<String, Value>,
-        dry_run: bool,
+        (dry_run, cost): (bool, Option<(&str, u64)>),
         now: jiff::Timestamp,
     ) -> Result<Decision, Unreadable> {
         let Some((index, entry)) = self.entry(tool) else {
@@ -268,6 +281,7 @@ impl Policies {
                 "dryRun".to_string(),
                 RestrictedExpression::new_bool(dry_run),
             ),
+            ("cost".to_string(), cost_record(cost)),
         ];
         if cut.reads_now {
             pairs.push((
@@ -616,6 +630,7 @@ mod tests {
             dir: "unused".into(),
             claims: vec!["department".into()],
             set_claims: Vec::new(),
+            units: Vec::new(),
         };
         let text = r#"
             @id("support")
@@ -652,7 +667,9 @@ mod tests {
                 (user("billing"), true),
                 (user("sales"), false),
             ] {
-                let decided = policies.decide(refund, &who, &args, false, now).unwrap();
+                let decided = policies
+                    .decide(refund, &who, &args, (false, None), now)
+                    .unwrap();
                 assert_eq!(decided.allowed, allowed, "{:?} {:?}", who.roles, who.claims);
                 assert_eq!(policies.may_see(refund, &who), allowed);
             }

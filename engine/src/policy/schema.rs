@@ -10,8 +10,9 @@
 //!   `Action::"call"`, `Action::"<service>"`, its risk (`"read"`/`"write"`) and each of its
 //!   classes (`"spend"`, `"destructive"`, `"billing"`, `"token"`, `"credits"`).
 //! - Context per action: `dryRun` (Boolean), `now` (a `datetime`: when the call is
-//!   decided) and `arguments`, a record typed from the tool's argument schema
-//!   ([`cedar_type`]).
+//!   decided), `cost` (a record of the call's estimated cost: one optional `Long`
+//!   attribute per cost unit, present when the tool is priced in it) and `arguments`, a
+//!   record typed from the tool's argument schema ([`cedar_type`]).
 
 use std::collections::BTreeSet;
 
@@ -30,7 +31,8 @@ pub const CALL_GROUP: &str = "call";
 /// The Cedar schema of `catalog` with the users' attributes `config` names, ready for
 /// validation.
 pub fn schema(catalog: &Catalog, config: &PolicyConfig) -> Result<Schema, Vec<String>> {
-    let json = schema_json(catalog, &config.claims, &config.set_claims).map_err(|e| vec![e])?;
+    let json = schema_json(catalog, (&config.claims, &config.set_claims), &config.units)
+        .map_err(|e| vec![e])?;
     Schema::from_json_value(json).map_err(|e| vec![format!("the catalog's Cedar schema: {e}")])
 }
 
@@ -47,13 +49,22 @@ pub fn schema_text(json: &Value) -> Result<String, String> {
 }
 
 /// The Cedar schema (JSON form) of `catalog`, with `claims` as the users' `String`
-/// attributes and `set_claims` as their `Set<String>` attributes. Fails when a service
-/// id is also the name of a fixed action group.
+/// attributes and `set_claims` as their `Set<String>` attributes, and `context.cost`
+/// typed with the catalog's cost units and `units`. Fails when a service id is also
+/// the name of a fixed action group.
 pub fn schema_json(
     catalog: &Catalog,
-    claims: &[String],
-    set_claims: &[String],
+    (claims, set_claims): (&[String], &[String]),
+    units: &[String],
 ) -> Result<Value, String> {
+    let cost: Map<String, Value> = catalog
+        .costs
+        .units
+        .iter()
+        .chain(units)
+        .map(|unit| (unit.clone(), json!({ "type": "Long", "required": false })))
+        .collect();
+    let cost = json!({ "type": "Record", "attributes": cost, "required": true });
     let mut actions = Map::new();
     let fixed: BTreeSet<&str> = [CALL_GROUP, "read", "write"]
         .into_iter()
@@ -92,6 +103,7 @@ pub fn schema_json(
                         "attributes": {
                             "arguments": arguments,
                             "dryRun": { "type": "Boolean", "required": true },
+                            "cost": cost,
                             "now": { "type": "Extension", "name": "datetime", "required": true },
                         }
                     }

@@ -10,6 +10,7 @@
 //! May import: the catalog, config, callers, the store, upstream, answers, telemetry and
 //! [`crate::error`]. The driver implements [`Pipeline`]; nothing here names it.
 
+pub mod budgets;
 mod parts;
 
 use std::future::Future;
@@ -167,6 +168,9 @@ pub struct RequestCtx<'a> {
     /// The tool the door already decided (full name): a tool run inside it is decided
     /// again, the tool itself is not.
     pub decided: Option<&'a str>,
+    /// The call costs more than a binding budget's `confirm_over`: it is confirmed under
+    /// its caller's mode even when it only reads.
+    pub big_spend: bool,
 }
 
 /// How a call run as an MCP task watches its job.

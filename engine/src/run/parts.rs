@@ -34,6 +34,8 @@ pub struct Parts {
     pub policies: Option<crate::policy::PolicyState>,
     /// What each tool costs: `rules/costs.toml` with the deployment's `[costs]`.
     pub costs: Arc<crate::catalog::costs::Costs>,
+    /// `[[budgets]]`: how much each user, role or key may spend per window.
+    pub budgets: Arc<[crate::config::budgets::Budget]>,
     /// `[settings.<service>]`: non-secret values templates read.
     settings: BTreeMap<String, Value>,
     clock: fn() -> jiff::Timestamp,
@@ -90,18 +92,35 @@ impl Parts {
             .iter()
             .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or(Value::Null)))
             .collect();
+        let costs = Arc::new(deployment_costs(&catalog, config)?);
         let policies = match &config.policy {
-            Some(policy) => Some(crate::policy::PolicyState::load(policy, &catalog)?),
+            Some(policy) => {
+                // `context.cost` is typed with every unit the costs know.
+                let policy = crate::config::PolicyConfig {
+                    units: costs.units.iter().cloned().collect(),
+                    ..policy.clone()
+                };
+                Some(crate::policy::PolicyState::load(&policy, &catalog)?)
+            }
             None => None,
         };
-        let costs = Arc::new(deployment_costs(&catalog, config)?);
+        let (file, text) = config
+            .file
+            .as_ref()
+            .map_or(("the config", ""), |(f, t)| (f.as_str(), t.as_str()));
+        let budgets: Arc<[_]> =
+            crate::config::budgets::compile(&config.budgets, &costs.units, (file, text))?.into();
         let metrics = Metrics::default();
+        if !budgets.is_empty() {
+            metrics.enable_spending();
+        }
         if policies.is_some() {
             metrics.enable_policy_reloads();
         }
         Ok(Self {
             policies,
             costs,
+            budgets,
             catalog,
             store,
             routes,

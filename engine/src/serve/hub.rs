@@ -65,8 +65,40 @@ pub async fn approval_provider(
     }
 }
 
+/// `GET /hub/budget`: the caller's budgets (docs/budgets.md).
+async fn budget(
+    broker: &Broker,
+    method: &Method,
+    principal: &crate::caller::Principal,
+) -> HttpResponse {
+    if method != Method::GET {
+        return json_response(
+            405,
+            &json!({ "error": { "classification": "invalid_request", "message": "GET /hub/budget answers your budgets" } }),
+            &[],
+        );
+    }
+    let rooms = crate::run::budgets::standing(&broker.parts, principal, None, None).await;
+    let budgets = crate::run::budgets::as_json(&rooms);
+    json_response(200, &json!({ "budgets": budgets }), &[])
+}
+
 /// Routes one request under `/hub`.
 pub async fn route(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
+    // A broker without a hub still answers a bearer its budgets.
+    if broker.hub.is_none() && req.uri().path() == "/hub/budget" {
+        return match authenticate(&broker, req.headers()).await {
+            Ok(principal) => budget(&broker, req.method(), &principal).await,
+            Err(e) => {
+                let status = broker.catalog.rules.status(e.classification);
+                json_response(
+                    status,
+                    &json!({ "error": { "classification": e.classification.as_str(), "message": e.message } }),
+                    &[],
+                )
+            }
+        };
+    }
     let (Some(hub), Some(oauth)) = (&broker.hub, &broker.callers.oauth) else {
         return json_response(
             404,
@@ -85,7 +117,7 @@ pub async fn route(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
     };
     let method = &parts.method;
     // The JSON API.
-    if path == "/hub/keys" || path.starts_with("/hub/keys/") {
+    if path == "/hub/keys" || path.starts_with("/hub/keys/") || path == "/hub/budget" {
         return api(&broker, (hub, oauth), &parts, body).await;
     }
     let (section, rest) = path
@@ -156,7 +188,8 @@ pub async fn route(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
     page_response(page)
 }
 
-/// `/hub/keys[/<service>]`: the JSON API, for a bearer token or a signed-in session.
+/// `/hub/keys[/<service>]` and `/hub/budget`: the JSON API, for a bearer token or a
+/// signed-in session.
 async fn api(
     broker: &Arc<Broker>,
     (hub, oauth): (&crate::hub::Hub, &crate::caller::oauth::OAuth),
@@ -216,6 +249,9 @@ async fn api(
             }
         }
     };
+    if path == "/hub/budget" {
+        return budget(broker, method, &principal).await;
+    }
     let body = if method == Method::PUT {
         match read_limited(broker, headers, path, body, MAX_BODY).await {
             Ok(b) => b,

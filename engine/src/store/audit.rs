@@ -93,6 +93,10 @@ pub struct AuditRecord {
     /// With `[policy]`: the ids of the policies that decided it (the permits that
     /// allowed it, or the forbids that refused it; empty when nothing permitted it).
     pub policies: Option<Vec<String>>,
+    /// What the write was charged, in its unit (`{"credits": 3}`), when its tool is
+    /// priced and it ran (docs/budgets.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<std::collections::BTreeMap<String, u64>>,
 }
 
 /// What `audit list` selects.
@@ -121,6 +125,7 @@ type Row = (
     i64,
     Option<String>,
     Option<String>,
+    Option<String>,
 );
 
 impl Store {
@@ -132,11 +137,12 @@ impl Store {
                 .unwrap_or(0);
         let sql = "INSERT INTO audit (at, at_ms, key_name, tool, descriptor_hash, catalog_version, \
                    args_sha256, outcome, upstream_status, classification, trace_id, duration_ms, confirmation, \
-                   policies) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)";
+                   policies, cost) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)";
         let policies = r
             .policies
             .as_ref()
             .map(|p| serde_json::Value::from(p.clone()).to_string());
+        let cost = r.cost.as_ref().and_then(|c| serde_json::to_string(c).ok());
         on_pool!(self, pool => sqlx::query(sql)
             .bind(&r.at)
             .bind(at_ms)
@@ -152,6 +158,7 @@ impl Store {
             .bind(i64::try_from(r.duration_ms).unwrap_or(i64::MAX))
             .bind(r.confirmation.as_deref())
             .bind(policies.as_deref())
+            .bind(cost.as_deref())
             .execute(pool)
             .await
             .map(|_| ())
@@ -162,7 +169,7 @@ impl Store {
     pub async fn list_audit(&self, q: &AuditQuery) -> Result<Vec<AuditRecord>, StoreError> {
         let since = q.since.map_or(i64::MIN, super::millis);
         let sql = "SELECT seq, at, key_name, tool, descriptor_hash, catalog_version, args_sha256, \
-                   outcome, upstream_status, classification, trace_id, duration_ms, confirmation, policies FROM audit \
+                   outcome, upstream_status, classification, trace_id, duration_ms, confirmation, policies, cost FROM audit \
                    WHERE at_ms >= $1 AND ($2 = '' OR tool = $2) ORDER BY seq DESC LIMIT $3";
         let rows: Vec<Row> = on_pool!(self, pool => sqlx::query_as(sql)
             .bind(since)
@@ -188,6 +195,7 @@ impl Store {
                 duration_ms: u64::try_from(r.11).unwrap_or(0),
                 confirmation: r.12,
                 policies: r.13.and_then(|text| serde_json::from_str(&text).ok()),
+                cost: r.14.and_then(|text| serde_json::from_str(&text).ok()),
             })
             .collect();
         records.reverse();

@@ -71,6 +71,11 @@ pub const PORTABLE: &[Migration] = &[
         "audit_policies",
         include_str!("migrations/portable/0009_audit_policies.sql"),
     ),
+    (
+        10,
+        "budgets",
+        include_str!("migrations/portable/0010_budgets.sql"),
+    ),
 ];
 
 /// A backend's migrations, oldest first: its initial one, then the portable ones.

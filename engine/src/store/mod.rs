@@ -22,6 +22,7 @@
 
 pub mod approvals;
 pub mod audit;
+pub mod budgets;
 pub mod confirmation;
 pub mod hub_keys;
 pub mod idempotency;

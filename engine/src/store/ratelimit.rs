@@ -20,7 +20,7 @@ pub enum Count {
 }
 
 /// A 64-bit lock key for a window (FNV-1a of its text).
-fn lock_key(key: &str) -> i64 {
+pub(super) fn lock_key(key: &str) -> i64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in key.bytes() {
         hash ^= u64::from(byte);

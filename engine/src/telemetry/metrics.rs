@@ -17,6 +17,15 @@ pub struct Metrics {
     handovers: std::sync::atomic::AtomicU64,
     /// Policy reloads (accepted, rejected), shown once a deployment has `[policy]`.
     policy_reloads: Mutex<Option<[u64; 2]>>,
+    /// Units charged by unit and service, and calls a budget refused, shown once a
+    /// deployment has `[[budgets]]` or a priced call settles.
+    spending: Mutex<Option<Spending>>,
+}
+
+#[derive(Debug, Default)]
+struct Spending {
+    units: BTreeMap<(String, String), u64>,
+    refusals: BTreeMap<String, u64>,
 }
 
 /// What became of the finished spans, when traces are exported
@@ -66,6 +75,32 @@ impl Metrics {
         if let Ok(mut r) = self.policy_reloads.lock() {
             let counts = r.get_or_insert([0, 0]);
             counts[usize::from(!accepted)] += 1;
+        }
+    }
+
+    /// Shows `tool_broker_units_spent_total` and `tool_broker_budget_refusals_total`
+    /// (a deployment with `[[budgets]]`), at zero until something is charged.
+    pub fn enable_spending(&self) {
+        if let Ok(mut s) = self.spending.lock() {
+            s.get_or_insert_with(Spending::default);
+        }
+    }
+
+    /// Counts `units` of `unit` charged for a call of one of `service`'s tools.
+    pub fn record_spent(&self, unit: &str, service: &str, units: u64) {
+        if let Ok(mut s) = self.spending.lock() {
+            let s = s.get_or_insert_with(Spending::default);
+            *s.units
+                .entry((unit.to_string(), service.to_string()))
+                .or_default() += units;
+        }
+    }
+
+    /// Counts a call a budget refused (by the budget's name, from the config).
+    pub fn record_budget_refusal(&self, budget: &str) {
+        if let Ok(mut s) = self.spending.lock() {
+            let s = s.get_or_insert_with(Spending::default);
+            *s.refusals.entry(budget.to_string()).or_default() += 1;
         }
     }
 
@@ -181,6 +216,38 @@ impl Metrics {
                 out,
                 "tool_broker_policy_reloads_total{{outcome=\"rejected\"}} {rejected}"
             );
+        }
+        if let Ok(spending) = self.spending.lock()
+            && let Some(spending) = spending.as_ref()
+        {
+            family(
+                &mut out,
+                "tool_broker_units_spent_total",
+                "counter",
+                "Units charged for calls of priced tools (docs/budgets.md), by unit and service.",
+            );
+            for ((unit, service), n) in &spending.units {
+                let _ = writeln!(
+                    out,
+                    "tool_broker_units_spent_total{{unit=\"{unit}\",service=\"{service}\"}} {n}"
+                );
+            }
+            family(
+                &mut out,
+                "tool_broker_budget_refusals_total",
+                "counter",
+                "Calls refused because a budget had no room for their cost (budget_exceeded), by budget.",
+            );
+            let total: u64 = spending.refusals.values().sum();
+            if spending.refusals.is_empty() {
+                let _ = writeln!(out, "tool_broker_budget_refusals_total {total}");
+            }
+            for (budget, n) in &spending.refusals {
+                let _ = writeln!(
+                    out,
+                    "tool_broker_budget_refusals_total{{budget=\"{budget}\"}} {n}"
+                );
+            }
         }
         if let Some(spans) = spans {
             family(

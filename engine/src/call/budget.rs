@@ -1,0 +1,208 @@
+//! Budgets on the call path (docs/budgets.md): which budgets bind a call, the
+//! reservation made right before its request goes upstream, the settlement after, what
+//! a preview shows of each, and whether a call is big enough to need confirmation.
+//!
+//! A call is charged where its request is sent: a tool that runs others (a hook that
+//! submits and polls, a wrapper that dispatches) is charged for the priced requests it
+//! sends, never twice for itself.
+//!
+//! After the call: an answer settles the reservation to the actual cost (what the
+//! answer said, else the estimate); an upstream refusal (any 4xx or 5xx answer) or an
+//! error before the request went out releases it; a timeout keeps the estimate, since
+//! the upstream may have done the work.
+
+use serde_json::json;
+
+use super::Broker;
+use crate::caller::Principal;
+use crate::catalog::Tool;
+use crate::catalog::costs::{Estimate, Price};
+use crate::error::{CallError, Classification};
+use crate::run::budgets::{Binding, binding, rfc3339};
+use crate::run::{Exec, RequestCtx};
+use crate::store::budgets::{Charge, Reserved};
+
+/// What a call reserved: released or settled once it is over.
+#[derive(Debug)]
+pub(super) struct Hold {
+    id: String,
+    unit: String,
+    estimate: u64,
+}
+
+/// `budget_exceeded`: which budget, what it holds, what the call costs, when it resets.
+fn exceeded(tool: &Tool, bound: &Binding<'_>, used: u64, cost: Option<u64>) -> CallError {
+    let b = bound.budget;
+    let resets_at = rfc3339(bound.window.1);
+    let message = match cost {
+        Some(cost) => format!(
+            "budget `{}` has {} of {} {} left until {resets_at}; this call of `{}` costs {cost}: nothing was sent",
+            b.name,
+            b.limit.saturating_sub(used),
+            b.limit,
+            b.unit,
+            tool.full_name
+        ),
+        None => format!(
+            "this call of `{}` cannot be priced in {} (an argument its price reads is absent or in another currency), and budget `{}` counts {}: nothing was sent",
+            tool.full_name, b.unit, b.name, b.unit
+        ),
+    };
+    CallError::new(Classification::BudgetExceeded, message).with_details(json!({
+        "budget": b.name,
+        "unit": b.unit,
+        "limit": b.limit,
+        "used": used,
+        "cost": cost,
+        "resetsAt": resets_at,
+    }))
+}
+
+/// Whether what reserved a call's budgets is given back: nothing was sent, or the
+/// upstream refused the call (any 4xx or 5xx answer). A timeout keeps it.
+fn releases(err: &CallError) -> bool {
+    match err.upstream_status {
+        Some(status) => (400..600).contains(&status),
+        None => err.classification != Classification::UpstreamTimeout,
+    }
+}
+
+impl Broker {
+    /// Reserves a priced call's estimate under every budget that binds its caller, or
+    /// refuses it (`budget_exceeded`) when one has no room or cannot price it. `None`:
+    /// no budget binds the call.
+    pub(super) async fn reserve(
+        &self,
+        tool: &Tool,
+        priced: Option<(&Price, Estimate)>,
+        ctx: &RequestCtx<'_>,
+    ) -> Result<Option<Hold>, CallError> {
+        let Some((price, estimate)) = priced else {
+            return Ok(None);
+        };
+        if self.budgets.is_empty() {
+            return Ok(None);
+        }
+        let now_ms = self.now().as_millisecond();
+        let bound = binding(&self.budgets, ctx.principal, Some(&price.unit), now_ms);
+        let Some(first) = bound.first() else {
+            return Ok(None);
+        };
+        let Estimate::Units(cost) = estimate else {
+            self.metrics.record_budget_refusal(&first.budget.name);
+            return Err(exceeded(tool, first, 0, None));
+        };
+        let id = hold_id(tool, ctx);
+        let charges: Vec<Charge<'_>> = bound
+            .iter()
+            .map(|b| Charge {
+                budget: &b.budget.name,
+                scope: &b.scope,
+                window_ms: b.window.0,
+                limit: b.budget.limit,
+                unit: &b.budget.unit,
+            })
+            .collect();
+        match self
+            .store
+            .reserve_budgets(&id, &charges, cost, (&tool.full_name, now_ms))
+            .await
+        {
+            Ok(Reserved::Held) => Ok(Some(Hold {
+                id,
+                unit: price.unit.clone(),
+                estimate: cost,
+            })),
+            Ok(Reserved::Over { index, used }) => {
+                let over = &bound[index.min(bound.len() - 1)];
+                self.metrics.record_budget_refusal(&over.budget.name);
+                tracing::info!(tool = %tool.full_name, budget = %over.budget.name, cost, used, "budget exceeded; nothing sent");
+                Err(exceeded(tool, over, used, Some(cost)))
+            }
+            Err(e) => {
+                tracing::error!(error = %e, tool = %tool.full_name, "budget not reserved; the call is refused");
+                let mut err = CallError::new(
+                    Classification::RateLimited,
+                    format!(
+                        "`{}` is charged to budget `{}` and the broker cannot check it right now; nothing was sent; retry shortly",
+                        tool.full_name, first.budget.name
+                    ),
+                );
+                err.retry_after_seconds = Some(5);
+                Err(err)
+            }
+        }
+    }
+
+    /// Settles or releases what a call reserved, by how it ended, and counts what was
+    /// spent. A store that fails is logged: the call's answer stands.
+    pub(super) async fn settle(&self, tool: &Tool, hold: Hold, result: &Result<Exec, CallError>) {
+        let spent = match result {
+            Ok(exec) => Some(
+                exec.cost
+                    .as_ref()
+                    .and_then(|c| c.actual)
+                    .unwrap_or(hold.estimate),
+            ),
+            Err(e) if releases(e) => None,
+            Err(_) => Some(hold.estimate),
+        };
+        let stored = match spent {
+            Some(units) => {
+                self.metrics.record_spent(&hold.unit, &tool.service, units);
+                self.store
+                    .settle_budgets(&hold.id, hold.estimate, units)
+                    .await
+            }
+            None => self.store.release_budgets(&hold.id, hold.estimate).await,
+        };
+        if let Err(e) = stored {
+            tracing::error!(error = %e, tool = %tool.full_name, "budget not settled; the reservation stands at its estimate");
+        }
+    }
+
+    /// Whether a call costs more than the `confirm_over` of a budget binding its
+    /// caller (so a person, or a bound token, must confirm it).
+    pub(super) fn over_confirm_limit(
+        &self,
+        tool: &Tool,
+        principal: &Principal,
+        arguments: Option<&serde_json::Value>,
+    ) -> bool {
+        if self.budgets.iter().all(|b| b.confirm_over.is_none()) {
+            return false;
+        }
+        let Some(price) = self.costs.price(&self.catalog, tool) else {
+            return false;
+        };
+        let empty = serde_json::Map::new();
+        let args = arguments
+            .and_then(serde_json::Value::as_object)
+            .unwrap_or(&empty);
+        let Ok(Estimate::Units(cost)) = price.estimate(args) else {
+            return false;
+        };
+        binding(&self.budgets, principal, Some(&price.unit), 0)
+            .iter()
+            .any(|b| b.budget.confirm_over.is_some_and(|over| cost > over))
+    }
+}
+
+/// The id a call's reservation is kept under: derived from its idempotency key when it
+/// holds one (a retry finds its own reservation and is not charged again), else random.
+fn hold_id(tool: &Tool, ctx: &RequestCtx<'_>) -> String {
+    if let Some(key) = &ctx.idempotency {
+        let text = format!("{}\u{0}{key}", tool.full_name);
+        return crate::catalog::identity::sha256_hex(text.as_bytes());
+    }
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No randomness: the trace id and the clock still tell calls apart.
+        return format!(
+            "{}-{}",
+            ctx.trace.id,
+            jiff::Timestamp::now().as_nanosecond()
+        );
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
