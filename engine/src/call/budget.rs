@@ -150,6 +150,10 @@ impl Broker {
         let stored = match spent {
             Some(units) => {
                 self.metrics.record_spent(&hold.unit, &tool.service, units);
+                // The estimate stands: the reservation already says so (no round trip).
+                if units == hold.estimate {
+                    return;
+                }
                 self.store
                     .settle_budgets(&hold.id, hold.estimate, units)
                     .await

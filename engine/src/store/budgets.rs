@@ -4,8 +4,9 @@
 //!
 //! Every budget's window is checked and charged under its lock: on PostgreSQL a
 //! transaction-scoped advisory lock per budget, scope and window, taken in one sorted
-//! order so two replicas reserving the same budgets never deadlock; on SQLite the
-//! database's write lock (`BEGIN IMMEDIATE`). So fifty concurrent calls against a
+//! order so two replicas reserving the same budgets never deadlock, all in one round
+//! trip (the `budget_reserve` function of migration 10); on SQLite the database's
+//! write lock (`BEGIN IMMEDIATE`). So fifty concurrent calls against a
 //! budget with room for ten spend exactly ten, on any number of replicas.
 //!
 //! Two tables: `budget_spend`, a row per budget a call was charged to (its hold, its
@@ -160,7 +161,12 @@ impl Store {
                 Ok(decided)
             }
             Backend::Postgres(pool) => {
-                let mut keys: Vec<i64> = charges
+                // One round trip: `budget_reserve` (migration 10) takes the locks and
+                // does what the SQLite transaction does.
+                let budgets: Vec<String> = charges.iter().map(|c| c.budget.into()).collect();
+                let scopes: Vec<String> = charges.iter().map(|c| c.scope.into()).collect();
+                let units_of: Vec<String> = charges.iter().map(|c| c.unit.into()).collect();
+                let locks: Vec<i64> = charges
                     .iter()
                     .map(|c| {
                         super::ratelimit::lock_key(&format!(
@@ -169,19 +175,31 @@ impl Store {
                         ))
                     })
                     .collect();
-                keys.sort_unstable();
-                keys.dedup();
-                let mut tx = pool.begin().await.map_err(fail)?;
-                sqlx::query(
-                    "SELECT pg_advisory_xact_lock(k) FROM unnest($1::BIGINT[]) AS k ORDER BY k",
+                let windows: Vec<i64> = charges.iter().map(|c| c.window_ms).collect();
+                let limits: Vec<i64> = charges.iter().map(|c| signed(c.limit)).collect();
+                let (index, used): (i32, i64) = sqlx::query_as(
+                    "SELECT over_index, over_used FROM budget_reserve($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
                 )
-                .bind(&keys)
-                .execute(&mut *tx)
+                .bind(hold)
+                .bind(budgets)
+                .bind(scopes)
+                .bind(windows)
+                .bind(limits)
+                .bind(units_of)
+                .bind(locks)
+                .bind(signed(cost))
+                .bind(tool)
+                .bind(now_ms)
+                .fetch_one(pool)
                 .await
                 .map_err(fail)?;
-                let decided = reserve!(tx);
-                tx.commit().await.map_err(fail)?;
-                Ok(decided)
+                Ok(match usize::try_from(index) {
+                    Ok(index) => Reserved::Over {
+                        index,
+                        used: units(used),
+                    },
+                    Err(_) => Reserved::Held,
+                })
             }
         }
     }
@@ -207,7 +225,7 @@ impl Store {
     }
 
     /// Moves the hold's windows by `delta`, then settles its rows at `cost` or (`None`)
-    /// deletes them, in one transaction.
+    /// deletes them: one transaction on SQLite, one statement on PostgreSQL.
     async fn finish_hold(
         &self,
         hold: &str,
@@ -250,10 +268,27 @@ impl Store {
                 finish!(tx);
                 tx.commit().await.map_err(fail)
             }
+            // One statement: the rows changed, and the windows moved by what changed.
             Backend::Postgres(pool) => {
-                let mut tx = pool.begin().await.map_err(fail)?;
-                finish!(tx);
-                tx.commit().await.map_err(fail)
+                let change = match cost {
+                    Some(_) => {
+                        "UPDATE budget_spend SET units = $3, settled = 1 WHERE hold = $1 AND settled = 0"
+                    }
+                    None => "DELETE FROM budget_spend WHERE hold = $1 AND settled = 0 AND $3 = $3",
+                };
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "WITH changed AS ({change} RETURNING budget, scope, window_ms) \
+                     UPDATE budget_usage AS u SET used = u.used + $2 FROM changed \
+                     WHERE u.budget = changed.budget AND u.scope = changed.scope \
+                     AND u.window_ms = changed.window_ms AND $2 <> 0"
+                )))
+                .bind(hold)
+                .bind(delta)
+                .bind(signed(cost.unwrap_or(0)))
+                .execute(pool)
+                .await
+                .map_err(fail)
+                .map(|_| ())
             }
         }
     }

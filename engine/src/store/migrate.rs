@@ -71,18 +71,31 @@ pub const PORTABLE: &[Migration] = &[
         "audit_policies",
         include_str!("migrations/portable/0009_audit_policies.sql"),
     ),
-    (
-        10,
-        "budgets",
-        include_str!("migrations/portable/0010_budgets.sql"),
-    ),
 ];
 
-/// A backend's migrations, oldest first: its initial one, then the portable ones.
-pub fn migrations(initial: Migration) -> Vec<Migration> {
-    std::iter::once(initial)
+/// SQLite's own later migrations.
+pub const SQLITE_OWN: &[Migration] = &[(
+    10,
+    "budgets",
+    include_str!("migrations/sqlite/0010_budgets.sql"),
+)];
+
+/// PostgreSQL's own later migrations (the same versions and names as SQLite's).
+pub const POSTGRES_OWN: &[Migration] = &[(
+    10,
+    "budgets",
+    include_str!("migrations/postgres/0010_budgets.sql"),
+)];
+
+/// A backend's migrations, oldest first: its initial one, the portable ones and its
+/// own, by version.
+pub fn migrations(initial: Migration, own: &[Migration]) -> Vec<Migration> {
+    let mut all: Vec<Migration> = std::iter::once(initial)
         .chain(PORTABLE.iter().copied())
-        .collect()
+        .chain(own.iter().copied())
+        .collect();
+    all.sort_by_key(|m| m.0);
+    all
 }
 
 /// The advisory lock key migrations take on PostgreSQL ("tbmigrat" in ASCII).
@@ -151,7 +164,7 @@ pub async fn run(store: &Store) -> Result<(), StoreError> {
                 .begin_with("BEGIN IMMEDIATE")
                 .await
                 .map_err(|e| fail(0, "lock", &e))?;
-            apply!(tx, migrations(SQLITE_INITIAL));
+            apply!(tx, migrations(SQLITE_INITIAL, SQLITE_OWN));
             tx.commit().await.map_err(|e| fail(0, "commit", &e))?;
         }
         Backend::Postgres(pool) => {
@@ -161,7 +174,7 @@ pub async fn run(store: &Store) -> Result<(), StoreError> {
                 .execute(&mut *tx)
                 .await
                 .map_err(|e| fail(0, "lock", &e))?;
-            apply!(tx, migrations(POSTGRES_INITIAL));
+            apply!(tx, migrations(POSTGRES_INITIAL, POSTGRES_OWN));
             tx.commit().await.map_err(|e| fail(0, "commit", &e))?;
         }
     }
@@ -175,7 +188,10 @@ mod tests {
     #[test]
     fn both_backends_know_the_same_versions() {
         let names = |list: &[Migration]| list.iter().map(|m| (m.0, m.1)).collect::<Vec<_>>();
-        let (sqlite, postgres) = (migrations(SQLITE_INITIAL), migrations(POSTGRES_INITIAL));
+        let (sqlite, postgres) = (
+            migrations(SQLITE_INITIAL, SQLITE_OWN),
+            migrations(POSTGRES_INITIAL, POSTGRES_OWN),
+        );
         assert_eq!(names(&sqlite), names(&postgres));
         for list in [&sqlite, &postgres] {
             for (i, m) in list.iter().enumerate() {

@@ -1,7 +1,8 @@
 -- What each budget has spent per window and principal (docs/budgets.md): one row per
--- budget a call was charged to. A row is reserved (`settled` = 0, the estimate) before
--- the request goes upstream, then settled to what the call cost or deleted when the
--- upstream refused it. `scope` is who is counted: `user:<issuer>#<subject>`,
+-- budget a call was charged to. A row is reserved at the estimate before the request
+-- goes upstream; it is settled (`settled` = 1) when the answer set another figure, and
+-- deleted when the upstream refused the call. A row at 0 counts its estimate: the call
+-- ran at it, is still upstream, or the broker stopped meanwhile. `scope` is who is counted: `user:<issuer>#<subject>`,
 -- `key:<name>`, or `role:<role>` for a shared role budget. No argument values.
 CREATE TABLE budget_spend (
     budget    TEXT    NOT NULL,
