@@ -21,7 +21,7 @@
 
 pub mod args;
 mod broker;
-pub mod budget;
+mod budget;
 mod confirmed;
 mod policy;
 pub mod ratelimit;
