@@ -99,8 +99,6 @@ fn discovery(c: &mut Criterion) {
                     elicitation: None,
                     task_watch: None,
                     policies: None,
-                    decided: None,
-                    big_spend: false,
                 };
                 let args = serde_json::json!({ "query": black_box("list issuing cards") });
                 let exec = runtime

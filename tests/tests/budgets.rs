@@ -98,6 +98,11 @@ async fn a_budget_admits_up_to_its_limit_then_refuses_with_402_on_every_door() {
     assert_eq!(posts(&server).await, 2);
     let (status, body) = create(&broker, None).await;
     assert_eq!(status, 402, "{body}");
+    assert_eq!(
+        body["meta"]["cost"],
+        json!({ "estimate": { "credits": 1 }, "actual": { "credits": 0 } }),
+        "a refused call says what it would cost and that it was charged nothing"
+    );
     let error = &body["error"];
     assert_eq!(error["classification"], "budget_exceeded");
     let details = &error["details"];
@@ -251,6 +256,11 @@ async fn an_upstream_refusal_releases_what_was_reserved() {
         let broker = broker(&server, ONE_KEY_TWO_CREDITS).await;
         let (answered, body) = create(&broker, None).await;
         assert_ne!(answered, 200, "{body}");
+        assert_eq!(
+            body["meta"]["cost"]["actual"],
+            json!({ "credits": 0 }),
+            "{body}"
+        );
         assert_eq!(posts(&server).await, 1);
         let budgets = budgets_of(&broker, API_KEY).await;
         assert_eq!(budgets[0]["used"], 0, "{status}: {budgets}");
@@ -261,6 +271,128 @@ async fn an_upstream_refusal_releases_what_was_reserved() {
     let (status, body) = broker.call("agent.create_task", task(), &[]).await;
     assert_eq!(status, 401, "{body}");
     assert_eq!(budgets_of(&broker, API_KEY).await[0]["used"], 0);
+}
+
+/// A priced read that gives up after 200 ms.
+const SLOW_PRICED: &str = r#"
+[[tool]]
+name = "slow_render"
+title = "Slow Render"
+description = "A test tool that times out."
+tier = "agent_ready"
+risk = "read"
+timeout_ms = 200
+[tool.http]
+method = "GET"
+path = "/v1/slow"
+[tool.arguments]
+type = "object"
+"#;
+
+#[tokio::test]
+async fn a_timeout_keeps_the_estimate_since_the_upstream_may_have_done_the_work() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({}))
+                .set_delay(std::time::Duration::from_secs(3)),
+        )
+        .mount(&server)
+        .await;
+    let mut setup = Setup::all_upstreams(&server.uri());
+    setup.sources = Some(crate::support::sources_with(&[(
+        "catalog/media/slow.toml",
+        SLOW_PRICED,
+    )]));
+    setup.config = Some(format!(
+        "[[costs.cost]]\ntool = \"media.slow_render\"\nconstant = 3\n\n{}",
+        ONE_KEY_TWO_CREDITS.replace("limit = 2", "limit = 5")
+    ));
+    let broker = TestBroker::start(setup).await;
+    let media = [("x-media-api-key", "mk_budget_slow_1")];
+    let (status, body) = broker.call("media.slow_render", json!({}), &media).await;
+    assert_eq!(status, 504, "{body}");
+    assert_eq!(
+        body["meta"]["cost"],
+        json!({ "estimate": { "credits": 3 }, "actual": { "credits": 3 } }),
+        "{body}"
+    );
+    assert_eq!(budgets_of(&broker, API_KEY).await[0]["used"], 3);
+    // 2 left: the next one does not fit, and nothing goes upstream.
+    let (status, body) = broker.call("media.slow_render", json!({}), &media).await;
+    assert_eq!(status, 402, "{body}");
+    assert_eq!(server.received_requests().await.unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn budget_list_prints_what_each_principal_spent_from_the_store() {
+    let server = upstream(200).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut setup = Setup::all_upstreams(&server.uri());
+    setup.config = Some(format!("{ONE_KEY_TWO_CREDITS}{}", keys(&[("ops", &[])])));
+    setup.store = Some(crate::support::sqlite_store(dir.path()).await);
+    let broker = TestBroker::start(setup).await;
+    for who in [None, Some("ops"), Some("ops")] {
+        assert_eq!(create(&broker, who).await.0, 200);
+    }
+    let list = |format: tool_broker::cli::Format, since: &str| {
+        let args = tool_broker::cli::StoreArgs {
+            data_dir: dir.path().to_path_buf(),
+            database_url: None,
+        };
+        let command = tool_broker::cli::BudgetCommand::List {
+            since: Some(since.into()),
+            format,
+        };
+        tokio::task::spawn_blocking(move || tool_broker::cli::budget(command, &args))
+    };
+    let json = list(tool_broker::cli::Format::Json, "24h")
+        .await
+        .unwrap()
+        .unwrap();
+    let rows: Vec<Value> = serde_json::from_str(&json).unwrap();
+    let mut seen: Vec<(String, u64, u64)> = rows
+        .iter()
+        .map(|r| {
+            assert_eq!(
+                (&r["budget"], &r["unit"]),
+                (&json!("daily"), &json!("credits"))
+            );
+            (
+                r["scope"].as_str().unwrap().to_string(),
+                r["units"].as_u64().unwrap(),
+                r["calls"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(seen.len(), 2, "{json}");
+    assert_eq!(
+        (seen[1].0.as_str(), seen[1].1, seen[1].2),
+        ("key:ops", 2, 2)
+    );
+    assert_eq!((seen[0].1, seen[0].2), (1, 1));
+    let text = list(tool_broker::cli::Format::Text, "24h")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        text.contains("key:ops") && text.ends_with("2 budget window(s)\n"),
+        "{text}"
+    );
+    // Nothing after a time still to come; a malformed age is an error saying so.
+    let future = (jiff::Timestamp::now() + jiff::SignedDuration::from_hours(1)).to_string();
+    let text = list(tool_broker::cli::Format::Text, &future)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(text, "0 budget window(s)\n");
+    let err = list(tool_broker::cli::Format::Text, "yesterday")
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(err.contains("yesterday"), "{err}");
 }
 
 #[tokio::test]

@@ -914,6 +914,59 @@ async fn the_hub_page_lists_stores_replaces_and_deletes_with_csrf() {
 }
 
 #[tokio::test]
+async fn a_signed_in_user_reads_what_their_calls_spent_on_the_page_and_in_json() {
+    let idp = Idp::start().await;
+    let upstream = upstream().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "task_id": "t1" })))
+        .mount(&upstream)
+        .await;
+    let budget = "[[budgets]]\nname = \"daily\"\nunit = \"credits\"\nlimit = 5\nwindow = \"1d\"\napplies_to = \"each-user\"\n";
+    let broker = TestBroker::start(hub_setup(&idp, &upstream, budget)).await;
+    let erin = idp.token("erin", "tools:read tools:write");
+    let task = json!({ "message": { "content": "hi" }, "confirm": true });
+    let (status, body) = broker
+        .call_as(
+            &erin,
+            "agent.create_task",
+            task,
+            &[("x-agent-api-key", "ak_hub_budget_7")],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    // The same user signed in to the hub: the JSON with the session cookie, and the page.
+    let session = sign_in(&broker, &idp, "erin", &[]).await;
+    let cookie = [("cookie", session.as_str())];
+    let (status, _, text) =
+        request(&broker, reqwest::Method::GET, "/hub/budget", &cookie, None).await;
+    assert_eq!(status, 200, "{text}");
+    let budgets: Value = serde_json::from_str(&text).unwrap();
+    let daily = &budgets["budgets"][0];
+    assert_eq!(
+        (&daily["name"], &daily["used"], &daily["remaining"]),
+        (&json!("daily"), &json!(1), &json!(4)),
+        "{budgets}"
+    );
+    let (_, _, page) = request(&broker, reqwest::Method::GET, "/hub", &cookie, None).await;
+    let line = format!(
+        "Budget daily: 4 of 5 credits left until {}.",
+        daily["resetsAt"].as_str().unwrap()
+    );
+    assert!(page.contains(&line), "{line}\nin\n{page}");
+    // Another user's session reads their own, untouched budget.
+    let other = sign_in(&broker, &idp, "frank", &[]).await;
+    let (_, _, text) = request(
+        &broker,
+        reqwest::Method::GET,
+        "/hub/budget",
+        &[("cookie", other.as_str())],
+        None,
+    )
+    .await;
+    assert!(text.contains("\"used\":0"), "{text}");
+}
+
+#[tokio::test]
 async fn the_client_secret_may_go_in_the_form() {
     let idp = Idp::start().await;
     let upstream = upstream().await;

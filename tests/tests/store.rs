@@ -495,6 +495,40 @@ async fn suite(config: &StoreConfig) {
     let spending = a.budget_spending(0).await.unwrap();
     assert_eq!(spending.len(), 2, "{spending:?}");
     assert!(spending.iter().all(|s| s.units == 1 && s.calls == 1));
+    // Pruning the history: the charges before the cutoff, and the totals of windows
+    // that ended before it (no window is longer than 30 days); a later window stays.
+    let day = 86_400_000_i64;
+    let late = Charge {
+        window_ms: 100 * day,
+        ..charge("small", 5)
+    };
+    assert_eq!(
+        a.reserve_budgets("h4", &[late], 2, ("agent.create_task", 100 * day + 5))
+            .await
+            .unwrap(),
+        Reserved::Held
+    );
+    assert_eq!(
+        a.prune_budgets(10 * day).await.unwrap(),
+        2,
+        "the two charges of h1; its windows may still be open at day 10"
+    );
+    assert_eq!(b.budget_used("small", "key:k", 1_000).await.unwrap(), 1);
+    assert_eq!(
+        b.prune_budgets(90 * day).await.unwrap(),
+        2,
+        "the two windows, ended long before day 90"
+    );
+    assert_eq!(b.budget_used("small", "key:k", 1_000).await.unwrap(), 0);
+    assert_eq!(a.budget_used("small", "key:k", 100 * day).await.unwrap(), 2);
+    let spending = a.budget_spending(0).await.unwrap();
+    assert_eq!(
+        spending
+            .iter()
+            .map(|s| (s.window_ms, s.units))
+            .collect::<Vec<_>>(),
+        [(100 * day, 2)]
+    );
 }
 
 #[tokio::test]

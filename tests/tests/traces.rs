@@ -503,6 +503,72 @@ async fn a_failed_call_is_an_error_span_with_its_classification() {
 }
 
 #[tokio::test]
+async fn a_priced_call_carries_its_cost_on_its_span_whether_it_ran_or_failed() {
+    let upstream = MockServer::start().await;
+    for (code, content) in [(200, "ran"), (422, "refused")] {
+        Mock::given(method("POST"))
+            .and(wiremock::matchers::body_partial_json(
+                json!({ "message": { "content": content } }),
+            ))
+            .respond_with(ResponseTemplate::new(code).set_body_json(json!({ "task_id": "t1" })))
+            .mount(&upstream)
+            .await;
+    }
+    let receiver = receiver().await;
+    let mut setup = Setup::all_upstreams(&upstream.uri());
+    for (k, v) in [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.uri()),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json".into()),
+        ("OTEL_BSP_SCHEDULE_DELAY", "20".into()),
+    ] {
+        setup.env.insert(k.into(), v);
+    }
+    let broker = TestBroker::start(setup).await;
+    let mut costs = Vec::new();
+    for (n, content) in ["ran", "refused"].into_iter().enumerate() {
+        let (_, body) = broker
+            .call(
+                "agent.create_task",
+                json!({ "message": { "content": content }, "confirm": true }),
+                &[("x-agent-api-key", "ak_trace_cost_1")],
+            )
+            .await;
+        let trace = body["meta"]["traceId"].as_str().unwrap().to_string();
+        let got = exports(&receiver, 2 * (n + 1), json_spans).await;
+        let spans: Vec<Value> = got.iter().flat_map(|g| g.2.clone()).collect();
+        let server = spans
+            .iter()
+            .find(|s| s["kind"] == 2 && s["traceId"] == trace.as_str())
+            .unwrap_or_else(|| panic!("no server span of {trace}: {spans:#?}"));
+        let attrs = &server["attrs"];
+        costs.push((
+            body["meta"]["cost"].clone(),
+            attrs["tool_broker.cost.unit"].clone(),
+            attrs["tool_broker.cost.estimate"].clone(),
+            attrs["tool_broker.cost.actual"].clone(),
+        ));
+    }
+    assert_eq!(
+        costs,
+        [
+            (
+                json!({ "estimate": { "credits": 1 }, "actual": { "credits": 1 } }),
+                json!("credits"),
+                json!(1),
+                json!(1)
+            ),
+            // Refused upstream: estimated, charged nothing.
+            (
+                json!({ "estimate": { "credits": 1 }, "actual": { "credits": 0 } }),
+                json!("credits"),
+                json!(1),
+                json!(0)
+            ),
+        ]
+    );
+}
+
+#[tokio::test]
 async fn without_an_endpoint_nothing_is_exported_and_the_trace_passes_through() {
     let upstream = upstream().await;
     let broker = broker(&upstream, &[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")]).await;

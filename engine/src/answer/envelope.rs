@@ -27,9 +27,10 @@ pub struct Meta {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub consumes_credits: bool,
     /// What a priced call cost (docs/budgets.md): its estimate and, once settled, the
-    /// actual charge, each `{ "<unit>": n }`.
+    /// actual charge, each `{ "<unit>": n }`. Boxed: most calls are unpriced, and a
+    /// meta moves by value through the call path.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cost: Option<Cost>,
+    pub cost: Option<Box<Cost>>,
     /// The tool's descriptor hash.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub descriptor_hash: Option<Arc<str>>,
@@ -710,12 +711,12 @@ mod tests {
             metas.push(Meta {
                 catalog_version: Some("2026-11-23.2".into()),
                 consumes_credits: true,
-                cost: Some(Cost {
+                cost: Some(Box::new(Cost {
                     unit: "credits".into(),
                     estimate: (n % 3 != 0).then_some(n),
                     actual: (n % 2 == 0).then_some(n / 2),
                     budgets: Vec::new(),
-                }),
+                })),
                 descriptor_hash: Some("ab".repeat(32).into()),
                 dispatched_to: Some(odd.clone()),
                 dry_run: n % 2 == 1,

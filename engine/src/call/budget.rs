@@ -13,7 +13,7 @@
 
 use serde_json::json;
 
-use super::Broker;
+use super::{Broker, Priced};
 use crate::caller::Principal;
 use crate::catalog::Tool;
 use crate::catalog::costs::{Estimate, Price};
@@ -21,6 +21,14 @@ use crate::error::{CallError, Classification};
 use crate::run::budgets::{Binding, binding, rfc3339};
 use crate::run::{Exec, RequestCtx};
 use crate::store::budgets::{Charge, Reserved};
+
+/// How long the spending history (`budget list`, the charges behind each window's
+/// total) is kept, in days.
+pub(super) const HISTORY_DAYS: i64 = 90;
+/// How often a replica prunes that history (at most).
+const PRUNE_EVERY_MS: i64 = 10 * 60 * 1000;
+/// When this process last pruned.
+static PRUNED: crate::store::Every = crate::store::Every::new();
 
 /// What a call reserved: released or settled once it is over.
 #[derive(Debug)]
@@ -60,7 +68,7 @@ fn exceeded(tool: &Tool, bound: &Binding<'_>, used: u64, cost: Option<u64>) -> C
 
 /// Whether what reserved a call's budgets is given back: nothing was sent, or the
 /// upstream refused the call (any 4xx or 5xx answer). A timeout keeps it.
-fn releases(err: &CallError) -> bool {
+pub(super) fn releases(err: &CallError) -> bool {
     match err.upstream_status {
         Some(status) => (400..600).contains(&status),
         None => err.classification != Classification::UpstreamTimeout,
@@ -70,19 +78,14 @@ fn releases(err: &CallError) -> bool {
 impl Broker {
     /// Reserves a priced call's estimate under every budget that binds its caller, or
     /// refuses it (`budget_exceeded`) when one has no room or cannot price it. `None`:
-    /// no budget binds the call.
+    /// no budget binds the call. Called only for a priced call when budgets exist
+    /// (boxed there, so an unpriced call's future does not carry this one).
     pub(super) async fn reserve(
         &self,
         tool: &Tool,
-        priced: Option<(&Price, Estimate)>,
+        (price, estimate): (&Price, Estimate),
         ctx: &RequestCtx<'_>,
     ) -> Result<Option<Hold>, CallError> {
-        let Some((price, estimate)) = priced else {
-            return Ok(None);
-        };
-        if self.budgets.is_empty() {
-            return Ok(None);
-        }
         let now_ms = self.now().as_millisecond();
         let bound = binding(&self.budgets, ctx.principal, Some(&price.unit), now_ms);
         let Some(first) = bound.first() else {
@@ -108,11 +111,14 @@ impl Broker {
             .reserve_budgets(&id, &charges, cost, (&tool.full_name, now_ms))
             .await
         {
-            Ok(Reserved::Held) => Ok(Some(Hold {
-                id,
-                unit: price.unit.clone(),
-                estimate: cost,
-            })),
+            Ok(Reserved::Held) => {
+                self.prune_now_and_then(now_ms).await;
+                Ok(Some(Hold {
+                    id,
+                    unit: price.unit.clone(),
+                    estimate: cost,
+                }))
+            }
             Ok(Reserved::Over { index, used }) => {
                 let over = &bound[index.min(bound.len() - 1)];
                 self.metrics.record_budget_refusal(&over.budget.name);
@@ -131,6 +137,21 @@ impl Broker {
                 err.retry_after_seconds = Some(5);
                 Err(err)
             }
+        }
+    }
+
+    /// Keeps the spending history to [`HISTORY_DAYS`]: at most every ten minutes per
+    /// process, on the way to a reservation. A failure is logged and changes nothing
+    /// else.
+    async fn prune_now_and_then(&self, now_ms: i64) {
+        if !PRUNED.due(now_ms, PRUNE_EVERY_MS) {
+            return;
+        }
+        let before = now_ms - HISTORY_DAYS * 24 * 3_600_000;
+        match self.store.prune_budgets(before).await {
+            Ok(n) if n > 0 => tracing::info!(pruned = n, "budget history pruned"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "budget history not pruned"),
         }
     }
 
@@ -167,26 +188,14 @@ impl Broker {
 
     /// Whether a call costs more than the `confirm_over` of a budget binding its
     /// caller (so a person, or a bound token, must confirm it).
-    pub(super) fn over_confirm_limit(
-        &self,
-        tool: &Tool,
-        principal: &Principal,
-        arguments: Option<&serde_json::Value>,
-    ) -> bool {
+    pub(super) fn over_confirm_limit(&self, principal: &Principal, priced: Priced<'_>) -> bool {
+        let Some((unit, cost)) = priced.units() else {
+            return false;
+        };
         if self.budgets.iter().all(|b| b.confirm_over.is_none()) {
             return false;
         }
-        let Some(price) = self.costs.price(&self.catalog, tool) else {
-            return false;
-        };
-        let empty = serde_json::Map::new();
-        let args = arguments
-            .and_then(serde_json::Value::as_object)
-            .unwrap_or(&empty);
-        let Ok(Estimate::Units(cost)) = price.estimate(args) else {
-            return false;
-        };
-        binding(&self.budgets, principal, Some(&price.unit), 0)
+        binding(&self.budgets, principal, Some(unit), 0)
             .iter()
             .any(|b| b.budget.confirm_over.is_some_and(|over| cost > over))
     }

@@ -1,33 +1,57 @@
 //! A write under its caller's confirmation mode (decision 008): flags, a bound
 //! token, or a person's approval (the approval page or MCP elicitation).
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-use super::Broker;
+use super::{Args, Broker, Priced};
+use crate::caller::Principal;
 use crate::catalog::descriptor::{Class, ConfirmationMode, Risk};
 use crate::catalog::{Action, Tool};
+use crate::config::WriteConfirmation;
 use crate::error::{CallError, Classification};
 use crate::run::{Exec, RequestCtx, Want};
 
 impl Broker {
-    /// Runs a write under its caller's confirmation mode (decision 008). Under
-    /// `bound`, a call without a token answers its preview (whatever the flags say) and
-    /// a token bound to it; a call with one runs only if the token holds, and spends it
-    /// when the call asks to run. Other modes and reads run as they are.
+    /// How the door's call is confirmed: a write under its caller's mode, and any call
+    /// costing more than a binding budget's `confirm_over` under the deployment's
+    /// strongest (a person approves a big spend, even of a read); the stricter of the
+    /// two. `Flag`: the spec's flags decide, as for any read.
+    pub(super) fn confirmation_of(
+        &self,
+        tool: &Tool,
+        principal: &Principal,
+        priced: Priced<'_>,
+    ) -> WriteConfirmation {
+        let own = if tool.risk == Risk::Write {
+            principal.confirmation
+        } else {
+            WriteConfirmation::Flag
+        };
+        if self.over_confirm_limit(principal, priced) {
+            own.max(self.confirmations.strongest())
+        } else {
+            own
+        }
+    }
+
+    /// Runs the door's call under its confirmation `mode` ([`Broker::confirmation_of`],
+    /// decision 008). Under `bound`, a call without a token answers its preview
+    /// (whatever the flags say) and a token bound to it; a call with one runs only if
+    /// the token holds, and spends it when the call asks to run. Under `human`, a
+    /// person approves. `Flag` runs it as it is.
     pub(super) async fn execute_confirmed(
         &self,
         tool: &Tool,
-        arguments: Option<Value>,
+        (arguments, priced, mode): (Map<String, Value>, Priced<'_>, WriteConfirmation),
         (token, approval_id): (Option<String>, Option<String>),
         ctx: &RequestCtx<'_>,
     ) -> Result<Exec, CallError> {
-        use crate::config::WriteConfirmation;
-        let mode = ctx.principal.confirmation;
-        if mode == WriteConfirmation::Flag || (tool.risk != Risk::Write && !ctx.big_spend) {
-            return self.execute_for_envelope(tool, arguments, ctx).await;
+        let door = |arguments| Args::Door(arguments, priced);
+        if mode == WriteConfirmation::Flag {
+            return self.execute_for_envelope(tool, door(arguments), ctx).await;
         }
         let rules = &self.catalog.rules.confirmation;
-        let map = arguments.as_ref().and_then(Value::as_object);
+        let map = Some(&arguments);
         let digest = crate::confirm::bound::digest(tool, map, rules);
         let caller = self.job_owner(&tool.service, ctx);
         if mode == WriteConfirmation::Human {
@@ -43,11 +67,11 @@ impl Broker {
                     spend,
                 )
                 .await?;
-                return self.execute_for_envelope(tool, arguments, ctx).await;
+                return self.execute_for_envelope(tool, door(arguments), ctx).await;
             }
             if !spend {
                 // A preview (or the spec's own refusal without its flag): free.
-                return self.execute_for_envelope(tool, arguments, ctx).await;
+                return self.execute_for_envelope(tool, door(arguments), ctx).await;
             }
             let elicitation = ctx.elicitation.filter(|e| e.applies());
             if let Some(e) = elicitation.filter(|e| e.state.is_some()) {
@@ -59,10 +83,10 @@ impl Broker {
                     e,
                 )
                 .await?;
-                return self.execute_for_envelope(tool, arguments, ctx).await;
+                return self.execute_for_envelope(tool, door(arguments), ctx).await;
             }
             // What the person will see: the preview of exactly this request.
-            let preview = self.approval_preview(tool, arguments, ctx).await?;
+            let preview = self.approval_preview(tool, door(arguments), ctx).await?;
             return Err(match elicitation {
                 Some(_) => {
                     crate::confirm::approval::elicit::ask(
@@ -92,10 +116,10 @@ impl Broker {
             let spend = crate::confirm::bound::asks_to_run(tool, map, rules);
             crate::confirm::bound::redeem(self.confirming(), tool, &caller, &digest, &token, spend)
                 .await?;
-            return self.execute_for_envelope(tool, arguments, ctx).await;
+            return self.execute_for_envelope(tool, door(arguments), ctx).await;
         }
         // No token: the preview and a token for exactly this request.
-        let result = self.execute_unconfirmed(tool, arguments, ctx).await;
+        let result = self.execute_unconfirmed(tool, door(arguments), ctx).await;
         let refused_unconfirmed =
             matches!(&result, Err(e) if e.classification == Classification::ConfirmationRequired);
         if result.as_ref().is_ok_and(|e| !e.dry_run) || (result.is_err() && !refused_unconfirmed) {
@@ -145,11 +169,11 @@ impl Broker {
     async fn execute_unconfirmed(
         &self,
         tool: &Tool,
-        mut arguments: Option<Value>,
+        mut arguments: Args<'_>,
         ctx: &RequestCtx<'_>,
     ) -> Result<Exec, CallError> {
         if matches!(tool.action, Action::Hook(_))
-            && let Some(map) = arguments.as_mut().and_then(Value::as_object_mut)
+            && let Args::Door(map, _) = &mut arguments
         {
             let rules = &self.catalog.rules.confirmation;
             map.remove(&rules.confirm_arg);
@@ -164,10 +188,13 @@ impl Broker {
     async fn approval_preview(
         &self,
         tool: &Tool,
-        arguments: Option<Value>,
+        arguments: Args<'_>,
         ctx: &RequestCtx<'_>,
     ) -> Result<Value, CallError> {
-        let shown_args = arguments.clone().unwrap_or(Value::Null);
+        let shown_args = match &arguments {
+            Args::Door(map, _) => Value::Object(map.clone()),
+            Args::Raw(value) => value.clone().unwrap_or(Value::Null),
+        };
         let request = match self.execute_unconfirmed(tool, arguments, ctx).await {
             Ok(exec) if exec.dry_run => exec.data.get("request").cloned().unwrap_or(Value::Null),
             Ok(_) => Value::Null,

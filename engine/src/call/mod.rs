@@ -202,58 +202,54 @@ impl Broker {
         let started_at = self.now();
         let write = tool.risk == Risk::Write;
         let args_sha256 = write.then(|| audit_hash(input.arguments.as_ref()));
-        // Who may: the key or role fields, the pinned descriptor, then the policies on
-        // the validated arguments.
+        // Who may: the key or role fields, the pinned descriptor; then the arguments,
+        // validated and priced once for the whole call, and the policies on them.
         let policies = self.policy_set();
         let gate = input
             .principal
             .check(tool)
             .and_then(|()| check_pin(tool, input.descriptor_hash.as_deref()))
-            .and_then(|()| {
-                self.door_policy(
-                    policies.as_deref(),
-                    tool,
-                    input.principal,
-                    &mut input.arguments,
-                )
+            .and_then(|()| args::prepare(tool, input.arguments.take()))
+            .and_then(|args| {
+                let priced = self.estimate(tool, &args)?;
+                let decision =
+                    self.door_policy(policies.as_deref(), tool, input.principal, (&args, priced))?;
+                Ok((args, priced, decision))
             });
         // The determining policies, whether they permitted or refused (the audit's).
         let policy_ids = gate
             .as_ref()
             .ok()
-            .and_then(Option::as_ref)
+            .and_then(|(_, _, d)| d.as_ref())
             .map(|d| d.policies.clone());
-        let policy_refused = matches!(&gate, Ok(Some(d)) if !d.allowed);
-        let gate = gate.and_then(|d| match d {
+        let policy_refused = matches!(&gate, Ok((_, _, Some(d))) if !d.allowed);
+        let gate = gate.and_then(|(args, priced, d)| match d {
             Some(d) if !d.allowed => Err(policy::refusal(tool, &d)),
-            d => Ok(d),
+            d => Ok((args, priced, d)),
         });
-        let decided = gate.as_ref().ok().and_then(Option::as_ref);
-        let mut raised = decided.and_then(|d| policy::raised(input.principal, d.confirm));
-        // A call costing more than a binding budget's `confirm_over` is confirmed in the
-        // deployment's strongest mode, whatever it reads or writes.
-        let big_spend = gate.is_ok()
-            && self.over_confirm_limit(tool, input.principal, input.arguments.as_ref());
-        if big_spend {
-            let strongest = self.confirmations.strongest();
-            let from = raised.as_ref().unwrap_or(input.principal);
-            raised = policy::raise_to(from, strongest).or(raised);
-        }
+        let raised = match &gate {
+            Ok((_, _, Some(d))) => policy::raised(input.principal, d.confirm),
+            _ => None,
+        };
+        let principal = raised.as_ref().unwrap_or(input.principal);
+        let mode = match &gate {
+            Ok((_, priced, _)) => self.confirmation_of(tool, principal, *priced),
+            Err(_) => principal.confirmation,
+        };
         let mut ctx = RequestCtx {
-            principal: raised.as_ref().unwrap_or(input.principal),
+            principal,
             headers: input.headers,
             trace: &trace,
             idempotency: None,
             elicitation: input.elicitation.as_ref(),
             task_watch: input.task_watch,
             policies,
-            decided: Some(tool.full_name.as_str()),
-            big_spend,
         };
         let mut held = None;
+        let priced = gate.as_ref().ok().map(|(_, priced, _)| *priced);
         let result = match gate {
             Err(e) => Err(e),
-            Ok(_) => match (
+            Ok((args, priced, _)) => match (
                 &args_sha256,
                 crate::confirm::idempotency::key_of(
                     input.idempotency_key.as_deref(),
@@ -295,7 +291,7 @@ impl Broker {
                             held = Some(h);
                             self.execute_confirmed(
                                 tool,
-                                input.arguments,
+                                (args, priced, mode),
                                 (token, approval_id),
                                 &ctx,
                             )
@@ -305,7 +301,7 @@ impl Broker {
                     }
                 }
                 _ => {
-                    self.execute_confirmed(tool, input.arguments, (token, approval_id), &ctx)
+                    self.execute_confirmed(tool, (args, priced, mode), (token, approval_id), &ctx)
                         .await
                 }
             },
@@ -319,6 +315,10 @@ impl Broker {
             (result, _) => result,
         };
         let duration_ms = elapsed_ms(started);
+        // A priced call that failed still says what it cost (`meta.cost`).
+        if let (Err(e), Some(priced)) = (&result, priced) {
+            meta.cost = priced.failed(e);
+        }
         let ran = write_outcome(&result) == Some(crate::store::audit::Outcome::Executed);
         if let Some(args_sha256) = args_sha256 {
             self.audit(
@@ -327,7 +327,7 @@ impl Broker {
                 &result,
                 args_sha256,
                 (started_at, duration_ms),
-                policy_ids.as_deref(),
+                (policy_ids.as_deref(), mode, meta.cost.as_deref()),
             )
             .await;
         }
@@ -355,6 +355,13 @@ impl Broker {
                     tool,
                 );
                 result_span(span, &result);
+                let cost = match &result {
+                    Ok(exec) => exec.cost.as_deref(),
+                    Err(_) => meta.cost.as_deref(),
+                };
+                if let Some(cost) = cost {
+                    cost_span(span, cost);
+                }
                 if let Some(ids) = &policy_ids {
                     span.text(
                         "tool_broker.policy.decision",
@@ -427,7 +434,11 @@ impl Broker {
         result: &Result<Exec, CallError>,
         args_sha256: String,
         (at, duration_ms): (jiff::Timestamp, u64),
-        policies: Option<&[String]>,
+        (policies, mode, failed_cost): (
+            Option<&[String]>,
+            crate::config::WriteConfirmation,
+            Option<&crate::answer::envelope::Cost>,
+        ),
     ) {
         use crate::store::audit::AuditRecord;
         let Some(outcome) = write_outcome(result) else {
@@ -455,15 +466,17 @@ impl Broker {
             classification: classification.to_string(),
             trace_id: ctx.trace.id.to_string(),
             duration_ms,
-            confirmation: Some(ctx.principal.confirmation.as_str().to_string()),
+            confirmation: Some(mode.as_str().to_string()),
             policies: policies.map(<[String]>::to_vec),
             cost: match result {
-                Ok(exec) => exec.cost.as_ref().and_then(|c| {
-                    c.actual
-                        .map(|n| std::iter::once((c.unit.to_string(), n)).collect())
-                }),
-                Err(_) => None,
-            },
+                Ok(exec) => exec.cost.as_deref(),
+                Err(_) => failed_cost,
+            }
+            .and_then(|c| {
+                c.actual
+                    .filter(|n| *n > 0 || result.is_ok())
+                    .map(|n| std::iter::once((c.unit.to_string(), n)).collect())
+            }),
         };
         if let Err(e) = self.store.append_audit(&record).await {
             tracing::error!(error = %e, tool = %tool.full_name, trace_id = %ctx.trace.id, "write audit record not stored");
@@ -515,7 +528,7 @@ impl Broker {
         arguments: Option<Value>,
         ctx: &RequestCtx<'_>,
     ) -> Result<Exec, CallError> {
-        self.execute_as(tool, arguments, ctx, false, Want::Value)
+        self.execute_as(tool, Args::Raw(arguments), ctx, false, Want::Value)
             .await
     }
 
@@ -524,7 +537,7 @@ impl Broker {
     async fn execute_for_envelope(
         &self,
         tool: &Tool,
-        arguments: Option<Value>,
+        arguments: Args<'_>,
         ctx: &RequestCtx<'_>,
     ) -> Result<Exec, CallError> {
         self.execute_as(tool, arguments, ctx, false, Want::Text)
@@ -536,12 +549,17 @@ impl Broker {
     async fn execute_as(
         &self,
         tool: &Tool,
-        arguments: Option<Value>,
+        arguments: Args<'_>,
         ctx: &RequestCtx<'_>,
         preview_only: bool,
         want: Want,
     ) -> Result<Exec, CallError> {
-        let mut args = args::prepare(tool, arguments)?;
+        // The door's arguments come validated, priced and decided; any other tool's
+        // (one a hook or a portal tool runs) are here.
+        let (mut args, door) = match arguments {
+            Args::Door(args, priced) => (args, Some(priced)),
+            Args::Raw(arguments) => (args::prepare(tool, arguments)?, None),
+        };
         let routed = crate::call::tenancy::route(self, tool, &mut args, ctx.headers)?;
         // Built only if a template reads it (`routed_context` copies the arguments).
         let (arguments, routed_to) = (&args, routed.as_deref());
@@ -563,8 +581,15 @@ impl Broker {
         } else {
             decide(tool, &args, &self.catalog.rules.confirmation)?
         };
-        self.inner_policy(tool, ctx, &args, matches!(decision, Decision::Preview(_)))?;
-        let priced = self.estimate(tool, &args)?;
+        let priced = match door {
+            Some(priced) => priced,
+            None => {
+                let priced = self.estimate(tool, &args)?;
+                let dry_run = matches!(decision, Decision::Preview(_));
+                self.inner_policy(tool, ctx, &args, (dry_run, priced))?;
+                priced
+            }
+        };
         match &tool.action {
             Action::Hook(hook) => {
                 drop(template_ctx);
@@ -572,16 +597,17 @@ impl Broker {
                 // each where its request is sent; one that sends its own request is
                 // charged as a request.
                 let sends = *hook == crate::catalog::Hook::AllowlistedRequest;
-                let hold = if sends && decision == Decision::Run {
-                    self.reserve(tool, priced.0, ctx).await?
-                } else {
-                    None
+                let hold = match priced.0 {
+                    Some(p) if sends && decision == Decision::Run && !self.budgets.is_empty() => {
+                        Box::pin(self.reserve(tool, p, ctx)).await?
+                    }
+                    _ => None,
                 };
                 let result = hooks::run(*hook, self, &self.hooks, tool, args, ctx)
                     .await
                     .map(|exec| priced.charge(exec));
                 if let Some(hold) = hold {
-                    self.settle(tool, hold, &result).await;
+                    Box::pin(self.settle(tool, hold, &result)).await;
                 }
                 result
             }
@@ -610,13 +636,19 @@ impl Broker {
                     )
                     .await?;
                 }
-                let hold = self.reserve(tool, priced.0, ctx).await?;
+                // Budgets: boxed, so an unpriced call's future does not carry them.
+                let hold = match priced.0 {
+                    Some(p) if !self.budgets.is_empty() => {
+                        Box::pin(self.reserve(tool, p, ctx)).await?
+                    }
+                    _ => None,
+                };
                 let result = self
                     .send_rendered(tool, &request, &args, &template_ctx, ctx, (None, want))
                     .await
                     .map(|exec| priced.charge(exec));
                 if let Some(hold) = hold {
-                    self.settle(tool, hold, &result).await;
+                    Box::pin(self.settle(tool, hold, &result)).await;
                 }
                 result
             }
@@ -676,10 +708,28 @@ impl Broker {
     }
 }
 
-/// A call's price and estimate, when its tool has one.
+/// A call's arguments on their way to [`Broker::execute_as`].
+enum Args<'p> {
+    /// The door's: validated (defaults in), priced and decided by the policies there.
+    Door(Map<String, Value>, Priced<'p>),
+    /// Those of a tool another runs (a hook's step, a portal read), as it passed them:
+    /// validated, priced and decided when run.
+    Raw(Option<Value>),
+}
+
+/// A call's price and estimate, when its tool has one: worked out once per tool run.
+#[derive(Clone, Copy)]
 struct Priced<'p>(Option<(&'p Price, Estimate)>);
 
-impl Priced<'_> {
+impl<'p> Priced<'p> {
+    /// The unit and units of a priced estimate (`None`: unpriced, or not priceable).
+    fn units(self) -> Option<(&'p String, u64)> {
+        match self.0? {
+            (price, Estimate::Units(n)) => Some((&price.unit, n)),
+            (_, Estimate::Unpriced) => None,
+        }
+    }
+
     /// `exec` with its `meta.cost`: the estimate and, unless it was a preview, what the
     /// call is charged (what the answer said of it, or the estimate).
     fn charge(&self, mut exec: Exec) -> Exec {
@@ -698,13 +748,34 @@ impl Priced<'_> {
             (false, None, Reading::Nothing) => Some(0),
             (false, None, Reading::Estimate) => None,
         };
-        exec.cost = Some(crate::answer::envelope::Cost {
+        exec.cost = Some(Box::new(crate::answer::envelope::Cost {
             unit: price.unit.as_str().into(),
             estimate,
             actual,
             budgets: Vec::new(),
-        });
+        }));
         exec
+    }
+
+    /// `meta.cost` of a call that failed: its estimate, and what it was charged:
+    /// nothing when nothing was sent or the upstream refused it (the reservation was
+    /// released), the estimate when no answer came in time (kept).
+    fn failed(self, err: &CallError) -> Option<Box<crate::answer::envelope::Cost>> {
+        let (price, estimate) = self.0?;
+        let estimate = match estimate {
+            Estimate::Units(n) => Some(n),
+            Estimate::Unpriced => None,
+        };
+        Some(Box::new(crate::answer::envelope::Cost {
+            unit: price.unit.as_str().into(),
+            estimate,
+            actual: if budget::releases(err) {
+                Some(0)
+            } else {
+                estimate
+            },
+            budgets: Vec::new(),
+        }))
     }
 }
 
@@ -769,6 +840,19 @@ fn tool_span(
     }
 }
 
+/// What a priced call cost: its unit, estimate and (once charged) actual units.
+fn cost_span(span: &mut crate::telemetry::trace::Span, cost: &crate::answer::envelope::Cost) {
+    span.text("tool_broker.cost.unit", &*cost.unit);
+    for (name, n) in [
+        ("tool_broker.cost.estimate", cost.estimate),
+        ("tool_broker.cost.actual", cost.actual),
+    ] {
+        if let Some(n) = n {
+            span.int(name, i64::try_from(n).unwrap_or(i64::MAX));
+        }
+    }
+}
+
 /// How the call ended: its classification (`error.type` and status ERROR when it
 /// failed), the upstream status, whether it was a dry run.
 fn result_span(span: &mut crate::telemetry::trace::Span, result: &Result<Exec, CallError>) {
@@ -778,17 +862,6 @@ fn result_span(span: &mut crate::telemetry::trace::Span, result: &Result<Exec, C
             span.bool("tool_broker.dry_run", exec.dry_run);
             if let Some(status) = exec.upstream_status {
                 span.int("tool_broker.upstream.status", i64::from(status));
-            }
-            if let Some(cost) = &exec.cost {
-                span.text("tool_broker.cost.unit", &*cost.unit);
-                for (name, n) in [
-                    ("tool_broker.cost.estimate", cost.estimate),
-                    ("tool_broker.cost.actual", cost.actual),
-                ] {
-                    if let Some(n) = n {
-                        span.int(name, i64::try_from(n).unwrap_or(i64::MAX));
-                    }
-                }
             }
         }
         Err(e) => {

@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::Broker;
+use super::{Broker, Priced};
 use crate::caller::Principal;
 use crate::catalog::Tool;
 use crate::config::WriteConfirmation;
@@ -14,45 +14,40 @@ use crate::error::{CallError, Classification};
 use crate::policy::{Confirm, Decision, Policies, Unreadable};
 
 impl Broker {
-    /// The door's decision, allowed or not: the arguments validated (and replaced by
-    /// their validated form, defaults applied), then decided. `Ok(None)` without
-    /// `[policy]`.
+    /// The door's decision, allowed or not, on the validated arguments and their
+    /// estimate. `Ok(None)` without `[policy]`.
     pub(super) fn door_policy(
         &self,
         policies: Option<&Policies>,
         tool: &Tool,
         principal: &Principal,
-        arguments: &mut Option<Value>,
+        (arguments, priced): (&Map<String, Value>, Priced<'_>),
     ) -> Result<Option<Decision>, CallError> {
         let Some(policies) = policies else {
             return Ok(None);
         };
-        let prepared = super::args::prepare(tool, arguments.take())?;
         let dry_run = matches!(
-            decide(tool, &prepared, &self.catalog.rules.confirmation),
+            decide(tool, arguments, &self.catalog.rules.confirmation),
             Ok(Flagged::Preview(_))
         );
-        let decision = self.decision(policies, tool, principal, &prepared, dry_run)?;
-        *arguments = Some(Value::Object(prepared));
-        Ok(Some(decision))
+        self.decision(policies, tool, principal, arguments, (dry_run, priced))
+            .map(Some)
     }
 
     /// A tool run inside the door's (a portal read, a hook's step), decided on its
-    /// validated arguments unless the door decided it already: refused unless allowed.
+    /// validated arguments: refused unless allowed.
     pub(super) fn inner_policy(
         &self,
         tool: &Tool,
         ctx: &crate::run::RequestCtx<'_>,
         arguments: &Map<String, Value>,
-        dry_run: bool,
+        (dry_run, priced): (bool, Priced<'_>),
     ) -> Result<(), CallError> {
         let Some(policies) = ctx.policies.as_deref() else {
             return Ok(());
         };
-        if ctx.decided == Some(tool.full_name.as_str()) {
-            return Ok(());
-        }
-        let decision = self.decision(policies, tool, ctx.principal, arguments, dry_run)?;
+        let decision =
+            self.decision(policies, tool, ctx.principal, arguments, (dry_run, priced))?;
         if decision.allowed {
             Ok(())
         } else {
@@ -66,15 +61,9 @@ impl Broker {
         tool: &Tool,
         principal: &Principal,
         arguments: &Map<String, Value>,
-        dry_run: bool,
+        (dry_run, priced): (bool, Priced<'_>),
     ) -> Result<Decision, CallError> {
-        let cost =
-            self.costs
-                .price(&self.catalog, tool)
-                .and_then(|p| match p.estimate(arguments) {
-                    Ok(crate::catalog::costs::Estimate::Units(n)) => Some((p.unit.as_str(), n)),
-                    _ => None,
-                });
+        let cost = priced.units().map(|(unit, n)| (unit.as_str(), n));
         policies
             .decide(tool, principal, arguments, (dry_run, cost), self.now())
             .map_err(|Unreadable(pointer)| unreadable(tool, &pointer))
@@ -88,18 +77,7 @@ pub(super) fn raised(principal: &Principal, confirm: Option<Confirm>) -> Option<
         Confirm::Bound => WriteConfirmation::Bound,
         Confirm::Human => WriteConfirmation::Human,
     };
-    raise_to(principal, wanted)
-}
-
-/// The principal with its confirmation mode raised to `wanted`, when that is stricter
-/// than its own.
-pub(super) fn raise_to(principal: &Principal, wanted: WriteConfirmation) -> Option<Principal> {
-    let rank = |m: WriteConfirmation| match m {
-        WriteConfirmation::Flag => 0,
-        WriteConfirmation::Bound => 1,
-        WriteConfirmation::Human => 2,
-    };
-    (rank(wanted) > rank(principal.confirmation)).then(|| Principal {
+    (wanted > principal.confirmation).then(|| Principal {
         confirmation: wanted,
         ..principal.clone()
     })

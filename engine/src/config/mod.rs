@@ -245,8 +245,9 @@ pub struct ApproverEntry {
     pub sha256: String,
 }
 
-/// Who confirms a write (decision 008).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+/// Who confirms a write (decision 008). Ordered from the weakest to the strictest, so
+/// `max` is the stricter of two modes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WriteConfirmation {
     /// The spec's flags decide (`confirm=true`, `confirmApply`).

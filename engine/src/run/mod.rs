@@ -113,8 +113,9 @@ pub struct Exec {
     /// What the upstream answer said of a priced call's charge (read before anything
     /// was redacted or cut).
     pub cost_reading: Option<crate::catalog::costs::Reading>,
-    /// A priced call's cost (`meta.cost`).
-    pub cost: Option<crate::answer::envelope::Cost>,
+    /// A priced call's cost (`meta.cost`; boxed, since most calls are unpriced and an
+    /// `Exec` moves by value).
+    pub cost: Option<Box<crate::answer::envelope::Cost>>,
 }
 
 impl Exec {
@@ -165,12 +166,6 @@ pub struct RequestCtx<'a> {
     /// The policy set this call decides under, taken once when it started (a reload
     /// does not change a call in flight); `None` without `[policy]`.
     pub policies: Option<Arc<crate::policy::Policies>>,
-    /// The tool the door already decided (full name): a tool run inside it is decided
-    /// again, the tool itself is not.
-    pub decided: Option<&'a str>,
-    /// The call costs more than a binding budget's `confirm_over`: it is confirmed under
-    /// its caller's mode even when it only reads.
-    pub big_spend: bool,
 }
 
 /// How a call run as an MCP task watches its job.

@@ -5,7 +5,7 @@
 //! Every budget's window is checked and charged under its lock: on PostgreSQL a
 //! transaction-scoped advisory lock per budget, scope and window, taken in one sorted
 //! order so two replicas reserving the same budgets never deadlock, all in one round
-//! trip (the `budget_reserve` function of migration 10); on SQLite the database's
+//! trip (the `budget_reserve` function of migration 11); on SQLite the database's
 //! write lock (`BEGIN IMMEDIATE`). So fifty concurrent calls against a
 //! budget with room for ten spend exactly ten, on any number of replicas.
 //!
@@ -161,7 +161,7 @@ impl Store {
                 Ok(decided)
             }
             Backend::Postgres(pool) => {
-                // One round trip: `budget_reserve` (migration 10) takes the locks and
+                // One round trip: `budget_reserve` (migration 11) takes the locks and
                 // does what the SQLite transaction does.
                 let budgets: Vec<String> = charges.iter().map(|c| c.budget.into()).collect();
                 let scopes: Vec<String> = charges.iter().map(|c| c.scope.into()).collect();
@@ -337,5 +337,29 @@ impl Store {
                 },
             )
             .collect())
+    }
+
+    /// Deletes the spending history older than `before_ms`: the charges made before
+    /// it, and the running totals of windows that ended before it. A window's total
+    /// is what reservations read, and no window is longer than 30 days, so a cutoff
+    /// at least that far back never touches a window still open. Returns how many
+    /// rows went.
+    pub async fn prune_budgets(&self, before_ms: i64) -> Result<u64, StoreError> {
+        let longest_window_ms = 30 * 24 * 3_600_000;
+        let fail = |e: sqlx::Error| self.failed("prune budget history", &e);
+        let spend = on_pool!(self, pool => sqlx::query("DELETE FROM budget_spend WHERE at_ms < $1")
+            .bind(before_ms)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected()))
+        .map_err(fail)?;
+        let usage =
+            on_pool!(self, pool => sqlx::query("DELETE FROM budget_usage WHERE window_ms < $1")
+            .bind(before_ms - longest_window_ms)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected()))
+            .map_err(fail)?;
+        Ok(spend + usage)
     }
 }

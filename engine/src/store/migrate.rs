@@ -71,20 +71,25 @@ pub const PORTABLE: &[Migration] = &[
         "audit_policies",
         include_str!("migrations/portable/0009_audit_policies.sql"),
     ),
+    (
+        10,
+        "budgets",
+        include_str!("migrations/portable/0010_budgets.sql"),
+    ),
 ];
 
 /// SQLite's own later migrations.
 pub const SQLITE_OWN: &[Migration] = &[(
-    10,
-    "budgets",
-    include_str!("migrations/sqlite/0010_budgets.sql"),
+    11,
+    "budget_reserve",
+    include_str!("migrations/sqlite/0011_budget_reserve.sql"),
 )];
 
 /// PostgreSQL's own later migrations (the same versions and names as SQLite's).
 pub const POSTGRES_OWN: &[Migration] = &[(
-    10,
-    "budgets",
-    include_str!("migrations/postgres/0010_budgets.sql"),
+    11,
+    "budget_reserve",
+    include_str!("migrations/postgres/0011_budget_reserve.sql"),
 )];
 
 /// A backend's migrations, oldest first: its initial one, the portable ones and its

@@ -67,8 +67,6 @@ async fn fetch(cx: &dyn Pipeline, service: &str, api_key: &str) -> Result<Vec<u8
         task_watch: None,
         // The broker's own refresh of callback keys, not a caller's call: no policy.
         policies: None,
-        decided: None,
-        big_spend: false,
     };
     let exec = cx
         .execute(tool, Some(serde_json::json!({})), &ctx)
