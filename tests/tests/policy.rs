@@ -551,6 +551,80 @@ async fn a_reload_takes_a_valid_set_and_keeps_the_old_one_for_an_invalid_one() {
     );
 }
 
+#[tokio::test]
+async fn a_call_in_flight_finishes_under_the_set_it_started_with() {
+    use crate::poll::{GENERATION_ID, IMAGEGEN_KEY, generation, mount_status};
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, ResponseTemplate};
+    let dir = tempfile::tempdir().unwrap();
+    let write = |text: &str| std::fs::write(dir.path().join("p.cedar"), text).unwrap();
+    write("@id(\"open\")\npermit(principal, action, resource);");
+    // A submit answered after a while, then a finished generation: the call's second
+    // step (the status read) is decided after the reload below.
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/generations"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_json(json!({ "sdGenerationJob": { "generationId": GENERATION_ID } }))
+                .set_delay(std::time::Duration::from_millis(1_500)),
+        )
+        .mount(&server)
+        .await;
+    mount_status(&server, 200, generation("COMPLETE")).await;
+    let broker = broker_with(
+        &server,
+        dir.path(),
+        "[settings.imagegen]\npoll_interval_ms = 5",
+    )
+    .await;
+    let generate = || {
+        broker.call(
+            "imagegen.generate_image_and_wait",
+            json!({ "prompt": "a lighthouse", "confirm": true }),
+            &[IMAGEGEN_KEY],
+        )
+    };
+    let status_reads = || async {
+        let requests = server.received_requests().await.unwrap_or_default();
+        requests
+            .iter()
+            .filter(|r| r.method.as_str() == "GET")
+            .count()
+    };
+    let reload = async {
+        // Once the submit is upstream: a set that refuses everything.
+        while server
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .is_empty()
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        write(
+            "@id(\"closed\")\nforbid(principal, action, resource);\npermit(principal, action, resource);",
+        );
+        broker.broker.reload_policies();
+        assert_eq!(
+            status_reads().await,
+            0,
+            "the reload came before the status step"
+        );
+    };
+    let ((status, body), ()) = tokio::join!(generate(), reload);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["status"], "COMPLETE", "{body}");
+    assert!(
+        status_reads().await > 0,
+        "the status step ran under the first set"
+    );
+    // A call that starts now is decided by the new set.
+    let (status, body) = generate().await;
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(body["error"]["details"]["policies"], json!(["closed"]));
+}
+
 #[test]
 fn the_schema_has_an_action_per_tool_in_its_groups() {
     let dir = tempfile::tempdir().unwrap();

@@ -599,3 +599,51 @@ async fn a_media_task_whose_job_is_unknown_keeps_the_tools_answer_and_says_so() 
     );
     assert_eq!((posts(&server).await, job_reads(&server).await), (1, 1));
 }
+
+#[tokio::test]
+async fn policies_decide_a_task_as_they_decide_the_call() {
+    let server = MockServer::start().await;
+    mount_submit(&server).await;
+    mount_status(&server, 200, generation("COMPLETE")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let policies = dir.path().join("policies");
+    std::fs::create_dir(&policies).unwrap();
+    std::fs::write(
+        policies.join("images.cedar"),
+        "@id(\"everyone\")\npermit(principal, action, resource);\n\
+         @id(\"one-image\")\nforbid(principal, action == Action::\"imagegen.generate_image_and_wait\", resource)\n\
+         when { context.arguments has num_images && context.arguments.num_images > 1 };\n",
+    )
+    .unwrap();
+    let mut setup = Setup::all_upstreams(&server.uri());
+    setup.config = Some(format!(
+        "[settings.imagegen]\npoll_interval_ms = 20\n[policy]\ndir = \"{}\"\n",
+        policies.display()
+    ));
+    setup.store = Some(crate::support::sqlite_store(dir.path()).await);
+    let broker = TestBroker::start(setup).await;
+    // Refused as a task exactly as without one: the same error, nothing submitted.
+    let two = json!({ "name": TOOL, "arguments": { "prompt": "a lighthouse", "num_images": 2, "confirm": true } });
+    let (status, reply) = rpc(&broker, "tools/call", two, true, TOOL, IMAGEGEN_KEY).await;
+    assert_eq!(status, 200, "{reply}");
+    let result = if reply["result"]["resultType"] == "task" {
+        let task = reply["result"]["taskId"].as_str().unwrap().to_string();
+        settled(&broker, &task).await["result"].clone()
+    } else {
+        reply["result"].clone()
+    };
+    assert_eq!(result["isError"], true, "{result}");
+    let error = &result["structuredContent"]["error"];
+    assert_eq!(error["classification"], "forbidden", "{result}");
+    assert_eq!(
+        error["details"],
+        json!({ "reason": "policy", "policies": ["one-image"] })
+    );
+    assert_eq!(posts(&server).await, 0, "nothing submitted");
+    // Permitted: the task runs and completes.
+    let task = start(&broker).await;
+    let done = settled(&broker, &task).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["isError"], false, "{done}");
+    assert_eq!(posts(&server).await, 1);
+}

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The policy reload check (docs/policy.md): the built broker, sent SIGHUP, reads its
+# policy folder again; a valid set decides the next call on the same connection, an
+# invalid one is rejected and the last valid set still decides. Python's standard
+# library only; loopback only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build -q -p tool-broker
+python3 clients/policy_reload.py ./target/debug/tool-broker clients/stub_upstream.py
