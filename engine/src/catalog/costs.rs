@@ -475,11 +475,11 @@ pub fn compile(
 /// How specific a cost's match of a tool is (`None`: no match): the tool named beats
 /// the service, the service beats classes, classes beat the risk.
 fn rank(raw: &RawCost, tool: &Tool) -> Option<u8> {
-    if raw.tool.as_ref().is_some_and(|t| *t != tool.full_name)
-        || raw.service.as_ref().is_some_and(|s| *s != tool.service)
-        || raw.risk.is_some_and(|r| r != tool.risk)
-        || !(raw.classes.is_empty() || raw.classes.iter().any(|c| tool.classes.contains(c)))
-    {
+    let selected = crate::catalog::rules::selects(
+        (raw.service.as_deref(), raw.risk, &raw.classes),
+        (&tool.service, tool.risk, &tool.classes),
+    );
+    if !selected || raw.tool.as_ref().is_some_and(|t| *t != tool.full_name) {
         return None;
     }
     Some(

@@ -303,6 +303,19 @@ impl Redaction {
     }
 }
 
+/// Whether a rule's selectors hold of a tool (its service, risk and classes): each that
+/// is given matches, and `classes` when given shares a class with the tool. The one
+/// reading of `service`, `risk` and `classes` across `rules/` (confirmation policies,
+/// costs).
+pub fn selects(
+    (service, risk, classes): (Option<&str>, Option<Risk>, &[Class]),
+    (tool_service, tool_risk, tool_classes): (&str, Risk, &[Class]),
+) -> bool {
+    service.is_none_or(|s| s == tool_service)
+        && risk.is_none_or(|r| r == tool_risk)
+        && (classes.is_empty() || classes.iter().any(|c| tool_classes.contains(c)))
+}
+
 /// Compiled confirmation rules.
 #[derive(Debug, Clone)]
 pub struct Confirmation {
@@ -327,9 +340,10 @@ impl Confirmation {
         self.policies
             .iter()
             .find(|p| {
-                p.service.as_deref().is_none_or(|s| s == service)
-                    && p.risk.is_none_or(|r| r == risk)
-                    && (p.classes.is_empty() || p.classes.iter().any(|c| classes.contains(c)))
+                selects(
+                    (p.service.as_deref(), p.risk, &p.classes),
+                    (service, risk, classes),
+                )
             })
             .map(|p| p.mode)
     }

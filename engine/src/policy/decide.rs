@@ -86,6 +86,10 @@ struct Caller {
     entities: RwLock<HashMap<usize, Arc<Entities>>>,
     /// What discovery answered per tool: 0 not asked yet, 1 hidden, 2 shown.
     visible: Vec<AtomicU8>,
+    /// Decisions kept by (tool, dry run) where the caller's cut reads nothing of the
+    /// context but `dryRun`: the answer is then a function of the caller, the tool and
+    /// that flag alone, and Cedar is asked once.
+    decided: RwLock<HashMap<(usize, bool), Decision>>,
 }
 
 /// A slice cut for one caller.
@@ -95,6 +99,9 @@ struct Cut {
     /// Whether a policy of the set reads `context.now` (else the context goes without
     /// it: a `datetime` is parsed each time it is built).
     reads_now: bool,
+    /// Whether no policy of the set reads the context beyond `context.dryRun`: its
+    /// decisions are kept ([`Caller::decided`]).
+    kept: bool,
 }
 
 /// Callers kept before the cache starts again.
@@ -122,6 +129,9 @@ pub struct Policies {
     principals: Vec<PrincipalConstraint>,
     /// Whether each source reads `context.now`.
     reads_now: Vec<bool>,
+    /// Whether each source reads the context beyond `context.dryRun` (its arguments,
+    /// cost or time).
+    reads_context: Vec<bool>,
     /// What is kept per caller, by [`caller_key`]: Cedar's cost grows with every
     /// policy it is given (most of a slice is for other roles) and with every entity
     /// whose ancestors it closes.
@@ -191,6 +201,13 @@ impl Policies {
                     .is_ok_and(|est| est::any(&est, &|m| est::is_attr(m, "context", "now")))
             })
             .collect();
+        let reads_context = (loaded.sources.iter())
+            .map(|s| {
+                s.policy
+                    .to_json()
+                    .map_or(true, |est| reads_more_than_dry_run(&est))
+            })
+            .collect();
         Ok(Self {
             loaded,
             types,
@@ -201,6 +218,7 @@ impl Policies {
             discovery,
             principals,
             reads_now,
+            reads_context,
             callers: RwLock::new(HashMap::new()),
             authorizer: Authorizer::new(),
         })
@@ -248,6 +266,7 @@ impl Policies {
             cuts: RwLock::new(HashMap::new()),
             entities: RwLock::new(HashMap::new()),
             visible: (0..self.tools.len()).map(|_| AtomicU8::new(0)).collect(),
+            decided: RwLock::new(HashMap::new()),
         });
         if let Ok(mut kept) = self.callers.write() {
             if kept.len() >= KEPT_CALLERS {
@@ -272,9 +291,15 @@ impl Policies {
         let Some((index, entry)) = self.entry(tool) else {
             return Ok(refused());
         };
-        let args = read_record(&entry.arguments, arguments).map_err(Unreadable)?;
         let caller = self.caller(principal);
         let cut = self.cut_set(entry, &caller, principal, false);
+        if cut.kept
+            && let Ok(kept) = caller.decided.read()
+            && let Some(decision) = kept.get(&(index, dry_run))
+        {
+            return Ok(decision.clone());
+        }
+        let args = read_record(&entry.arguments, arguments).map_err(Unreadable)?;
         let mut pairs = vec![
             ("arguments".to_string(), args),
             (
@@ -292,7 +317,16 @@ impl Policies {
             ));
         }
         let context = Context::from_pairs(pairs);
-        Ok(self.ask(index, entry, &caller, context, &cut.set))
+        let decision = self.ask(index, entry, &caller, context, &cut.set);
+        if cut.kept
+            && let Ok(mut kept) = caller.decided.write()
+        {
+            if kept.len() >= 2 * KEPT_ENTITIES {
+                kept.clear();
+            }
+            kept.insert((index, dry_run), decision.clone());
+        }
+        Ok(decision)
     }
 
     /// Whether some call of `tool` by `principal` could be permitted: lists and
@@ -449,6 +483,9 @@ impl Policies {
         let reads_now = chosen
             .iter()
             .any(|&i| self.reads_now.get(i).copied().unwrap_or(true));
+        let kept = !chosen
+            .iter()
+            .any(|&i| self.reads_context.get(i).copied().unwrap_or(true));
         let chosen = chosen.into_iter().filter_map(|i| {
             if discovery {
                 self.discovery.get(i).cloned().flatten()
@@ -460,6 +497,7 @@ impl Policies {
         let set = Arc::new(Cut {
             set: PolicySet::from_policies(chosen).unwrap_or_default(),
             reads_now,
+            kept,
         });
         if let Ok(mut kept) = caller.cuts.write() {
             kept.insert(key, Arc::clone(&set));
@@ -506,6 +544,21 @@ fn caller_key(p: &Principal) -> String {
         }
     }
     key
+}
+
+/// Whether a policy (its JSON form) reads the context beyond `context.dryRun`: every
+/// `context` it names is not the left side of a `.dryRun`.
+fn reads_more_than_dry_run(est: &Value) -> bool {
+    let (mut contexts, mut dry_runs) = (0_usize, 0_usize);
+    est::visit(est, &mut |m| {
+        if m.get("Var").and_then(Value::as_str) == Some("context") {
+            contexts += 1;
+        }
+        if est::is_attr(m, "context", "dryRun") {
+            dry_runs += 1;
+        }
+    });
+    contexts > dry_runs
 }
 
 fn refused() -> Decision {
@@ -674,6 +727,60 @@ mod tests {
                 assert_eq!(policies.may_see(refund, &who), allowed);
             }
         }
+    }
+
+    /// A decision is kept only where nothing but the caller, the tool and `dryRun` can
+    /// change it: a rule reading the arguments is asked anew each call, a rule reading
+    /// `dryRun` alone is kept per value of the flag.
+    #[test]
+    fn kept_decisions_answer_only_what_they_were_asked() {
+        let catalog = compile(&Sources::embedded()).unwrap();
+        let config = PolicyConfig {
+            dir: "unused".into(),
+            claims: Vec::new(),
+            set_claims: Vec::new(),
+            units: Vec::new(),
+        };
+        let text = r#"
+            @id("all") permit(principal, action, resource);
+            @id("previews") forbid(principal in Role::"trainee", action, resource) when { !context.dryRun };
+            @id("cap") forbid(principal in Role::"support", action == Action::"payments.post_refunds", resource)
+              when { context.arguments has amount && context.arguments.amount > 5000 };
+        "#;
+        let schema = schema::schema(&catalog, &config).unwrap();
+        let loaded = load::load(&[("t.cedar".into(), text.into())], schema).unwrap();
+        let policies = Policies::compile(loaded, &catalog).unwrap();
+        assert_eq!(policies.reads_context, [false, false, true]);
+        let refund = catalog.resolve("payments.post_refunds").unwrap();
+        let args = |amount: i64| {
+            let Value::Object(args) = json!({ "charge": "ch_1", "amount": amount }) else {
+                unreachable!()
+            };
+            args
+        };
+        let now = jiff::Timestamp::UNIX_EPOCH;
+        let who = |role: &str| Principal {
+            roles: vec![role.into()],
+            ..Principal::unrestricted("k")
+        };
+        for _ in 0..2 {
+            for (role, amount, dry_run, allowed) in [
+                ("support", 10, false, true),
+                ("support", 9_000, false, false),
+                ("support", 10, false, true),
+                ("trainee", 9_000, true, true),
+                ("trainee", 10, false, false),
+                ("trainee", 9_000, true, true),
+            ] {
+                let decided = policies
+                    .decide(refund, &who(role), &args(amount), (dry_run, None), now)
+                    .unwrap();
+                assert_eq!(decided.allowed, allowed, "{role} {amount} {dry_run}");
+            }
+        }
+        // The trainee's cut reads only `dryRun`: kept; the support caller's is not.
+        let kept = |role: &str| policies.caller(&who(role)).decided.read().unwrap().len();
+        assert_eq!((kept("trainee"), kept("support")), (2, 0));
     }
 
     #[test]
