@@ -157,6 +157,13 @@ impl Broker {
 
     /// Settles or releases what a call reserved, by how it ended, and counts what was
     /// spent. A store that fails is logged: the call's answer stands.
+    ///
+    /// A release is awaited (a caller retrying at once finds the room given back). A
+    /// settlement to another figure than the estimate is made off the call's path: the
+    /// answer does not wait for it, so a priced call pays one store round trip, the
+    /// reservation. Until it lands (a round trip later) the window counts the
+    /// estimate; if the broker stops first, the estimate stands, as for a call still
+    /// upstream.
     pub(super) async fn settle(&self, tool: &Tool, hold: Hold, result: &Result<Exec, CallError>) {
         let spent = match result {
             Ok(exec) => Some(
@@ -168,22 +175,23 @@ impl Broker {
             Err(e) if releases(e) => None,
             Err(_) => Some(hold.estimate),
         };
-        let stored = match spent {
-            Some(units) => {
-                self.metrics.record_spent(&hold.unit, &tool.service, units);
-                // The estimate stands: the reservation already says so (no round trip).
-                if units == hold.estimate {
-                    return;
-                }
-                self.store
-                    .settle_budgets(&hold.id, hold.estimate, units)
-                    .await
+        let Some(units) = spent else {
+            if let Err(e) = self.store.release_budgets(&hold.id, hold.estimate).await {
+                tracing::error!(error = %e, tool = %tool.full_name, "budget not released; the reservation stands at its estimate");
             }
-            None => self.store.release_budgets(&hold.id, hold.estimate).await,
+            return;
         };
-        if let Err(e) = stored {
-            tracing::error!(error = %e, tool = %tool.full_name, "budget not settled; the reservation stands at its estimate");
+        self.metrics.record_spent(&hold.unit, &tool.service, units);
+        // The estimate stands: the reservation already says so (no round trip).
+        if units == hold.estimate {
+            return;
         }
+        let (store, name) = (self.store.clone(), tool.full_name.clone());
+        tokio::spawn(async move {
+            if let Err(e) = store.settle_budgets(&hold.id, hold.estimate, units).await {
+                tracing::error!(error = %e, tool = %name, "budget not settled; the reservation stands at its estimate");
+            }
+        });
     }
 
     /// Whether a call costs more than the `confirm_over` of a budget binding its
