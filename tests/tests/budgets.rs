@@ -287,22 +287,6 @@ async fn an_upstream_refusal_releases_what_was_reserved() {
     assert_eq!(budgets_of(&broker, API_KEY).await[0]["used"], 0);
 }
 
-/// A priced read that gives up after 200 ms.
-const SLOW_PRICED: &str = r#"
-[[tool]]
-name = "slow_render"
-title = "Slow Render"
-description = "A test tool that times out."
-tier = "agent_ready"
-risk = "read"
-timeout_ms = 200
-[tool.http]
-method = "GET"
-path = "/v1/slow"
-[tool.arguments]
-type = "object"
-"#;
-
 #[tokio::test]
 async fn a_timeout_keeps_the_estimate_since_the_upstream_may_have_done_the_work() {
     let server = MockServer::start().await;
@@ -317,15 +301,15 @@ async fn a_timeout_keeps_the_estimate_since_the_upstream_may_have_done_the_work(
     let mut setup = Setup::all_upstreams(&server.uri());
     setup.sources = Some(crate::support::sources_with(&[(
         "catalog/media/slow.toml",
-        SLOW_PRICED,
+        crate::failures::SLOW_TOOL,
     )]));
     setup.config = Some(format!(
-        "[[costs.cost]]\ntool = \"media.slow_render\"\nconstant = 3\n\n{}",
+        "[[costs.cost]]\ntool = \"media.slow_job\"\nconstant = 3\n\n{}",
         ONE_KEY_TWO_CREDITS.replace("limit = 2", "limit = 5")
     ));
     let broker = TestBroker::start(setup).await;
     let media = [("x-media-api-key", "mk_budget_slow_1")];
-    let (status, body) = broker.call("media.slow_render", json!({}), &media).await;
+    let (status, body) = broker.call("media.slow_job", json!({}), &media).await;
     assert_eq!(status, 504, "{body}");
     assert_eq!(
         body["meta"]["cost"],
@@ -334,7 +318,7 @@ async fn a_timeout_keeps_the_estimate_since_the_upstream_may_have_done_the_work(
     );
     assert_eq!(budgets_of(&broker, API_KEY).await[0]["used"], 3);
     // 2 left: the next one does not fit, and nothing goes upstream.
-    let (status, body) = broker.call("media.slow_render", json!({}), &media).await;
+    let (status, body) = broker.call("media.slow_job", json!({}), &media).await;
     assert_eq!(status, 402, "{body}");
     assert_eq!(server.received_requests().await.unwrap().len(), 1);
 }

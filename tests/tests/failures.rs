@@ -9,7 +9,8 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::support::{Setup, TestBroker, classification, closed_port_url, sources_with};
 
-const SLOW_TOOL: &str = r#"
+/// A read that gives up after 200 ms (the media upstream; also priced by budget tests).
+pub(crate) const SLOW_TOOL: &str = r#"
 [[tool]]
 name = "slow_job"
 title = "Slow Job"

@@ -34,7 +34,7 @@ use std::time::Instant;
 
 use serde_json::{Map, Value, json};
 
-use crate::answer::envelope::{self, Meta, Portal, Response};
+use crate::answer::envelope::{self, Cost, Meta, Portal, Response};
 use crate::caller::Principal;
 use crate::catalog::costs::{Estimate, Price, Reading, TooMany};
 use crate::catalog::descriptor::{Class, ConfirmationMode, EnvelopeKind, Risk};
@@ -437,7 +437,7 @@ impl Broker {
         (policies, mode, failed_cost): (
             Option<&[String]>,
             crate::config::WriteConfirmation,
-            Option<&crate::answer::envelope::Cost>,
+            Option<&Cost>,
         ),
     ) {
         use crate::store::audit::AuditRecord;
@@ -724,58 +724,47 @@ struct Priced<'p>(Option<(&'p Price, Estimate)>);
 impl<'p> Priced<'p> {
     /// The unit and units of a priced estimate (`None`: unpriced, or not priceable).
     fn units(self) -> Option<(&'p String, u64)> {
-        match self.0? {
-            (price, Estimate::Units(n)) => Some((&price.unit, n)),
-            (_, Estimate::Unpriced) => None,
-        }
+        let (price, estimate) = self.0?;
+        Some((&price.unit, estimate.units()?))
+    }
+
+    /// `meta.cost` with the estimate and what the call was charged (`None`: nothing
+    /// settled, as for a preview); `None` for an unpriced tool.
+    fn cost(self, actual: impl FnOnce(Option<u64>) -> Option<u64>) -> Option<Box<Cost>> {
+        let (price, estimate) = self.0?;
+        let estimate = estimate.units();
+        Some(Box::new(Cost {
+            unit: price.unit.as_str().into(),
+            estimate,
+            actual: actual(estimate),
+            budgets: Vec::new(),
+        }))
     }
 
     /// `exec` with its `meta.cost`: the estimate and, unless it was a preview, what the
     /// call is charged (what the answer said of it, or the estimate).
-    fn charge(&self, mut exec: Exec) -> Exec {
-        let Some((price, estimate)) = self.0 else {
+    fn charge(self, mut exec: Exec) -> Exec {
+        if self.0.is_none() {
             return exec;
-        };
-        let estimate = match estimate {
-            Estimate::Units(n) => Some(n),
-            Estimate::Unpriced => None,
-        };
+        }
         let reading = exec.cost_reading.take().unwrap_or(Reading::Estimate);
-        let actual = match (exec.dry_run, estimate, reading) {
+        let dry_run = exec.dry_run;
+        exec.cost = self.cost(|estimate| match (dry_run, estimate, reading) {
             (true, ..) => None,
             (false, Some(n), reading) => Some(reading.apply(n)),
             (false, None, Reading::Figure(n)) => Some(n),
             (false, None, Reading::Nothing) => Some(0),
             (false, None, Reading::Estimate) => None,
-        };
-        exec.cost = Some(Box::new(crate::answer::envelope::Cost {
-            unit: price.unit.as_str().into(),
-            estimate,
-            actual,
-            budgets: Vec::new(),
-        }));
+        });
         exec
     }
 
     /// `meta.cost` of a call that failed: its estimate, and what it was charged:
     /// nothing when nothing was sent or the upstream refused it (the reservation was
     /// released), the estimate when no answer came in time (kept).
-    fn failed(self, err: &CallError) -> Option<Box<crate::answer::envelope::Cost>> {
-        let (price, estimate) = self.0?;
-        let estimate = match estimate {
-            Estimate::Units(n) => Some(n),
-            Estimate::Unpriced => None,
-        };
-        Some(Box::new(crate::answer::envelope::Cost {
-            unit: price.unit.as_str().into(),
-            estimate,
-            actual: if budget::releases(err) {
-                Some(0)
-            } else {
-                estimate
-            },
-            budgets: Vec::new(),
-        }))
+    fn failed(self, err: &CallError) -> Option<Box<Cost>> {
+        let released = budget::releases(err);
+        self.cost(|estimate| if released { Some(0) } else { estimate })
     }
 }
 
@@ -841,7 +830,7 @@ fn tool_span(
 }
 
 /// What a priced call cost: its unit, estimate and (once charged) actual units.
-fn cost_span(span: &mut crate::telemetry::trace::Span, cost: &crate::answer::envelope::Cost) {
+fn cost_span(span: &mut crate::telemetry::trace::Span, cost: &Cost) {
     span.text("tool_broker.cost.unit", &*cost.unit);
     for (name, n) in [
         ("tool_broker.cost.estimate", cost.estimate),

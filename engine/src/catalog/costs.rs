@@ -164,6 +164,16 @@ pub enum Estimate {
     Unpriced,
 }
 
+impl Estimate {
+    /// The units, when the arguments price the call.
+    pub fn units(self) -> Option<u64> {
+        match self {
+            Self::Units(n) => Some(n),
+            Self::Unpriced => None,
+        }
+    }
+}
+
 /// A call's arguments break a price's rule (more items than `max_items`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TooMany {
