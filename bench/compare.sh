@@ -126,17 +126,7 @@ rss_start=$(rss_mb "$broker_pid")
 # The same broker with 50 Cedar policies (docs/policy.md), every one of them in the slice
 # of the proxied read: what a deployment with policies pays per call.
 policy_port=$(free_port)
-mkdir -p "$work/policies"
-{
-  echo '@id("reads") permit(principal, action in Action::"read", resource) when { resource.tier == "agent_ready" };'
-  echo '@id("no-destruction") forbid(principal, action in Action::"destructive", resource) unless { principal in Role::"admin" };'
-  echo '@id("contractors") forbid(principal in Role::"contractor", action in Action::"write", resource) when { !context.dryRun };'
-  echo '@id("admins") permit(principal in Role::"admin", action, resource);'
-  echo '@id("hosting-team") permit(principal in Role::"hosting-team", action in Action::"hosting", resource);'
-  for i in $(seq 1 45); do
-    echo "@id(\"team-$i\") permit(principal in Role::\"team-$i\", action in Action::\"hosting\", resource) when { resource.tier == \"agent_ready\" && !context.dryRun };"
-  done
-} > "$work/policies/bench.cedar"
+bench_policies "$work/policies"
 printf '[policy]\ndir = "%s"\n' "$work/policies" > "$work/policy.toml"
 TOOL_BROKER_API_KEY=$key TOOL_BROKER_UPSTREAM_HOSTING="http://127.0.0.1:$up_port" \
   TOOL_BROKER_LOG=warn target/release/tool-broker serve --listen "127.0.0.1:$policy_port" \

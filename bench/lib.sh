@@ -50,3 +50,20 @@ install_missing() {
 
 # The median of its integer arguments (the upper one of an even count).
 median() { printf '%s\n' "$@" | sort -n | sed -n "$((($# + 1) / 2))p"; }
+
+# The 50 Cedar policies of the `50 policies` figures (docs/policy.md), written to
+# DIR/bench.cedar: every one of them in the slice of the proxied read (a hosting read),
+# the caller (a key without roles) cut to two of them.
+bench_policies() { # DIR
+  mkdir -p "$1"
+  {
+    echo '@id("reads") permit(principal, action in Action::"read", resource) when { resource.tier == "agent_ready" };'
+    echo '@id("no-destruction") forbid(principal, action in Action::"destructive", resource) unless { principal in Role::"admin" };'
+    echo '@id("contractors") forbid(principal in Role::"contractor", action in Action::"write", resource) when { !context.dryRun };'
+    echo '@id("admins") permit(principal in Role::"admin", action, resource);'
+    echo '@id("hosting-team") permit(principal in Role::"hosting-team", action in Action::"hosting", resource);'
+    for i in $(seq 1 45); do
+      echo "@id(\"team-$i\") permit(principal in Role::\"team-$i\", action in Action::\"hosting\", resource) when { resource.tier == \"agent_ready\" && !context.dryRun };"
+    done
+  } > "$1/bench.cedar"
+}

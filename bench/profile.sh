@@ -19,6 +19,8 @@
 # example, which prints the token; the broker runs with `[oauth]` naming them.
 # LOG=info (default warn) sets TOOL_BROKER_LOG: `info` writes the per-call line (to a file
 # here), `warn` does not; BROKER=PATH runs another build of the binary.
+# POLICIES=50 runs the broker with compare.sh's 50 Cedar policies (`[policy]`, the
+# `50 policies` figures), none by default.
 # KEY=hub (default header; needs AUTH=token) sends no upstream key header: the user
 # stores the key once in the hub (`PUT /hub/keys/hosting`) and each call reads it from
 # the store and opens it (decision 012).
@@ -115,13 +117,21 @@ store_key() {
       "http://127.0.0.1:$broker_port/hub/keys/hosting"
   fi
 }
+policy_table=""
+if [[ ${POLICIES:-} == 50 ]]; then
+  bench_policies "$work/policies"
+  policy_table=$(printf '[policy]\ndir = "%s"\n' "$work/policies")
+elif [[ -n ${POLICIES:-} ]]; then
+  echo "POLICIES is 50 or unset, not $POLICIES" >&2
+  exit 2
+fi
 url="http://127.0.0.1:$broker_port$path"
 serve=("${BROKER:-target/release/tool-broker}" serve --listen "127.0.0.1:$broker_port" --data-dir "$work/data")
 http1_server=${HTTP1_SERVER:-own}
 export TOOL_BROKER_API_KEY=tb_bench_key TOOL_BROKER_UPSTREAM_HOSTING="http://127.0.0.1:$up_port" TOOL_BROKER_LOG=${LOG:-warn}
 
 if [[ $mode == callgrind ]]; then
-  printf '%s\n[server]\nworkers = 1\nhttp1_server = "%s"\n%s\n' "$vault_line" "$http1_server" "$oauth_table" > "$work/one-worker.toml"
+  printf '%s\n[server]\nworkers = 1\nhttp1_server = "%s"\n%s\n%s\n' "$vault_line" "$http1_server" "$oauth_table" "$policy_table" > "$work/one-worker.toml"
   mkdir -p "$(dirname "$out")"
   valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" \
     "${serve[@]}" --config "$work/one-worker.toml" > "$work/valgrind.log" 2>&1 &
@@ -146,7 +156,7 @@ if [[ $mode == callgrind ]]; then
   exit 0
 fi
 
-printf '%s\n[server]\nhttp1_server = "%s"\n%s\n' "$vault_line" "$http1_server" "$oauth_table" > "$work/serve.toml"
+printf '%s\n[server]\nhttp1_server = "%s"\n%s\n%s\n' "$vault_line" "$http1_server" "$oauth_table" "$policy_table" > "$work/serve.toml"
 "${serve[@]}" --config "$work/serve.toml" > "$work/broker.log" 2>&1 &
 broker=$!
 pids+=("$broker")

@@ -65,7 +65,7 @@ impl Broker {
     ) -> Result<Decision, CallError> {
         let cost = priced.units().map(|(unit, n)| (unit.as_str(), n));
         policies
-            .decide(tool, principal, arguments, (dry_run, cost), self.now())
+            .decide(tool, principal, arguments, (dry_run, cost), || self.now())
             .map_err(|Unreadable(pointer)| unreadable(tool, &pointer))
     }
 }
@@ -86,7 +86,7 @@ pub(super) fn raised(principal: &Principal, confirm: Option<Confirm>) -> Option<
 /// `forbidden` with `details.reason = "policy"` and the determining policies' ids; no
 /// argument value.
 pub(super) fn refusal(tool: &Tool, decision: &Decision) -> CallError {
-    let message = match decision.policies.as_slice() {
+    let message = match &decision.policies[..] {
         [] => format!(
             "no policy permits this call of `{}`; ask the broker's operator which policy should",
             tool.full_name

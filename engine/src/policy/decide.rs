@@ -12,9 +12,14 @@
 //!
 //! What a caller is asked about is kept per caller ([`Caller`]): its entity, its cut
 //! sets, the entities of each tool it called (Cedar closes their ancestors when they
-//! are gathered, most of a decision's cost) and what discovery answered per tool.
+//! are gathered, most of a decision's cost), its decisions that depend on nothing of
+//! the call but `dryRun` and what discovery answered per tool. A call whose decision is
+//! kept costs a hash of the caller's identity, two read locks and a reference count
+//! (docs/policy.md, "Cost").
 
+use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, RwLock};
 
@@ -28,7 +33,7 @@ use serde_json::{Map, Value};
 use super::est;
 use super::load::{Confirm, Loaded, Source};
 use super::request::{Shape, Types, action_groups, read_record};
-use crate::caller::{Claim, Principal};
+use crate::caller::{Claim, Principal, User};
 use crate::catalog::{Catalog, Tool};
 use crate::error::{CallError, Classification};
 
@@ -38,8 +43,9 @@ pub struct Decision {
     /// Whether the call may run.
     pub allowed: bool,
     /// The ids of the determining policies: the permits that allowed it, or the forbids
-    /// that refused it (empty when nothing permitted it).
-    pub policies: Vec<String>,
+    /// that refused it (empty when nothing permitted it). Shared: a kept decision is
+    /// handed to each call it answers without a copy.
+    pub policies: Arc<[String]>,
     /// The strictest `@confirm` of the permits that allowed it.
     pub confirm: Option<Confirm>,
 }
@@ -76,20 +82,106 @@ struct ToolPolicies {
 /// What is kept of one caller (a uid with its roles and claims) for one policy set.
 #[derive(Debug)]
 struct Caller {
+    /// Who it is to policies: what [`Who::is`] compares.
+    who: Who,
     uid: EntityUid,
     /// Its entity (`None`: a claim Cedar cannot hold; every question is refused).
     entity: Option<Entity>,
     /// Its slices cut by principal scope: (slice, discovery?).
     cuts: RwLock<HashMap<(usize, bool), Arc<Cut>>>,
-    /// The entities of a call of each tool (index into [`Policies::tools`]): itself, the
-    /// tool and its action, their ancestors closed.
-    entities: RwLock<HashMap<usize, Arc<Entities>>>,
+    /// What it keeps per tool it called (index into [`Policies::tools`]).
+    tools: RwLock<HashMap<usize, Kept, ByIndex>>,
     /// What discovery answered per tool: 0 not asked yet, 1 hidden, 2 shown.
     visible: Vec<AtomicU8>,
-    /// Decisions kept by (tool, dry run) where the caller's cut reads nothing of the
-    /// context but `dryRun`: the answer is then a function of the caller, the tool and
-    /// that flag alone, and Cedar is asked once.
-    decided: RwLock<HashMap<(usize, bool), Decision>>,
+}
+
+/// What one caller keeps of one tool it called.
+#[derive(Debug, Default)]
+struct Kept {
+    /// The entities of a call: itself, the tool and its action, their ancestors closed.
+    entities: Option<Arc<Entities>>,
+    /// Where the caller's cut of the tool's slice reads nothing of the context but
+    /// `dryRun` ([`Cut::kept`]), the decision per value of `dryRun` (`[false, true]`):
+    /// a function of the caller, the tool and that flag alone, so Cedar is asked once.
+    decided: [Option<Decision>; 2],
+}
+
+/// The parts of a principal policies read: its uid (a user's issuer and subject, or a
+/// key's name), its roles and its claims. A user's next token may carry others.
+#[derive(Debug)]
+struct Who {
+    user: Option<User>,
+    name: String,
+    roles: Vec<String>,
+    claims: Vec<(String, Claim)>,
+}
+
+impl Who {
+    fn of(p: &Principal) -> Self {
+        Self {
+            user: p.user.clone(),
+            name: if p.user.is_some() {
+                String::new()
+            } else {
+                p.name.clone()
+            },
+            roles: p.roles.clone(),
+            claims: p.claims.clone(),
+        }
+    }
+
+    /// Whether `p` is this caller, compared part by part (no key is formatted).
+    fn is(&self, p: &Principal) -> bool {
+        let uid = match (&self.user, &p.user) {
+            (Some(a), Some(b)) => a == b,
+            (None, None) => self.name == p.name,
+            _ => false,
+        };
+        uid && self.roles == p.roles && self.claims == p.claims
+    }
+}
+
+/// Hashes the uid of `p` (a user's issuer and subject, or a key's name) and how many
+/// roles and claims it has: callers differ by uid far more often than by roles, and
+/// those that share a hash are told apart by [`Who::is`].
+fn hash_who(p: &Principal, h: &mut impl Hasher) {
+    match &p.user {
+        Some(u) => {
+            u.issuer.hash(h);
+            u.subject.hash(h);
+        }
+        None => p.name.hash(h),
+    }
+    h.write_usize(p.roles.len());
+    h.write_usize(p.claims.len());
+}
+
+/// A map keyed by a tool's index or an already keyed hash: the key is its own hash
+/// (mixed by a multiply), not hashed again. Neither is chosen by a caller.
+type ByIndex = BuildHasherDefault<IndexHasher>;
+
+/// [`ByIndex`]'s hasher: one multiply of the `usize` or `u64` it is given.
+#[derive(Debug, Default)]
+struct IndexHasher(u64);
+
+impl Hasher for IndexHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
 }
 
 /// A slice cut for one caller.
@@ -107,7 +199,7 @@ struct Cut {
 /// Callers kept before the cache starts again.
 const KEPT_CALLERS: usize = 4_096;
 
-/// Tools whose entities one caller keeps before it starts again.
+/// Tools one caller keeps (entities, decisions) before it starts again.
 const KEPT_ENTITIES: usize = 512;
 
 /// A validated policy set compiled against one catalog.
@@ -132,10 +224,15 @@ pub struct Policies {
     /// Whether each source reads the context beyond `context.dryRun` (its arguments,
     /// cost or time).
     reads_context: Vec<bool>,
-    /// What is kept per caller, by [`caller_key`]: Cedar's cost grows with every
-    /// policy it is given (most of a slice is for other roles) and with every entity
-    /// whose ancestors it closes.
-    callers: RwLock<HashMap<String, Arc<Caller>>>,
+    /// What is kept per caller, by the keyed hash of its [`Who`] (callers whose hashes
+    /// meet share the list): Cedar's cost grows with every policy it is given (most
+    /// of a slice is for other roles) and with every entity whose ancestors it closes.
+    callers: RwLock<HashMap<u64, Vec<Arc<Caller>>, ByIndex>>,
+    /// The key of those hashes, drawn at compile.
+    hash_key: RandomState,
+    /// The address of the compiled catalog's first tool: a tool of it is found by its
+    /// address (checked by name), as [`Catalog::index_of`] does.
+    tools_at: usize,
     authorizer: Authorizer,
 }
 
@@ -219,7 +316,9 @@ impl Policies {
             principals,
             reads_now,
             reads_context,
-            callers: RwLock::new(HashMap::new()),
+            callers: RwLock::new(HashMap::default()),
+            hash_key: RandomState::new(),
+            tools_at: catalog.tools.as_ptr() as usize,
             authorizer: Authorizer::new(),
         })
     }
@@ -244,7 +343,17 @@ impl Policies {
             .map(|t| t.name.as_str())
     }
 
+    /// A tool's policies: found by its address when it is of the compiled catalog
+    /// (the name checked), by name otherwise.
     fn entry(&self, tool: &Tool) -> Option<(usize, &ToolPolicies)> {
+        let by_address = (tool as *const Tool as usize)
+            .checked_sub(self.tools_at)
+            .map(|offset| offset / std::mem::size_of::<Tool>().max(1))
+            .and_then(|i| Some((i, self.tools.get(i)?)))
+            .filter(|(_, t)| t.name == tool.full_name);
+        if by_address.is_some() {
+            return by_address;
+        }
         let i = self
             .tools
             .binary_search_by(|t| t.name.as_str().cmp(&tool.full_name))
@@ -252,53 +361,75 @@ impl Policies {
         Some((i, self.tools.get(i)?))
     }
 
+    fn caller_hash(&self, principal: &Principal) -> u64 {
+        let mut h = self.hash_key.build_hasher();
+        hash_who(principal, &mut h);
+        h.finish()
+    }
+
     /// What is kept of `principal`, made at its first question.
     fn caller(&self, principal: &Principal) -> Arc<Caller> {
-        let key = caller_key(principal);
+        let hash = self.caller_hash(principal);
         if let Ok(kept) = self.callers.read()
-            && let Some(caller) = kept.get(&key)
+            && let Some(caller) =
+                (kept.get(&hash).into_iter().flatten()).find(|c| c.who.is(principal))
         {
             return Arc::clone(caller);
         }
         let caller = Arc::new(Caller {
+            who: Who::of(principal),
             uid: self.types.principal_uid(principal),
             entity: self.types.principal(principal).ok(),
             cuts: RwLock::new(HashMap::new()),
-            entities: RwLock::new(HashMap::new()),
+            tools: RwLock::new(HashMap::default()),
             visible: (0..self.tools.len()).map(|_| AtomicU8::new(0)).collect(),
-            decided: RwLock::new(HashMap::new()),
         });
         if let Ok(mut kept) = self.callers.write() {
             if kept.len() >= KEPT_CALLERS {
                 kept.clear();
             }
-            kept.insert(key, Arc::clone(&caller));
+            let same = kept.entry(hash).or_default();
+            same.retain(|c| !c.who.is(principal));
+            same.push(Arc::clone(&caller));
         }
         caller
     }
 
+    /// The decision kept for this caller, tool and flag, if there is one: two read
+    /// locks, no copy.
+    fn kept_decision(
+        &self,
+        index: usize,
+        principal: &Principal,
+        dry_run: bool,
+    ) -> Option<Decision> {
+        let hash = self.caller_hash(principal);
+        let callers = self.callers.read().ok()?;
+        let caller = callers.get(&hash)?.iter().find(|c| c.who.is(principal))?;
+        let tools = caller.tools.read().ok()?;
+        tools.get(&index)?.decided[usize::from(dry_run)].clone()
+    }
+
     /// Decides a call of `tool` by `principal` with `arguments` (validated, defaults
-    /// applied) and its estimated `cost` (unit and units, when priced). A forbid that
-    /// fails to evaluate refuses the call (Cedar would skip it).
+    /// applied) and its estimated `cost` (unit and units, when priced); `now` is read
+    /// only when a policy of the caller's cut reads `context.now`. A forbid that fails
+    /// to evaluate refuses the call (Cedar would skip it).
     pub fn decide(
         &self,
         tool: &Tool,
         principal: &Principal,
         arguments: &Map<String, Value>,
         (dry_run, cost): (bool, Option<(&str, u64)>),
-        now: jiff::Timestamp,
+        now: impl FnOnce() -> jiff::Timestamp,
     ) -> Result<Decision, Unreadable> {
         let Some((index, entry)) = self.entry(tool) else {
             return Ok(refused());
         };
+        if let Some(decision) = self.kept_decision(index, principal, dry_run) {
+            return Ok(decision);
+        }
         let caller = self.caller(principal);
         let cut = self.cut_set(entry, &caller, principal, false);
-        if cut.kept
-            && let Ok(kept) = caller.decided.read()
-            && let Some(decision) = kept.get(&(index, dry_run))
-        {
-            return Ok(decision.clone());
-        }
         let args = read_record(&entry.arguments, arguments).map_err(Unreadable)?;
         let mut pairs = vec![
             ("arguments".to_string(), args),
@@ -312,19 +443,16 @@ impl Policies {
             pairs.push((
                 "now".to_string(),
                 RestrictedExpression::new_datetime(
-                    now.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+                    now().strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
                 ),
             ));
         }
         let context = Context::from_pairs(pairs);
         let decision = self.ask(index, entry, &caller, context, &cut.set);
-        if cut.kept
-            && let Ok(mut kept) = caller.decided.write()
-        {
-            if kept.len() >= 2 * KEPT_ENTITIES {
-                kept.clear();
-            }
-            kept.insert((index, dry_run), decision.clone());
+        if cut.kept {
+            caller.keep(index, |kept| {
+                kept.decided[usize::from(dry_run)] = Some(decision.clone());
+            });
         }
         Ok(decision)
     }
@@ -409,12 +537,13 @@ impl Policies {
         if !failed_forbids.is_empty() {
             return Decision {
                 allowed: false,
-                policies: failed_forbids,
+                policies: failed_forbids.into(),
                 confirm: None,
             };
         }
         let mut policies: Vec<String> = diagnostics.reason().map(|id| id.to_string()).collect();
         policies.sort();
+        let policies: Arc<[String]> = policies.into();
         match response.decision() {
             CedarDecision::Allow => Decision {
                 allowed: true,
@@ -434,8 +563,8 @@ impl Policies {
 
     /// The entities of a call of a tool by a caller, gathered at the first and kept.
     fn entities(index: usize, entry: &ToolPolicies, caller: &Caller) -> Option<Arc<Entities>> {
-        if let Ok(kept) = caller.entities.read()
-            && let Some(entities) = kept.get(&index)
+        if let Ok(kept) = caller.tools.read()
+            && let Some(entities) = kept.get(&index).and_then(|k| k.entities.as_ref())
         {
             return Some(Arc::clone(entities));
         }
@@ -447,12 +576,7 @@ impl Policies {
             )
             .ok()?,
         );
-        if let Ok(mut kept) = caller.entities.write() {
-            if kept.len() >= KEPT_ENTITIES {
-                kept.clear();
-            }
-            kept.insert(index, Arc::clone(&entities));
-        }
+        caller.keep(index, |kept| kept.entities = Some(Arc::clone(&entities)));
         Some(entities)
     }
 
@@ -512,40 +636,6 @@ impl Policies {
     }
 }
 
-/// What tells one caller from another to policies: its uid, its roles and its claims
-/// (a user's next token may carry others), each part written after its length so no
-/// two callers share a key.
-fn caller_key(p: &Principal) -> String {
-    use std::fmt::Write as _;
-    let mut key = String::with_capacity(64);
-    let mut part = |tag: char, s: &str| {
-        let _ = write!(key, "{tag}{}:{s}", s.len());
-    };
-    match &p.user {
-        Some(u) => {
-            part('I', &u.issuer);
-            part('S', &u.subject);
-        }
-        None => part('K', &p.name),
-    }
-    for role in &p.roles {
-        part('R', role);
-    }
-    for (name, value) in &p.claims {
-        part('C', name);
-        match value {
-            Claim::One(v) => part('=', v),
-            Claim::Many(items) => {
-                part('[', "");
-                for v in items {
-                    part(',', v);
-                }
-            }
-        }
-    }
-    key
-}
-
 /// Whether a policy (its JSON form) reads the context beyond `context.dryRun`: every
 /// `context` it names is not the left side of a `.dryRun`.
 fn reads_more_than_dry_run(est: &Value) -> bool {
@@ -564,8 +654,20 @@ fn reads_more_than_dry_run(est: &Value) -> bool {
 fn refused() -> Decision {
     Decision {
         allowed: false,
-        policies: Vec::new(),
+        policies: Arc::new([]),
         confirm: None,
+    }
+}
+
+impl Caller {
+    /// Changes what is kept of one tool, starting again past [`KEPT_ENTITIES`] tools.
+    fn keep(&self, index: usize, change: impl FnOnce(&mut Kept)) {
+        if let Ok(mut kept) = self.tools.write() {
+            if kept.len() >= KEPT_ENTITIES && !kept.contains_key(&index) {
+                kept.clear();
+            }
+            change(kept.entry(index).or_default());
+        }
     }
 }
 
@@ -668,7 +770,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::caller::User;
     use crate::catalog::compile::compile;
     use crate::catalog::source::Sources;
     use crate::config::PolicyConfig;
@@ -721,7 +822,7 @@ mod tests {
                 (user("sales"), false),
             ] {
                 let decided = policies
-                    .decide(refund, &who, &args, (false, None), now)
+                    .decide(refund, &who, &args, (false, None), || now)
                     .unwrap();
                 assert_eq!(decided.allowed, allowed, "{:?} {:?}", who.roles, who.claims);
                 assert_eq!(policies.may_see(refund, &who), allowed);
@@ -773,32 +874,49 @@ mod tests {
                 ("trainee", 9_000, true, true),
             ] {
                 let decided = policies
-                    .decide(refund, &who(role), &args(amount), (dry_run, None), now)
+                    .decide(refund, &who(role), &args(amount), (dry_run, None), || now)
                     .unwrap();
                 assert_eq!(decided.allowed, allowed, "{role} {amount} {dry_run}");
             }
         }
         // The trainee's cut reads only `dryRun`: kept; the support caller's is not.
-        let kept = |role: &str| policies.caller(&who(role)).decided.read().unwrap().len();
+        let kept = |role: &str| {
+            let caller = policies.caller(&who(role));
+            let tools = caller.tools.read().unwrap();
+            tools
+                .values()
+                .flat_map(|k| k.decided.iter().flatten())
+                .count()
+        };
         assert_eq!((kept("trainee"), kept("support")), (2, 0));
     }
 
+    /// A caller is found by its parts, never by another's: the same name with other
+    /// roles, roles that would read alike joined, a user named as a key.
     #[test]
-    fn caller_keys_are_unambiguous() {
-        let a = Principal {
-            roles: vec!["a".into(), "b".into()],
+    fn callers_are_told_apart_by_every_part() {
+        let key = |roles: &[&str]| Principal {
+            roles: roles.iter().map(|r| r.to_string()).collect(),
             ..Principal::unrestricted("k")
         };
-        let b = Principal {
-            roles: vec!["a\u{1f}b".into()],
+        let user = Principal {
+            user: Some(User {
+                issuer: "k".into(),
+                subject: "k".into(),
+            }),
             ..Principal::unrestricted("k")
         };
-        let c = Principal {
-            roles: vec!["ab".into()],
-            ..Principal::unrestricted("k")
-        };
-        assert_ne!(caller_key(&a), caller_key(&b));
-        assert_ne!(caller_key(&a), caller_key(&c));
-        assert_ne!(caller_key(&b), caller_key(&c));
+        let callers = [
+            key(&["a", "b"]),
+            key(&["a\u{1f}b"]),
+            key(&["ab"]),
+            key(&[]),
+            user,
+        ];
+        for (i, a) in callers.iter().enumerate() {
+            for (j, b) in callers.iter().enumerate() {
+                assert_eq!(Who::of(a).is(b), i == j, "{i} {j}");
+            }
+        }
     }
 }
