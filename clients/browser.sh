@@ -32,8 +32,8 @@ TOML
 env TOOL_BROKER_API_KEY="$token" \
   TOOL_BROKER_APPROVAL_KEY="approval-key-of-the-browser-check-0123456789" \
   TOOL_BROKER_UPSTREAM_PAYMENTS="http://127.0.0.1:$stub_port" \
-  ./target/debug/tool-broker serve --listen "127.0.0.1:$broker_port" --config "$work/config.toml" \
-  --data-dir "$work/data" >target/browser-broker.log 2>&1 &
+  "$broker_bin" serve --listen "127.0.0.1:$broker_port" --config "$work/config.toml" \
+  --data-dir "$work/data" >"$target_dir/browser-broker.log" 2>&1 &
 broker_pid=$!
 trap 'kill $stub_pid $broker_pid 2>/dev/null || true; rm -rf "$work"' EXIT
 url="http://127.0.0.1:$broker_port"

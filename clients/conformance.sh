@@ -37,7 +37,7 @@ done
 # clients/conformance/node20/ gives the suite the `glob` package's globSync instead.
 suite=(node --import "./$dir/node20/register.mjs" "$dir/node_modules/@modelcontextprotocol/conformance/dist/index.js")
 echo "suite $(node -p "require('./$dir/node_modules/@modelcontextprotocol/conformance/package.json').version"), node $(node --version)"
-results=target/conformance
+results="$target_dir/conformance"
 rm -rf "$results"
 failed=()
 ran=0
@@ -66,19 +66,20 @@ echo "== MCP Inspector CLI ($(node -p "require('./$dir/node_modules/@modelcontex
 inspector=(node "$dir/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js" --cli "$url/mcp" --transport http --header "Authorization: Bearer $BROKER_TOKEN" --header "x-agent-api-key: ak_inspector")
 # --strict: the Inspector's schema-portability lint prints every finding; the default
 # surface must have none.
-"${inspector[@]}" --method tools/list --strict >target/inspector-list.json 2>target/inspector-lint.txt
-if grep -Eq '^(Warning|Error)' target/inspector-lint.txt; then
-  echo "FAIL the Inspector's schema-portability lint:"; cat target/inspector-lint.txt; exit 1
+"${inspector[@]}" --method tools/list --strict >"$target_dir/inspector-list.json" 2>"$target_dir/inspector-lint.txt"
+if grep -Eq '^(Warning|Error)' "$target_dir/inspector-lint.txt"; then
+  echo "FAIL the Inspector's schema-portability lint:"; cat "$target_dir/inspector-lint.txt"; exit 1
 fi
 echo "ok   the Inspector's schema-portability lint finds nothing in the default surface"
-"${inspector[@]}" --method tools/call --tool-name find_tools --tool-arg 'query=list tasks' --tool-arg service=agent >target/inspector-find.json
-"${inspector[@]}" --method tools/call --tool-name call_tool --tool-arg name=agent.list_tasks --tool-arg 'arguments={"limit":2}' >target/inspector-call.json
-python3 - <<'PY'
-import json, sys
-listed = json.load(open("target/inspector-list.json"))
+"${inspector[@]}" --method tools/call --tool-name find_tools --tool-arg 'query=list tasks' --tool-arg service=agent >"$target_dir/inspector-find.json"
+"${inspector[@]}" --method tools/call --tool-name call_tool --tool-arg name=agent.list_tasks --tool-arg 'arguments={"limit":2}' >"$target_dir/inspector-call.json"
+TARGET_DIR=$target_dir python3 - <<'PY'
+import json, os, sys
+target = os.environ["TARGET_DIR"]
+listed = json.load(open(os.path.join(target, "inspector-list.json")))
 names = [t["name"] for t in listed["tools"]]
-found = json.load(open("target/inspector-find.json"))["structuredContent"]
-called = json.load(open("target/inspector-call.json"))["structuredContent"]
+found = json.load(open(os.path.join(target, "inspector-find.json")))["structuredContent"]
+called = json.load(open(os.path.join(target, "inspector-call.json")))["structuredContent"]
 checks = [
     ("tools/list shows the default surface", names == ["find_tools", "get_tool_reference", "call_tool"], names),
     ("find_tools ranks agent.list_tasks first", found["data"]["results"][0]["fullName"] == "agent.list_tasks", found["data"]["results"][:1]),

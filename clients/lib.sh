@@ -1,5 +1,9 @@
-# Shared by the client checks (sourced): a free loopback port, and waiting until a
-# started broker answers /readyz (bounded: 10 s).
+# Shared by the client checks (sourced): a free loopback port, waiting until a started
+# broker answers /readyz (bounded: 10 s), and where cargo builds: `target_dir` (cargo's
+# target folder: CARGO_TARGET_DIR or the workspace's, as `cargo metadata` says) and
+# `broker_bin`, the debug binary the checks start (BROKER_BIN to start another).
+target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+broker_bin=${BROKER_BIN:-$target_dir/debug/tool-broker}
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_ready() {
   for _ in $(seq 1 100); do
@@ -24,13 +28,13 @@ need_browser_and_npm() { # DIR PACKAGE
   fi
 }
 
-# The Python packages of clients/requirements.txt in target/client-venv (python3-venv
+# The Python packages of clients/requirements.txt in <target>/client-venv (python3-venv
 # from Debian where absent); prints the venv's folder.
 client_venv() {
   if ! python3 -m venv --help >/dev/null 2>&1; then
     { apt-get update -qq >&2 && apt-get install -y -qq python3 python3-venv >/dev/null; } || return 1
   fi
-  local venv=target/client-venv
+  local venv=$target_dir/client-venv
   if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv" >&2 || return 1
   fi

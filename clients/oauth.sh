@@ -26,7 +26,7 @@ stub_pid=$!
 hub_secret="hub-client-secret-$RANDOM$RANDOM"
 hub_key="sk_hub_flow_canary_$RANDOM$RANDOM"
 HUB_REDIRECT="http://127.0.0.1:$broker_port/hub/callback" HUB_SECRET="$hub_secret" \
-  node "$dir/provider.mjs" "$idp_port" "$resource" >target/oauth-provider.log 2>&1 &
+  node "$dir/provider.mjs" "$idp_port" "$resource" >"$target_dir/oauth-provider.log" 2>&1 &
 idp_pid=$!
 trap 'kill $stub_pid $idp_pid ${broker_pid:-} 2>/dev/null || true; rm -rf "$work"' EXIT
 for _ in $(seq 1 100); do
@@ -49,8 +49,8 @@ TOML
 env TOOL_BROKER_UPSTREAM_PAYMENTS="http://127.0.0.1:$stub_port" \
   TOOL_BROKER_VAULT_KEY="vault-$(head -c 32 /dev/urandom | base64 | tr -d '/+=')" \
   TOOL_BROKER_HUB_CLIENT_SECRET="$hub_secret" \
-  ./target/debug/tool-broker serve --listen "127.0.0.1:$broker_port" --config "$work/config.toml" \
-  --data-dir "$work/data" >target/oauth-broker.log 2>&1 &
+  "$broker_bin" serve --listen "127.0.0.1:$broker_port" --config "$work/config.toml" \
+  --data-dir "$work/data" >"$target_dir/oauth-broker.log" 2>&1 &
 broker_pid=$!
 url="http://127.0.0.1:$broker_port"
 wait_ready "$url"
@@ -60,12 +60,12 @@ BROKER_URL="$url" PAYMENTS_KEY="pk_oauth_flow_canary_5" node "$dir/flow.mjs"
 BROKER_URL="$url" STUB_URL="http://127.0.0.1:$stub_port" HUB_KEY="$hub_key" node "$dir/hub.mjs"
 # The access token never reaches the broker's log; the stored key and the client secret
 # are in neither the log nor the data folder.
-if grep -Eq 'eyJ[A-Za-z0-9_-]{10,}\.eyJ' target/oauth-broker.log; then
+if grep -Eq 'eyJ[A-Za-z0-9_-]{10,}\.eyJ' "$target_dir/oauth-broker.log"; then
   echo "a JWT reached the broker's log" >&2
   exit 1
 fi
 for secret in "$hub_key" "$hub_secret"; do
-  if grep -rqF "$secret" target/oauth-broker.log "$work/data"; then
+  if grep -rqF "$secret" "$target_dir/oauth-broker.log" "$work/data"; then
     echo "a stored key or the hub's client secret is in the log or the data folder" >&2
     exit 1
   fi

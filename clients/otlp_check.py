@@ -189,7 +189,8 @@ def check(binary, protocol):
             "OTEL_BSP_SCHEDULE_DELAY": "100",
         }
     )
-    log = open(f"target/otlp-check-{protocol.replace('/', '-')}.log", "w+")
+    target = os.environ.get("TARGET_DIR", "target")
+    log = open(os.path.join(target, f"otlp-check-{protocol.replace('/', '-')}.log"), "w+")
     data = tempfile.mkdtemp(prefix="otlp-check-")
     broker = subprocess.Popen(
         [binary, "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", data],

@@ -5,5 +5,6 @@
 # library only; loopback only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. clients/lib.sh
 cargo build -q -p tool-broker
-python3 clients/policy_reload.py ./target/debug/tool-broker clients/stub_upstream.py
+python3 clients/policy_reload.py "$broker_bin" clients/stub_upstream.py

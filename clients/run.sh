@@ -49,7 +49,7 @@ poll_interval_ms = 10
 drive_folder_id = "folder-client-check"
 TOML
 env TOOL_BROKER_API_KEY="$token" TOOL_BROKER_APPROVAL_KEY=client-check-approval-key-0123456789abcdef "${upstreams[@]}" \
-  ./target/debug/tool-broker serve --listen "127.0.0.1:$broker_port" --config "$config" >target/client-broker.log 2>&1 &
+  "$broker_bin" serve --listen "127.0.0.1:$broker_port" --config "$config" >"$target_dir/client-broker.log" 2>&1 &
 broker_pid=$!
 trap 'kill $stub_pid $broker_pid 2>/dev/null || true; rm -f "$config"' EXIT
 url="http://127.0.0.1:$broker_port"
@@ -67,16 +67,16 @@ echo "== the official MCP conformance suite and the MCP Inspector CLI"
 BROKER_TOKEN="$token" bash clients/conformance.sh "$url"
 
 echo "== the CLI on the binary's own catalog, outside a checkout, into a closed pipe"
-bin="$PWD/target/debug/tool-broker"
-( cd "$(mktemp -d)" && "$bin" catalog list --format json 2>"$OLDPWD/target/cli-pipe.err" | head -c 100 >/dev/null; echo "${PIPESTATUS[0]}" >"$OLDPWD/target/cli-pipe.rc" )
-if [ "$(cat target/cli-pipe.rc)" != 0 ] || grep -q panicked target/cli-pipe.err || ! grep -q "catalog embedded" target/cli-pipe.err; then
-  echo "catalog list outside a checkout into a closed pipe failed:"; cat target/cli-pipe.err; exit 1
+bin="$broker_bin"
+( cd "$(mktemp -d)" && "$bin" catalog list --format json 2>"$target_dir/cli-pipe.err" | head -c 100 >/dev/null; echo "${PIPESTATUS[0]}" >"$target_dir/cli-pipe.rc" )
+if [ "$(cat "$target_dir/cli-pipe.rc")" != 0 ] || grep -q panicked "$target_dir/cli-pipe.err" || ! grep -q "catalog embedded" "$target_dir/cli-pipe.err"; then
+  echo "catalog list outside a checkout into a closed pipe failed:"; cat "$target_dir/cli-pipe.err"; exit 1
 fi
 echo "ok: catalog list read the embedded catalog and ended quietly on a closed pipe"
 
 echo "== openapi-spec-validator on GET /openapi.json"
-fetch "$url/openapi.json" >target/openapi.json
-"$venv/bin/openapi-spec-validator" target/openapi.json
+fetch "$url/openapi.json" >"$target_dir/openapi.json"
+"$venv/bin/openapi-spec-validator" "$target_dir/openapi.json"
 
 echo "== schemathesis against the projection (bounded)"
 # Every operation of every service, with every service's key header; tools that wait on
@@ -102,11 +102,11 @@ echo "== schemathesis against the projection (bounded)"
 
 echo "== the broker's log, written to a file"
 # stderr was a file: no colour codes (engine/src/telemetry/logging.rs), and the calls were logged.
-if grep -q $'\x1b\[' target/client-broker.log; then
+if grep -q $'\x1b\[' "$target_dir/client-broker.log"; then
   echo "FAIL the broker wrote colour codes into its log file"; exit 1
 fi
-grep -q "tool call" target/client-broker.log || { echo "FAIL no tool call in the broker's log"; exit 1; }
+grep -q "tool call" "$target_dir/client-broker.log" || { echo "FAIL no tool call in the broker's log"; exit 1; }
 # Start-up is reported on the listening line (bench/compare.sh reads `ready_ms` there).
-grep -q -E "tool-broker listening .*compile_ms=[0-9]+ ready_ms=[0-9]+ start_cache=\"(read|written)\"" target/client-broker.log ||
+grep -q -E "tool-broker listening .*compile_ms=[0-9]+ ready_ms=[0-9]+ start_cache=\"(read|written)\"" "$target_dir/client-broker.log" ||
   { echo "FAIL the listening line does not report compile_ms, ready_ms and start_cache"; exit 1; }
 echo "ok   no colour codes in the log file; tool calls logged; start-up figures on the listening line"

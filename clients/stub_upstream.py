@@ -3,35 +3,43 @@ with 200 and a small JSON body. `GET /v2/task.list` answers one task, so the MCP
 client can see that a proxied call reached it; `GET /__stub/writes` answers how many
 requests other than GET it received, by "METHOD path", so a check can count what a
 confirmed write sent; `GET /__stub/keys` answers the `Authorization` value of every other
-request in order (`""` when it had none), so the hub check sees which key was sent. Binds 127.0.0.1 only; stops with its parent (clients/run.sh
-kills it)."""
+request in order (`""` when it had none), so the hub check sees which key was sent;
+`POST /__stub/delay` with a number of milliseconds as its body makes every later answer
+wait that long (the drain check's call in flight). Binds 127.0.0.1 only; stops with its
+parent (clients/run.sh kills it)."""
 
 import json
 import sys
 import threading
+import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 writes = Counter()
 keys = []
+delay = [0.0]
 lock = threading.Lock()
 
 
 class Handler(BaseHTTPRequestHandler):
     def answer(self):
         length = int(self.headers.get("content-length") or 0)
-        if length:
-            self.rfile.read(length)
+        raw = self.rfile.read(length) if length else b""
+        if self.path == "/__stub/delay":
+            with lock:
+                delay[0] = float(raw or 0) / 1000
+        elif not self.path.startswith("/__stub/"):
+            time.sleep(delay[0])
         if not self.path.startswith("/__stub/"):
             with lock:
                 keys.append(self.headers.get("authorization") or "")
-        if self.command != "GET":
+        if self.command != "GET" and not self.path.startswith("/__stub/"):
             with lock:
                 writes[f"{self.command} {self.path.split('?')[0]}"] += 1
         if self.path == "/__stub/keys":
             with lock:
                 body = list(keys)
-        elif self.path == "/__stub/writes":
+        elif self.path in ("/__stub/writes", "/__stub/delay"):
             with lock:
                 body = dict(writes)
         elif self.path.startswith("/v2/task.list"):
