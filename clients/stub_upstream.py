@@ -5,7 +5,8 @@ requests other than GET it received, by "METHOD path", so a check can count what
 confirmed write sent; `GET /__stub/keys` answers the `Authorization` value of every other
 request in order (`""` when it had none), so the hub check sees which key was sent;
 `POST /__stub/delay` with a number of milliseconds as its body makes every later answer
-wait that long (the drain check's call in flight). Binds 127.0.0.1 only; stops with its
+wait that long (the drain check's call in flight). Binds 127.0.0.1, or the address its
+second argument names (the pods' bridge in deploy/kubernetes/play.sh); stops with its
 parent (clients/run.sh kills it)."""
 
 import json
@@ -59,5 +60,6 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 
-server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
+host = sys.argv[2] if len(sys.argv) > 2 else "127.0.0.1"
+server = ThreadingHTTPServer((host, int(sys.argv[1])), Handler)
 server.serve_forever()

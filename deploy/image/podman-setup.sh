@@ -8,7 +8,7 @@ set -euo pipefail
 sudo=""
 [[ $(id -u) -ne 0 ]] && sudo=sudo
 need=()
-for pair in podman:podman buildah:buildah runc:runc; do
+for pair in podman:podman buildah:buildah runc:runc catatonit:catatonit; do
   command -v "${pair%%:*}" >/dev/null || need+=("${pair#*:}")
 done
 if ((${#need[@]})); then
