@@ -41,3 +41,9 @@ client_venv() {
   "$venv/bin/pip" install -q --disable-pip-version-check -r clients/requirements.txt >&2 || return 1
   echo "$venv"
 }
+
+# How many `METHOD path` requests the stub upstream at BASE (clients/stub_upstream.py)
+# received: what a check counts to see a write reach it, or not again.
+stub_writes() { # BASE "METHOD path"
+  curl -s "$1/__stub/writes" | python3 -c 'import json, sys; print(json.load(sys.stdin).get(sys.argv[1], 0))' "$2"
+}

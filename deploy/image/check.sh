@@ -55,7 +55,7 @@ call() { # idempotency key
     -H "x-payments-api-key: pk_image_check" -H "idempotency-key: $1" -H "content-type: application/json" \
     -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"payments.post_customers","arguments":{"name":"Image Check","confirm":true}}}'
 }
-writes() { curl -s "http://127.0.0.1:$stub_port/__stub/writes" | python3 -c 'import json, sys; print(json.load(sys.stdin).get("POST /v1/customers", 0))'; }
+writes() { stub_writes "http://127.0.0.1:$stub_port" "POST /v1/customers"; }
 succeeded() { python3 -c 'import json, sys; e = json.loads(sys.argv[1]); sys.exit(0 if e.get("error") is None else 1)' "$1"; }
 
 start

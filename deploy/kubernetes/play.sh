@@ -131,7 +131,7 @@ call() { # url tool arguments [idempotency key]
     -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"$2\",\"arguments\":$3}}"
 }
 classification() { python3 -c 'import json, sys; e = json.loads(sys.argv[1]); print((e.get("error") or {}).get("classification", "ok"))' "$1"; }
-writes() { curl -s "http://$gateway:$stub_port/__stub/writes" | python3 -c 'import json, sys; print(json.load(sys.stdin).get("POST /v1/customers", 0))'; }
+writes() { stub_writes "http://$gateway:$stub_port" "POST /v1/customers"; }
 
 customer='{"name":"Play","confirm":true}'
 first=$(call "${urls[0]}" payments.post_customers "$customer" play-1)

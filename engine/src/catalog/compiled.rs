@@ -626,9 +626,7 @@ impl Catalog {
     /// The index of one of this catalog's tools in [`Catalog::tools`] (`None` for a tool
     /// of another catalog): found from its address, no name compared.
     pub fn index_of(&self, tool: &Tool) -> Option<usize> {
-        let start = self.tools.as_ptr() as usize;
-        let offset = (tool as *const Tool as usize).checked_sub(start)?;
-        let i = offset / std::mem::size_of::<Tool>().max(1);
+        let i = index_at(self.tools.as_ptr() as usize, tool)?;
         self.tools
             .get(i)
             .filter(|t| std::ptr::eq(*t, tool))
@@ -865,6 +863,13 @@ pub fn unknown_tool(catalog: &Catalog, name: &str) -> crate::error::CallError {
         Classification::UnknownTool,
         format!("no tool named `{name}`{hint}"),
     )
+}
+
+/// Where `tool` would sit in a slice of tools that starts at address `start`, from its
+/// address alone (no name compared): the caller checks the slice holds it there.
+pub fn index_at(start: usize, tool: &Tool) -> Option<usize> {
+    let offset = (tool as *const Tool as usize).checked_sub(start)?;
+    Some(offset / std::mem::size_of::<Tool>().max(1))
 }
 
 #[cfg(test)]

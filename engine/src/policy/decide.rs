@@ -346,9 +346,7 @@ impl Policies {
     /// A tool's policies: found by its address when it is of the compiled catalog
     /// (the name checked), by name otherwise.
     fn entry(&self, tool: &Tool) -> Option<(usize, &ToolPolicies)> {
-        let by_address = (tool as *const Tool as usize)
-            .checked_sub(self.tools_at)
-            .map(|offset| offset / std::mem::size_of::<Tool>().max(1))
+        let by_address = crate::catalog::index_at(self.tools_at, tool)
             .and_then(|i| Some((i, self.tools.get(i)?)))
             .filter(|(_, t)| t.name == tool.full_name);
         if by_address.is_some() {
@@ -775,17 +773,25 @@ mod tests {
     use crate::config::PolicyConfig;
     use crate::policy::{load, schema};
 
+    /// `text` as one policy file, validated and compiled for `catalog`, with `claims` as
+    /// the user attributes policies may read.
+    fn compiled(catalog: &Catalog, text: &str, claims: &[&str]) -> Policies {
+        let config = PolicyConfig {
+            dir: "unused".into(),
+            claims: claims.iter().map(|c| c.to_string()).collect(),
+            set_claims: Vec::new(),
+            units: Vec::new(),
+        };
+        let schema = schema::schema(catalog, &config).unwrap();
+        let loaded = load::load(&[("t.cedar".into(), text.into())], schema).unwrap();
+        Policies::compile(loaded, catalog).unwrap()
+    }
+
     /// What is kept per caller never answers for another: the same name with other
     /// roles, the same user with other claims, asked in turn, are each decided anew.
     #[test]
     fn what_is_kept_of_a_caller_never_decides_for_another() {
         let catalog = compile(&Sources::embedded()).unwrap();
-        let config = PolicyConfig {
-            dir: "unused".into(),
-            claims: vec!["department".into()],
-            set_claims: Vec::new(),
-            units: Vec::new(),
-        };
         let text = r#"
             @id("support")
             permit(principal in Role::"support", action == Action::"payments.post_refunds", resource);
@@ -793,9 +799,7 @@ mod tests {
             permit(principal is User, action in Action::"payments", resource)
               when { principal has department && principal.department == "billing" };
         "#;
-        let schema = schema::schema(&catalog, &config).unwrap();
-        let loaded = load::load(&[("t.cedar".into(), text.into())], schema).unwrap();
-        let policies = Policies::compile(loaded, &catalog).unwrap();
+        let policies = compiled(&catalog, text, &["department"]);
         let refund = catalog.resolve("payments.post_refunds").unwrap();
         let Value::Object(args) = json!({ "charge": "ch_1", "amount": 10 }) else {
             unreachable!()
@@ -836,21 +840,13 @@ mod tests {
     #[test]
     fn kept_decisions_answer_only_what_they_were_asked() {
         let catalog = compile(&Sources::embedded()).unwrap();
-        let config = PolicyConfig {
-            dir: "unused".into(),
-            claims: Vec::new(),
-            set_claims: Vec::new(),
-            units: Vec::new(),
-        };
         let text = r#"
             @id("all") permit(principal, action, resource);
             @id("previews") forbid(principal in Role::"trainee", action, resource) when { !context.dryRun };
             @id("cap") forbid(principal in Role::"support", action == Action::"payments.post_refunds", resource)
               when { context.arguments has amount && context.arguments.amount > 5000 };
         "#;
-        let schema = schema::schema(&catalog, &config).unwrap();
-        let loaded = load::load(&[("t.cedar".into(), text.into())], schema).unwrap();
-        let policies = Policies::compile(loaded, &catalog).unwrap();
+        let policies = compiled(&catalog, text, &[]);
         assert_eq!(policies.reads_context, [false, false, true]);
         let refund = catalog.resolve("payments.post_refunds").unwrap();
         let args = |amount: i64| {
@@ -889,6 +885,51 @@ mod tests {
                 .count()
         };
         assert_eq!((kept("trainee"), kept("support")), (2, 0));
+    }
+
+    /// A tool is found by its address in the catalog the set was compiled for and by
+    /// its name in another; the clock is read only when a policy reads `context.now`.
+    #[test]
+    fn tools_are_found_by_address_or_name_and_the_clock_read_only_when_asked() {
+        let catalog = compile(&Sources::embedded()).unwrap();
+        let other = compile(&Sources::embedded()).unwrap();
+        let text = r#"
+            @id("refunds") permit(principal, action == Action::"payments.post_refunds", resource);
+            @id("office-hours") forbid(principal, action == Action::"payments.get_balance", resource)
+              when { context.now > datetime("2100-01-01T00:00:00Z") };
+            @id("balance") permit(principal, action == Action::"payments.get_balance", resource);
+        "#;
+        let policies = compiled(&catalog, text, &[]);
+        let who = Principal::unrestricted("k");
+        let Value::Object(args) = json!({ "charge": "ch_1", "amount": 10 }) else {
+            unreachable!()
+        };
+        let read = std::cell::Cell::new(0);
+        let now = || {
+            read.set(read.get() + 1);
+            jiff::Timestamp::UNIX_EPOCH
+        };
+        for refund in [
+            catalog.resolve("payments.post_refunds").unwrap(),
+            other.resolve("payments.post_refunds").unwrap(),
+        ] {
+            let decided = policies
+                .decide(refund, &who, &args, (false, None), now)
+                .unwrap();
+            assert!(decided.allowed);
+            assert_eq!(&decided.policies[..], ["refunds"]);
+        }
+        assert_eq!(
+            read.get(),
+            0,
+            "no policy of the refund's cut reads the time"
+        );
+        let balance = catalog.resolve("payments.get_balance").unwrap();
+        let decided = policies
+            .decide(balance, &who, &Map::new(), (false, None), now)
+            .unwrap();
+        assert!(decided.allowed);
+        assert_eq!(read.get(), 1);
     }
 
     /// A caller is found by its parts, never by another's: the same name with other
