@@ -43,5 +43,6 @@ mod store;
 mod support;
 mod surface;
 mod tasks;
+mod tls;
 mod traces;
 mod webhook;

@@ -876,3 +876,36 @@ async fn an_id_token_is_never_taken_as_an_access_token() {
     let (status, _, body) = read_as(&plain, &with(Some("id_token+jwt"), &[])).await;
     assert_eq!(status, 401, "{body}");
 }
+
+/// The Kubernetes overlay's config file (deploy/kubernetes/overlays/oauth) builds a
+/// broker with people signing in and the hub, given the two Secrets' variables.
+#[tokio::test]
+async fn the_kubernetes_oauth_overlay_config_builds_a_broker() {
+    let path = crate::support::root().join("deploy/kubernetes/overlays/oauth/broker.toml");
+    let config = tool_broker::config::ConfigFile::load(&path).unwrap();
+    let env = |name: &str| match name {
+        "TOOL_BROKER_VAULT_KEY" => Some("vault-key-of-the-overlay-test-0123456789abcdef".into()),
+        "TOOL_BROKER_HUB_CLIENT_SECRET" => Some("hub-secret-of-the-overlay-test".into()),
+        _ => None,
+    };
+    let store = tool_broker::store::Store::open(&tool_broker::store::StoreConfig::Memory)
+        .await
+        .unwrap();
+    let broker =
+        tool_broker::call::Broker::new(crate::support::embedded_catalog(), &config, &env, store)
+            .unwrap();
+    assert!(broker.callers.oauth.is_some());
+    assert!(broker.hub.is_some());
+    // Without the vault key the same file does not start, and says why.
+    let store = tool_broker::store::Store::open(&tool_broker::store::StoreConfig::Memory)
+        .await
+        .unwrap();
+    let refused = tool_broker::call::Broker::new(
+        crate::support::embedded_catalog(),
+        &config,
+        &|_| None,
+        store,
+    )
+    .unwrap_err();
+    assert!(refused.contains("TOOL_BROKER_VAULT_KEY"), "{refused}");
+}

@@ -11,6 +11,7 @@ use crate::catalog::compile::{Options, compile_with};
 use crate::catalog::source::Sources;
 use crate::catalog::start_cache::StartCache;
 use crate::config::ConfigFile;
+use crate::serve::tls::Tls;
 
 /// Runs `serve`; the process exit code.
 pub(super) fn serve(
@@ -40,6 +41,13 @@ fn serve_inner(
         Some(path) => ConfigFile::load(path)?,
         None => ConfigFile::default(),
     };
+    // A bad certificate or key stops the start, before anything else is loaded.
+    let tls = config
+        .tls
+        .as_ref()
+        .map(Tls::load)
+        .transpose()?
+        .map(Arc::new);
     let started = std::time::Instant::now();
     let sources = match catalog_dir {
         Some(dir) => Sources::from_dir(dir).map_err(|e| e.to_string())?,
@@ -94,6 +102,7 @@ fn serve_inner(
         let workers = broker.endpoints.bounds.worker_threads();
         tracing::info!(
             listen = %listen,
+            tls = tls.is_some(),
             workers,
             snapshot = %broker.catalog.snapshot_id,
             tools = broker.catalog.tools.len(),
@@ -140,22 +149,30 @@ fn serve_inner(
             }
         };
         let broker = Arc::new(broker);
-        // SIGHUP: the policy folder read again (docs/policy.md).
+        // SIGHUP: the policy folder (docs/policy.md) and the TLS pair read again.
         #[cfg(unix)]
         {
             use tokio::signal::unix::{SignalKind, signal};
             if let Ok(mut hangup) = signal(SignalKind::hangup()) {
                 let broker = Arc::clone(&broker);
+                let tls = tls.clone();
                 tokio::spawn(async move {
                     while hangup.recv().await.is_some() {
                         let broker = Arc::clone(&broker);
+                        let tls = tls.clone();
                         // Compiling a set takes milliseconds of CPU: off the runtime.
-                        let _ = tokio::task::spawn_blocking(move || broker.reload_policies()).await;
+                        let _ = tokio::task::spawn_blocking(move || {
+                            broker.reload_policies();
+                            if let Some(tls) = tls {
+                                reload_tls(&tls);
+                            }
+                        })
+                        .await;
                     }
                 });
             }
         }
-        let served = crate::serve::server::serve_workers(broker, listener, workers, shutdown)
+        let served = crate::serve::server::serve_workers(broker, listener, workers, tls, shutdown)
             .await
             .map_err(|e| format!("server failed: {e}"));
         // A broker stopped right after its start still leaves its cache whole.
@@ -164,4 +181,19 @@ fn serve_inner(
         }
         served
     })
+}
+
+/// Reads the TLS pair again (SIGHUP): new connections get it; a bad pair is logged and
+/// the one in use kept.
+fn reload_tls(tls: &Tls) {
+    match tls.reload() {
+        Ok(()) => tracing::info!(
+            cert_file = %tls.files().cert_file.display(),
+            "TLS certificate and key reloaded: new connections use them"
+        ),
+        Err(e) => tracing::error!(
+            error = %e,
+            "TLS reload rejected: the certificate and key in use stay"
+        ),
+    }
 }

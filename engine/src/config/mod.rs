@@ -29,6 +29,10 @@
 //! header_read_timeout_ms = 10000
 //! max_connections = 4096
 //!
+//! [tls]                           # HTTPS without an ingress (docs/deployment.md)
+//! cert_file = "/etc/tool-broker/tls.crt"
+//! key_file = "/etc/tool-broker/tls.key"
+//!
 //! [oauth]                         # users with access tokens (docs/oauth.md)
 //! issuer = "https://idp.example.com"
 //! resource = "https://broker.example.com/mcp"
@@ -138,6 +142,9 @@ pub struct ConfigFile {
     /// shutdown grace ([`server::ServerBounds`]; every field has a default).
     #[serde(default)]
     pub server: server::ServerBounds,
+    /// HTTPS served by the broker itself ([`server::TlsFiles`]; docs/deployment.md, "TLS").
+    #[serde(default)]
+    pub tls: Option<server::TlsFiles>,
     /// Cedar policies over every tool (docs/policy.md).
     #[serde(default)]
     pub policy: Option<PolicyConfig>,

@@ -38,6 +38,19 @@ pub struct ServerBounds {
     pub http1_server: Http1Server,
 }
 
+/// The `[tls]` table: the broker serves HTTPS itself (deployments without an ingress;
+/// behind a proxy or an ingress, plain HTTP stays the default). Both files are PEM,
+/// read at start and again on `SIGHUP` ([`crate::serve::tls`]); a relative path is
+/// relative to the working directory, as `[policy] dir` is.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct TlsFiles {
+    /// The certificate chain: the leaf first, then its intermediates.
+    pub cert_file: std::path::PathBuf,
+    /// The leaf's private key (PKCS#8, PKCS#1 or SEC1).
+    pub key_file: std::path::PathBuf,
+}
+
 /// The `[server]` `http1_server` setting.
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
@@ -144,6 +157,11 @@ impl ServerBounds {
             }
         }
         Ok(())
+    }
+
+    /// The head read timeout (also a TLS handshake's bound).
+    pub fn header_read_timeout(&self) -> Duration {
+        Duration::from_millis(self.header_read_timeout_ms)
     }
 
     /// The body read timeout.

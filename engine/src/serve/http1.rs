@@ -25,8 +25,7 @@ use std::sync::Arc;
 
 use bytes::{Buf, Bytes, BytesMut};
 use hyper::header::{HeaderMap, HeaderName, HeaderValue};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::call::{Broker, Endpoint};
 use crate::error::CallError;
@@ -176,22 +175,22 @@ fn path_char(b: u8) -> bool {
 }
 
 /// How this server left a connection.
-pub enum Ended {
+pub enum Ended<S> {
     /// Closed (by either side, or at a stop).
     Closed,
     /// To be served by hyper from here, with the bytes read and not yet answered.
-    Hyper(Watched<TcpStream>),
+    Hyper(Watched<S>),
 }
 
 /// Serves a connection's call requests until it closes or brings something this server
 /// leaves to hyper. `stopped` turning true closes it between requests.
-pub async fn serve(
+pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     broker: &Arc<Broker>,
     loopback: bool,
-    mut io: Watched<TcpStream>,
+    mut io: Watched<S>,
     state: &Arc<ConnState>,
     mut stopped: tokio::sync::watch::Receiver<bool>,
-) -> Ended {
+) -> Ended<S> {
     let bounds = &broker.endpoints.bounds;
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     let mut out = Vec::with_capacity(2 * 1024);
@@ -260,7 +259,8 @@ pub async fn serve(
         // As with hyper, the call ends before its answer is written: a client that does
         // not read it is closed by the idle timeout, not held while the write waits.
         drop(in_flight);
-        if io.write_all(&out).await.is_err() {
+        // The flush sends what TLS holds back (a no-op on a plain socket).
+        if io.write_all(&out).await.is_err() || io.flush().await.is_err() {
             return Ended::Closed;
         }
         if close {
@@ -283,7 +283,7 @@ pub async fn serve(
     }
 }
 
-fn handover(broker: &Broker, io: Watched<TcpStream>, buf: BytesMut, why: &'static str) -> Ended {
+fn handover<S>(broker: &Broker, io: Watched<S>, buf: BytesMut, why: &'static str) -> Ended<S> {
     tracing::trace!(why, "connection handed to hyper's server");
     broker.metrics.record_handover();
     Ended::Hyper(io.put_back(buf.freeze()))
@@ -302,9 +302,9 @@ enum Read {
 
 /// Reads the body `head` declares, within the body read timeout; one over the limit is
 /// read and dropped up to the drain bound, or refused at once past it.
-async fn body(
+async fn body<S: AsyncRead + Unpin>(
     broker: &Broker,
-    io: &mut Watched<TcpStream>,
+    io: &mut Watched<S>,
     buf: &mut BytesMut,
     head: &Head,
 ) -> Read {

@@ -10,7 +10,8 @@
 //! - `jsonrpc`: the `POST /` reader; `projection`: the OpenAPI projection;
 //! - `request`: a request's body within its limits and its caller;
 //! - `response`: what goes back (a call endpoint's [`response::CallResponse`], JSON and
-//!   page responses); `bounds`: what a connection may cost.
+//!   page responses); `bounds`: what a connection may cost; `tls`: the certificate
+//!   and key of `[tls]`, reloaded on `SIGHUP`.
 //!
 //! May import everything below it: the call driver, the MCP endpoint, webhooks, and the
 //! stages under them. Only [`crate::cli`] (and the differential oracles) import it.
@@ -24,3 +25,4 @@ pub mod projection;
 pub mod request;
 pub mod response;
 pub mod server;
+pub mod tls;

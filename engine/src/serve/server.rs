@@ -35,6 +35,7 @@ use crate::serve::request::read_limited;
 use crate::serve::response::{
     HttpResponse, into_hyper, json_response, json_text_response, page_response,
 };
+use crate::serve::tls::Tls;
 
 /// What every accept loop of one server shares: the broker, the connection cap, the
 /// connection builder and the stop signal.
@@ -49,10 +50,16 @@ struct Serving {
     refused: crate::store::Every,
     /// Flips to true when the server stops accepting.
     stopped: tokio::sync::watch::Receiver<bool>,
+    /// `[tls]`: every connection is a TLS handshake first.
+    tls: Option<Arc<Tls>>,
 }
 
 impl Serving {
-    fn new(broker: Arc<Broker>, loopback: bool) -> (Arc<Self>, tokio::sync::watch::Sender<bool>) {
+    fn new(
+        broker: Arc<Broker>,
+        loopback: bool,
+        tls: Option<Arc<Tls>>,
+    ) -> (Arc<Self>, tokio::sync::watch::Sender<bool>) {
         let bounds = &broker.endpoints.bounds;
         let permits = Arc::new(tokio::sync::Semaphore::new(bounds.max_connections));
         let (stop, stopped) = tokio::sync::watch::channel(false);
@@ -71,6 +78,7 @@ impl Serving {
             builder,
             refused: crate::store::Every::new(),
             stopped,
+            tls,
         };
         (Arc::new(serving), stop)
     }
@@ -112,22 +120,46 @@ impl Serving {
     }
 
     /// Serves one connection until it ends, its watchdog closes it, or a stop has let
-    /// its calls in flight finish: the broker's own HTTP/1.1 server first ([`http1`]), then, if
-    /// the connection brings what it leaves to hyper, hyper's server.
+    /// its calls in flight finish; under `[tls]` its handshake comes first, within the
+    /// head read timeout.
     async fn connection(self: Arc<Self>, accepted: Accepted) {
         let Accepted {
             stream,
             peer,
             permit: _permit,
         } = accepted;
+        let bounds = &self.broker.endpoints.bounds;
+        if bounds.http1_server == crate::config::server::Http1Server::Own {
+            // Pipelined answers go out at once, not after the last one's ACK.
+            let _ = stream.set_nodelay(true);
+        }
+        let Some(tls) = &self.tls else {
+            return self.clone().stream(stream, peer).await;
+        };
+        match tokio::time::timeout(bounds.header_read_timeout(), tls.acceptor().accept(stream))
+            .await
+        {
+            Ok(Ok(stream)) => self.clone().stream(stream, peer).await,
+            Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
+            Err(_) => tracing::info!(
+                %peer,
+                header_read_timeout_ms = bounds.header_read_timeout_ms,
+                "slow client closed: its TLS handshake did not finish in time"
+            ),
+        }
+    }
+
+    /// Serves one connection's bytes (plain, or what TLS decrypted): the broker's own
+    /// HTTP/1.1 server first ([`http1`]), then, if the connection brings what it leaves
+    /// to hyper, hyper's server.
+    async fn stream<S>(self: Arc<Self>, stream: S, peer: std::net::SocketAddr)
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
         let broker = &self.broker;
         let state = crate::serve::bounds::ConnState::new();
         let watchdog = crate::serve::bounds::watchdog(state.clone(), &broker.endpoints.bounds);
         tokio::pin!(watchdog);
-        if broker.endpoints.bounds.http1_server == crate::config::server::Http1Server::Own {
-            // Pipelined answers go out at once, not after the last one's ACK.
-            let _ = stream.set_nodelay(true);
-        }
         let watched = crate::serve::bounds::Watched::new(stream, state.clone());
         let io = match broker.endpoints.bounds.http1_server {
             crate::config::server::Http1Server::Own => {
@@ -281,7 +313,17 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let (serving, stop) = Serving::new(broker.clone(), is_loopback(listener.local_addr()));
+    serve_tls(broker, listener, None, shutdown).await
+}
+
+/// [`serve`], each connection a TLS handshake first when `tls` is given.
+pub async fn serve_tls(
+    broker: Arc<Broker>,
+    listener: TcpListener,
+    tls: Option<Arc<Tls>>,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> std::io::Result<()> {
+    let (serving, stop) = Serving::new(broker.clone(), is_loopback(listener.local_addr()), tls);
     // Webhook public keys the deployment has the broker fetch: now, then hourly.
     warm_oauth(&broker);
     let spans = export_spans(&broker);
@@ -305,15 +347,17 @@ pub async fn serve(
 /// connection pool ([`crate::upstream::Upstream::own_pool`]), so no call waits for a
 /// wake-up from another thread (engine/DESIGN.md, "Serving threads"). The calling
 /// runtime also holds the store and background work; the workers stop when the drain
-/// has finished or its grace ran out.
+/// has finished or its grace ran out. With `tls`, each connection is a TLS handshake
+/// first, on its worker.
 pub async fn serve_workers(
     broker: Arc<Broker>,
     listener: TcpListener,
     workers: usize,
+    tls: Option<Arc<Tls>>,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
     use std::sync::atomic::Ordering;
-    let (serving, stop) = Serving::new(broker.clone(), is_loopback(listener.local_addr()));
+    let (serving, stop) = Serving::new(broker.clone(), is_loopback(listener.local_addr()), tls);
     let (cut, cut_seen) = tokio::sync::watch::channel(false);
     let mut threads = Vec::with_capacity(workers);
     let mut pool = Vec::with_capacity(workers);

@@ -87,10 +87,12 @@ pub fn embedded_catalog() -> Arc<Catalog> {
 
 /// A broker serving on 127.0.0.1 for one test.
 pub struct TestBroker {
-    /// `http://127.0.0.1:port`.
+    /// `http://127.0.0.1:port` (`https://` under a `[tls]` config).
     pub url: String,
     /// The broker itself, for direct inspection.
     pub broker: Arc<Broker>,
+    /// The TLS pair of a `[tls]` config, as `serve` holds it (a test reloads it).
+    pub tls: Option<Arc<tool_broker::serve::tls::Tls>>,
     client: reqwest::Client,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     served: Option<tokio::task::JoinHandle<()>>,
@@ -144,7 +146,12 @@ impl TestBroker {
             .await
             .unwrap();
         // Clients always reach the broker on loopback, whatever it listens on.
-        let url = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+        let port = listener.local_addr().unwrap().port();
+        let scheme = match &setup.config {
+            Some(text) if text.contains("[tls]") => "https",
+            _ => "http",
+        };
+        let url = format!("{scheme}://127.0.0.1:{port}");
         // `{broker_url}` in the config is the address the broker was given.
         let mut config: ConfigFile = match &setup.config {
             Some(text) => toml::from_str(&text.replace("{broker_url}", &url)).unwrap(),
@@ -155,6 +162,10 @@ impl TestBroker {
                 config.upstreams.insert(id, url);
             }
         }
+        let tls = config
+            .tls
+            .as_ref()
+            .map(|files| Arc::new(tool_broker::serve::tls::Tls::load(files).unwrap()));
         let mut env = setup.env;
         env.insert("TOOL_BROKER_API_KEY".into(), API_KEY.into());
         let lookup = move |name: &str| env.get(name).cloned();
@@ -174,19 +185,24 @@ impl TestBroker {
         };
         let workers = setup.workers.unwrap_or(1);
         let served = if setup.on_test_runtime {
-            tokio::spawn(async move {
-                let _ = tool_broker::serve::server::serve(serving, listener, shutdown).await;
-            })
-        } else {
+            let tls = tls.clone();
             tokio::spawn(async move {
                 let _ =
-                    tool_broker::serve::server::serve_workers(serving, listener, workers, shutdown)
-                        .await;
+                    tool_broker::serve::server::serve_tls(serving, listener, tls, shutdown).await;
+            })
+        } else {
+            let tls = tls.clone();
+            tokio::spawn(async move {
+                let _ = tool_broker::serve::server::serve_workers(
+                    serving, listener, workers, tls, shutdown,
+                )
+                .await;
             })
         };
         Self {
             url,
             broker,
+            tls,
             client: reqwest::Client::new(),
             shutdown: Some(tx),
             served: Some(served),
