@@ -17,7 +17,7 @@ need_browser_and_npm clients/oauth oidc-provider
 need_browser_and_npm clients/agents @anthropic-ai/claude-code
 venv=$(client_venv)
 
-[ -x "$broker_bin" ] || cargo build -q -p tool-broker
+ensure_broker
 idp_port=$(free_port)
 broker_port=$(free_port)
 url="http://127.0.0.1:$broker_port"

@@ -11,7 +11,7 @@ dir=clients/browser
 . clients/lib.sh
 need_browser_and_npm "$dir" playwright-core
 
-cargo build -q -p tool-broker
+ensure_broker
 stub_port=$(free_port)
 broker_port=$(free_port)
 token=tb_browser_check_token_0123456789

@@ -4,6 +4,15 @@
 # `broker_bin`, the debug binary the checks start (BROKER_BIN to start another).
 target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 broker_bin=${BROKER_BIN:-$target_dir/debug/tool-broker}
+# The broker a check starts, ready: BROKER_BIN as given (CI passes the release binary it
+# built once), else the debug binary, built now when stale.
+ensure_broker() {
+  if [ -n "${BROKER_BIN:-}" ]; then
+    [ -x "$BROKER_BIN" ] || { echo "BROKER_BIN=$BROKER_BIN is not an executable file" >&2; return 1; }
+  else
+    cargo build -q -p tool-broker
+  fi
+}
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_ready() {
   for _ in $(seq 1 100); do

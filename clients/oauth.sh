@@ -15,7 +15,7 @@ dir=clients/oauth
 . clients/lib.sh
 need_browser_and_npm "$dir" oidc-provider
 
-cargo build -q -p tool-broker
+ensure_broker
 stub_port=$(free_port)
 idp_port=$(free_port)
 broker_port=$(free_port)

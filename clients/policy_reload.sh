@@ -6,5 +6,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . clients/lib.sh
-cargo build -q -p tool-broker
+ensure_broker
 python3 clients/policy_reload.py "$broker_bin" clients/stub_upstream.py

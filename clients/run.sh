@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 . clients/lib.sh
 venv=$(client_venv)
 
-cargo build -q -p tool-broker
+ensure_broker
 stub_port=$(free_port)
 broker_port=$(free_port)
 token=tb_client_check_token_0123456789

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . clients/lib.sh
-[ -x "$broker_bin" ] || cargo build -q -p tool-broker
+ensure_broker
 work=$(mktemp -d)
 fixtures=tests/fixtures/tls
 cp "$fixtures/server-a.crt" "$work/tls.crt"

@@ -7,5 +7,5 @@ cd "$(dirname "$0")/.."
 
 . clients/lib.sh
 venv=$(client_venv)
-cargo build -q -p tool-broker
+ensure_broker
 TARGET_DIR=$target_dir "$venv/bin/python" clients/otlp_check.py "$broker_bin"

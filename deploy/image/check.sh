@@ -5,7 +5,8 @@
 # 127.0.0.1 and checked: ready, a call through it reaches the upstream, the process is
 # not root and the image holds no shell, the data folder on a volume survives a new
 # container (an idempotent write answers from the store), and SIGTERM lets a call in
-# flight finish and stops well within the grace period. Removes what it started.
+# flight finish and stops well within the grace period; a catalog root and a config
+# file mounted read-only are the ones served. Removes what it started.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . clients/lib.sh
@@ -98,3 +99,22 @@ code=$(podman inspect "$name" --format '{{.State.ExitCode}}')
 ((elapsed < 30)) || fail "SIGTERM took ${elapsed}s: the grace period ran out"
 ok "SIGTERM: the call in flight finished, the broker exited 0 in ${elapsed}s (grace 30s)"
 rm -rf "$work"
+
+# A catalog root and a config file mounted read-only in place of the embedded ones.
+podman rm "$name" >/dev/null
+mounted=$(mktemp -d)
+cp -r catalog rules templates "$mounted/"
+token=tbk_mounted_$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')
+printf '[[keys]]\nname = "mounted-config"\nsha256 = "%s"\n' "$(printf %s "$token" | sha256sum | cut -d' ' -f1)" >"$mounted/broker.toml"
+chmod -R a+rX "$mounted"
+podman run -d --name "$name" --network host -v "$mounted:/etc/tool-broker:ro" "$image" \
+  serve --listen "127.0.0.1:$port" --data-dir /data \
+  --catalog-dir /etc/tool-broker --config /etc/tool-broker/broker.toml >/dev/null
+wait_ready "http://127.0.0.1:$port" || fail "the container with a mounted catalog did not become ready"
+answer=$(curl -sS "http://127.0.0.1:$port/" -H "authorization: Bearer $token" \
+  -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"portal.check_connection"}}')
+python3 -c 'import json, sys; e = json.loads(sys.argv[1]); sys.exit(0 if json.dumps(e["data"]).count("mounted-config") else 1)' "$answer" \
+  || fail "the mounted config's key: ${answer:0:300}"
+podman logs "$name" 2>&1 | grep -Eq 'catalog="?/etc/tool-broker[" ]' || fail "the mounted catalog was not the one compiled"
+rm -rf "$mounted"
+ok "a mounted --catalog-dir and --config (read-only) are the ones served"
