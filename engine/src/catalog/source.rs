@@ -7,7 +7,10 @@ use std::fs;
 use std::path::Path;
 
 mod embedded {
-    include!(concat!(env!("OUT_DIR"), "/embedded.rs"));
+    /// The catalog root packed and deflated by build.rs.
+    pub static DEFLATED: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/embedded.deflate"));
+    /// The pack's length once inflated.
+    pub const LEN: usize = include!(concat!(env!("OUT_DIR"), "/embedded.len"));
 }
 
 /// The files of a catalog root, by relative path with `/` separators.
@@ -38,14 +41,19 @@ pub enum SourceError {
 }
 
 impl Sources {
-    /// The catalog, rules and templates embedded at build time.
+    /// The catalog, rules and templates embedded at build time (deflated in the
+    /// binary, inflated here). A binary whose copy cannot be read (it cannot happen
+    /// short of a damaged file) gets no files, so the compile says what is missing.
     pub fn embedded() -> Self {
-        Self {
-            files: embedded::EMBEDDED
-                .iter()
-                .map(|(p, t)| ((*p).to_string(), (*t).to_string()))
-                .collect(),
-            origin: "embedded".into(),
+        match unpack_embedded() {
+            Ok(files) => Self {
+                files,
+                origin: "embedded".into(),
+            },
+            Err(why) => Self {
+                files: BTreeMap::new(),
+                origin: format!("embedded (unreadable: {why}; use --catalog-dir)"),
+            },
         }
     }
 
@@ -92,4 +100,74 @@ fn read_tree(
         }
     }
     Ok(())
+}
+
+/// The embedded pack inflated and read back into files (build.rs wrote it: `u32` LE
+/// path length, path, `u32` LE text length, text, for every file in path order).
+fn unpack_embedded() -> Result<BTreeMap<String, String>, String> {
+    let pack =
+        miniz_oxide::inflate::decompress_to_vec_with_limit(embedded::DEFLATED, embedded::LEN)
+            .map_err(|e| format!("it does not inflate ({:?})", e.status))?;
+    let mut files = BTreeMap::new();
+    let mut rest = pack.as_slice();
+    while !rest.is_empty() {
+        let path = take_part(&mut rest)?;
+        let text = take_part(&mut rest)?;
+        files.insert(path, text);
+    }
+    Ok(files)
+}
+
+/// One length-prefixed part of the pack.
+fn take_part(rest: &mut &[u8]) -> Result<String, String> {
+    let (len, tail) = rest
+        .split_first_chunk::<4>()
+        .ok_or("it ends inside a length")?;
+    let len = u32::from_le_bytes(*len) as usize;
+    if tail.len() < len {
+        return Err("it ends inside a file".into());
+    }
+    let (bytes, tail) = tail.split_at(len);
+    *rest = tail;
+    String::from_utf8(bytes.to_vec()).map_err(|_| "a part is not UTF-8".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_copy_is_the_checkouts_catalog_root() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let disk = Sources::from_dir(&root).unwrap();
+        let embedded = Sources::embedded();
+        assert_eq!(embedded.origin, "embedded");
+        assert_eq!(
+            embedded.files.keys().collect::<Vec<_>>(),
+            disk.files.keys().collect::<Vec<_>>()
+        );
+        for (path, text) in &disk.files {
+            assert!(embedded.get(path) == Some(text.as_str()), "{path} differs");
+        }
+    }
+
+    #[test]
+    fn a_damaged_pack_is_an_error() {
+        let mut whole = Vec::new();
+        for part in [&b"catalog/a.toml"[..], b"text"] {
+            whole.extend_from_slice(&u32::try_from(part.len()).unwrap().to_le_bytes());
+            whole.extend_from_slice(part);
+        }
+        let mut rest = whole.as_slice();
+        assert_eq!(take_part(&mut rest).unwrap(), "catalog/a.toml");
+        assert_eq!(take_part(&mut rest).unwrap(), "text");
+        assert!(rest.is_empty());
+        for cut in [2, 6, whole.len() - 1] {
+            let mut rest = &whole[..cut];
+            let read = take_part(&mut rest).and_then(|_| take_part(&mut rest));
+            assert!(read.is_err(), "a pack cut at {cut} was read");
+        }
+        let mut not_utf8: &[u8] = &[1, 0, 0, 0, 0xff];
+        assert!(take_part(&mut not_utf8).is_err());
+    }
 }
