@@ -215,3 +215,28 @@ fn the_tls_table_is_strict() {
         .unwrap_err();
     assert!(missing.to_string().contains("key_file"), "{missing}");
 }
+
+/// The config reference (docs/behaviour.md, "Deployment config") and the TLS example of
+/// docs/deployment.md are config files the broker reads: every table and field they
+/// show exists, spelled as shown.
+#[test]
+fn the_documented_config_files_parse() {
+    for (doc, heading) in [
+        ("docs/behaviour.md", "## Deployment config"),
+        ("docs/deployment.md", "## TLS"),
+    ] {
+        let text = std::fs::read_to_string(crate::support::root().join(doc)).unwrap();
+        let section = text
+            .split(heading)
+            .nth(1)
+            .unwrap_or_else(|| panic!("{doc}: no {heading}"));
+        let block = section
+            .split("```toml\n")
+            .nth(1)
+            .and_then(|rest| rest.split("```").next())
+            .unwrap_or_else(|| panic!("{doc}: no toml block under {heading}"));
+        if let Err(e) = toml::from_str::<tool_broker::config::ConfigFile>(block) {
+            panic!("{doc}, {heading}: {e}");
+        }
+    }
+}
