@@ -25,11 +25,7 @@ work=$(mktemp -d)
 node clients/oauth/provider.mjs "$idp_port" "$url/mcp" >"$target_dir/agents-provider.log" 2>&1 &
 idp_pid=$!
 trap 'kill $idp_pid ${broker_pid:-} 2>/dev/null || true; rm -rf "$work"' EXIT
-for _ in $(seq 1 100); do
-  python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)' \
-    "http://127.0.0.1:$idp_port/.well-known/openid-configuration" 2>/dev/null && break
-  sleep 0.1
-done
+wait_for "http://127.0.0.1:$idp_port/.well-known/openid-configuration"
 key="tbk_agents_check_$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')"
 for toolset in discovery all; do
   mkdir -p "$work/$toolset"

@@ -1,6 +1,6 @@
-# Shared by the client checks (sourced): a free loopback port, waiting until a started
-# broker answers /readyz (bounded: 10 s), and where cargo builds: `target_dir` (cargo's
-# target folder: CARGO_TARGET_DIR or the workspace's, as `cargo metadata` says) and
+# Shared by the client checks (sourced): a free loopback port, waiting until a URL
+# answers (`wait_for`) or a started broker answers /readyz (`wait_ready`; bounded:
+# 10 s), and where cargo builds: `target_dir` (cargo's target folder: CARGO_TARGET_DIR or the workspace's, as `cargo metadata` says) and
 # `broker_bin`, the debug binary the checks start (BROKER_BIN to start another).
 target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 broker_bin=${BROKER_BIN:-$target_dir/debug/tool-broker}
@@ -14,13 +14,16 @@ ensure_broker() {
   fi
 }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_ready() {
+wait_for() { # URL: until it answers 2xx (bounded: 10 s)
   for _ in $(seq 1 100); do
-    if python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)' "$1/readyz" 2>/dev/null; then return 0; fi
+    if python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)' "$1" 2>/dev/null; then return 0; fi
     sleep 0.1
   done
-  echo "the broker at $1 did not become ready" >&2
+  echo "$1 did not answer" >&2
   return 1
+}
+wait_ready() { # BROKER_URL
+  wait_for "$1/readyz" || { echo "the broker at $1 did not become ready" >&2; return 1; }
 }
 
 # Debian's chromium and Node (with npm) where absent, and the npm packages pinned in

@@ -29,11 +29,7 @@ HUB_REDIRECT="http://127.0.0.1:$broker_port/hub/callback" HUB_SECRET="$hub_secre
   node "$dir/provider.mjs" "$idp_port" "$resource" >"$target_dir/oauth-provider.log" 2>&1 &
 idp_pid=$!
 trap 'kill $stub_pid $idp_pid ${broker_pid:-} 2>/dev/null || true; rm -rf "$work"' EXIT
-for _ in $(seq 1 100); do
-  python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)' \
-    "http://127.0.0.1:$idp_port/.well-known/openid-configuration" 2>/dev/null && break
-  sleep 0.1
-done
+wait_for "http://127.0.0.1:$idp_port/.well-known/openid-configuration"
 cat >"$work/config.toml" <<TOML
 public_url = "http://127.0.0.1:$broker_port"
 vault_key_env = "TOOL_BROKER_VAULT_KEY"
