@@ -1,7 +1,8 @@
 # Shared by the client checks (sourced): a free loopback port, waiting until a URL
 # answers (`wait_for`) or a started broker answers /readyz (`wait_ready`; bounded:
 # 10 s), and where cargo builds: `target_dir` (cargo's target folder: CARGO_TARGET_DIR
-# or the workspace's, as `cargo metadata` says) and `broker_bin`, the debug binary the checks start (BROKER_BIN to start another).
+# or the workspace's, as `cargo metadata` says) and `broker_bin`, the debug binary the
+# checks start (BROKER_BIN to start another).
 target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 broker_bin=${BROKER_BIN:-$target_dir/debug/tool-broker}
 # The broker a check starts, ready: BROKER_BIN as given (CI passes the release binary it
