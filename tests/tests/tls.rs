@@ -240,3 +240,26 @@ fn the_documented_config_files_parse() {
         }
     }
 }
+
+/// A large answer (a page of `tools/list` under `toolset = "all"`) over TLS on the own
+/// HTTP/1.1 server arrives whole.
+#[tokio::test]
+async fn a_large_answer_over_https_arrives_whole() {
+    let folder = tempfile::tempdir().unwrap();
+    let broker = broker_with_pair(folder.path(), "a", "toolset = \"all\"").await;
+    let answer = client("a", true)
+        .post(format!("{}/mcp", broker.url))
+        .bearer_auth(API_KEY)
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.version(), reqwest::Version::HTTP_11);
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(
+        body["result"]["tools"].as_array().map(Vec::len),
+        Some(100),
+        "{body:.300}"
+    );
+}
