@@ -7,6 +7,7 @@
 //!
 //! | stage | module |
 //! |---|---|
+//! | the look of every page | [`html`] |
 //! | the files authors write, compiled once | [`catalog`] |
 //! | the deployment's config file | [`config`] |
 //! | the one error type and its classifications | [`error`] |
@@ -22,6 +23,7 @@
 //! | upstream callbacks | [`webhook`] |
 //! | one call, end to end | [`call`] |
 //! | the MCP endpoint | [`mcp`] |
+//! | the operator's console | [`console`] |
 //! | the HTTP servers | [`serve`] |
 //! | OpenAPI documents -> tool files | [`import`] |
 //! | the command line | [`cli`] |
@@ -33,8 +35,10 @@ pub mod catalog;
 pub mod cli;
 pub mod config;
 pub mod confirm;
+pub mod console;
 pub mod error;
 pub mod hooks;
+pub mod html;
 pub mod hub;
 pub mod import;
 pub mod mcp;

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 const ALLOWED: &[(&str, &[&str])] = &[
     ("error", &[]),
     ("net", &[]),
+    ("html", &[]),
     ("catalog", &["error"]),
     ("config", &["catalog", "error"]),
     ("telemetry", &["error", "net"]),
@@ -60,6 +61,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "catalog",
             "config",
             "error",
+            "html",
             "run",
             "store",
             "telemetry",
@@ -69,7 +71,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "hub",
         &[
-            "caller", "catalog", "config", "confirm", "error", "net", "run", "store",
+            "caller", "catalog", "config", "confirm", "error", "html", "net", "run", "store",
         ],
     ),
     (
@@ -126,6 +128,23 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "console",
+        &[
+            "call",
+            "caller",
+            "catalog",
+            "config",
+            "confirm",
+            "error",
+            "html",
+            "hub",
+            "policy",
+            "run",
+            "store",
+            "telemetry",
+        ],
+    ),
+    (
         "serve",
         &[
             "answer",
@@ -134,8 +153,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "catalog",
             "config",
             "confirm",
+            "console",
             "error",
             "hooks",
+            "html",
             "hub",
             "mcp",
             "run",
@@ -161,6 +182,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "catalog",
             "config",
             "confirm",
+            "console",
             "error",
             "hooks",
             "hub",

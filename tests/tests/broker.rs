@@ -8,12 +8,14 @@
 
 mod approval;
 mod architecture;
+mod audit_console;
 mod bad_input;
 mod bounds;
 mod budgets;
 mod cases;
 mod cli;
 mod confirmation;
+mod console;
 mod costs;
 mod diagnostics;
 mod elicitation;

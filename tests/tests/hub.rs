@@ -11,13 +11,13 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 use crate::support::idp::{Idp, Signer};
 use crate::support::{API_KEY, Setup, TestBroker, classification, logs, mount_customers};
 
-const VAULT: &str = "TOOL_BROKER_VAULT_KEY";
-const VAULT_SECRET: &str = "hub-test-vault-secret-0123456789abcdefXYZ";
-const CLIENT_SECRET: &str = "hub-client-secret-canary-5150";
-const CANARY: &str = "sk_hub_canary_4242";
+pub(crate) const VAULT: &str = "TOOL_BROKER_VAULT_KEY";
+pub(crate) const VAULT_SECRET: &str = "hub-test-vault-secret-0123456789abcdefXYZ";
+pub(crate) const CLIENT_SECRET: &str = "hub-client-secret-canary-5150";
+pub(crate) const CANARY: &str = "sk_hub_canary_4242";
 
 /// The config of a hub deployment: vault, `[oauth]` naming the provider, its sign-in.
-fn hub_config(idp: &Idp, extra: &str) -> String {
+pub(crate) fn hub_config(idp: &Idp, extra: &str) -> String {
     format!(
         "vault_key_env = \"{VAULT}\"\npublic_url = \"{{broker_url}}\"\n{}",
         idp.config(&format!(
@@ -26,7 +26,7 @@ fn hub_config(idp: &Idp, extra: &str) -> String {
     )
 }
 
-fn hub_setup(idp: &Idp, upstream: &MockServer, extra: &str) -> Setup {
+pub(crate) fn hub_setup(idp: &Idp, upstream: &MockServer, extra: &str) -> Setup {
     let mut setup = Setup::all_upstreams(&upstream.uri());
     setup.config = Some(hub_config(idp, extra));
     setup.env.insert(VAULT.into(), VAULT_SECRET.into());
@@ -36,7 +36,7 @@ fn hub_setup(idp: &Idp, upstream: &MockServer, extra: &str) -> Setup {
     setup
 }
 
-async fn upstream() -> MockServer {
+pub(crate) async fn upstream() -> MockServer {
     let server = MockServer::start().await;
     mount_customers(&server).await;
     server
@@ -60,7 +60,7 @@ async fn upstream_keys(server: &MockServer) -> Vec<String> {
 }
 
 /// A client that does not follow redirects (the pages answer 303s).
-fn client() -> reqwest::Client {
+pub(crate) fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -68,7 +68,7 @@ fn client() -> reqwest::Client {
 }
 
 /// One request: `(status, headers, body text)`.
-async fn request(
+pub(crate) async fn request(
     broker: &TestBroker,
     method: reqwest::Method,
     path: &str,
@@ -89,7 +89,7 @@ async fn request(
 }
 
 /// The JSON API as `bearer`: `(status, body)`.
-async fn api(
+pub(crate) async fn api(
     broker: &TestBroker,
     method: reqwest::Method,
     path: &str,
@@ -130,7 +130,7 @@ async fn mcp_read(broker: &TestBroker, bearer: &str, extra: &[(&str, &str)]) -> 
 }
 
 /// A cookie's `name=value` from a response's `Set-Cookie` headers.
-fn set_cookie(headers: &reqwest::header::HeaderMap, name: &str) -> Option<String> {
+pub(crate) fn set_cookie(headers: &reqwest::header::HeaderMap, name: &str) -> Option<String> {
     headers
         .get_all("set-cookie")
         .iter()
@@ -142,7 +142,12 @@ fn set_cookie(headers: &reqwest::header::HeaderMap, name: &str) -> Option<String
 /// Signs `subject` in to the hub's pages through the provider: `/hub/login`, the
 /// provider's redirect (its token endpoint answers an ID token minted here with the
 /// nonce the broker asked for), `/hub/callback`. Gives the session cookie.
-async fn sign_in(broker: &TestBroker, idp: &Idp, subject: &str, roles: &[&str]) -> String {
+pub(crate) async fn sign_in(
+    broker: &TestBroker,
+    idp: &Idp,
+    subject: &str,
+    roles: &[&str],
+) -> String {
     let (status, headers, _) = request(
         broker,
         reqwest::Method::GET,
@@ -235,7 +240,7 @@ async fn sign_in(broker: &TestBroker, idp: &Idp, subject: &str, roles: &[&str]) 
 }
 
 /// A hidden form field's value in a page.
-fn field(page: &str, name: &str) -> String {
+pub(crate) fn field(page: &str, name: &str) -> String {
     let marker = format!("name=\"{name}\" value=\"");
     let start = page
         .find(&marker)

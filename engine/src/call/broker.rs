@@ -56,6 +56,18 @@ pub struct EndpointState {
     /// The OpenAPI projection text (without and with legacy tools), built on first use;
     /// shared, not copied, by every answer.
     pub projection: [std::sync::OnceLock<bytes::Bytes>; 2],
+    /// Who may open the operator's console (`[admin]`), checked at start.
+    pub admin: Option<crate::config::admin::AdminConfig>,
+    /// The config as the console shows it: secrets only as set or not set
+    /// ([`crate::config::view`]), read once at start.
+    pub config_view: Value,
+    /// How long the audit and finished jobs are kept, in days (0: forever).
+    pub audit_retention_days: u32,
+    /// The store the console reads through: its own connections, so its queries never
+    /// wait for or hold up a call's (set by `serve`; else the broker's store).
+    pub console_store: Option<crate::store::Store>,
+    /// When this broker was built.
+    pub started: jiff::Timestamp,
 }
 
 impl std::ops::Deref for Broker {
@@ -88,6 +100,9 @@ impl Broker {
         let hub = crate::hub::Hub::new(config, &catalog, env)?;
         let parts = Parts::new(catalog, config, env, store)?;
         config.server.validate()?;
+        if let Some(admin) = &config.admin {
+            admin.check(config.oauth.as_ref())?;
+        }
         Ok(Self {
             endpoints: EndpointState {
                 bounds: config.server.clone(),
@@ -98,6 +113,13 @@ impl Broker {
                 mcp_entries: std::sync::OnceLock::new(),
                 origins,
                 projection: [std::sync::OnceLock::new(), std::sync::OnceLock::new()],
+                admin: config.admin.clone(),
+                config_view: crate::config::view::effective(config, env),
+                audit_retention_days: config
+                    .audit_retention_days
+                    .unwrap_or(crate::config::DEFAULT_AUDIT_RETENTION_DAYS),
+                console_store: None,
+                started: jiff::Timestamp::now(),
             },
             parts,
             callers,

@@ -5,16 +5,7 @@ use super::output::{on_runtime, pretty, write_stderr};
 
 /// Parses `--since`: RFC 3339, or an age before `now` (`24h`, `7d`, `30m`).
 pub fn parse_since(text: &str, now: jiff::Timestamp) -> Result<jiff::Timestamp, String> {
-    if let Ok(t) = text.parse::<jiff::Timestamp>() {
-        return Ok(t);
-    }
-    let age: jiff::Span = text.parse().map_err(|_| {
-        format!("--since `{text}` is neither an RFC 3339 time (2026-11-23T00:00:00Z) nor an age (24h, 7d, 30m)")
-    })?;
-    now.to_zoned(jiff::tz::TimeZone::UTC)
-        .checked_sub(age)
-        .map(|z| z.timestamp())
-        .map_err(|e| format!("--since `{text}`: {e}"))
+    crate::console::audit::parse_time(text, now).map_err(|e| format!("--since {e}"))
 }
 
 /// Runs an `audit` command on its own runtime; returns what it prints.

@@ -78,7 +78,17 @@ fn serve_inner(
         .map_err(|e| e.to_string())?;
     tracing::info!(store = %store.location(), "store ready");
     let env = |name: &str| std::env::var(name).ok();
+    // The console reads through connections of its own (docs/console.md).
+    let console_store = match &config.admin {
+        Some(_) => Some(
+            runtime
+                .block_on(crate::store::Store::open_reader(&store_config, &store))
+                .map_err(|e| e.to_string())?,
+        ),
+        None => None,
+    };
     let mut broker = Broker::new(Arc::new(catalog), &config, &env, store)?;
+    broker.endpoints.console_store = console_store;
     // With `[oauth]`, users sign in; a key is generated only where no one else could call.
     if broker.callers.keys.is_empty() && broker.callers.oauth.is_none() {
         let key = crate::caller::generate_key()?;
@@ -149,6 +159,7 @@ fn serve_inner(
             }
         };
         let broker = Arc::new(broker);
+        prune_in_background(&broker);
         // SIGHUP: the policy folder (docs/policy.md) and the TLS pair read again.
         #[cfg(unix)]
         {
@@ -181,6 +192,39 @@ fn serve_inner(
         }
         served
     })
+}
+
+/// Prunes the audit and finished tasks past `audit_retention_days` (none when 0): a
+/// minute after the start, then hourly. Every replica may run it; the deletes are
+/// idempotent and each batch is its own transaction.
+fn prune_in_background(broker: &Arc<Broker>) {
+    let days = broker.endpoints.audit_retention_days;
+    if days == 0 {
+        return;
+    }
+    let broker = Arc::clone(broker);
+    tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+        let mut every = tokio::time::interval(std::time::Duration::from_secs(3600));
+        loop {
+            every.tick().await;
+            let now = broker.now().as_millisecond();
+            let before = now - i64::from(days) * 86_400_000;
+            match broker.store.prune_audit(before, now).await {
+                Ok(p) if p.audit > 0 || p.tasks > 0 || p.jobs > 0 => tracing::info!(
+                    audit = p.audit,
+                    tasks = p.tasks,
+                    jobs = p.jobs,
+                    days,
+                    "pruned what is older than the retention"
+                ),
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "retention pruning failed; it runs again within the hour")
+                }
+            }
+        }
+    });
 }
 
 /// Reads the TLS pair again (SIGHUP): new connections get it; a bad pair is logged and

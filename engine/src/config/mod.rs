@@ -36,13 +36,19 @@
 //! [oauth]                         # users with access tokens (docs/oauth.md)
 //! issuer = "https://idp.example.com"
 //! resource = "https://broker.example.com/mcp"
+//!
+//! [admin]                         # the operator's console (docs/console.md)
+//! roles = ["admin"]
+//! auditor_roles = ["auditor"]
 //! ```
 //!
 //! May import: the catalog (to name services, risks and tiers) and [`crate::error`].
 
+pub mod admin;
 pub mod budgets;
 pub mod oauth;
 pub mod server;
+pub mod view;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -50,6 +56,9 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::catalog::descriptor::{Risk, Tier};
+
+/// How long the write audit is kept when `audit_retention_days` is not set.
+pub const DEFAULT_AUDIT_RETENTION_DAYS: u32 = 90;
 
 /// The config file.
 #[derive(Debug, Default, Deserialize)]
@@ -156,6 +165,14 @@ pub struct ConfigFile {
     /// [`budgets::BudgetEntry`], docs/budgets.md).
     #[serde(default)]
     pub budgets: Vec<budgets::BudgetEntry>,
+    /// Who may open the operator's console at `/admin` ([`admin::AdminConfig`];
+    /// docs/console.md).
+    #[serde(default)]
+    pub admin: Option<admin::AdminConfig>,
+    /// Days the write audit and finished jobs and tasks are kept before the broker
+    /// prunes them in the background (default 90; 0 keeps them forever).
+    #[serde(default)]
+    pub audit_retention_days: Option<u32>,
     /// The file this config was read from and its text (for the lines of its costs).
     #[serde(skip)]
     pub file: Option<(String, String)>,

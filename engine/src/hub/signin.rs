@@ -105,12 +105,14 @@ fn random_text(bytes: usize) -> Option<String> {
     Some(B64.encode(raw))
 }
 
-/// A path the sign-in may return to: the hub's pages or an approval page, never
-/// another site.
+/// A path the sign-in may return to: the hub's pages, an approval page or the
+/// console, never another site.
 pub fn safe_next(next: Option<&str>) -> String {
     match next {
         Some(n)
-            if (n.starts_with("/hub") || n.starts_with("/approvals/"))
+            if (n.starts_with("/hub")
+                || n.starts_with("/approvals/")
+                || n.starts_with("/admin"))
                 && !n.starts_with("//")
                 && !n.contains('\\')
                 && n.bytes().all(|b| b.is_ascii_graphic()) =>
@@ -511,6 +513,10 @@ mod tests {
             "/hub/connect/payments?state=x"
         );
         assert_eq!(safe_next(Some("/approvals/ab12")), "/approvals/ab12");
+        assert_eq!(
+            safe_next(Some("/admin/audit?tool=crm.x")),
+            "/admin/audit?tool=crm.x"
+        );
         for bad in [
             "https://evil.example",
             "//evil.example/hub",

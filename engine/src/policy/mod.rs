@@ -31,6 +31,17 @@ use crate::config::PolicyConfig;
 pub struct PolicyState {
     config: PolicyConfig,
     current: RwLock<Arc<Policies>>,
+    loaded_at: jiff::Timestamp,
+    last_reload: RwLock<Option<Reload>>,
+}
+
+/// The last reload of the folder (the console shows it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reload {
+    /// When it ran.
+    pub at: jiff::Timestamp,
+    /// The policy count of the set it put in place, or the problems that kept the old.
+    pub result: Result<usize, Vec<String>>,
 }
 
 impl PolicyState {
@@ -48,6 +59,8 @@ impl PolicyState {
         Ok(Self {
             config: config.clone(),
             current: RwLock::new(Arc::new(policies)),
+            loaded_at: jiff::Timestamp::now(),
+            last_reload: RwLock::new(None),
         })
     }
 
@@ -62,14 +75,33 @@ impl PolicyState {
     /// Reads the folder again: a valid set replaces the current one (its policy
     /// count returned); an invalid one leaves it and gives every problem.
     pub fn reload(&self, catalog: &Catalog) -> Result<usize, Vec<String>> {
-        let policies = compile(&self.config, catalog)?;
-        let count = policies.sources().len();
-        let fresh = Arc::new(policies);
-        match self.current.write() {
-            Ok(mut guard) => *guard = fresh,
-            Err(poisoned) => *poisoned.into_inner() = fresh,
+        let result = compile(&self.config, catalog).map(|policies| {
+            let count = policies.sources().len();
+            let fresh = Arc::new(policies);
+            match self.current.write() {
+                Ok(mut guard) => *guard = fresh,
+                Err(poisoned) => *poisoned.into_inner() = fresh,
+            }
+            count
+        });
+        let reload = Reload {
+            at: jiff::Timestamp::now(),
+            result: result.clone(),
+        };
+        match self.last_reload.write() {
+            Ok(mut guard) => *guard = Some(reload),
+            Err(poisoned) => *poisoned.into_inner() = Some(reload),
         }
-        Ok(count)
+        result
+    }
+
+    /// When the set was first loaded, and the last reload (none yet: `None`).
+    pub fn history(&self) -> (jiff::Timestamp, Option<Reload>) {
+        let last = match self.last_reload.read() {
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        (self.loaded_at, last)
     }
 
     /// The folder the policies are read from.

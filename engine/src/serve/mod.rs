@@ -4,6 +4,7 @@
 //! - `server`: the listener (connection cap, workers, the stop) and hyper's server with
 //!   the routing of every path that is not a call endpoint;
 //! - `http1`: the broker's own HTTP/1.1 server for the call endpoints;
+//! - `admin`: the console's routes (`/admin...`);
 //! - `hub`: the hub's routes (`/hub...`);
 //! - `calls`: the call endpoints (`POST /`, `POST /mcp`, `POST /mcp/<service>/<tool>`),
 //!   answered alike by either server;
@@ -16,6 +17,7 @@
 //! May import everything below it: the call driver, the MCP endpoint, webhooks, and the
 //! stages under them. Only [`crate::cli`] (and the differential oracles) import it.
 
+pub mod admin;
 pub mod bounds;
 pub mod calls;
 pub mod http1;

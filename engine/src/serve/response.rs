@@ -150,17 +150,23 @@ pub(super) fn json_text_response(
 
 /// A server-rendered page (approvals, the hub) as hyper's response, with the headers
 /// every page carries.
-pub(super) fn page_response(answer: crate::confirm::approval::page::Page) -> HttpResponse {
+pub(super) fn page_response(answer: crate::html::Page) -> HttpResponse {
     let mut response = hyper::Response::new(Full::new(Bytes::from(answer.body)));
     *response.status_mut() =
         hyper::StatusCode::from_u16(answer.status).unwrap_or(hyper::StatusCode::OK);
     let headers = response.headers_mut();
-    for (name, value) in crate::confirm::approval::page::PAGE_HEADERS {
+    for (name, value) in crate::html::PAGE_HEADERS {
         headers.insert(name, hyper::header::HeaderValue::from_static(value));
     }
     for (name, value) in answer.headers {
         if let Ok(v) = hyper::header::HeaderValue::from_str(&value) {
-            headers.append(name, v);
+            // A page with a script gives its own policy (its nonce) instead of the
+            // default one; two policies would both apply.
+            if name == "content-security-policy" {
+                headers.insert(name, v);
+            } else {
+                headers.append(name, v);
+            }
         }
     }
     response

@@ -576,6 +576,11 @@ pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool)
         (&Method::GET, path) if crate::caller::oauth::METADATA_PATHS.contains(&path) => {
             protected_resource_metadata(&broker)
         }
+        (_, path) if path == "/admin" || path.starts_with("/admin/") => {
+            let response = super::admin::route(broker.clone(), req).await;
+            broker.metrics.record_status(response.status().as_u16());
+            response
+        }
         (_, path) if path == "/hub" || path.starts_with("/hub/") => {
             let response = super::hub::route(broker.clone(), req).await;
             broker.metrics.record_status(response.status().as_u16());

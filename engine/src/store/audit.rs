@@ -46,7 +46,7 @@ impl Outcome {
         }
     }
 
-    fn parse(text: &str) -> Self {
+    pub(super) fn parse(text: &str) -> Self {
         match text {
             "executed" => Self::Executed,
             "declined" => Self::Declined,

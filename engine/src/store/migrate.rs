@@ -79,18 +79,32 @@ pub const PORTABLE: &[Migration] = &[
 ];
 
 /// SQLite's own later migrations.
-pub const SQLITE_OWN: &[Migration] = &[(
-    11,
-    "budget_reserve",
-    include_str!("migrations/sqlite/0011_budget_reserve.sql"),
-)];
+pub const SQLITE_OWN: &[Migration] = &[
+    (
+        11,
+        "budget_reserve",
+        include_str!("migrations/sqlite/0011_budget_reserve.sql"),
+    ),
+    (
+        12,
+        "console",
+        include_str!("migrations/sqlite/0012_console.sql"),
+    ),
+];
 
 /// PostgreSQL's own later migrations (the same versions and names as SQLite's).
-pub const POSTGRES_OWN: &[Migration] = &[(
-    11,
-    "budget_reserve",
-    include_str!("migrations/postgres/0011_budget_reserve.sql"),
-)];
+pub const POSTGRES_OWN: &[Migration] = &[
+    (
+        11,
+        "budget_reserve",
+        include_str!("migrations/postgres/0011_budget_reserve.sql"),
+    ),
+    (
+        12,
+        "console",
+        include_str!("migrations/postgres/0012_console.sql"),
+    ),
+];
 
 /// A backend's migrations, oldest first: its initial one, the portable ones and its
 /// own, by version.

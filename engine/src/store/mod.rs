@@ -22,6 +22,7 @@
 
 pub mod approvals;
 pub mod audit;
+pub mod audit_query;
 pub mod budgets;
 pub mod confirmation;
 pub mod hub_keys;
@@ -199,6 +200,59 @@ impl Store {
         };
         migrate::run(&store).await?;
         Ok(store)
+    }
+
+    /// A second handle on the store `main` opened from `config`, with connections of
+    /// its own, for the operator's console: its reads never wait for a call's
+    /// connection nor hold one. SQLite: two read-only connections to the file (WAL lets
+    /// them read while the writer writes); PostgreSQL: a pool of two whose statements
+    /// stop after 10 s. An in-memory store has no second handle: `main` itself.
+    pub async fn open_reader(config: &StoreConfig, main: &Store) -> Result<Self, StoreError> {
+        match config {
+            StoreConfig::Memory => Ok(main.clone()),
+            StoreConfig::Sqlite(dir) => {
+                let file = dir.join(SQLITE_FILE);
+                let options = SqliteConnectOptions::new()
+                    .filename(&file)
+                    .read_only(true)
+                    .busy_timeout(Duration::from_secs(5));
+                let pool = SqlitePoolOptions::new()
+                    .max_connections(2)
+                    .acquire_timeout(Duration::from_secs(10))
+                    .connect_with(options)
+                    .await
+                    .map_err(|e| StoreError::Open {
+                        kind: "sqlite",
+                        reason: safe_reason(&e),
+                    })?;
+                Ok(Self {
+                    backend: Backend::Sqlite(pool),
+                    location: format!("{} (console reader)", main.location),
+                })
+            }
+            StoreConfig::Postgres { url, schema } => {
+                let mut options =
+                    PgConnectOptions::from_str(url).map_err(|_| StoreError::Open {
+                        kind: "postgres",
+                        reason: "the database URL does not parse".into(),
+                    })?;
+                let mut settings = vec![("statement_timeout", "10000".to_string())];
+                if let Some(schema) = schema {
+                    settings.push(("search_path", schema.clone()));
+                }
+                options = options.options(settings);
+                let pool = PgPoolOptions::new()
+                    .max_connections(2)
+                    .acquire_timeout(Duration::from_secs(10))
+                    .connect_with(options)
+                    .await
+                    .map_err(|e| pg_open(&e))?;
+                Ok(Self {
+                    backend: Backend::Postgres(pool),
+                    location: format!("{} (console reader)", main.location),
+                })
+            }
+        }
     }
 
     async fn sqlite(options: SqliteConnectOptions, location: String) -> Result<Self, StoreError> {

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 /// Process-wide call counters.
 #[derive(Debug, Default)]
 pub struct Metrics {
-    calls: Mutex<BTreeMap<(String, &'static str), Counter>>,
+    calls: Mutex<Calls>,
     responses: Mutex<BTreeMap<u16, u64>>,
     /// Connections the broker's own HTTP/1.1 server handed to hyper's server
     /// ([`crate::serve::http1`]).
@@ -20,6 +20,13 @@ pub struct Metrics {
     /// Units charged by unit and service, and calls a budget refused, shown once a
     /// deployment has `[[budgets]]` or a priced call settles.
     spending: Mutex<Option<Spending>>,
+}
+
+/// The totals since start and the last hour, under one lock.
+#[derive(Debug, Default)]
+struct Calls {
+    totals: BTreeMap<(String, &'static str), Counter>,
+    recent: super::recent::Recent,
 }
 
 #[derive(Debug, Default)]
@@ -49,10 +56,14 @@ struct Counter {
 impl Metrics {
     /// Records one tool call and how it ended (`ok` or a classification).
     pub fn record_call(&self, tool: &str, outcome: &'static str, duration_ms: u64) {
+        let now_s = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(0));
         if let Ok(mut calls) = self.calls.lock() {
-            let c = calls.entry((tool.to_string(), outcome)).or_default();
+            let c = calls.totals.entry((tool.to_string(), outcome)).or_default();
             c.count += 1;
             c.duration_ms += duration_ms;
+            calls.recent.record(now_s, tool, outcome, duration_ms);
         }
     }
 
@@ -110,11 +121,26 @@ impl Metrics {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// The last hour of calls at `now_s` (Unix seconds): per minute, errors by
+    /// classification, p50/p99 latency, per service ([`super::recent::Recent`]).
+    pub fn last_hour(&self, now_s: i64) -> serde_json::Value {
+        let recent = self
+            .calls
+            .lock()
+            .map(|c| c.recent.clone())
+            .unwrap_or_default();
+        recent.summary(now_s)
+    }
+
     /// Calls of one service's tools since the process started: totals by outcome and
     /// the mean duration (for runtime-health tools).
     pub fn service_summary(&self, service: &str) -> serde_json::Value {
         let prefix = format!("{service}.");
-        let calls = self.calls.lock().map(|c| c.clone()).unwrap_or_default();
+        let calls = self
+            .calls
+            .lock()
+            .map(|c| c.totals.clone())
+            .unwrap_or_default();
         let mut outcomes: BTreeMap<&str, u64> = BTreeMap::new();
         let (mut total, mut duration) = (0u64, 0u64);
         for ((tool, outcome), c) in &calls {
@@ -150,7 +176,11 @@ impl Metrics {
             out,
             "tool_broker_catalog_info{{snapshot=\"{snapshot_id}\",tools=\"{tools}\"}} 1"
         );
-        let calls = self.calls.lock().map(|c| c.clone()).unwrap_or_default();
+        let calls = self
+            .calls
+            .lock()
+            .map(|c| c.totals.clone())
+            .unwrap_or_default();
         family(
             &mut out,
             "tool_broker_calls_total",

@@ -1,4 +1,5 @@
-//! What the broker tells its operators: Prometheus counters (`metrics`), log lines
+//! What the broker tells its operators: Prometheus counters (`metrics`) and the last
+//! hour of calls per minute for the console (`recent`), log lines
 //! (`logging`), traces (`trace`: W3C Trace Context, a call's spans), what a finished span
 //! holds (`span`, read by both) and their OTLP export (`otlp`).
 //!
@@ -8,6 +9,7 @@ pub mod log_writer;
 pub mod logging;
 pub mod metrics;
 pub mod otlp;
+pub mod recent;
 pub mod span;
 pub mod trace;
 

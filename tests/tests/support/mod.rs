@@ -121,6 +121,9 @@ pub struct Setup {
     pub workers: Option<usize>,
     /// Serve on the test's runtime instead (`server::serve`, the embedders' layout).
     pub on_test_runtime: bool,
+    /// Keep the config's text as `serve` does for a file it read (`broker.toml`): what
+    /// the console shows as written.
+    pub config_as_file: bool,
 }
 
 impl Setup {
@@ -157,6 +160,11 @@ impl TestBroker {
             Some(text) => toml::from_str(&text.replace("{broker_url}", &url)).unwrap(),
             None => ConfigFile::default(),
         };
+        if setup.config_as_file
+            && let Some(text) = &setup.config
+        {
+            config.file = Some(("broker.toml".into(), text.replace("{broker_url}", &url)));
+        }
         for (id, url) in setup.upstreams {
             if catalog.services.contains_key(&id) {
                 config.upstreams.insert(id, url);

@@ -35,29 +35,7 @@ pub const SIGN_IN_ATTEMPTS_PER_ADDRESS: u32 = 30;
 /// The window of the sign-in limits.
 pub const SIGN_IN_WINDOW_MS: i64 = 15 * 60 * 1000;
 
-/// An HTML answer.
-#[derive(Debug)]
-pub struct Page {
-    /// HTTP status.
-    pub status: u16,
-    /// Extra headers (cookies, redirects).
-    pub headers: Vec<(&'static str, String)>,
-    /// The HTML.
-    pub body: String,
-}
-
-/// Headers every page carries.
-pub const PAGE_HEADERS: [(&str, &str); 6] = [
-    ("content-type", "text/html; charset=utf-8"),
-    ("cache-control", "no-store"),
-    ("x-frame-options", "DENY"),
-    ("referrer-policy", "same-origin"),
-    (
-        "content-security-policy",
-        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
-    ),
-    ("x-content-type-options", "nosniff"),
-];
+pub use crate::html::{PAGE_HEADERS, Page, escape, layout, message, page};
 
 /// What the endpoint knows of a person signed in at the deployment's identity provider
 /// (the hub's sign-in, decision 012): an approver when their roles hold the
@@ -79,49 +57,6 @@ pub fn asked_by(caller: &str) -> String {
         }
         _ => format!("API key {caller}"),
     }
-}
-
-/// HTML-escapes text.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// A whole page: the title as heading, then `body` (HTML, escaped by the caller).
-pub fn layout(title: &str, body: &str) -> String {
-    format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>{}</title>\
-<style>body{{font-family:system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem;color:#111}}\
-pre{{background:#f4f4f4;padding:.75rem;overflow:auto;white-space:pre-wrap}}dt{{font-weight:600}}\
-button{{font-size:1rem;padding:.4rem 1.2rem;margin-right:1rem}}.warn{{color:#8a1c00}}</style></head>\
-<body><h1>{}</h1>{body}</body></html>",
-        escape(title),
-        escape(title)
-    )
-}
-
-/// A page answer.
-pub fn page(status: u16, title: &str, body: &str) -> Page {
-    Page {
-        status,
-        headers: Vec::new(),
-        body: layout(title, body),
-    }
-}
-
-/// A page of one paragraph of text.
-pub fn message(status: u16, title: &str, text: &str) -> Page {
-    page(status, title, &format!("<p>{}</p>", escape(text)))
 }
 
 /// The fields of an `application/x-www-form-urlencoded` body.
@@ -242,57 +177,12 @@ pub async fn view(
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or(Value::Null);
     let now = cx.now().as_millisecond();
-    let expires = jiff::Timestamp::from_millisecond(approval.expires_ms)
-        .map(|t| t.to_string())
-        .unwrap_or_default();
     let state = if approval.state == ApprovalState::Pending && approval.expires_ms <= now {
         "expired"
     } else {
         approval.state.as_str()
     };
-    let request = &preview["request"];
-    let mut details = format!(
-        "<dl><dt>Tool</dt><dd>{} ({})</dd><dt>Asked by</dt><dd>{}</dd>\
-<dt>Risk</dt><dd>{}</dd><dt>Kinds of change</dt><dd>{}</dd><dt>Spends credits</dt><dd>{}</dd>\
-<dt>Request</dt><dd><code>{} {}</code></dd><dt>Expires</dt><dd>{}</dd><dt>State</dt><dd>{}</dd></dl>",
-        escape(preview["title"].as_str().unwrap_or("")),
-        escape(&approval.tool),
-        escape(&asked_by(&approval.key_name)),
-        escape(preview["risk"].as_str().unwrap_or("write")),
-        escape(
-            &preview["classes"]
-                .as_array()
-                .map(|c| c
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join(", "))
-                .unwrap_or_default()
-        ),
-        if preview["consumesCredits"] == true {
-            "yes"
-        } else {
-            "no"
-        },
-        escape(request["method"].as_str().unwrap_or("")),
-        escape(
-            request["url"]
-                .as_str()
-                .or(request["path"].as_str())
-                .unwrap_or("")
-        ),
-        escape(&expires),
-        escape(state),
-    );
-    let body = request
-        .get("body")
-        .or(request.get("json"))
-        .cloned()
-        .unwrap_or_else(|| preview["arguments"].clone());
-    details.push_str(&format!(
-        "<h2>What would be sent</h2><pre>{}</pre>",
-        escape(&serde_json::to_string_pretty(&body).unwrap_or_default())
-    ));
+    let mut details = summary(&preview, &approval, state);
     if state == "pending" {
         let Some(csrf) = seal(
             cx,
@@ -321,6 +211,68 @@ pub async fn view(
         })
     ));
     page(200, "Review a write", &details)
+}
+
+/// What a person approves, exactly: the tool, who asked, risk, kinds of change (when
+/// any), whether it spends credits, the request line, expiry, state, and the body that
+/// would be sent (`preview` is the opened sealed preview). The approval page and the
+/// console show the same.
+pub fn summary(
+    preview: &Value,
+    approval: &crate::store::approvals::Approval,
+    state: &str,
+) -> String {
+    let request = &preview["request"];
+    let expires = jiff::Timestamp::from_millisecond(approval.expires_ms)
+        .map(|t| t.to_string())
+        .unwrap_or_default();
+    let classes = preview["classes"]
+        .as_array()
+        .map(|c| {
+            c.iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default();
+    let classes = if classes.is_empty() {
+        String::new()
+    } else {
+        format!("<dt>Kinds of change</dt><dd>{}</dd>", escape(&classes))
+    };
+    let mut details = format!(
+        "<dl><dt>Tool</dt><dd>{} (<code>{}</code>)</dd><dt>Asked by</dt><dd>{}</dd>\
+<dt>Risk</dt><dd>{}</dd>{classes}<dt>Spends credits</dt><dd>{}</dd>\
+<dt>Request</dt><dd><code>{} {}</code></dd><dt>Expires</dt><dd>{}</dd><dt>State</dt><dd>{}</dd></dl>",
+        escape(preview["title"].as_str().unwrap_or("")),
+        escape(&approval.tool),
+        escape(&asked_by(&approval.key_name)),
+        escape(preview["risk"].as_str().unwrap_or("write")),
+        if preview["consumesCredits"] == true {
+            "yes"
+        } else {
+            "no"
+        },
+        escape(request["method"].as_str().unwrap_or("")),
+        escape(
+            request["url"]
+                .as_str()
+                .or(request["path"].as_str())
+                .unwrap_or("")
+        ),
+        crate::html::time(&expires),
+        escape(state),
+    );
+    let body = request
+        .get("body")
+        .or(request.get("json"))
+        .cloned()
+        .unwrap_or_else(|| preview["arguments"].clone());
+    details.push_str(&format!(
+        "<h2>What would be sent</h2>{}",
+        crate::html::folded_json(&body, "The whole body")
+    ));
+    details
 }
 
 /// The store key of a client address's sign-in attempts (approvals and the hub's).

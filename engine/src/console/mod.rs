@@ -1,0 +1,100 @@
+//! The operator's console at `/admin` (docs/console.md): every call, user, key,
+//! approval and policy in one place, for people whose provider roles `[admin]` names.
+//! Each page is backed by a JSON API of the same name under `/admin/api/`.
+//!
+//! - `access`: who is looking ([`Viewer`]): a hub session (`[oauth.sign_in]`) or an
+//!   access token whose roles hold an admin or auditor role; never a static API key.
+//! - `shell`: the console's layout (navigation, who is signed in) and its one script.
+//! - `overview`, `catalog`, `audit`, `settings`: what each page shows, as JSON and as
+//!   HTML.
+//!
+//! Reads through the console's own store handle (`EndpointState::console_store`), never
+//! the calls' connections; nothing here runs on the call path. May import everything
+//! below the endpoints: the broker, the hub's sign-in, the store, the catalog, policies.
+
+pub mod access;
+pub mod audit;
+pub mod catalog;
+pub mod overview;
+pub mod settings;
+pub mod shell;
+
+use serde_json::{Value, json};
+
+use crate::call::Broker;
+use crate::html::Page;
+
+/// What a viewer may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Sees everything and may act (approve, deny, revoke, delete a stored key).
+    Admin,
+    /// Sees everything, changes nothing.
+    Auditor,
+}
+
+impl Role {
+    /// The word the pages and the API show.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Admin => "admin",
+            Self::Auditor => "auditor",
+        }
+    }
+}
+
+/// The person looking at the console.
+#[derive(Debug, Clone)]
+pub struct Viewer {
+    /// `<issuer>#<subject>`: how the audit names them.
+    pub principal: String,
+    /// What the pages call them.
+    pub name: String,
+    /// Their console role.
+    pub role: Role,
+    /// The hub session they are signed in with (`None` for an access token).
+    pub session: Option<crate::hub::signin::Session>,
+}
+
+/// What a console route answers.
+#[derive(Debug)]
+pub enum Answer {
+    /// JSON with a status and extra headers.
+    Json(u16, Value, Vec<(&'static str, String)>),
+    /// An export: status, content type, body, extra headers.
+    File(u16, &'static str, String, Vec<(&'static str, String)>),
+    /// A page.
+    Page(Page),
+}
+
+impl Answer {
+    /// A JSON error: `{"error": {"classification", "message"}}`.
+    pub fn error(status: u16, classification: &str, message: &str) -> Self {
+        Self::Json(
+            status,
+            json!({ "error": { "classification": classification, "message": message } }),
+            Vec::new(),
+        )
+    }
+
+    /// JSON with status 200.
+    pub fn ok(body: Value) -> Self {
+        Self::Json(200, body, Vec::new())
+    }
+}
+
+/// The store the console reads: its own handle when `serve` opened one.
+pub fn store(broker: &Broker) -> &crate::store::Store {
+    broker
+        .endpoints
+        .console_store
+        .as_ref()
+        .unwrap_or(&broker.store)
+}
+
+/// Query parameters of a request, decoded; a name given twice keeps the last.
+pub fn query(text: &str) -> std::collections::BTreeMap<String, String> {
+    url::form_urlencoded::parse(text.as_bytes())
+        .into_owned()
+        .collect()
+}
