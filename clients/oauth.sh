@@ -6,14 +6,17 @@
 # Chromium (clients/oauth/flow.mjs); then the hub (decision 012, docs/hub.md):
 # two users, keys stored through the connect link after signing in at the provider,
 # the stored key reaching the upstream, another user's link storing nothing
-# (clients/oauth/hub.mjs). Versions pinned in clients/oauth/package.json. Installs
+# (clients/oauth/hub.mjs); then the operator's console (docs/console.md) signed in as
+# an admin, an auditor and a person without a role, every page checked by axe-core and
+# written as a screenshot under <target>/console-screens (clients/oauth/console.mjs).
+# Versions pinned in clients/oauth/package.json. Installs
 # chromium (Debian) and Node where absent. Loopback only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 dir=clients/oauth
 . clients/lib.sh
-need_browser_and_npm "$dir" oidc-provider
+need_browser_and_npm "$dir" axe-core
 
 ensure_broker
 stub_port=$(free_port)
@@ -25,6 +28,7 @@ python3 clients/stub_upstream.py "$stub_port" &
 stub_pid=$!
 hub_secret="hub-client-secret-$RANDOM$RANDOM"
 hub_key="sk_hub_flow_canary_$RANDOM$RANDOM"
+vault_key="vault-$(head -c 32 /dev/urandom | base64 | tr -d '/+=')"
 HUB_REDIRECT="http://127.0.0.1:$broker_port/hub/callback" HUB_SECRET="$hub_secret" \
   node "$dir/provider.mjs" "$idp_port" "$resource" >"$target_dir/oauth-provider.log" 2>&1 &
 idp_pid=$!
@@ -41,9 +45,12 @@ client_id = "tool-broker-hub"
 client_secret_env = "TOOL_BROKER_HUB_CLIENT_SECRET"
 scopes = ["openid", "profile"]
 approver_role = "approver"
+[admin]
+roles = ["admin"]
+auditor_roles = ["auditor"]
 TOML
 env TOOL_BROKER_UPSTREAM_PAYMENTS="http://127.0.0.1:$stub_port" \
-  TOOL_BROKER_VAULT_KEY="vault-$(head -c 32 /dev/urandom | base64 | tr -d '/+=')" \
+  TOOL_BROKER_VAULT_KEY="$vault_key" \
   TOOL_BROKER_HUB_CLIENT_SECRET="$hub_secret" \
   "$broker_bin" serve --listen "127.0.0.1:$broker_port" --config "$work/config.toml" \
   --data-dir "$work/data" >"$target_dir/oauth-broker.log" 2>&1 &
@@ -54,6 +61,9 @@ wait_ready "$url"
 echo "oidc-provider $(node -p "require('./$dir/node_modules/oidc-provider/package.json').version"), @modelcontextprotocol/sdk $(node -p "require('./$dir/node_modules/@modelcontextprotocol/sdk/package.json').version"), chromium $(/usr/bin/chromium --version 2>/dev/null | awk '{print $2}')"
 BROKER_URL="$url" PAYMENTS_KEY="pk_oauth_flow_canary_5" node "$dir/flow.mjs"
 BROKER_URL="$url" STUB_URL="http://127.0.0.1:$stub_port" HUB_KEY="$hub_key" node "$dir/hub.mjs"
+echo "axe-core $(node -p "require('./$dir/node_modules/axe-core/package.json').version")"
+BROKER_URL="$url" SCREENS="$target_dir/console-screens" SECRETS="$hub_key,$hub_secret,$vault_key" \
+  node "$dir/console.mjs"
 # The access token never reaches the broker's log; the stored key and the client secret
 # are in neither the log nor the data folder.
 if grep -Eq 'eyJ[A-Za-z0-9_-]{10,}\.eyJ' "$target_dir/oauth-broker.log"; then

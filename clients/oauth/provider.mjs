@@ -4,7 +4,7 @@
 // pages. Signing keys are made at start; `/jwks` publishes them. With HUB_REDIRECT and
 // HUB_SECRET set, the broker's hub is a registered confidential client
 // (`tool-broker-hub`, client_secret_basic) whose ID tokens carry `preferred_username` and
-// `roles` (`carol` is an approver); its sign-in asks for no access token for the broker.
+// `roles` (`ROLES` below); its sign-in asks for no access token for the broker.
 //
 // Usage: [HUB_REDIRECT=... HUB_SECRET=...] node provider.mjs <port> <resource>
 import crypto from 'node:crypto';
@@ -30,6 +30,10 @@ const hubClients = process.env.HUB_REDIRECT
       },
     ]
   : [];
+
+// Who holds which role: carol approves writes, olive runs the console (and approves),
+// audrey reads it; anyone else has none.
+const ROLES = { carol: ['approver'], olive: ['admin', 'approver'], audrey: ['auditor'] };
 
 const provider = new Provider(issuer, {
   clients: hubClients,
@@ -67,7 +71,7 @@ const provider = new Provider(issuer, {
   pkce: { required: () => true },
   findAccount: (ctx, sub) => ({
     accountId: sub,
-    claims: () => ({ sub, preferred_username: sub, roles: sub === 'carol' ? ['approver'] : [] }),
+    claims: () => ({ sub, preferred_username: sub, roles: ROLES[sub] ?? [] }),
   }),
 });
 provider.proxy = false;

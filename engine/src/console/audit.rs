@@ -379,12 +379,23 @@ pub async fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html:
                 r.at.parse::<jiff::Timestamp>()
                     .map(|t| t.as_millisecond())
                     .unwrap_or(0);
+            let encode =
+                |t: &str| url::form_urlencoded::byte_serialize(t.as_bytes()).collect::<String>();
+            // A catalog tool links to its page; a hub key change is no tool.
+            let tool = if broker.catalog.resolve(&r.tool).is_some() {
+                format!(
+                    "<a href=\"/admin/tools/{}\"><code>{}</code></a>",
+                    escape(&encode(&r.tool)),
+                    escape(&r.tool)
+                )
+            } else {
+                format!("<code>{}</code>", escape(&r.tool))
+            };
             body.push_str(&format!(
-                "<tr><td data-sort=\"{at_ms}\">{}</td><td>{}</td><td><a href=\"/admin/tools/{}\"><code>{}</code></a></td><td><span class=\"tag\">{}</span></td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td><code title=\"{}\">{}</code></td></tr>",
+                "<tr><td data-sort=\"{at_ms}\">{}</td><td><a href=\"/admin/audit?principal={}\" title=\"Only this caller's records\">{}</a></td><td>{tool}</td><td><span class=\"tag\">{}</span></td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td><code title=\"{}\">{}</code></td></tr>",
                 time(&r.at),
+                escape(&encode(&r.key_name)),
                 escape(&r.key_name),
-                escape(&url::form_urlencoded::byte_serialize(r.tool.as_bytes()).collect::<String>()),
-                escape(&r.tool),
                 escape(r.outcome.as_str()),
                 escape(&match r.upstream_status {
                     Some(s) => format!("{} · {s}", r.classification),
