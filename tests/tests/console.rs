@@ -408,8 +408,14 @@ async fn the_audit_filters_pages_and_exports() {
     assert!(html.contains("Records are kept 30 days"));
     assert!(html.contains("format=csv") && html.contains("Older records"));
     // Who links to their records; a catalog tool to its page.
-    assert!(html.contains("href=\"/admin/audit?principal=agent-a\""), "{html}");
-    assert!(html.contains("href=\"/admin/tools/crm.contacts_create_contact\""), "{html}");
+    assert!(
+        html.contains("href=\"/admin/audit?principal=agent-a\""),
+        "{html}"
+    );
+    assert!(
+        html.contains("href=\"/admin/tools/crm.contacts_create_contact\""),
+        "{html}"
+    );
     let (status, _, html) = page(&broker, "/admin/audit?principal=nobody", Some(&cookie)).await;
     assert_eq!(status, 200);
     assert!(html.contains("No record matches this filter."));

@@ -25,8 +25,23 @@ pub struct Metrics {
 /// The totals since start and the last hour, under one lock.
 #[derive(Debug, Default)]
 struct Calls {
-    totals: BTreeMap<(String, &'static str), Counter>,
+    /// By tool, then outcome: a call of a tool seen before allocates nothing.
+    totals: BTreeMap<String, BTreeMap<&'static str, Counter>>,
     recent: super::recent::Recent,
+}
+
+impl Calls {
+    /// The totals keyed by tool and outcome, for the exposition.
+    fn flat(&self) -> BTreeMap<(String, &'static str), Counter> {
+        self.totals
+            .iter()
+            .flat_map(|(tool, outcomes)| {
+                outcomes
+                    .iter()
+                    .map(move |(outcome, c)| ((tool.clone(), *outcome), *c))
+            })
+            .collect()
+    }
 }
 
 #[derive(Debug, Default)]
@@ -59,8 +74,17 @@ impl Metrics {
         let now_s = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(0));
-        if let Ok(mut calls) = self.calls.lock() {
-            let c = calls.totals.entry((tool.to_string(), outcome)).or_default();
+        if let Ok(mut guard) = self.calls.lock() {
+            let calls = &mut *guard;
+            let c = match calls.totals.get_mut(tool) {
+                Some(outcomes) => outcomes.entry(outcome).or_default(),
+                None => calls
+                    .totals
+                    .entry(tool.to_string())
+                    .or_default()
+                    .entry(outcome)
+                    .or_default(),
+            };
             c.count += 1;
             c.duration_ms += duration_ms;
             calls.recent.record(now_s, tool, outcome, duration_ms);
@@ -136,11 +160,7 @@ impl Metrics {
     /// the mean duration (for runtime-health tools).
     pub fn service_summary(&self, service: &str) -> serde_json::Value {
         let prefix = format!("{service}.");
-        let calls = self
-            .calls
-            .lock()
-            .map(|c| c.totals.clone())
-            .unwrap_or_default();
+        let calls = self.calls.lock().map(|c| c.flat()).unwrap_or_default();
         let mut outcomes: BTreeMap<&str, u64> = BTreeMap::new();
         let (mut total, mut duration) = (0u64, 0u64);
         for ((tool, outcome), c) in &calls {
@@ -176,11 +196,7 @@ impl Metrics {
             out,
             "tool_broker_catalog_info{{snapshot=\"{snapshot_id}\",tools=\"{tools}\"}} 1"
         );
-        let calls = self
-            .calls
-            .lock()
-            .map(|c| c.totals.clone())
-            .unwrap_or_default();
+        let calls = self.calls.lock().map(|c| c.flat()).unwrap_or_default();
         family(
             &mut out,
             "tool_broker_calls_total",
