@@ -64,13 +64,7 @@ pub fn filter_of(
     fields: &BTreeMap<String, String>,
     now: jiff::Timestamp,
 ) -> Result<(AuditFilter, Format), String> {
-    let text = |name: &str| {
-        fields
-            .get(name)
-            .map(|v| v.trim())
-            .filter(|v| !v.is_empty())
-            .map(String::from)
-    };
+    let text = |name: &str| super::field(fields, name);
     for name in fields.keys() {
         if ![
             "since",

@@ -30,13 +30,7 @@ struct Selection {
 }
 
 fn selection(fields: &BTreeMap<String, String>) -> Result<Selection, String> {
-    let text = |name: &str| {
-        fields
-            .get(name)
-            .map(|v| v.trim())
-            .filter(|v| !v.is_empty())
-            .map(String::from)
-    };
+    let text = |name: &str| super::field(fields, name);
     for name in fields.keys() {
         if !["q", "service", "risk", "tier", "class", "cursor", "limit"].contains(&name.as_str()) {
             return Err(format!(

@@ -98,3 +98,12 @@ pub fn query(text: &str) -> std::collections::BTreeMap<String, String> {
         .into_owned()
         .collect()
 }
+
+/// A query field, trimmed; `None` when absent or empty.
+pub fn field(fields: &std::collections::BTreeMap<String, String>, name: &str) -> Option<String> {
+    fields
+        .get(name)
+        .map(|v| v.trim())
+        .filter(|v| !v.is_empty())
+        .map(String::from)
+}

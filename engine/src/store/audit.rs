@@ -110,7 +110,8 @@ pub struct AuditQuery {
     pub limit: i64,
 }
 
-type Row = (
+/// A record as both readers select it (`SELECT seq, at, ... cost`).
+pub(super) type Row = (
     i64,
     String,
     String,
@@ -178,27 +179,29 @@ impl Store {
             .fetch_all(pool)
             .await
             .map_err(|e| self.failed("read the write audit", &e)))?;
-        let mut records: Vec<AuditRecord> = rows
-            .into_iter()
-            .map(|r| AuditRecord {
-                seq: r.0,
-                at: r.1,
-                key_name: r.2,
-                tool: r.3,
-                descriptor_hash: r.4,
-                catalog_version: r.5,
-                args_sha256: r.6,
-                outcome: Outcome::parse(&r.7),
-                upstream_status: r.8.and_then(|s| u16::try_from(s).ok()),
-                classification: r.9,
-                trace_id: r.10,
-                duration_ms: u64::try_from(r.11).unwrap_or(0),
-                confirmation: r.12,
-                policies: r.13.and_then(|text| serde_json::from_str(&text).ok()),
-                cost: r.14.and_then(|text| serde_json::from_str(&text).ok()),
-            })
-            .collect();
+        let mut records: Vec<AuditRecord> = rows.into_iter().map(record).collect();
         records.reverse();
         Ok(records)
+    }
+}
+
+/// A selected row as a record.
+pub(super) fn record(r: Row) -> AuditRecord {
+    AuditRecord {
+        seq: r.0,
+        at: r.1,
+        key_name: r.2,
+        tool: r.3,
+        descriptor_hash: r.4,
+        catalog_version: r.5,
+        args_sha256: r.6,
+        outcome: Outcome::parse(&r.7),
+        upstream_status: r.8.and_then(|s| u16::try_from(s).ok()),
+        classification: r.9,
+        trace_id: r.10,
+        duration_ms: u64::try_from(r.11).unwrap_or(0),
+        confirmation: r.12,
+        policies: r.13.and_then(|text| serde_json::from_str(&text).ok()),
+        cost: r.14.and_then(|text| serde_json::from_str(&text).ok()),
     }
 }

@@ -7,7 +7,7 @@
 //! `seq` for a sort. A page asks for one record more than it shows, to know whether
 //! another follows.
 
-use super::audit::{AuditRecord, Outcome};
+use super::audit::{AuditRecord, Row, record};
 use super::{Store, StoreError, on_pool};
 
 /// What a console page of the audit selects.
@@ -93,44 +93,6 @@ impl AuditFilter {
             format!(" WHERE {}", sql.join(" AND "))
         };
         (clause, binds)
-    }
-}
-
-type Row = (
-    i64,
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    Option<i32>,
-    String,
-    String,
-    i64,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-);
-
-fn record(r: Row) -> AuditRecord {
-    AuditRecord {
-        seq: r.0,
-        at: r.1,
-        key_name: r.2,
-        tool: r.3,
-        descriptor_hash: r.4,
-        catalog_version: r.5,
-        args_sha256: r.6,
-        outcome: Outcome::parse(&r.7),
-        upstream_status: r.8.and_then(|s| u16::try_from(s).ok()),
-        classification: r.9,
-        trace_id: r.10,
-        duration_ms: u64::try_from(r.11).unwrap_or(0),
-        confirmation: r.12,
-        policies: r.13.and_then(|text| serde_json::from_str(&text).ok()),
-        cost: r.14.and_then(|text| serde_json::from_str(&text).ok()),
     }
 }
 
