@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Short runs of every fuzz target (fuzz/README.md): FUZZ_SECONDS each
+# Short runs of every fuzz target by hand (fuzz/README.md; CI replays the committed
+# corpus in `cargo test` instead): FUZZ_SECONDS each
 # (default 20), from the committed corpus, on the machine's stable toolchain. A target
 # that finds a disagreement or a panic fails the run and leaves the input under
 # fuzz/artifacts/<target>/. New inputs go to target/fuzz-corpus/<target>, never into the

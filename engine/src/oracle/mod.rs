@@ -36,3 +36,69 @@ fn block_on<F: std::future::Future>(work: F) -> Option<F::Output> {
     }
     RUNTIME.with(|rt| rt.as_ref().map(|rt| rt.block_on(work)))
 }
+
+/// Every fuzz target's oracle by the target's name (`fuzz/fuzz_targets/<name>.rs`), as
+/// the target calls it on libFuzzer's bytes.
+pub const TARGETS: &[(&str, fn(&[u8]) -> Verdict)] = &[
+    ("held_answer", held::answer),
+    ("http1_head", http1::head),
+    ("json_string", |data| match std::str::from_utf8(data) {
+        Ok(text) => readers::json_string(text),
+        Err(_) => Ok(()),
+    }),
+    ("jsonrpc_reader", readers::jsonrpc),
+    ("mcp_message", readers::mcp_message),
+    ("render_hostile", render::hostile),
+    ("scan_answer", scan::answer),
+];
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    fn fuzz_dir() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz")
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .filter_map(Result::ok)
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Every committed corpus input (the seeds and every finding) through its oracle:
+    /// what a fuzz run once found stays mended without building the fuzzer.
+    #[test]
+    fn the_committed_corpus_replays_without_a_disagreement() {
+        let mut replayed = 0;
+        for (target, oracle) in super::TARGETS {
+            let dir = fuzz_dir().join("corpus").join(target);
+            for name in names(&dir) {
+                let input =
+                    std::fs::read(dir.join(&name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+                assert_eq!(oracle(&input), Ok(()), "fuzz/corpus/{target}/{name}");
+                replayed += 1;
+            }
+        }
+        assert!(replayed >= super::TARGETS.len(), "{replayed} inputs");
+    }
+
+    /// The table names every fuzz target and every corpus folder, and nothing else.
+    #[test]
+    fn every_fuzz_target_has_its_oracle_in_the_table() {
+        let table: Vec<String> = super::TARGETS
+            .iter()
+            .map(|(name, _)| (*name).to_owned())
+            .collect();
+        let targets: Vec<String> = names(&fuzz_dir().join("fuzz_targets"))
+            .into_iter()
+            .filter_map(|file| file.strip_suffix(".rs").map(str::to_owned))
+            .collect();
+        assert_eq!(targets, table);
+        assert_eq!(names(&fuzz_dir().join("corpus")), table);
+    }
+}
