@@ -86,6 +86,8 @@ pre{background:var(--code);padding:.75rem;overflow:auto;white-space:pre-wrap;bor
 button,.button{font:inherit;padding:.4rem 1rem;border-radius:.4rem;border:1px solid var(--accent);background:var(--accent);color:var(--accent-fg);cursor:pointer;text-decoration:none;display:inline-block}\
 button.secondary,.button.secondary{background:transparent;color:var(--accent)}\
 button+button{margin-left:.5rem}\
+button.small{padding:.1rem .5rem;font-size:.8rem}\
+.note{padding:.6rem 1rem;border-left:4px solid var(--ok);background:var(--card);border-radius:.3rem}\
 input,select{font:inherit;padding:.35rem .5rem;border:1px solid var(--muted);border-radius:.4rem;background:var(--card);color:var(--fg)}\
 label{display:inline-flex;flex-direction:column;gap:.15rem;font-size:.85rem;color:var(--muted)}\
 form.inline{display:inline}\

@@ -138,6 +138,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "error",
             "html",
             "hub",
+            "mcp",
             "policy",
             "run",
             "store",

@@ -1,10 +1,14 @@
 //! The write audit as the console reads it (engine/src/store/audit_query.rs): filters,
 //! newest-first pages by cursor, the oldest record kept, and retention pruning that
 //! removes only what is past its bound and over a day old, while the audit otherwise
-//! stays append-only. One suite, on SQLite and (ignored without a server) PostgreSQL.
+//! stays append-only; and the console's other lists (principals, stored keys,
+//! approvals, tasks, jobs). One suite, on SQLite and (ignored without a server) PostgreSQL.
 
+use tool_broker::store::approvals::{Approval, ApprovalState, Shown};
 use tool_broker::store::audit::{AuditRecord, Outcome};
 use tool_broker::store::audit_query::AuditFilter;
+use tool_broker::store::hub_keys::SealedKey;
+use tool_broker::store::tasks::StoredTask;
 use tool_broker::store::{Store, StoreConfig};
 
 const DAY_MS: i64 = 86_400_000;
@@ -147,6 +151,8 @@ async fn suite(config: &StoreConfig) {
         Some(at(now - 200 * DAY_MS))
     );
 
+    lists(&store, &reader, now).await;
+
     // Pruning removes what is older than its bound, and nothing under a day old even
     // when asked to.
     let refused = store.prune_audit(now + DAY_MS, now).await;
@@ -158,7 +164,7 @@ async fn suite(config: &StoreConfig) {
     );
     assert_eq!(count(&reader, filter()).await, 300);
     let pruned = store.prune_audit(now - 90 * DAY_MS, now).await.unwrap();
-    assert_eq!(pruned.audit, 60);
+    assert_eq!((pruned.audit, pruned.approvals), (60, 1));
     assert_eq!(count(&reader, filter()).await, 240);
     assert_eq!(
         reader.oldest_audit().await.unwrap(),
@@ -172,6 +178,213 @@ async fn suite(config: &StoreConfig) {
             .unwrap()
             .audit,
         0
+    );
+}
+
+fn approval(id: &str, state_created_expires: (i64, i64)) -> Approval {
+    Approval {
+        id: id.into(),
+        caller: "agent-a:00".into(),
+        key_name: "agent-a".into(),
+        tool: "payments.post_customers".into(),
+        descriptor_hash: "ab".repeat(32),
+        args_sha256: "cd".repeat(32),
+        preview: "sealed".into(),
+        state: ApprovalState::Pending,
+        approver: None,
+        created_ms: state_created_expires.0,
+        expires_ms: state_created_expires.1,
+    }
+}
+
+/// The console's other lists: who the audit names, stored keys, approvals, tasks and
+/// jobs, each newest first with its cursor.
+async fn lists(store: &Store, reader: &Store, now: i64) {
+    let names = reader.audit_principals(10).await.unwrap();
+    let counts: Vec<(&str, u64)> = names.iter().map(|p| (p.name.as_str(), p.records)).collect();
+    assert_eq!(counts.len(), 3);
+    assert!(counts.iter().all(|(_, n)| *n == 100), "{counts:?}");
+    assert!(names.windows(2).all(|w| w[0].last_ms >= w[1].last_ms));
+    assert_eq!(reader.audit_principals(1).await.unwrap().len(), 1);
+
+    for (subject, service) in [("dana", "crm"), ("dana", "payments"), ("eve", "crm")] {
+        store
+            .put_hub_key(&SealedKey {
+                issuer: "https://idp".into(),
+                subject: subject.into(),
+                service: service.into(),
+                sealed: "sealed-canary".into(),
+                key_id: "k1".into(),
+                set_ms: now,
+            })
+            .await
+            .unwrap();
+    }
+    let holders = reader.hub_key_holders(10).await.unwrap();
+    assert_eq!(holders.len(), 3);
+    assert_eq!(
+        holders[0],
+        ("https://idp".into(), "dana".into(), "crm".into(), now)
+    );
+    approvals(store, reader, now).await;
+    tasks_and_jobs(store, reader, now).await;
+}
+
+/// Approvals: pending, expired, decided; newest first, by cursor.
+async fn approvals(store: &Store, reader: &Store, now: i64) {
+    store
+        .create_approval(&approval("a-old", (now - 200 * DAY_MS, now - 199 * DAY_MS)))
+        .await
+        .unwrap();
+    store
+        .create_approval(&approval("a-expired", (now - 60_000, now - 1)))
+        .await
+        .unwrap();
+    store
+        .create_approval(&approval("a-pending", (now - 30_000, now + 60_000)))
+        .await
+        .unwrap();
+    store
+        .create_approval(&approval("a-decided", (now - 20_000, now + 60_000)))
+        .await
+        .unwrap();
+    store
+        .create_approval(&approval("a-tie", (now - 20_000, now + 60_000)))
+        .await
+        .unwrap();
+    assert!(
+        store
+            .decide_approval("a-decided", "olive", true, now)
+            .await
+            .unwrap()
+    );
+    let ids = |rows: Vec<Approval>| rows.into_iter().map(|a| a.id).collect::<Vec<_>>();
+    for (shown, expected) in [
+        (
+            Shown::All,
+            vec!["a-tie", "a-decided", "a-pending", "a-expired", "a-old"],
+        ),
+        (Shown::Pending, vec!["a-tie", "a-pending"]),
+        (Shown::Expired, vec!["a-expired", "a-old"]),
+        (Shown::Decided, vec!["a-decided"]),
+    ] {
+        assert_eq!(
+            ids(reader.list_approvals(shown, now, None, 10).await.unwrap()),
+            expected,
+            "{shown:?}"
+        );
+    }
+    let first = reader
+        .list_approvals(Shown::All, now, None, 2)
+        .await
+        .unwrap();
+    let last = first.last().unwrap();
+    assert_eq!(
+        ids(reader
+            .list_approvals(Shown::All, now, Some((last.created_ms, &last.id)), 10)
+            .await
+            .unwrap()),
+        vec!["a-pending", "a-expired", "a-old"]
+    );
+}
+
+/// Tasks (unexpired only, by status, by cursor), and jobs across owners and services.
+async fn tasks_and_jobs(store: &Store, reader: &Store, now: i64) {
+    let task = |id: &str, created_ms: i64, expires_ms: i64| StoredTask {
+        id: id.into(),
+        owner: "agent-a".into(),
+        tool: "media.slow_job".into(),
+        status: "working".into(),
+        result: None,
+        created_ms,
+        updated_ms: created_ms,
+        heartbeat_ms: created_ms,
+        expires_ms,
+    };
+    store
+        .create_task(&task("t1", now - 3_000, now + DAY_MS))
+        .await
+        .unwrap();
+    store
+        .create_task(&task("t2", now - 2_000, now + DAY_MS))
+        .await
+        .unwrap();
+    store
+        .create_task(&task("t3", now - 1_000, now + DAY_MS))
+        .await
+        .unwrap();
+    store
+        .create_task(&task("t-gone", now - 500, now - 1))
+        .await
+        .unwrap();
+    assert!(
+        store
+            .settle_task("t2", "failed", Some("{}"), now)
+            .await
+            .unwrap()
+    );
+    let task_ids = |rows: Vec<StoredTask>| rows.into_iter().map(|t| t.id).collect::<Vec<_>>();
+    assert_eq!(
+        task_ids(reader.list_tasks(None, now, None, 10).await.unwrap()),
+        vec!["t3", "t2", "t1"]
+    );
+    assert_eq!(
+        task_ids(
+            reader
+                .list_tasks(Some("failed"), now, None, 10)
+                .await
+                .unwrap()
+        ),
+        vec!["t2"]
+    );
+    assert_eq!(
+        task_ids(
+            reader
+                .list_tasks(None, now, Some((now - 2_000, "t2")), 10)
+                .await
+                .unwrap()
+        ),
+        vec!["t1"]
+    );
+
+    // Jobs across owners and services, by cursor (ties broken by service, owner, id).
+    let at_now = jiff::Timestamp::from_millisecond(now).unwrap();
+    for (service, owner, id) in [
+        ("imagegen", "agent-a", "j1"),
+        ("imagegen", "agent-b", "j1"),
+        ("media", "agent-a", "j2"),
+    ] {
+        store
+            .record_job(service, owner, id, "imagegen.generate", at_now)
+            .await
+            .unwrap();
+    }
+    let mut seen = Vec::new();
+    let mut after = None;
+    loop {
+        let page = reader.list_recent_jobs(after.as_ref(), 2).await.unwrap();
+        if page.is_empty() {
+            break;
+        }
+        let last = page.last().unwrap();
+        after = Some((
+            last.submitted_ms,
+            last.job.service.clone(),
+            last.owner.clone(),
+            last.job.id.clone(),
+        ));
+        seen.extend(
+            page.into_iter()
+                .map(|j| format!("{}/{}/{}", j.job.service, j.owner, j.job.id)),
+        );
+    }
+    assert_eq!(
+        seen,
+        vec![
+            "media/agent-a/j2",
+            "imagegen/agent-b/j1",
+            "imagegen/agent-a/j1"
+        ]
     );
 }
 

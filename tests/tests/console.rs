@@ -1,7 +1,8 @@
 //! The operator's console (docs/console.md): who may open it (a hub session or an
 //! access token with an `[admin]` role; never an API key), its JSON API and pages
-//! (overview, catalog, audit with filters, cursor and exports, configuration), and
-//! that no key, token or stored secret reaches any of them.
+//! (overview, catalog, users and keys, audit with filters, cursor and exports,
+//! configuration), an admin's actions and their audit records, and that no key, token
+//! or stored secret reaches any of them.
 
 use serde_json::{Value, json};
 use tool_broker::store::audit::{AuditRecord, Outcome};
@@ -573,6 +574,8 @@ async fn no_page_or_answer_of_the_console_holds_a_secret() {
         "/admin/api/audit?format=csv",
         "/admin/api/audit?format=jsonl",
         "/admin/api/config",
+        "/admin/api/users",
+        "/admin/api/keys",
     ] {
         let auth = format!("Bearer {dana}");
         let (status, headers, body) = request(
@@ -592,6 +595,7 @@ async fn no_page_or_answer_of_the_console_holds_a_secret() {
         "/admin/tools/payments.get_customers",
         "/admin/audit",
         "/admin/config",
+        "/admin/users",
     ] {
         let (status, headers, body) = page(&broker, path, Some(&cookie)).await;
         assert_eq!(status, 200, "{path}: {body}");
@@ -623,4 +627,747 @@ async fn no_page_or_answer_of_the_console_holds_a_secret() {
             &secret[..6]
         );
     }
+}
+
+/// The CSRF token of a page's form posting to `action` (for `user`, when given).
+fn form_csrf(html: &str, action: &str, user: &str) -> String {
+    html.split("<form ")
+        .find(|form| {
+            form.contains(&format!("action=\"{action}\""))
+                && (user.is_empty() || form.contains(&format!("name=\"user\" value=\"{user}\"")))
+        })
+        .and_then(|form| form.split("name=\"csrf\" value=\"").nth(1))
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no {action} form for {user}"))
+        .to_string()
+}
+
+const USER_BUDGETS: &str = "[[budgets]]\nname = \"each-user\"\nunit = \"credits\"\nlimit = 100\nwindow = \"1d\"\napplies_to = \"each-user\"\n\
+    [[budgets]]\nname = \"support-shared\"\nunit = \"credits\"\nlimit = 50\nwindow = \"1d\"\napplies_to = \"role:support\"\nshared = true\n\
+    [[keys]]\nname = \"ci-bot\"\nsha256 = \"0000000000000000000000000000000000000000000000000000000000000001\"\nservices = [\"crm\"]\n";
+
+/// Charges `units` to `budget`'s current window for `scope`.
+async fn charge(broker: &TestBroker, budget: usize, scope: &str, units: u64) {
+    use tool_broker::store::budgets::Charge;
+    let now = jiff::Timestamp::now().as_millisecond();
+    let b = &broker.broker.budgets[budget];
+    let hold = format!("hold-{scope}-{units}");
+    let charged = broker
+        .broker
+        .store
+        .reserve_budgets(
+            &hold,
+            &[Charge {
+                budget: &b.name,
+                scope,
+                window_ms: b.window.around(now).0,
+                limit: b.limit,
+                unit: &b.unit,
+            }],
+            units,
+            ("agent.create_task", now),
+        )
+        .await
+        .unwrap();
+    assert_eq!(charged, tool_broker::store::budgets::Reserved::Held);
+    broker
+        .broker
+        .store
+        .settle_budgets(&hold, units, units)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one story: a user holds keys, sessions and budget use; the console shows them, refuses the wrong hands and acts, audited"
+)]
+async fn the_users_page_shows_what_each_holds_and_an_admin_ends_sessions_and_deletes_keys() {
+    let idp = Idp::start().await;
+    let upstream = upstream().await;
+    let broker = TestBroker::start(console_setup(&idp, &upstream, "", USER_BUDGETS)).await;
+    let dana_id = format!("{}#dana", idp.issuer);
+    let dana = token(&idp, "dana", &["support"]);
+    let (status, text) = api(
+        &broker,
+        reqwest::Method::PUT,
+        "/hub/keys/payments",
+        Some(&dana),
+        Some(json!({ "key": CANARY })),
+    )
+    .await;
+    assert_eq!(status, 204, "{text}");
+    let dana_cookie = sign_in(&broker, &idp, "dana", &["support"]).await;
+    charge(&broker, 0, &format!("user:{dana_id}"), 7).await;
+    charge(&broker, 1, "role:support", 3).await;
+
+    // What the API shows of her: name and roles from her session, her write (the
+    // stored key), her session, the service whose key she stored, her budget use.
+    let admin = token(&idp, "olive", &["admin"]);
+    let (status, body) = get(&broker, "/admin/api/users", Some(&admin)).await;
+    assert_eq!(status, 200, "{body}");
+    let users = body["users"].as_array().unwrap();
+    let her = users
+        .iter()
+        .find(|u| u["user"] == dana_id.as_str())
+        .unwrap();
+    assert_eq!(
+        (&her["name"], &her["roles"]),
+        (&json!("dana"), &json!(["support"]))
+    );
+    assert_eq!(her["writes"], 1);
+    assert!(her["lastWrite"].is_string() && her["lastSeen"].is_string());
+    assert_eq!(her["sessions"].as_array().unwrap().len(), 1);
+    assert_eq!(her["sessions"][0]["kind"], "hub");
+    assert_eq!(her["storedKeys"].as_array().unwrap().len(), 1);
+    assert_eq!(her["storedKeys"][0]["service"], "payments");
+    assert_eq!(
+        (
+            &her["budgets"][0]["budget"],
+            &her["budgets"][0]["used"],
+            &her["budgets"][0]["remaining"]
+        ),
+        (&json!("each-user"), &json!(7), &json!(93))
+    );
+    assert_eq!(body["sharedBudgets"][0]["role"], "support");
+    assert_eq!(body["sharedBudgets"][0]["budgets"][0]["used"], 3);
+    let (_, found) = get(&broker, "/admin/api/users?q=DAN", Some(&admin)).await;
+    assert_eq!(found["users"].as_array().unwrap().len(), 1);
+    let (_, found) = get(&broker, "/admin/api/users?q=nobody-here", Some(&admin)).await;
+    assert!(found["users"].as_array().unwrap().is_empty());
+
+    // Keys: by name with what each may call, never a hash; stored keys by user.
+    let (status, body) = get(&broker, "/admin/api/keys", Some(&admin)).await;
+    assert_eq!(status, 200, "{body}");
+    let bot = body["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["name"] == "ci-bot")
+        .unwrap();
+    assert_eq!(
+        (&bot["services"], &bot["writes"]),
+        (&json!(["crm"]), &json!(0))
+    );
+    assert!(
+        body["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|k| k["name"] == "env:TOOL_BROKER_API_KEY" && k["services"].is_null())
+    );
+    assert!(
+        !body
+            .to_string()
+            .contains("0000000000000000000000000000000000000000000000000000000000000001")
+    );
+    assert!(
+        body["hub"]["services"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("payments"))
+    );
+    assert_eq!(
+        body["storedKeys"],
+        json!([{ "user": dana_id, "service": "payments", "setAt": her["storedKeys"][0]["setAt"] }])
+    );
+
+    // The wrong hands: an auditor may not act; the API does not act on a cookie alone;
+    // an API key never opens it.
+    let encoded: String = url::form_urlencoded::byte_serialize(dana_id.as_bytes()).collect();
+    let delete_path = format!("/admin/api/users/{encoded}/keys/payments");
+    let auditor = token(&idp, "audrey", &["auditor"]);
+    let (status, text) = api(
+        &broker,
+        reqwest::Method::DELETE,
+        &delete_path,
+        Some(&auditor),
+        None,
+    )
+    .await;
+    assert_eq!(status, 403, "{text}");
+    assert!(text.contains("read only"), "{text}");
+    let (status, text) = api(
+        &broker,
+        reqwest::Method::DELETE,
+        &delete_path,
+        Some(API_KEY),
+        None,
+    )
+    .await;
+    assert_eq!(status, 403, "{text}");
+    let olive_cookie = sign_in(&broker, &idp, "olive", &["admin"]).await;
+    let (status, _, text) = request(
+        &broker,
+        reqwest::Method::DELETE,
+        &delete_path,
+        &[("cookie", &olive_cookie)],
+        None,
+    )
+    .await;
+    assert_eq!(status, 403, "{text}");
+    assert!(text.contains("access token"), "{text}");
+    let (status, _) = get(&broker, "/admin/api/users", Some(&admin)).await;
+    assert_eq!(status, 200);
+    let (_, _, auditor_page) = page(
+        &broker,
+        "/admin/users",
+        Some(&sign_in(&broker, &idp, "audrey", &["auditor"]).await),
+    )
+    .await;
+    assert!(
+        auditor_page.contains(&dana_id)
+            && !auditor_page
+                .contains("<form class=\"inline\" method=\"post\" action=\"/admin/users/")
+    );
+
+    // The page: her row with its forms; ending her sessions takes the form's own token.
+    let (status, _, html) = page(&broker, "/admin/users", Some(&olive_cookie)).await;
+    assert_eq!(status, 200, "{html}");
+    assert!(
+        html.contains("aria-current=\"page\">Users and keys")
+            && html.contains("ci-bot")
+            && html.contains("support-shared")
+    );
+    assert!(!html.contains(CANARY));
+    let end_csrf = form_csrf(&html, "/admin/users/end-sessions", &dana_id);
+    let delete_csrf = form_csrf(&html, "/admin/users/delete-key", &dana_id);
+    let post = |path: &'static str, body: String| {
+        let broker = &broker;
+        let cookie = olive_cookie.clone();
+        async move {
+            request(
+                broker,
+                reqwest::Method::POST,
+                path,
+                &[
+                    ("cookie", &cookie),
+                    ("content-type", "application/x-www-form-urlencoded"),
+                ],
+                Some(body),
+            )
+            .await
+        }
+    };
+    let form = |csrf: &str| {
+        url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("user", &dana_id)
+            .append_pair("csrf", csrf)
+            .finish()
+    };
+    // Another form's token, or none, changes nothing.
+    for csrf in [delete_csrf.as_str(), ""] {
+        let (status, _, text) = post("/admin/users/end-sessions", form(csrf)).await;
+        assert_eq!(status, 403, "{text}");
+    }
+    let (_, body) = get(&broker, "/admin/api/users", Some(&admin)).await;
+    assert_eq!(
+        body["users"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["user"] == dana_id.as_str())
+            .unwrap()["sessions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let (status, headers, _) = post("/admin/users/end-sessions", form(&end_csrf)).await;
+    assert_eq!(status, 303);
+    let back = headers["location"].to_str().unwrap();
+    assert!(
+        back.starts_with("/admin/users?q=") && back.ends_with("done=sessions"),
+        "{back}"
+    );
+    let (_, _, html) = page(&broker, back, Some(&olive_cookie)).await;
+    assert!(html.contains("The sessions ended"), "{html}");
+    // Her cookie no longer opens the hub as her.
+    let (_, _, hub_page) = page(&broker, "/hub", Some(&dana_cookie)).await;
+    assert!(!hub_page.contains("Sign out"), "{hub_page}");
+
+    // The API deletes her stored key; a second time there is none.
+    let (status, text) = api(
+        &broker,
+        reqwest::Method::DELETE,
+        &delete_path,
+        Some(&admin),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    let done: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        done,
+        json!({ "user": dana_id, "service": "payments", "deleted": true })
+    );
+    let (status, text) = api(
+        &broker,
+        reqwest::Method::DELETE,
+        &delete_path,
+        Some(&admin),
+        None,
+    )
+    .await;
+    assert_eq!(status, 404, "{text}");
+    let (status, text) = api(
+        &broker,
+        reqwest::Method::DELETE,
+        &format!("/admin/api/users/{encoded}/keys/nowhere"),
+        Some(&admin),
+        None,
+    )
+    .await;
+    assert_eq!(status, 400, "{text}");
+    let (status, text) = api(
+        &broker,
+        reqwest::Method::DELETE,
+        &format!("/admin/api/users/{encoded}/sessions"),
+        Some(&admin),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (
+            status,
+            serde_json::from_str::<Value>(&text).unwrap()["ended"].as_u64()
+        ),
+        (200, Some(0)),
+        "{text}"
+    );
+
+    // The audit says who did each, on her records.
+    let (_, audit) = get(
+        &broker,
+        &format!("/admin/api/audit?principal={encoded}"),
+        Some(&admin),
+    )
+    .await;
+    let records = audit["records"].as_array().unwrap();
+    let by_olive = json!(format!("console:{}#olive", idp.issuer));
+    let outcomes: Vec<(&str, &str, &Value)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["outcome"].as_str().unwrap(),
+                r["tool"].as_str().unwrap(),
+                &r["confirmation"],
+            )
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        vec![
+            ("sessions_ended", "hub/sessions", &by_olive),
+            ("key_deleted", "hub/keys/payments", &by_olive),
+            ("sessions_ended", "hub/sessions", &by_olive),
+            ("key_stored", "hub/keys/payments", &json!("hub:api")),
+        ]
+    );
+    let (_, filtered) = get(
+        &broker,
+        "/admin/api/audit?outcome=sessions_ended",
+        Some(&admin),
+    )
+    .await;
+    assert_eq!(filtered["records"].as_array().unwrap().len(), 2);
+}
+
+/// A console broker whose writes wait for a person (mode `human`, approvers by role).
+async fn human_console(idp: &Idp, upstream: &wiremock::MockServer) -> TestBroker {
+    let mut setup = console_setup(
+        idp,
+        upstream,
+        "confirmation = \"human\"\napproval_key_env = \"APPROVAL_KEY\"",
+        "",
+    );
+    setup.env.insert(
+        "APPROVAL_KEY".into(),
+        "approval-key-of-at-least-32-characters!!".into(),
+    );
+    TestBroker::start(setup).await
+}
+
+const UPSTREAM_KEY: (&str, &str) = ("x-payments-api-key", "sk_console_canary_77");
+
+/// A write that waits for a person: its approval id.
+async fn pending(broker: &TestBroker, email: &str) -> String {
+    let (status, body) = broker
+        .call(
+            "payments.post_customers",
+            json!({ "email": email, "confirm": true }),
+            &[UPSTREAM_KEY],
+        )
+        .await;
+    assert_eq!(status, 428, "{body}");
+    body["error"]["details"]["approvalId"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[tokio::test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one story: two writes wait; the console lists them, shows what each would send, refuses the wrong hands and decides both ways, audited"
+)]
+async fn the_approvals_page_shows_what_a_person_approves_and_an_approver_admin_decides() {
+    let idp = Idp::start().await;
+    let upstream = upstream().await;
+    let broker = human_console(&idp, &upstream).await;
+    let first = pending(&broker, "first@example.com").await;
+    let second = pending(&broker, "second@example.com").await;
+
+    // Listed newest first, paged; one approval shows what its approver is shown.
+    let auditor = token(&idp, "audrey", &["auditor"]);
+    let (status, body) = get(
+        &broker,
+        "/admin/api/approvals?state=pending",
+        Some(&auditor),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let ids: Vec<&str> = body["approvals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, vec![second.as_str(), first.as_str()]);
+    assert_eq!(body["approvals"][0]["tool"], "payments.post_customers");
+    assert_eq!(body["approvals"][0]["askedBy"], "env:TOOL_BROKER_API_KEY");
+    let (_, page1) = get(&broker, "/admin/api/approvals?limit=1", Some(&auditor)).await;
+    let (_, page2) = get(
+        &broker,
+        &format!(
+            "/admin/api/approvals?limit=1&cursor={}",
+            page1["nextCursor"].as_str().unwrap()
+        ),
+        Some(&auditor),
+    )
+    .await;
+    assert_eq!(
+        (
+            page1["approvals"][0]["id"].as_str(),
+            page2["approvals"][0]["id"].as_str()
+        ),
+        (Some(second.as_str()), Some(first.as_str()))
+    );
+    assert!(page2["nextCursor"].is_null());
+    let (_, none) = get(
+        &broker,
+        "/admin/api/approvals?state=decided",
+        Some(&auditor),
+    )
+    .await;
+    assert!(none["approvals"].as_array().unwrap().is_empty());
+    let (status, body) = get(
+        &broker,
+        "/admin/api/approvals?state=waiting",
+        Some(&auditor),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    let (status, one) = get(
+        &broker,
+        &format!("/admin/api/approvals/{first}"),
+        Some(&auditor),
+    )
+    .await;
+    assert_eq!(status, 200, "{one}");
+    assert!(
+        one["preview"].to_string().contains("first@example.com"),
+        "{one}"
+    );
+    assert!(!one.to_string().contains(UPSTREAM_KEY.1));
+    let (status, _) = get(&broker, "/admin/api/approvals/nope", Some(&auditor)).await;
+    assert_eq!(status, 404);
+
+    // The wrong hands: an auditor, an admin without the approver role, a cookie alone.
+    let decide = |id: &str| format!("/admin/api/approvals/{id}/decision");
+    let approve = Some(json!({ "decision": "approve" }));
+    for (bearer, says) in [
+        (auditor.clone(), "read only"),
+        (token(&idp, "olive", &["admin"]), "approver role"),
+    ] {
+        let (status, text) = api(
+            &broker,
+            reqwest::Method::POST,
+            &decide(&first),
+            Some(&bearer),
+            approve.clone(),
+        )
+        .await;
+        assert_eq!(status, 403, "{text}");
+        assert!(text.contains(says), "{text}");
+    }
+    let approver_admin = token(&idp, "olive", &["admin", "approver"]);
+    let (status, text) = api(
+        &broker,
+        reqwest::Method::POST,
+        &decide(&first),
+        Some(&approver_admin),
+        Some(json!({ "decision": "maybe" })),
+    )
+    .await;
+    assert_eq!(status, 400, "{text}");
+
+    // Through the API: approved once; a second decision is a conflict. The write runs.
+    let (status, text) = api(
+        &broker,
+        reqwest::Method::POST,
+        &decide(&first),
+        Some(&approver_admin),
+        approve.clone(),
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap(),
+        json!({ "id": first, "state": "approved" })
+    );
+    let (status, text) = api(
+        &broker,
+        reqwest::Method::POST,
+        &decide(&first),
+        Some(&approver_admin),
+        approve.clone(),
+    )
+    .await;
+    assert_eq!(status, 409, "{text}");
+    let (status, body) = broker
+        .call(
+            "payments.post_customers",
+            json!({ "email": "first@example.com", "confirm": true, "approvalId": first }),
+            &[UPSTREAM_KEY],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+
+    // On the page: what would be sent, and the buttons for an approver admin only.
+    let olive = sign_in(&broker, &idp, "olive", &["admin", "approver"]).await;
+    let (status, _, html) =
+        page(&broker, &format!("/admin/approvals/{second}"), Some(&olive)).await;
+    assert_eq!(status, 200, "{html}");
+    assert!(
+        html.contains("What would be sent") && html.contains("second@example.com"),
+        "{html}"
+    );
+    assert!(!html.contains(UPSTREAM_KEY.1));
+    let action = format!("/admin/approvals/{second}/decision");
+    assert!(html.contains(&format!("action=\"{action}\"")), "{html}");
+    let (_, _, plain_admin) = page(
+        &broker,
+        &format!("/admin/approvals/{second}"),
+        Some(&sign_in(&broker, &idp, "adam", &["admin"]).await),
+    )
+    .await;
+    assert!(
+        !plain_admin.contains(&format!("action=\"{action}\""))
+            && plain_admin.contains("approver role")
+    );
+    let csrf = form_csrf(&html, &action, "");
+    let form = |csrf: &str, decision: &str| {
+        url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("csrf", csrf)
+            .append_pair("decision", decision)
+            .finish()
+    };
+    let post = |body: String| {
+        let broker = &broker;
+        let cookie = olive.clone();
+        let action = action.clone();
+        async move {
+            request(
+                broker,
+                reqwest::Method::POST,
+                &action,
+                &[
+                    ("cookie", &cookie),
+                    ("content-type", "application/x-www-form-urlencoded"),
+                ],
+                Some(body),
+            )
+            .await
+        }
+    };
+    let (status, _, text) = post(form("stale", "decline")).await;
+    assert_eq!(status, 403, "{text}");
+    let (status, headers, _) = post(form(&csrf, "decline")).await;
+    assert_eq!(status, 303);
+    let back = headers["location"].to_str().unwrap().to_string();
+    assert_eq!(back, format!("/admin/approvals/{second}?done=decided"));
+    let (_, _, html) = page(&broker, &back, Some(&olive)).await;
+    assert!(
+        html.contains("Decided; the audit records who decided") && html.contains("declined"),
+        "{html}"
+    );
+    assert!(!html.contains(&format!("action=\"{action}\"")));
+    let (_, list) = get(&broker, "/admin/api/approvals", Some(&auditor)).await;
+    let states: Vec<&str> = list["approvals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, vec!["declined", "used"]);
+    let (_, _, list_page) = page(&broker, "/admin/approvals", Some(&olive)).await;
+    assert!(
+        list_page.contains(&format!("/admin/approvals/{first}"))
+            && list_page.contains("aria-current=\"page\">Approvals")
+    );
+
+    // The audit names the console and the admin on both decisions.
+    let (_, audit) = get(
+        &broker,
+        "/admin/api/audit?tool=payments.post_customers",
+        Some(&auditor),
+    )
+    .await;
+    let by_olive = format!("console:{}#olive", idp.issuer);
+    let decisions: Vec<(&str, &str)> = audit["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["confirmation"] == by_olive.as_str())
+        .map(|r| {
+            (
+                r["outcome"].as_str().unwrap(),
+                r["traceId"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        decisions,
+        vec![
+            ("declined", format!("approval-{second}").as_str()),
+            ("approved", format!("approval-{first}").as_str())
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_tasks_page_lists_tasks_and_jobs_across_callers_without_their_results() {
+    use tool_broker::store::tasks::StoredTask;
+    let idp = Idp::start().await;
+    let upstream = upstream().await;
+    let broker = TestBroker::start(console_setup(&idp, &upstream, "", "")).await;
+    let store = &broker.broker.store;
+    let now = jiff::Timestamp::now().as_millisecond();
+    let task = |id: &str, owner: &str, at: i64| StoredTask {
+        id: id.into(),
+        owner: owner.into(),
+        tool: "media.slow_job".into(),
+        status: "working".into(),
+        result: None,
+        created_ms: at,
+        updated_ms: at,
+        heartbeat_ms: at,
+        expires_ms: now + 3_600_000,
+    };
+    store
+        .create_task(&task("t-old", "agent-a:0123456789abcdef", now - 120_000))
+        .await
+        .unwrap();
+    store
+        .create_task(&task("t-new", "https://idp#ana:fedcba9876543210", now))
+        .await
+        .unwrap();
+    store
+        .settle_task(
+            "t-old",
+            "failed",
+            Some(r#"{"code":-32603,"message":"upstream said no"}"#),
+            now,
+        )
+        .await
+        .unwrap();
+    store
+        .settle_task(
+            "t-new",
+            "completed",
+            Some(r#"{"content":[{"type":"text","text":"result-canary-31"}]}"#),
+            now,
+        )
+        .await
+        .unwrap();
+    store
+        .create_task(&task("t-stalled", "agent-b", now - 60_000))
+        .await
+        .unwrap();
+    store
+        .record_job(
+            "imagegen",
+            "agent-a:0123456789abcdef",
+            "job-1",
+            "imagegen.generate",
+            jiff::Timestamp::now(),
+        )
+        .await
+        .unwrap();
+
+    let auditor = token(&idp, "audrey", &["auditor"]);
+    let (status, body) = get(&broker, "/admin/api/tasks", Some(&auditor)).await;
+    assert_eq!(status, 200, "{body}");
+    let tasks: Vec<(&str, &str, &str)> = body["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["id"].as_str().unwrap(),
+                t["owner"].as_str().unwrap(),
+                t["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        tasks,
+        vec![
+            ("t-new", "https://idp#ana", "completed"),
+            ("t-stalled", "agent-b", "stalled"),
+            ("t-old", "agent-a", "failed"),
+        ]
+    );
+    assert_eq!(body["tasks"][2]["error"], "upstream said no");
+    assert_eq!(
+        (
+            &body["jobs"][0]["id"],
+            &body["jobs"][0]["owner"],
+            &body["jobs"][0]["service"]
+        ),
+        (&json!("job-1"), &json!("agent-a"), &json!("imagegen"))
+    );
+    let text = body.to_string();
+    assert!(
+        !text.contains("result-canary-31") && !text.contains("0123456789abcdef"),
+        "{text}"
+    );
+    let (_, failed) = get(&broker, "/admin/api/tasks?status=failed", Some(&auditor)).await;
+    assert_eq!(failed["tasks"].as_array().unwrap().len(), 1);
+    assert!(failed["jobs"].as_array().unwrap().is_empty());
+    let (_, first) = get(&broker, "/admin/api/tasks?limit=2", Some(&auditor)).await;
+    let (_, rest) = get(
+        &broker,
+        &format!(
+            "/admin/api/tasks?limit=2&taskCursor={}",
+            first["nextTaskCursor"].as_str().unwrap()
+        ),
+        Some(&auditor),
+    )
+    .await;
+    assert_eq!(rest["tasks"][0]["id"], "t-old");
+    assert!(rest["nextTaskCursor"].is_null());
+    let (status, body) = get(&broker, "/admin/api/tasks?status=done", Some(&auditor)).await;
+    assert_eq!(status, 400, "{body}");
+
+    let cookie = sign_in(&broker, &idp, "audrey", &["auditor"]).await;
+    let (status, _, html) = page(&broker, "/admin/tasks", Some(&cookie)).await;
+    assert_eq!(status, 200, "{html}");
+    assert!(html.contains("t-new") || html.contains("media.slow_job"));
+    assert!(
+        html.contains("job-1") && html.contains("stalled") && html.contains("upstream said no")
+    );
+    assert!(!html.contains("result-canary-31"));
 }

@@ -330,6 +330,11 @@ impl Keys {
         self.entries.push((hash_token(token), Arc::new(principal)));
     }
 
+    /// Every key's principal (never its hash), in the config's order.
+    pub fn principals(&self) -> impl Iterator<Item = &Principal> {
+        self.entries.iter().map(|(_, principal)| principal.as_ref())
+    }
+
     /// Whether no key is configured.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()

@@ -194,7 +194,7 @@ fn serve_inner(
     })
 }
 
-/// Prunes the audit and finished tasks past `audit_retention_days` (none when 0): a
+/// Prunes the audit, tasks, jobs and approvals past `audit_retention_days` (none when 0): a
 /// minute after the start, then hourly. Every replica may run it; the deletes are
 /// idempotent and each batch is its own transaction.
 fn prune_in_background(broker: &Arc<Broker>) {
@@ -211,13 +211,16 @@ fn prune_in_background(broker: &Arc<Broker>) {
             let now = broker.now().as_millisecond();
             let before = now - i64::from(days) * 86_400_000;
             match broker.store.prune_audit(before, now).await {
-                Ok(p) if p.audit > 0 || p.tasks > 0 || p.jobs > 0 => tracing::info!(
-                    audit = p.audit,
-                    tasks = p.tasks,
-                    jobs = p.jobs,
-                    days,
-                    "pruned what is older than the retention"
-                ),
+                Ok(p) if p.audit > 0 || p.tasks > 0 || p.jobs > 0 || p.approvals > 0 => {
+                    tracing::info!(
+                        audit = p.audit,
+                        tasks = p.tasks,
+                        jobs = p.jobs,
+                        approvals = p.approvals,
+                        days,
+                        "pruned what is older than the retention"
+                    )
+                }
                 Ok(_) => {}
                 Err(e) => {
                     tracing::warn!(error = %e, "retention pruning failed; it runs again within the hour")

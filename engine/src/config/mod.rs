@@ -297,7 +297,7 @@ impl WriteConfirmation {
 
 /// The tools an MCP client of one key sees in `tools/list` (calls are still governed
 /// by the key's services, tiers and risks).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(untagged)]
 pub enum Toolset {
     /// A named set: `all` or `discovery`.
@@ -325,7 +325,7 @@ impl Toolset {
 }
 
 /// Named toolsets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolsetName {
     /// Every agent-ready tool the key may use.

@@ -59,6 +59,18 @@ fn no_role(admin: &AdminConfig) -> Refusal {
     )
 }
 
+/// Whether an admin with `roles` may decide approvals: they also hold
+/// `[oauth.sign_in] approver_role`, as the approval page asks.
+fn may_approve(broker: &Broker, role: Role, roles: &[String]) -> bool {
+    role == Role::Admin
+        && broker
+            .hub
+            .as_ref()
+            .and_then(|hub| hub.sign_in.as_ref())
+            .and_then(|sign_in| sign_in.approver_role.as_ref())
+            .is_some_and(|approver| roles.contains(approver))
+}
+
 /// The viewer of a request, or why there is none.
 pub async fn viewer(broker: &Broker, headers: &hyper::HeaderMap) -> Result<Viewer, Refusal> {
     let Some(admin) = &broker.endpoints.admin else {
@@ -87,6 +99,7 @@ pub async fn viewer(broker: &Broker, headers: &hyper::HeaderMap) -> Result<Viewe
             name: user.subject.clone(),
             principal: principal_name,
             role,
+            may_approve: may_approve(broker, role, &principal.roles),
             session: None,
         });
     }
@@ -107,6 +120,7 @@ pub async fn viewer(broker: &Broker, headers: &hyper::HeaderMap) -> Result<Viewe
         principal: crate::hub::principal_name(&session.user()),
         name: session.name.clone(),
         role,
+        may_approve: may_approve(broker, role, &session.roles),
         session: Some(session),
     })
 }

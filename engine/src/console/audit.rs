@@ -20,17 +20,17 @@ pub const PAGE_ROWS: (i64, i64) = (50, 500);
 /// Records one export holds at most; the rest follow its `Link: rel="next"`.
 pub const EXPORT_ROWS: i64 = 100_000;
 
-/// The outcome words a filter may name.
-pub const OUTCOMES: [&str; 8] = [
-    "executed",
-    "refused",
-    "declined",
-    "token_issued",
-    "approved",
-    "key_stored",
-    "key_replaced",
-    "key_deleted",
-];
+/// The outcome words a filter may name, in the audit's order.
+pub const OUTCOMES: [&str; 9] = {
+    let all = crate::store::audit::Outcome::ALL;
+    let mut words = [""; 9];
+    let mut i = 0;
+    while i < all.len() {
+        words[i] = all[i].as_str();
+        i += 1;
+    }
+    words
+};
 
 /// A time given as RFC 3339, or as an age before `now` (`24h`, `7d`, `30m`).
 pub fn parse_time(text: &str, now: jiff::Timestamp) -> Result<jiff::Timestamp, String> {

@@ -5,19 +5,25 @@
 //! - `access`: who is looking ([`Viewer`]): a hub session (`[oauth.sign_in]`) or an
 //!   access token whose roles hold an admin or auditor role; never a static API key.
 //! - `shell`: the console's layout (navigation, who is signed in) and its one script.
-//! - `overview`, `catalog`, `audit`, `settings`: what each page shows, as JSON and as
-//!   HTML.
+//! - `overview`, `catalog`, `users`, `approvals`, `tasks`, `audit`, `settings`: what
+//!   each page shows, as JSON and as HTML.
+//! - `actions`: what an admin may change (end sessions, delete a stored key, decide an
+//!   approval), each audited with who took it.
 //!
 //! Reads through the console's own store handle (`EndpointState::console_store`), never
 //! the calls' connections; nothing here runs on the call path. May import everything
 //! below the endpoints: the broker, the hub's sign-in, the store, the catalog, policies.
 
 pub mod access;
+pub mod actions;
+pub mod approvals;
 pub mod audit;
 pub mod catalog;
 pub mod overview;
 pub mod settings;
 pub mod shell;
+pub mod tasks;
+pub mod users;
 
 use serde_json::{Value, json};
 
@@ -52,6 +58,8 @@ pub struct Viewer {
     pub name: String,
     /// Their console role.
     pub role: Role,
+    /// An admin who also holds `[oauth.sign_in] approver_role`: may decide approvals.
+    pub may_approve: bool,
     /// The hub session they are signed in with (`None` for an access token).
     pub session: Option<crate::hub::signin::Session>,
 }

@@ -10,9 +10,12 @@ use crate::call::Broker;
 use crate::html::{Page, document, escape};
 
 /// The console's pages, in the bar's order: path and name.
-pub const PAGES: [(&str, &str); 4] = [
+pub const PAGES: [(&str, &str); 7] = [
     ("/admin", "Overview"),
     ("/admin/tools", "Catalog"),
+    ("/admin/users", "Users and keys"),
+    ("/admin/approvals", "Approvals"),
+    ("/admin/tasks", "Jobs and tasks"),
     ("/admin/audit", "Audit"),
     ("/admin/config", "Configuration"),
 ];

@@ -47,7 +47,7 @@ pub const WATCH: Duration = Duration::from_secs(30 * 60);
 /// How often the running replica renews a task's heartbeat (and sees a cancel).
 const HEARTBEAT: Duration = Duration::from_secs(2);
 /// A working task without a heartbeat for this long lost its replica.
-const STALE_MS: i64 = 30_000;
+pub const STALE_MS: i64 = 30_000;
 
 /// Whether a 2026-07-28 request opted into tasks (`_meta` client capabilities name the
 /// extension).

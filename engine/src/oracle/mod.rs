@@ -37,9 +37,12 @@ fn block_on<F: std::future::Future>(work: F) -> Option<F::Output> {
     RUNTIME.with(|rt| rt.as_ref().map(|rt| rt.block_on(work)))
 }
 
+/// An oracle as a fuzz target calls it: any bytes in, agreement or what differed out.
+pub type Oracle = fn(&[u8]) -> Verdict;
+
 /// Every fuzz target's oracle by the target's name (`fuzz/fuzz_targets/<name>.rs`), as
 /// the target calls it on libFuzzer's bytes.
-pub const TARGETS: &[(&str, fn(&[u8]) -> Verdict)] = &[
+pub const TARGETS: &[(&str, Oracle)] = &[
     ("held_answer", held::answer),
     ("http1_head", http1::head),
     ("json_string", |data| match std::str::from_utf8(data) {

@@ -79,6 +79,35 @@ type Row = (
     i64,
 );
 
+fn approval(r: Row) -> Approval {
+    Approval {
+        id: r.0,
+        caller: r.1,
+        key_name: r.2,
+        tool: r.3,
+        descriptor_hash: r.4,
+        args_sha256: r.5,
+        preview: r.6,
+        state: ApprovalState::parse(&r.7),
+        approver: r.8,
+        created_ms: r.9,
+        expires_ms: r.10,
+    }
+}
+
+/// Which approvals a list shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shown {
+    /// Every approval.
+    All,
+    /// Waiting for a person and not expired.
+    Pending,
+    /// Waited until it expired, undecided.
+    Expired,
+    /// Approved, declined or used.
+    Decided,
+}
+
 impl Store {
     /// Records a pending approval.
     pub async fn create_approval(&self, a: &Approval) -> Result<(), StoreError> {
@@ -110,19 +139,44 @@ impl Store {
             .fetch_optional(pool)
             .await
             .map_err(|e| self.failed("read an approval", &e)))?;
-        Ok(row.map(|r| Approval {
-            id: r.0,
-            caller: r.1,
-            key_name: r.2,
-            tool: r.3,
-            descriptor_hash: r.4,
-            args_sha256: r.5,
-            preview: r.6,
-            state: ApprovalState::parse(&r.7),
-            approver: r.8,
-            created_ms: r.9,
-            expires_ms: r.10,
-        }))
+        Ok(row.map(approval))
+    }
+
+    /// Approvals newest first, at most `limit`, for the console: those `shown` selects
+    /// at `now_ms`, before the cursor `before` (`(created_ms, id)` of the last one
+    /// shown).
+    pub async fn list_approvals(
+        &self,
+        shown: Shown,
+        now_ms: i64,
+        before: Option<(i64, &str)>,
+        limit: i64,
+    ) -> Result<Vec<Approval>, StoreError> {
+        let shown = match shown {
+            Shown::All => "all",
+            Shown::Pending => "pending",
+            Shown::Expired => "expired",
+            Shown::Decided => "decided",
+        };
+        let sql = "SELECT id, caller, key_name, tool, descriptor_hash, args_sha256, preview, state, \
+                   approver, created_ms, expires_ms FROM approvals \
+                   WHERE (created_ms < $2 OR (created_ms = $2 AND id < $3)) \
+                   AND ($5 = 'all' \
+                     OR ($5 = 'pending' AND state = 'pending' AND expires_ms > $1) \
+                     OR ($5 = 'expired' AND state = 'pending' AND expires_ms <= $1) \
+                     OR ($5 = 'decided' AND state <> 'pending')) \
+                   ORDER BY created_ms DESC, id DESC LIMIT $4";
+        let (before_ms, before_id) = before.unwrap_or((i64::MAX, ""));
+        let rows: Vec<Row> = on_pool!(self, pool => sqlx::query_as(sql)
+            .bind(now_ms)
+            .bind(before_ms)
+            .bind(before_id)
+            .bind(limit)
+            .bind(shown)
+            .fetch_all(pool)
+            .await
+            .map_err(|e| self.failed("list approvals", &e)))?;
+        Ok(rows.into_iter().map(approval).collect())
     }
 
     /// A person's decision on a pending, unexpired approval; `false` when it was not

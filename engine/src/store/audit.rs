@@ -1,5 +1,6 @@
 //! The write audit: one append-only record per write the broker executed, refused or
-//! saw declined, and per key a user stored, replaced or deleted in the hub. It says who (the key's name), what (tool, descriptor hash, catalog
+//! saw declined, per key a user stored, replaced or deleted in the hub, and per action
+//! an admin took in the console. It says who (the key's name), what (tool, descriptor hash, catalog
 //! version, sha256 of the canonical arguments), how it ended (outcome, upstream status,
 //! classification) and when (time, trace id, duration). Never an argument value, never
 //! a key. The store has no statement that changes or removes a record, and the tables
@@ -27,13 +28,29 @@ pub enum Outcome {
     KeyStored,
     /// A user replaced the upstream key the hub held.
     KeyReplaced,
-    /// A user deleted their upstream key from the hub.
+    /// A user deleted their upstream key from the hub (or an admin did, in the
+    /// console: `confirmation` names them).
     KeyDeleted,
+    /// An admin ended a user's sessions in the console (`tool` is `hub/sessions`).
+    SessionsEnded,
 }
 
 impl Outcome {
+    /// Every outcome.
+    pub const ALL: [Self; 9] = [
+        Self::Executed,
+        Self::Refused,
+        Self::Declined,
+        Self::TokenIssued,
+        Self::Approved,
+        Self::KeyStored,
+        Self::KeyReplaced,
+        Self::KeyDeleted,
+        Self::SessionsEnded,
+    ];
+
     /// The stored word.
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             Self::Executed => "executed",
             Self::Refused => "refused",
@@ -43,20 +60,15 @@ impl Outcome {
             Self::KeyStored => "key_stored",
             Self::KeyReplaced => "key_replaced",
             Self::KeyDeleted => "key_deleted",
+            Self::SessionsEnded => "sessions_ended",
         }
     }
 
     pub(super) fn parse(text: &str) -> Self {
-        match text {
-            "executed" => Self::Executed,
-            "declined" => Self::Declined,
-            "token_issued" => Self::TokenIssued,
-            "approved" => Self::Approved,
-            "key_stored" => Self::KeyStored,
-            "key_replaced" => Self::KeyReplaced,
-            "key_deleted" => Self::KeyDeleted,
-            _ => Self::Refused,
-        }
+        Self::ALL
+            .into_iter()
+            .find(|o| o.as_str() == text)
+            .unwrap_or(Self::Refused)
     }
 }
 

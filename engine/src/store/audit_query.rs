@@ -33,6 +33,17 @@ pub struct AuditFilter {
     pub limit: i64,
 }
 
+/// One name the audit holds records of (a key's name or `<issuer>#<subject>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    /// The name.
+    pub name: String,
+    /// Their newest record's time (Unix ms).
+    pub last_ms: i64,
+    /// How many records name them.
+    pub records: u64,
+}
+
 enum Bind {
     Int(i64),
     Text(String),
@@ -105,6 +116,9 @@ pub struct Pruned {
     pub tasks: u64,
     /// Jobs submitted before the bound removed.
     pub jobs: u64,
+    /// Approvals that expired before the bound removed (their decisions stay in the
+    /// audit).
+    pub approvals: u64,
 }
 
 /// Records removed per transaction while pruning (a writer holds SQLite's lock only
@@ -148,6 +162,27 @@ impl Store {
         Ok((records, more))
     }
 
+    /// Everyone the audit names, with their last record's time (Unix ms) and how many
+    /// records they have, most recent first, at most `limit`.
+    pub async fn audit_principals(&self, limit: i64) -> Result<Vec<Principal>, StoreError> {
+        let rows: Vec<(String, i64, i64)> = on_pool!(self, pool => sqlx::query_as(
+            "SELECT key_name, MAX(at_ms), COUNT(*) FROM audit GROUP BY key_name \
+             ORDER BY MAX(at_ms) DESC LIMIT $1"
+        )
+        .bind(limit)
+        .fetch_all(pool)
+        .await
+        .map_err(|e| self.failed("read the write audit's principals", &e)))?;
+        Ok(rows
+            .into_iter()
+            .map(|(name, last_ms, records)| Principal {
+                name,
+                last_ms,
+                records: u64::try_from(records).unwrap_or(0),
+            })
+            .collect())
+    }
+
     /// The time of the oldest record kept (RFC 3339), if any.
     pub async fn oldest_audit(&self) -> Result<Option<String>, StoreError> {
         let row: Option<(String,)> = on_pool!(self, pool => sqlx::query_as(
@@ -160,8 +195,8 @@ impl Store {
     }
 
     /// Removes audit records that started before `before_ms` (a batch per transaction,
-    /// each batch recorded in `audit_prunes`), tasks that expired before it and jobs
-    /// submitted before it. The audit's triggers refuse any record under a day old
+    /// each batch recorded in `audit_prunes`), tasks and approvals that expired before
+    /// it and jobs submitted before it. The audit's triggers refuse any record under a day old
     /// whatever the bound.
     pub async fn prune_audit(&self, before_ms: i64, now_ms: i64) -> Result<Pruned, StoreError> {
         let mut pruned = Pruned::default();
@@ -212,6 +247,12 @@ impl Store {
             .await
             .map(|r| r.rows_affected())
             .map_err(|e| self.failed("prune jobs", &e)))?;
+        pruned.approvals = on_pool!(self, pool => sqlx::query("DELETE FROM approvals WHERE expires_ms < $1")
+            .bind(before_ms)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected())
+            .map_err(|e| self.failed("prune approvals", &e)))?;
         Ok(pruned)
     }
 }

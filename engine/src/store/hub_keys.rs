@@ -97,6 +97,21 @@ impl Store {
         Ok(rows.into_iter().map(row).collect())
     }
 
+    /// Who holds a stored key for which service and since when, for the console:
+    /// `(issuer, subject, service, set_ms)`, at most `limit` rows; never a seal.
+    pub async fn hub_key_holders(
+        &self,
+        limit: i64,
+    ) -> Result<Vec<(String, String, String, i64)>, StoreError> {
+        let sql = "SELECT issuer, subject, service, set_ms FROM hub_keys \
+                   ORDER BY issuer, subject, service LIMIT $1";
+        on_pool!(self, pool => sqlx::query_as(sql)
+            .bind(limit)
+            .fetch_all(pool)
+            .await
+            .map_err(|e| self.failed("list hub key holders", &e)))
+    }
+
     /// Deletes a user's key for a service; `true` when there was one.
     pub async fn delete_hub_key(
         &self,

@@ -101,6 +101,77 @@ impl Store {
     }
 }
 
+/// A job as the console lists it: with its owner and the position a cursor names.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedJob {
+    /// The job.
+    pub job: Job,
+    /// Its owner ([`owner`]).
+    pub owner: String,
+    /// When it was submitted (Unix ms).
+    pub submitted_ms: i64,
+}
+
+/// Where a job list continues: after the job with this submission time, service,
+/// owner and id.
+pub type JobCursor = (i64, String, String, String);
+
+impl Store {
+    /// Jobs newest first across services and owners, at most `limit`, after `after`
+    /// (the last one shown), for the console.
+    pub async fn list_recent_jobs(
+        &self,
+        after: Option<&JobCursor>,
+        limit: i64,
+    ) -> Result<Vec<ListedJob>, StoreError> {
+        type Row = (
+            String,
+            String,
+            String,
+            String,
+            Option<String>,
+            String,
+            Option<String>,
+            i64,
+        );
+        let sql = "SELECT service, owner, id, tool, status, submitted_at, updated_at, submitted_ms \
+                   FROM jobs WHERE (submitted_ms, service, owner, id) < ($1, $2, $3, $4) \
+                   ORDER BY submitted_ms DESC, service DESC, owner DESC, id DESC LIMIT $5";
+        let (ms, service, owner, id) =
+            after
+                .cloned()
+                .unwrap_or((i64::MAX, String::new(), String::new(), String::new()));
+        let rows: Vec<Row> = on_pool!(self, pool => sqlx::query_as(sql)
+            .bind(ms)
+            .bind(&service)
+            .bind(&owner)
+            .bind(&id)
+            .bind(limit)
+            .fetch_all(pool)
+            .await
+            .map_err(|e| self.failed("list jobs", &e)))?;
+        Ok(rows
+            .into_iter()
+            .map(
+                |(service, owner, id, tool, status, submitted_at, updated_at, submitted_ms)| {
+                    ListedJob {
+                        job: Job {
+                            service,
+                            id,
+                            tool,
+                            status,
+                            submitted_at,
+                            updated_at,
+                        },
+                        owner,
+                        submitted_ms,
+                    }
+                },
+            )
+            .collect())
+    }
+}
+
 impl Store {
     /// Records a verified callback; `false` when the event was seen before (a
     /// redelivery), and then nothing changes.

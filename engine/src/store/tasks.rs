@@ -40,6 +40,20 @@ type Row = (
     i64,
 );
 
+fn task(r: Row) -> StoredTask {
+    StoredTask {
+        id: r.0,
+        owner: r.1,
+        tool: r.2,
+        status: r.3,
+        result: r.4,
+        created_ms: r.5,
+        updated_ms: r.6,
+        heartbeat_ms: r.7,
+        expires_ms: r.8,
+    }
+}
+
 impl Store {
     /// Records a new working task (durably: `tasks/get` finds it once this returns).
     pub async fn create_task(&self, t: &StoredTask) -> Result<(), StoreError> {
@@ -57,6 +71,33 @@ impl Store {
             .map_err(|e| self.failed("record a task", &e)))
     }
 
+    /// Tasks newest first across owners, at most `limit`, for the console: with
+    /// `status` only those, before the cursor `before` (`(created_ms, id)` of the last
+    /// one shown). Expired tasks are left out, as `tasks/get` leaves them out.
+    pub async fn list_tasks(
+        &self,
+        status: Option<&str>,
+        now_ms: i64,
+        before: Option<(i64, &str)>,
+        limit: i64,
+    ) -> Result<Vec<StoredTask>, StoreError> {
+        let sql = "SELECT id, owner, tool, status, result, created_ms, updated_ms, heartbeat_ms, \
+                   expires_ms FROM tasks WHERE expires_ms > $1 AND ($2 = '' OR status = $2) \
+                   AND (created_ms < $3 OR (created_ms = $3 AND id < $4)) \
+                   ORDER BY created_ms DESC, id DESC LIMIT $5";
+        let (before_ms, before_id) = before.unwrap_or((i64::MAX, ""));
+        let rows: Vec<Row> = on_pool!(self, pool => sqlx::query_as(sql)
+            .bind(now_ms)
+            .bind(status.unwrap_or(""))
+            .bind(before_ms)
+            .bind(before_id)
+            .bind(limit)
+            .fetch_all(pool)
+            .await
+            .map_err(|e| self.failed("list tasks", &e)))?;
+        Ok(rows.into_iter().map(task).collect())
+    }
+
     /// A task by id, unless it has expired.
     pub async fn task(&self, id: &str, now_ms: i64) -> Result<Option<StoredTask>, StoreError> {
         let sql = "SELECT id, owner, tool, status, result, created_ms, updated_ms, heartbeat_ms, \
@@ -67,17 +108,7 @@ impl Store {
             .fetch_optional(pool)
             .await
             .map_err(|e| self.failed("read a task", &e)))?;
-        Ok(row.map(|r| StoredTask {
-            id: r.0,
-            owner: r.1,
-            tool: r.2,
-            status: r.3,
-            result: r.4,
-            created_ms: r.5,
-            updated_ms: r.6,
-            heartbeat_ms: r.7,
-            expires_ms: r.8,
-        }))
+        Ok(row.map(task))
     }
 
     /// Settles a working task (`completed`, `failed`, `cancelled`) with its result;

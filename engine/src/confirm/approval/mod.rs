@@ -173,6 +173,27 @@ fn store_down(e: &crate::store::StoreError) -> CallError {
     )
 }
 
+/// What the approver of `approval` is shown: its sealed preview, opened (`null` when
+/// this deployment cannot open it).
+pub fn preview(confirmations: &crate::confirm::Confirmations, approval: &Approval) -> Value {
+    confirmations
+        .approval_cipher
+        .as_ref()
+        .and_then(|c| c.open(&approval.id, &approval.preview))
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// Where `approval` stands at `now_ms`: its state, or `expired` when it waited past its
+/// expiry undecided.
+pub fn state_at(approval: &Approval, now_ms: i64) -> &'static str {
+    if approval.state == ApprovalState::Pending && approval.expires_ms <= now_ms {
+        "expired"
+    } else {
+        approval.state.as_str()
+    }
+}
+
 /// Where approvers open approval `id`: the deployment's `public_url`, else the host the
 /// call came to ([`crate::caller::origin::public_base`]).
 pub fn url(cx: Context<'_>, headers: &hyper::HeaderMap, id: &str) -> String {

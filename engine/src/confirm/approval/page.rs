@@ -22,7 +22,6 @@
 use serde_json::{Value, json};
 
 use crate::confirm::Context;
-use crate::store::approvals::ApprovalState;
 use crate::store::ratelimit::Count;
 
 const SESSION_COOKIE: &str = "tb_approver";
@@ -169,19 +168,9 @@ pub async fn view(
         Ok(None) => return message(404, "No such approval", "This approval does not exist."),
         Err(_) => return unavailable(),
     };
-    let preview: Value = cx
-        .confirmations
-        .approval_cipher
-        .as_ref()
-        .and_then(|c| c.open(id, &approval.preview))
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or(Value::Null);
+    let preview = super::preview(cx.confirmations, &approval);
     let now = cx.now().as_millisecond();
-    let state = if approval.state == ApprovalState::Pending && approval.expires_ms <= now {
-        "expired"
-    } else {
-        approval.state.as_str()
-    };
+    let state = super::state_at(&approval, now);
     let mut details = summary(&preview, &approval, state);
     if state == "pending" {
         let Some(csrf) = seal(

@@ -31,3 +31,8 @@ BEGIN
     RAISE EXCEPTION 'the write audit is append-only: only a retention pruning removes records, and only those older than its bound and a day';
 END;
 $$;
+-- The console lists approvals, tasks and jobs newest first across callers, and
+-- retention removes them by age.
+CREATE INDEX approvals_newest ON approvals (created_ms);
+CREATE INDEX tasks_newest ON tasks (created_ms);
+CREATE INDEX jobs_by_time ON jobs (submitted_ms);

@@ -18,3 +18,8 @@ CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit
 WHEN OLD.at_ms >= COALESCE((SELECT max(before_ms) FROM audit_prunes WHERE removed IS NULL), -9223372036854775807)
   OR OLD.at_ms >= (CAST(strftime('%s', 'now') AS INTEGER) - 86400) * 1000
 BEGIN SELECT RAISE(ABORT, 'the write audit is append-only: only a retention pruning removes records, and only those older than its bound and a day'); END;
+-- The console lists approvals, tasks and jobs newest first across callers, and
+-- retention removes them by age.
+CREATE INDEX approvals_newest ON approvals (created_ms);
+CREATE INDEX tasks_newest ON tasks (created_ms);
+CREATE INDEX jobs_by_time ON jobs (submitted_ms);
