@@ -29,6 +29,10 @@ stub_pid=$!
 hub_secret="hub-client-secret-$RANDOM$RANDOM"
 hub_key="sk_hub_flow_canary_$RANDOM$RANDOM"
 vault_key="vault-$(head -c 32 /dev/urandom | base64 | tr -d '/+=')"
+approval_key="approval-$(head -c 32 /dev/urandom | base64 | tr -d '/+=')"
+# An agent whose writes wait for a person: the console approves one.
+agent_key="tb_console_agent_$RANDOM$RANDOM"
+agent_sha=$(printf %s "$agent_key" | sha256sum | cut -d' ' -f1)
 HUB_REDIRECT="http://127.0.0.1:$broker_port/hub/callback" HUB_SECRET="$hub_secret" \
   node "$dir/provider.mjs" "$idp_port" "$resource" >"$target_dir/oauth-provider.log" 2>&1 &
 idp_pid=$!
@@ -37,6 +41,7 @@ wait_for "http://127.0.0.1:$idp_port/.well-known/openid-configuration"
 cat >"$work/config.toml" <<TOML
 public_url = "http://127.0.0.1:$broker_port"
 vault_key_env = "TOOL_BROKER_VAULT_KEY"
+approval_key_env = "TOOL_BROKER_APPROVAL_KEY"
 [oauth]
 issuer = "http://127.0.0.1:$idp_port"
 resource = "$resource"
@@ -48,9 +53,14 @@ approver_role = "approver"
 [admin]
 roles = ["admin"]
 auditor_roles = ["auditor"]
+[[keys]]
+name = "console-agent"
+sha256 = "$agent_sha"
+confirmation = "human"
 TOML
 env TOOL_BROKER_UPSTREAM_PAYMENTS="http://127.0.0.1:$stub_port" \
   TOOL_BROKER_VAULT_KEY="$vault_key" \
+  TOOL_BROKER_APPROVAL_KEY="$approval_key" \
   TOOL_BROKER_HUB_CLIENT_SECRET="$hub_secret" \
   "$broker_bin" serve --listen "127.0.0.1:$broker_port" --config "$work/config.toml" \
   --data-dir "$work/data" >"$target_dir/oauth-broker.log" 2>&1 &
@@ -62,8 +72,8 @@ echo "oidc-provider $(node -p "require('./$dir/node_modules/oidc-provider/packag
 BROKER_URL="$url" PAYMENTS_KEY="pk_oauth_flow_canary_5" node "$dir/flow.mjs"
 BROKER_URL="$url" STUB_URL="http://127.0.0.1:$stub_port" HUB_KEY="$hub_key" node "$dir/hub.mjs"
 echo "axe-core $(node -p "require('./$dir/node_modules/axe-core/package.json').version")"
-BROKER_URL="$url" SCREENS="$target_dir/console-screens" SECRETS="$hub_key,$hub_secret,$vault_key" \
-  node "$dir/console.mjs"
+BROKER_URL="$url" SCREENS="$target_dir/console-screens" AGENT_KEY="$agent_key" \
+  SECRETS="$hub_key,$hub_secret,$vault_key,$approval_key,$agent_key" node "$dir/console.mjs"
 # The access token never reaches the broker's log; the stored key and the client secret
 # are in neither the log nor the data folder.
 if grep -Eq 'eyJ[A-Za-z0-9_-]{10,}\.eyJ' "$target_dir/oauth-broker.log"; then

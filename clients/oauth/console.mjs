@@ -3,16 +3,22 @@
 // changes). The provider gives olive the admin role, audrey the auditor role, nina none.
 //   1. /admin without a session: the sign-in page; signed in at the provider as olive,
 //      back on the overview;
-//   2. every page (overview, catalog, a tool, audit, configuration), in light and dark,
+//   2. every page (overview, catalog, a tool, users and keys, approvals, an approval,
+//      jobs and tasks, audit, configuration), in light and dark,
 //      checked by axe-core (no serious or critical violation) and written as a
 //      screenshot under SCREENS;
 //   3. the one script runs under the page's CSP nonce: times rewritten for the viewer,
 //      a catalog column sorted by its header button; the bar is reached by keyboard;
 //   4. the audit filtered by outcome in the form, then exported as JSON Lines and CSV
 //      (downloads), holding exactly what the filter selects;
-//   5. audrey reads as an auditor; nina gets 403; signing out closes the console;
-//   6. no page or export holds a secret of the run (SECRETS, comma-separated).
-// Env: BROKER_URL, SCREENS, SECRETS.
+//   5. a write of the agent key AGENT_KEY (confirmation "human") waits: olive, admin
+//      and approver, opens it in the console, sees what would be sent and approves it;
+//      the agent's repeat runs; the jobs-and-tasks page is looked at;
+//   6. audrey reads as an auditor; olive ends audrey's sessions on the users page and
+//      audrey's next page asks her to sign in; the audit names olive; nina gets 403;
+//      signing out closes the console;
+//   7. no page or export holds a secret of the run (SECRETS, comma-separated).
+// Env: BROKER_URL, SCREENS, SECRETS, AGENT_KEY.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -22,6 +28,7 @@ import { launch, providerSignIn } from './sdk.mjs';
 const brokerUrl = process.env.BROKER_URL;
 const screens = process.env.SCREENS;
 const secrets = (process.env.SECRETS ?? '').split(',').filter(Boolean);
+const agentKey = process.env.AGENT_KEY;
 const axeSource = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 fs.mkdirSync(screens, { recursive: true });
 const seen = [];
@@ -122,8 +129,48 @@ try {
   console.log(`4. the audit filtered to ${outcomes.length} key_stored record(s); JSON Lines and CSV exports hold the same`);
 
   // 5.
+  const create = async (extra) => {
+    const response = await fetch(`${brokerUrl}/`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${agentKey}`, 'content-type': 'application/json', 'x-payments-api-key': 'pk_console_flow_7' },
+      body: JSON.stringify({
+        jsonrpc: '2.0', id: 1, method: 'tools/call',
+        params: { name: 'payments.post_customers', arguments: { email: 'console-flow@example.com', confirm: true, ...extra } },
+      }),
+    });
+    return { status: response.status, body: await response.json() };
+  };
+  const asked = await create({});
+  assert.equal(asked.status, 428, JSON.stringify(asked.body));
+  const approvalId = asked.body.error.details.approvalId;
+  await page.goto(`${brokerUrl}/admin/approvals?state=pending`);
+  await look(page, 'approvals');
+  await Promise.all([page.waitForLoadState(), page.click(`a[href="/admin/approvals/${approvalId}"]`)]);
+  assert.match(await page.textContent('main'), /What would be sent[\s\S]*console-flow@example\.com/);
+  await look(page, 'approval');
+  await Promise.all([page.waitForURL(/done=decided/), page.click('button:has-text("Approve")')]);
+  assert.match(await page.textContent('main'), /Decided; the audit records who decided/);
+  assert.match(await page.textContent('main dl'), /approved/);
+  const repeated = await create({ approvalId });
+  assert.equal(repeated.status, 200, JSON.stringify(repeated.body));
+  await page.goto(`${brokerUrl}/admin/tasks`);
+  await look(page, 'tasks');
+  console.log('5. a pending write approved in the console by olive; the agent\'s repeat ran');
+
+  // 6.
   const auditor = await signedIn(browser, 'audrey');
   assert.match(await auditor.page.textContent('.who'), /auditor, read only/);
+  assert.equal(await auditor.page.locator('form[action^="/admin/users/"]').count(), 0);
+  await page.goto(`${brokerUrl}/admin/users?q=audrey`);
+  await look(page, 'users');
+  const audreyRow = page.locator('tr', { hasText: '#audrey' });
+  await Promise.all([page.waitForURL(/done=sessions/), audreyRow.locator('button:has-text("End sessions")').click()]);
+  assert.match(await page.textContent('main'), /The sessions ended/);
+  const ended = await auditor.page.goto(`${brokerUrl}/admin/audit`);
+  assert.equal(ended.status(), 401, 'audrey\'s session ended');
+  await page.goto(`${brokerUrl}/admin/audit?outcome=sessions_ended`);
+  const endedRow = await page.textContent('tbody tr');
+  assert.ok(endedRow.includes('audrey') && /console:http:\/\/127\.0\.0\.1:\d+#olive/.test(endedRow), endedRow);
   const nobody = await browser.newContext();
   const nina = await nobody.newPage();
   await nina.goto(`${brokerUrl}/admin`);
@@ -135,13 +182,13 @@ try {
   assert.match(await page.textContent('h1'), /Signed out/);
   const after = await page.goto(`${brokerUrl}/admin`);
   assert.equal(after.status(), 401);
-  console.log('5. audrey reads as an auditor; nina is refused with 403; signing out closes the console');
+  console.log('6. audrey reads as an auditor until olive ends her sessions (audited); nina is refused with 403; signing out closes the console');
 
-  // 6.
+  // 7.
   for (const secret of secrets) {
     assert.ok(!seen.some((text) => text.includes(secret)), 'a secret of the run is on a console page or export');
   }
-  console.log(`6. none of the run's ${secrets.length} secrets on ${seen.length} pages and exports; screenshots in ${screens}`);
+  console.log(`7. none of the run's ${secrets.length} secrets on ${seen.length} pages and exports; screenshots in ${screens}`);
 } finally {
   await browser.close();
 }

@@ -85,6 +85,8 @@ pre,code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-s
 pre{background:var(--code);padding:.75rem;overflow:auto;white-space:pre-wrap;border-radius:.4rem;margin:.25rem 0}\
 button,.button{font:inherit;padding:.4rem 1rem;border-radius:.4rem;border:1px solid var(--accent);background:var(--accent);color:var(--accent-fg);cursor:pointer;text-decoration:none;display:inline-block}\
 button.secondary,.button.secondary{background:transparent;color:var(--accent)}\
+.button.secondary[aria-current=page]{background:var(--accent);color:var(--accent-fg)}\
+nav.filters{display:flex;flex-wrap:wrap;gap:.4rem;margin:0 0 1rem}\
 button+button{margin-left:.5rem}\
 button.small{padding:.1rem .5rem;font-size:.8rem}\
 .note{padding:.6rem 1rem;border-left:4px solid var(--ok);background:var(--card);border-radius:.3rem}\
