@@ -107,6 +107,18 @@ svg.chart{width:100%;height:auto;background:var(--card);border:1px solid var(--l
 svg.chart .bar{fill:var(--bar)}svg.chart .err{fill:var(--warn)}\
 svg.chart text{fill:var(--muted);font-size:11px}svg.chart .grid{stroke:var(--line)}";
 
+/// A labelled `<select>` named `name` whose first option, "any", is empty, then each
+/// of `options`, `chosen` selected (a filter form's field).
+pub fn select(name: &str, label: &str, options: &[&str], chosen: Option<&str>) -> String {
+    let mut html = format!("<label>{label}<select name=\"{name}\"><option value=\"\">any</option>");
+    for o in options {
+        let selected = if chosen == Some(*o) { " selected" } else { "" };
+        html.push_str(&format!("<option{selected}>{}</option>", escape(o)));
+    }
+    html.push_str("</select></label>");
+    html
+}
+
 /// A whole page: the bar (`nav`: its HTML, escaped by the caller; empty for none), the
 /// title as heading, then `body` (HTML, escaped by the caller). `script`: the console's
 /// script and the answer's nonce, when the page has one.

@@ -53,6 +53,16 @@ impl Action {
 /// Why an action was not taken: status, classification, message.
 pub type Refused = (u16, &'static str, String);
 
+/// 503: the store did not answer; `what` did not happen (logged, never shown).
+fn unchanged(what: &str, error: &dyn std::fmt::Display) -> Refused {
+    tracing::error!(error = %error, "console: {what}");
+    (
+        503,
+        "store_unavailable",
+        "the store did not answer; nothing was changed; try again".into(),
+    )
+}
+
 /// Takes `action` as `viewer` (an admin): ends the sessions or deletes the key, and
 /// writes the audit record naming the admin (`confirmation` = `console:<admin>`).
 /// Answers what happened for a person to read.
@@ -75,14 +85,11 @@ pub async fn act(broker: &Broker, viewer: &Viewer, action: &Action) -> Result<Va
                     "name the user whose sessions end".into(),
                 ));
             }
-            let ended = broker.store.end_sessions_of(user).await.map_err(|e| {
-                tracing::error!(error = %e, "console: sessions not ended");
-                (
-                    503,
-                    "store_unavailable",
-                    "the store did not answer; nothing was changed; try again".to_string(),
-                )
-            })?;
+            let ended = broker
+                .store
+                .end_sessions_of(user)
+                .await
+                .map_err(|e| unchanged("sessions not ended", &e))?;
             let record = crate::store::audit::AuditRecord {
                 seq: 0,
                 at: broker.now().to_string(),
@@ -220,14 +227,7 @@ async fn decide(
     if !viewer.may_approve {
         return Err((403, "forbidden", "deciding an approval takes the approver role ([oauth.sign_in] approver_role) as well as an admin role".into()));
     }
-    let unavailable = |e: crate::store::StoreError| {
-        tracing::error!(error = %e, "console: approval not decided");
-        (
-            503,
-            "store_unavailable",
-            "the store did not answer; nothing was changed; try again".to_string(),
-        )
-    };
+    let unavailable = |e: crate::store::StoreError| unchanged("approval not decided", &e);
     let Some(approval) = broker.store.approval(id).await.map_err(unavailable)? else {
         return Err((404, "not_found", format!("no approval `{id}`")));
     };

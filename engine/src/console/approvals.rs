@@ -41,14 +41,7 @@ fn shown_word(shown: Shown) -> &'static str {
 /// naming it.
 fn selection(query: &str) -> Result<Selection, String> {
     let fields = super::query(query);
-    if let Some(unknown) = fields
-        .keys()
-        .find(|k| !matches!(k.as_str(), "state" | "cursor" | "limit"))
-    {
-        return Err(format!(
-            "unknown parameter `{unknown}`: state, cursor, limit"
-        ));
-    }
+    super::only(&fields, &["state", "cursor", "limit"])?;
     let shown = match super::field(&fields, "state").as_deref() {
         None | Some("all") => Shown::All,
         Some("pending") => Shown::Pending,
@@ -60,23 +53,8 @@ fn selection(query: &str) -> Result<Selection, String> {
             ));
         }
     };
-    let before = match super::field(&fields, "cursor") {
-        None => None,
-        Some(c) => Some(
-            c.split_once('.')
-                .and_then(|(ms, id)| Some((ms.parse::<i64>().ok()?, id.to_string())))
-                .filter(|(_, id)| !id.is_empty())
-                .ok_or_else(|| format!("cursor `{c}`: pass the nextCursor of the page before"))?,
-        ),
-    };
-    let limit = match super::field(&fields, "limit") {
-        None => DEFAULT_LIMIT,
-        Some(l) => l
-            .parse::<i64>()
-            .ok()
-            .filter(|n| (1..=MAX_LIMIT).contains(n))
-            .ok_or_else(|| format!("limit `{l}`: a number from 1 to {MAX_LIMIT}"))?,
-    };
+    let before = super::position(&fields, "cursor")?;
+    let limit = super::limit(&fields, DEFAULT_LIMIT, MAX_LIMIT)?;
     Ok(Selection {
         shown,
         before,
@@ -111,14 +89,7 @@ async fn list(
             s.limit + 1,
         )
         .await
-        .map_err(|e| {
-            tracing::error!(error = %e, "console: approvals not read");
-            Answer::error(
-                503,
-                "store_unavailable",
-                "the store did not answer; try again",
-            )
-        })?;
+        .map_err(|e| Answer::store_down("approvals", &e))?;
     let more = rows.len() > usize::try_from(s.limit).unwrap_or(usize::MAX);
     rows.truncate(usize::try_from(s.limit).unwrap_or(usize::MAX));
     let next = more
@@ -147,14 +118,7 @@ async fn one(broker: &Broker, id: &str) -> Result<Approval, Answer> {
             "not_found",
             &format!("no approval `{id}`"),
         )),
-        Err(e) => {
-            tracing::error!(error = %e, "console: approval not read");
-            Err(Answer::error(
-                503,
-                "store_unavailable",
-                "the store did not answer; try again",
-            ))
-        }
+        Err(e) => Err(Answer::store_down("an approval", &e)),
     }
 }
 

@@ -277,16 +277,6 @@ pub async fn api(broker: &Broker, query: &str) -> Answer {
     }
 }
 
-fn select(name: &str, label: &str, options: &[&str], chosen: Option<&str>) -> String {
-    let mut html = format!("<label>{label}<select name=\"{name}\"><option value=\"\">any</option>");
-    for o in options {
-        let selected = if chosen == Some(*o) { " selected" } else { "" };
-        html.push_str(&format!("<option{selected}>{}</option>", escape(o)));
-    }
-    html.push_str("</select></label>");
-    html
-}
-
 /// `GET /admin/audit`.
 pub async fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html::Page {
     let fields = super::query(query);
@@ -304,13 +294,13 @@ pub async fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html:
         escape(value("until")),
         escape(value("principal")),
         escape(value("tool")),
-        select(
+        crate::html::select(
             "service",
             "Service",
             &services,
             fields.get("service").map(String::as_str)
         ),
-        select(
+        crate::html::select(
             "outcome",
             "Outcome",
             &OUTCOMES,

@@ -227,16 +227,6 @@ pub fn api_tool(broker: &Broker, name: &str) -> Answer {
     }
 }
 
-fn options(name: &str, label: &str, values: &[&str], chosen: Option<&str>) -> String {
-    let mut html = format!("<label>{label}<select name=\"{name}\"><option value=\"\">any</option>");
-    for v in values {
-        let selected = if chosen == Some(*v) { " selected" } else { "" };
-        html.push_str(&format!("<option{selected}>{}</option>", escape(v)));
-    }
-    html.push_str("</select></label>");
-    html
-}
-
 /// `GET /admin/tools`.
 pub fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html::Page {
     let fields = super::query(query);
@@ -247,10 +237,10 @@ pub fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html::Page 
 <label>Search<input type=\"search\" name=\"q\" value=\"{}\" placeholder=\"refund a payment\"></label>{}{}{}{}\
 <button type=\"submit\">Search</button> <a href=\"/admin/tools\">Clear</a></form>",
         escape(value("q").unwrap_or("")),
-        options("service", "Service", &services, value("service")),
-        options("risk", "Risk", &["read", "write"], value("risk")),
-        options("tier", "Tier", &["agent_ready", "legacy"], value("tier")),
-        options(
+        crate::html::select("service", "Service", &services, value("service")),
+        crate::html::select("risk", "Risk", &["read", "write"], value("risk")),
+        crate::html::select("tier", "Tier", &["agent_ready", "legacy"], value("tier")),
+        crate::html::select(
             "class",
             "Class",
             &["spend", "destructive", "billing", "token", "credits"],

@@ -85,6 +85,16 @@ impl Answer {
         )
     }
 
+    /// 503: the store did not answer while reading `what` (logged, never shown).
+    pub fn store_down(what: &str, error: &dyn std::fmt::Display) -> Self {
+        tracing::error!(error = %error, "console: {what} not read");
+        Self::error(
+            503,
+            "store_unavailable",
+            "the store did not answer; try again",
+        )
+    }
+
     /// JSON with status 200.
     pub fn ok(body: Value) -> Self {
         Self::Json(200, body, Vec::new())
@@ -114,4 +124,52 @@ pub fn field(fields: &std::collections::BTreeMap<String, String>, name: &str) ->
         .map(|v| v.trim())
         .filter(|v| !v.is_empty())
         .map(String::from)
+}
+
+/// A list's `limit`: `default` when absent, else a number from 1 to `most`.
+pub fn limit(
+    fields: &std::collections::BTreeMap<String, String>,
+    default: i64,
+    most: i64,
+) -> Result<i64, String> {
+    match field(fields, "limit") {
+        None => Ok(default),
+        Some(l) => l
+            .parse::<i64>()
+            .ok()
+            .filter(|n| (1..=most).contains(n))
+            .ok_or_else(|| format!("limit `{l}`: a number from 1 to {most}")),
+    }
+}
+
+/// A list's cursor `<ms>.<id>` in the field `name` (what the page before answered as
+/// its next cursor), if given.
+pub fn position(
+    fields: &std::collections::BTreeMap<String, String>,
+    name: &str,
+) -> Result<Option<(i64, String)>, String> {
+    field(fields, name)
+        .map(|c| {
+            c.split_once('.')
+                .and_then(|(ms, id)| Some((ms.parse::<i64>().ok()?, id.to_string())))
+                .filter(|(_, id)| !id.is_empty())
+                .ok_or_else(|| {
+                    format!("{name} `{c}`: pass the next cursor the page before answered")
+                })
+        })
+        .transpose()
+}
+
+/// Refuses a query parameter a list does not take, naming those it takes.
+pub fn only(
+    fields: &std::collections::BTreeMap<String, String>,
+    takes: &[&str],
+) -> Result<(), String> {
+    match fields.keys().find(|k| !takes.contains(&k.as_str())) {
+        Some(unknown) => Err(format!(
+            "unknown parameter `{unknown}`: {}",
+            takes.join(", ")
+        )),
+        None => Ok(()),
+    }
 }

@@ -63,30 +63,14 @@ fn job_cursor(j: &ListedJob) -> String {
 
 fn selection(query: &str) -> Result<Selection, String> {
     let fields = super::query(query);
-    if let Some(unknown) = fields
-        .keys()
-        .find(|k| !matches!(k.as_str(), "status" | "taskCursor" | "jobCursor" | "limit"))
-    {
-        return Err(format!(
-            "unknown parameter `{unknown}`: status, taskCursor, jobCursor, limit"
-        ));
-    }
+    super::only(&fields, &["status", "taskCursor", "jobCursor", "limit"])?;
     let status = super::field(&fields, "status");
     if let Some(s) = &status
         && !STATUSES.contains(&s.as_str())
     {
         return Err(format!("status `{s}`: one of {}", STATUSES.join(", ")));
     }
-    let task_cursor = super::field(&fields, "taskCursor")
-        .map(|c| {
-            c.split_once('.')
-                .and_then(|(ms, id)| Some((ms.parse::<i64>().ok()?, id.to_string())))
-                .filter(|(_, id)| !id.is_empty())
-                .ok_or_else(|| {
-                    format!("taskCursor `{c}`: pass the nextTaskCursor of the page before")
-                })
-        })
-        .transpose()?;
+    let task_cursor = super::position(&fields, "taskCursor")?;
     let job_cursor = super::field(&fields, "jobCursor")
         .map(|c| {
             parse_job_cursor(&c).ok_or_else(|| {
@@ -94,14 +78,7 @@ fn selection(query: &str) -> Result<Selection, String> {
             })
         })
         .transpose()?;
-    let limit = match super::field(&fields, "limit") {
-        None => DEFAULT_LIMIT,
-        Some(l) => l
-            .parse::<i64>()
-            .ok()
-            .filter(|n| (1..=MAX_LIMIT).contains(n))
-            .ok_or_else(|| format!("limit `{l}`: a number from 1 to {MAX_LIMIT}"))?,
-    };
+    let limit = super::limit(&fields, DEFAULT_LIMIT, MAX_LIMIT)?;
     Ok(Selection {
         status,
         task_cursor,
@@ -175,14 +152,7 @@ async fn list(broker: &Broker, query: &str) -> Result<Listed, Answer> {
     let s = selection(query).map_err(|m| Answer::error(400, "invalid_request", &m))?;
     let store = super::store(broker);
     let now = broker.now().as_millisecond();
-    let unavailable = |e: crate::store::StoreError| {
-        tracing::error!(error = %e, "console: tasks not read");
-        Answer::error(
-            503,
-            "store_unavailable",
-            "the store did not answer; try again",
-        )
-    };
+    let unavailable = |e: crate::store::StoreError| Answer::store_down("tasks and jobs", &e);
     let limit = usize::try_from(s.limit).unwrap_or(usize::MAX);
     let mut tasks = store
         .list_tasks(

@@ -246,15 +246,6 @@ fn keys_json(broker: &Broker, g: &Gathered) -> Vec<Value> {
         .collect()
 }
 
-fn unavailable(e: &str) -> Answer {
-    tracing::error!(error = %e, "console: users not read");
-    Answer::error(
-        503,
-        "store_unavailable",
-        "the store did not answer; try again",
-    )
-}
-
 /// `GET /admin/api/users` (`?q=` filters by user or name).
 pub async fn api_users(broker: &Broker, query: &str) -> Answer {
     let fields = super::query(query);
@@ -264,7 +255,7 @@ pub async fn api_users(broker: &Broker, query: &str) -> Answer {
             "approvers": g.approvers.iter().map(|(name, sessions)| json!({ "name": name, "sessions": sessions })).collect::<Vec<_>>(),
             "sharedBudgets": g.scoped.iter().filter_map(|(scope, b)| scope.strip_prefix("role:").map(|role| json!({ "role": role, "budgets": b }))).collect::<Vec<_>>(),
         })),
-        Err(e) => unavailable(&e),
+        Err(e) => Answer::store_down("users and keys", &e),
     }
 }
 
@@ -276,7 +267,7 @@ pub async fn api_keys(broker: &Broker) -> Answer {
             "hub": broker.hub.as_ref().map(|h| json!({ "services": h.services() })),
             "storedKeys": g.people.iter().flat_map(|(user, p)| p.stored.iter().map(move |s| json!({ "user": user, "service": s["service"], "setAt": s["setAt"] }))).collect::<Vec<_>>(),
         })),
-        Err(e) => unavailable(&e),
+        Err(e) => Answer::store_down("users and keys", &e),
     }
 }
 
