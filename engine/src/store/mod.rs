@@ -231,22 +231,11 @@ impl Store {
                 })
             }
             StoreConfig::Postgres { url, schema } => {
-                let mut options =
-                    PgConnectOptions::from_str(url).map_err(|_| StoreError::Open {
-                        kind: "postgres",
-                        reason: "the database URL does not parse".into(),
-                    })?;
                 let mut settings = vec![("statement_timeout", "10000".to_string())];
                 if let Some(schema) = schema {
                     settings.push(("search_path", schema.clone()));
                 }
-                options = options.options(settings);
-                let pool = PgPoolOptions::new()
-                    .max_connections(2)
-                    .acquire_timeout(Duration::from_secs(10))
-                    .connect_with(options)
-                    .await
-                    .map_err(|e| pg_open(&e))?;
+                let pool = pg_pool(pg_options(url)?.options(settings), 2).await?;
                 Ok(Self {
                     backend: Backend::Postgres(pool),
                     location: format!("{} (console reader)", main.location),
@@ -295,11 +284,7 @@ impl Store {
     }
 
     async fn postgres(url: &str, schema: Option<&str>) -> Result<Self, StoreError> {
-        // The URL's text never reaches a message: sqlx's parse errors can quote it.
-        let mut options = PgConnectOptions::from_str(url).map_err(|_| StoreError::Open {
-            kind: "postgres",
-            reason: "the database URL does not parse; write postgres://user[:password]@host[:port]/database".into(),
-        })?;
+        let mut options = pg_options(url)?;
         let location = format!(
             "postgres {}:{}/{}",
             options.get_host(),
@@ -316,12 +301,7 @@ impl Store {
                     reason: format!("schema `{schema}` must be letters, digits and `_`"),
                 });
             }
-            let admin = PgPoolOptions::new()
-                .max_connections(1)
-                .acquire_timeout(Duration::from_secs(10))
-                .connect_with(options.clone())
-                .await
-                .map_err(|e| pg_open(&e))?;
+            let admin = pg_pool(options.clone(), 1).await?;
             // Under the migration lock: two replicas creating it at once would collide.
             let mut tx = admin.begin().await.map_err(|e| pg_open(&e))?;
             sqlx::query("SELECT pg_advisory_xact_lock($1)")
@@ -339,12 +319,7 @@ impl Store {
             admin.close().await;
             options = options.options([("search_path", schema)]);
         }
-        let pool = PgPoolOptions::new()
-            .max_connections(8)
-            .acquire_timeout(Duration::from_secs(10))
-            .connect_with(options)
-            .await
-            .map_err(|e| pg_open(&e))?;
+        let pool = pg_pool(options, 8).await?;
         Ok(Self {
             backend: Backend::Postgres(pool),
             location,
@@ -398,6 +373,27 @@ fn safe_reason(e: &sqlx::Error) -> String {
         sqlx::Error::PoolClosed => "the pool is closed".into(),
         other => other.to_string(),
     }
+}
+
+/// A PostgreSQL URL's connect options. The URL's text never reaches a message: sqlx's
+/// parse errors can quote it.
+fn pg_options(url: &str) -> Result<PgConnectOptions, StoreError> {
+    PgConnectOptions::from_str(url).map_err(|_| StoreError::Open {
+        kind: "postgres",
+        reason:
+            "the database URL does not parse; write postgres://user[:password]@host[:port]/database"
+                .into(),
+    })
+}
+
+/// A pool of at most `connections` that waits up to 10 s for one.
+async fn pg_pool(options: PgConnectOptions, connections: u32) -> Result<PgPool, StoreError> {
+    PgPoolOptions::new()
+        .max_connections(connections)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect_with(options)
+        .await
+        .map_err(|e| pg_open(&e))
 }
 
 fn pg_open(e: &sqlx::Error) -> StoreError {
