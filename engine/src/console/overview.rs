@@ -150,11 +150,11 @@ pub async fn page(broker: &Broker, viewer: &Viewer) -> crate::html::Page {
             body.push_str("<table class=\"sortable\"><thead><tr><th>Classification</th><th class=\"num\">Calls</th></tr></thead><tbody>");
             for (k, n) in errors {
                 body.push_str(&format!(
-                    "<tr><td><a href=\"/admin/audit?since=1h\"><code>{}</code></a></td><td class=\"num\">{n}</td></tr>",
+                    "<tr><td><code>{}</code></td><td class=\"num\">{n}</td></tr>",
                     escape(k)
                 ));
             }
-            body.push_str("</tbody></table>");
+            body.push_str("</tbody></table><p class=\"muted\">Reads and writes alike; the writes among them, refused or sent, are in <a href=\"/admin/audit?since=1h\">the audit of the last hour</a>.</p>");
         }
     }
     body.push_str("<h2>Upstreams</h2><table class=\"sortable\"><thead><tr><th>Service</th><th>Health</th><th class=\"num\">Calls, last hour</th><th class=\"num\">Upstream failures</th></tr></thead><tbody>");
