@@ -1,6 +1,6 @@
 //! The console's audit page over 100,000 records: one filtered page (50 records,
 //! newest first) per filter the console offers, read through the console's own store
-//! handle, on each backend. The worst cases are a filter matching few records spread
+//! handle, on each backend; and the users page's read of who the audit names. The worst cases are a filter matching few records spread
 //! over the whole audit (a rare principal, a rare policy) and a page deep in the audit.
 //!
 //! Run: `cargo bench -p tool-broker --bench audit` (SQLite in a temporary folder);
@@ -174,6 +174,14 @@ fn backend(c: &mut Criterion, name: &str, config: &StoreConfig) {
             })
         });
     }
+    // The users page: everyone the audit names, with their last record and count.
+    c.bench_function(&format!("{name}: who the audit names, over 100k"), |b| {
+        b.iter(|| {
+            runtime
+                .block_on(reader.audit_principals(2_000))
+                .unwrap_or_else(|e| panic!("{e}"))
+        })
+    });
 }
 
 fn audit(c: &mut Criterion) {

@@ -1017,6 +1017,9 @@ async fn the_approvals_page_shows_what_a_person_approves_and_an_approver_admin_d
     let upstream = upstream().await;
     let broker = human_console(&idp, &upstream).await;
     let first = pending(&broker, "first@example.com").await;
+    // Asked in another millisecond: the list's order is by when each was asked (two in
+    // one millisecond are ordered by their random ids).
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     let second = pending(&broker, "second@example.com").await;
 
     // Listed newest first, paged; one approval shows what its approver is shown.

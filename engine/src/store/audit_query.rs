@@ -163,11 +163,13 @@ impl Store {
     }
 
     /// Everyone the audit names, with their last record's time (Unix ms) and how many
-    /// records they have, most recent first, at most `limit`.
+    /// records they have, most recent first, at most `limit`. Counted on `audit_by_key`
+    /// alone (name and position), then one row read per name for its time.
     pub async fn audit_principals(&self, limit: i64) -> Result<Vec<Principal>, StoreError> {
         let rows: Vec<(String, i64, i64)> = on_pool!(self, pool => sqlx::query_as(
-            "SELECT key_name, MAX(at_ms), COUNT(*) FROM audit GROUP BY key_name \
-             ORDER BY MAX(at_ms) DESC LIMIT $1"
+            "SELECT a.key_name, a.at_ms, g.n FROM \
+             (SELECT key_name, MAX(seq) AS last, COUNT(*) AS n FROM audit GROUP BY key_name) g \
+             JOIN audit a ON a.seq = g.last ORDER BY g.last DESC LIMIT $1"
         )
         .bind(limit)
         .fetch_all(pool)
