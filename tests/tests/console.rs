@@ -736,6 +736,14 @@ async fn the_users_page_shows_what_each_holds_and_an_admin_ends_sessions_and_del
     assert_eq!(found["users"].as_array().unwrap().len(), 1);
     let (_, found) = get(&broker, "/admin/api/users?q=nobody-here", Some(&admin)).await;
     assert!(found["users"].as_array().unwrap().is_empty());
+    let (status, body) = get(&broker, "/admin/api/users?name=dana", Some(&admin)).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown parameter `name`")
+    );
 
     // Keys: by name with what each may call, never a hash; stored keys by user.
     let (status, body) = get(&broker, "/admin/api/keys", Some(&admin)).await;

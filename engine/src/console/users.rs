@@ -249,6 +249,9 @@ fn keys_json(broker: &Broker, g: &Gathered) -> Vec<Value> {
 /// `GET /admin/api/users` (`?q=` filters by user or name).
 pub async fn api_users(broker: &Broker, query: &str) -> Answer {
     let fields = super::query(query);
+    if let Err(message) = super::only(&fields, &["q"]) {
+        return Answer::error(400, "invalid_request", &message);
+    }
     match gather(broker).await {
         Ok(g) => Answer::ok(json!({
             "users": users_json(&g, super::field(&fields, "q").as_deref()),
