@@ -40,6 +40,22 @@ async fn get(broker: &TestBroker, path: &str, bearer: Option<&str>) -> (u16, Val
     )
 }
 
+/// An API action by `DELETE` as `bearer`: `(status, body text)`.
+async fn delete(broker: &TestBroker, path: &str, bearer: Option<&str>) -> (u16, String) {
+    api(broker, reqwest::Method::DELETE, path, bearer, None).await
+}
+
+/// A decision on approval `id` through the API as `bearer`: `(status, body text)`.
+async fn decide(
+    broker: &TestBroker,
+    id: &str,
+    bearer: Option<&str>,
+    body: Option<Value>,
+) -> (u16, String) {
+    let path = format!("/admin/api/approvals/{id}/decision");
+    api(broker, reqwest::Method::POST, &path, bearer, body).await
+}
+
 /// A page with a session cookie: `(status, headers, html)`.
 async fn page(
     broker: &TestBroker,
@@ -786,24 +802,10 @@ async fn the_users_page_shows_what_each_holds_and_an_admin_ends_sessions_and_del
     let encoded: String = url::form_urlencoded::byte_serialize(dana_id.as_bytes()).collect();
     let delete_path = format!("/admin/api/users/{encoded}/keys/payments");
     let auditor = token(&idp, "audrey", &["auditor"]);
-    let (status, text) = api(
-        &broker,
-        reqwest::Method::DELETE,
-        &delete_path,
-        Some(&auditor),
-        None,
-    )
-    .await;
+    let (status, text) = delete(&broker, &delete_path, Some(&auditor)).await;
     assert_eq!(status, 403, "{text}");
     assert!(text.contains("read only"), "{text}");
-    let (status, text) = api(
-        &broker,
-        reqwest::Method::DELETE,
-        &delete_path,
-        Some(API_KEY),
-        None,
-    )
-    .await;
+    let (status, text) = delete(&broker, &delete_path, Some(API_KEY)).await;
     assert_eq!(status, 403, "{text}");
     let olive_cookie = sign_in(&broker, &idp, "olive", &["admin"]).await;
     let (status, _, text) = request(
@@ -896,44 +898,26 @@ async fn the_users_page_shows_what_each_holds_and_an_admin_ends_sessions_and_del
     assert!(!hub_page.contains("Sign out"), "{hub_page}");
 
     // The API deletes her stored key; a second time there is none.
-    let (status, text) = api(
-        &broker,
-        reqwest::Method::DELETE,
-        &delete_path,
-        Some(&admin),
-        None,
-    )
-    .await;
+    let (status, text) = delete(&broker, &delete_path, Some(&admin)).await;
     assert_eq!(status, 200, "{text}");
     let done: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(
         done,
         json!({ "user": dana_id, "service": "payments", "deleted": true })
     );
-    let (status, text) = api(
-        &broker,
-        reqwest::Method::DELETE,
-        &delete_path,
-        Some(&admin),
-        None,
-    )
-    .await;
+    let (status, text) = delete(&broker, &delete_path, Some(&admin)).await;
     assert_eq!(status, 404, "{text}");
-    let (status, text) = api(
+    let (status, text) = delete(
         &broker,
-        reqwest::Method::DELETE,
         &format!("/admin/api/users/{encoded}/keys/nowhere"),
         Some(&admin),
-        None,
     )
     .await;
     assert_eq!(status, 400, "{text}");
-    let (status, text) = api(
+    let (status, text) = delete(
         &broker,
-        reqwest::Method::DELETE,
         &format!("/admin/api/users/{encoded}/sessions"),
         Some(&admin),
-        None,
     )
     .await;
     assert_eq!(
@@ -1096,28 +1080,19 @@ async fn the_approvals_page_shows_what_a_person_approves_and_an_approver_admin_d
     assert_eq!(status, 404);
 
     // The wrong hands: an auditor, an admin without the approver role, a cookie alone.
-    let decide = |id: &str| format!("/admin/api/approvals/{id}/decision");
     let approve = Some(json!({ "decision": "approve" }));
     for (bearer, says) in [
         (auditor.clone(), "read only"),
         (token(&idp, "olive", &["admin"]), "approver role"),
     ] {
-        let (status, text) = api(
-            &broker,
-            reqwest::Method::POST,
-            &decide(&first),
-            Some(&bearer),
-            approve.clone(),
-        )
-        .await;
+        let (status, text) = decide(&broker, &first, Some(&bearer), approve.clone()).await;
         assert_eq!(status, 403, "{text}");
         assert!(text.contains(says), "{text}");
     }
     let approver_admin = token(&idp, "olive", &["admin", "approver"]);
-    let (status, text) = api(
+    let (status, text) = decide(
         &broker,
-        reqwest::Method::POST,
-        &decide(&first),
+        &first,
         Some(&approver_admin),
         Some(json!({ "decision": "maybe" })),
     )
@@ -1125,27 +1100,13 @@ async fn the_approvals_page_shows_what_a_person_approves_and_an_approver_admin_d
     assert_eq!(status, 400, "{text}");
 
     // Through the API: approved once; a second decision is a conflict. The write runs.
-    let (status, text) = api(
-        &broker,
-        reqwest::Method::POST,
-        &decide(&first),
-        Some(&approver_admin),
-        approve.clone(),
-    )
-    .await;
+    let (status, text) = decide(&broker, &first, Some(&approver_admin), approve.clone()).await;
     assert_eq!(status, 200, "{text}");
     assert_eq!(
         serde_json::from_str::<Value>(&text).unwrap(),
         json!({ "id": first, "state": "approved" })
     );
-    let (status, text) = api(
-        &broker,
-        reqwest::Method::POST,
-        &decide(&first),
-        Some(&approver_admin),
-        approve.clone(),
-    )
-    .await;
+    let (status, text) = decide(&broker, &first, Some(&approver_admin), approve.clone()).await;
     assert_eq!(status, 409, "{text}");
     let (status, body) = broker
         .call(

@@ -173,15 +173,7 @@ pub fn button(
     if !allowed {
         return String::new();
     }
-    let (Some(session), Some(hub)) = (&viewer.session, &broker.hub) else {
-        return String::new();
-    };
-    let Some(csrf) = crate::hub::signin::form_token(
-        &hub.cipher,
-        session,
-        &action.form_action(),
-        broker.now().as_millisecond(),
-    ) else {
+    let Some(csrf) = viewer.form_token(broker, &action.form_action()) else {
         return String::new();
     };
     let (path, fields) = match action {

@@ -147,34 +147,23 @@ fn state_tag(state: &str) -> String {
 pub async fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html::Page {
     let (s, rows, next) = match list(broker, query).await {
         Ok(listed) => listed,
-        Err(Answer::Json(status, body, _)) => {
-            let message = body["error"]["message"].as_str().unwrap_or("").to_string();
-            return super::shell::page(
+        Err(answer) => {
+            return super::shell::failed(
                 broker,
                 viewer,
-                "/admin/approvals",
-                (status, "Approvals"),
-                &format!("<p class=\"empty\">{}</p>", escape(&message)),
+                ("/admin/approvals", "Approvals"),
+                &answer,
+                "",
             );
-        }
-        Err(_) => {
-            return super::shell::page(broker, viewer, "/admin/approvals", (500, "Approvals"), "");
         }
     };
     let now = broker.now().as_millisecond();
-    let mut body = String::from("<nav class=\"filters\" aria-label=\"Which approvals\">");
-    for shown in [Shown::All, Shown::Pending, Shown::Decided, Shown::Expired] {
-        let word = shown_word(shown);
-        let here = if shown == s.shown {
-            " aria-current=\"page\""
-        } else {
-            ""
-        };
-        body.push_str(&format!(
-            "<a class=\"button secondary\" href=\"/admin/approvals?state={word}\"{here}>{word}</a> "
-        ));
-    }
-    body.push_str("</nav>");
+    let mut body = super::shell::filter_links(
+        "Which approvals",
+        &["all", "pending", "decided", "expired"],
+        shown_word(s.shown),
+        |word| format!("/admin/approvals?state={word}"),
+    );
     if !viewer.may_approve {
         body.push_str("<p class=\"muted\">Deciding an approval here takes an admin role and the approver role ([oauth.sign_in] approver_role); you may look.</p>");
     }
@@ -227,21 +216,14 @@ pub async fn page_one(
 ) -> crate::html::Page {
     let a = match one(broker, id).await {
         Ok(a) => a,
-        Err(Answer::Json(status, body, _)) => {
-            let message = body["error"]["message"].as_str().unwrap_or("").to_string();
-            return super::shell::page(
+        Err(answer) => {
+            return super::shell::failed(
                 broker,
                 viewer,
-                "/admin/approvals",
-                (status, "Approval"),
-                &format!(
-                    "<p class=\"empty\">{}. <a href=\"/admin/approvals\">All approvals</a>.</p>",
-                    escape(&message)
-                ),
+                ("/admin/approvals", "Approval"),
+                &answer,
+                ". <a href=\"/admin/approvals\">All approvals</a>.",
             );
-        }
-        Err(_) => {
-            return super::shell::page(broker, viewer, "/admin/approvals", (500, "Approval"), "");
         }
     };
     let now = broker.now().as_millisecond();

@@ -64,6 +64,31 @@ pub struct Viewer {
     pub session: Option<crate::hub::signin::Session>,
 }
 
+impl Viewer {
+    /// A CSRF token of this viewer's session for the form `action`; `None` without a
+    /// session (an access token posts no form) or a hub.
+    pub fn form_token(&self, broker: &Broker, action: &str) -> Option<String> {
+        let (session, hub) = self.session.as_ref().zip(broker.hub.as_ref())?;
+        crate::hub::signin::form_token(&hub.cipher, session, action, broker.now().as_millisecond())
+    }
+
+    /// Whether `token` is a live CSRF token of this viewer's session for `action`.
+    pub fn form_token_ok(&self, broker: &Broker, action: &str, token: Option<&str>) -> bool {
+        self.session
+            .as_ref()
+            .zip(broker.hub.as_ref())
+            .is_some_and(|(session, hub)| {
+                crate::hub::signin::form_token_ok(
+                    &hub.cipher,
+                    session,
+                    action,
+                    token,
+                    broker.now().as_millisecond(),
+                )
+            })
+    }
+}
+
 /// What a console route answers.
 #[derive(Debug)]
 pub enum Answer {

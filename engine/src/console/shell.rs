@@ -70,17 +70,7 @@ pub fn page(
     }
     nav.push_str("</nav>");
     let sign_out = viewer
-        .session
-        .as_ref()
-        .zip(broker.hub.as_ref())
-        .and_then(|(session, hub)| {
-            crate::hub::signin::form_token(
-                &hub.cipher,
-                session,
-                "logout",
-                broker.now().as_millisecond(),
-            )
-        })
+        .form_token(broker, "logout")
         .map(|csrf| {
             format!(
                 "<form class=\"inline\" method=\"post\" action=\"/hub/logout\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><button class=\"secondary\" type=\"submit\">Sign out</button></form>",
@@ -139,5 +129,55 @@ pub fn refused(refusal: &super::access::Refusal, path_and_query: &str) -> Page {
             "No console"
         },
         &format!("{}.", refusal.message),
+    )
+}
+
+/// A list's filter links (`label` names them for a screen reader): each word links to
+/// `href(word)`, the one `current` marked as the page shown.
+pub fn filter_links(
+    label: &str,
+    words: &[&str],
+    current: &str,
+    href: impl Fn(&str) -> String,
+) -> String {
+    let mut nav = format!("<nav class=\"filters\" aria-label=\"{}\">", escape(label));
+    for word in words {
+        let here = if *word == current {
+            " aria-current=\"page\""
+        } else {
+            ""
+        };
+        nav.push_str(&format!(
+            "<a class=\"button secondary\" href=\"{}\"{here}>{}</a>",
+            escape(&href(word)),
+            escape(word)
+        ));
+    }
+    nav.push_str("</nav>");
+    nav
+}
+
+/// The page of a list that could not be read: the JSON answer's status and message
+/// (`after`: HTML to follow the message, e.g. a link back).
+pub fn failed(
+    broker: &Broker,
+    viewer: &Viewer,
+    (current, title): (&str, &str),
+    answer: &super::Answer,
+    after: &str,
+) -> Page {
+    let (status, message) = match answer {
+        super::Answer::Json(status, body, _) => (
+            *status,
+            body["error"]["message"].as_str().unwrap_or("").to_string(),
+        ),
+        _ => (500, String::new()),
+    };
+    page(
+        broker,
+        viewer,
+        current,
+        (status, title),
+        &format!("<p class=\"empty\">{}{after}</p>", escape(&message)),
     )
 }

@@ -220,38 +220,29 @@ fn status_tag(status: &str) -> String {
 pub async fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html::Page {
     let l = match list(broker, query).await {
         Ok(l) => l,
-        Err(Answer::Json(status, body, _)) => {
-            let message = body["error"]["message"].as_str().unwrap_or("").to_string();
-            return super::shell::page(
+        Err(answer) => {
+            return super::shell::failed(
                 broker,
                 viewer,
-                "/admin/tasks",
-                (status, "Jobs and tasks"),
-                &format!("<p class=\"empty\">{}</p>", escape(&message)),
+                ("/admin/tasks", "Jobs and tasks"),
+                &answer,
+                "",
             );
-        }
-        Err(_) => {
-            return super::shell::page(broker, viewer, "/admin/tasks", (500, "Jobs and tasks"), "");
         }
     };
     let now = broker.now().as_millisecond();
-    let mut body = String::from("<nav class=\"filters\" aria-label=\"Which tasks\">");
-    for status in std::iter::once("all").chain(STATUSES) {
-        let here = if l.selection.status.as_deref().unwrap_or("all") == status {
-            " aria-current=\"page\""
-        } else {
-            ""
-        };
-        let href = if status == "all" {
-            "/admin/tasks".to_string()
-        } else {
-            format!("/admin/tasks?status={status}")
-        };
-        body.push_str(&format!(
-            "<a class=\"button secondary\" href=\"{href}\"{here}>{status}</a> "
-        ));
-    }
-    body.push_str("</nav><h2>MCP tasks</h2>");
+    let mut words = vec!["all"];
+    words.extend(STATUSES);
+    let mut body = super::shell::filter_links(
+        "Which tasks",
+        &words,
+        l.selection.status.as_deref().unwrap_or("all"),
+        |word| match word {
+            "all" => "/admin/tasks".to_string(),
+            status => format!("/admin/tasks?status={status}"),
+        },
+    );
+    body.push_str("<h2>MCP tasks</h2>");
     if l.tasks.is_empty() {
         body.push_str("<p class=\"empty\">No task here: a task is a call an MCP client asked to run in the background.</p>");
     } else {

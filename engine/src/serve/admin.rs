@@ -154,19 +154,11 @@ fn form_action(
             }
         },
     };
-    let fresh = viewer
-        .session
-        .as_ref()
-        .zip(broker.hub.as_ref())
-        .is_some_and(|(session, hub)| {
-            crate::hub::signin::form_token_ok(
-                &hub.cipher,
-                session,
-                &action.form_action(),
-                fields.get("csrf").map(|c| c.as_str()),
-                broker.now().as_millisecond(),
-            )
-        });
+    let fresh = viewer.form_token_ok(
+        broker,
+        &action.form_action(),
+        fields.get("csrf").map(|c| c.as_str()),
+    );
     if fresh {
         Ok(action)
     } else {

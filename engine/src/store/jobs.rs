@@ -14,6 +14,27 @@ use sha2::{Digest, Sha256};
 
 use super::{Store, StoreError, on_pool};
 
+/// A job's columns: service, id, tool, status, submitted_at, updated_at.
+type JobRow = (
+    String,
+    String,
+    String,
+    Option<String>,
+    String,
+    Option<String>,
+);
+
+fn job((service, id, tool, status, submitted_at, updated_at): JobRow) -> Job {
+    Job {
+        service,
+        id,
+        tool,
+        status,
+        submitted_at,
+        updated_at,
+    }
+}
+
 /// Most jobs a listing returns.
 pub const LIST_LIMIT: i64 = 500;
 
@@ -68,36 +89,16 @@ impl Store {
 
     /// The owner's jobs of a service, newest first, at most [`LIST_LIMIT`].
     pub async fn list_jobs(&self, service: &str, owner: &str) -> Result<Vec<Job>, StoreError> {
-        type Row = (
-            String,
-            String,
-            String,
-            Option<String>,
-            String,
-            Option<String>,
-        );
         let sql = "SELECT service, id, tool, status, submitted_at, updated_at FROM jobs \
                    WHERE service = $1 AND owner = $2 ORDER BY submitted_ms DESC, id DESC LIMIT $3";
-        let rows: Vec<Row> = on_pool!(self, pool => sqlx::query_as(sql)
+        let rows: Vec<JobRow> = on_pool!(self, pool => sqlx::query_as(sql)
             .bind(service)
             .bind(owner)
             .bind(LIST_LIMIT)
             .fetch_all(pool)
             .await
             .map_err(|e| self.failed("list jobs", &e)))?;
-        Ok(rows
-            .into_iter()
-            .map(
-                |(service, id, tool, status, submitted_at, updated_at)| Job {
-                    service,
-                    id,
-                    tool,
-                    status,
-                    submitted_at,
-                    updated_at,
-                },
-            )
-            .collect())
+        Ok(rows.into_iter().map(job).collect())
     }
 }
 
@@ -124,23 +125,23 @@ impl Store {
         after: Option<&JobCursor>,
         limit: i64,
     ) -> Result<Vec<ListedJob>, StoreError> {
-        type Row = (
-            String,
-            String,
-            String,
-            String,
-            Option<String>,
-            String,
-            Option<String>,
-            i64,
-        );
-        let sql = "SELECT service, owner, id, tool, status, submitted_at, updated_at, submitted_ms \
+        let sql = "SELECT service, id, tool, status, submitted_at, updated_at, owner, submitted_ms \
                    FROM jobs WHERE (submitted_ms, service, owner, id) < ($1, $2, $3, $4) \
                    ORDER BY submitted_ms DESC, service DESC, owner DESC, id DESC LIMIT $5";
         let (ms, service, owner, id) =
             after
                 .cloned()
                 .unwrap_or((i64::MAX, String::new(), String::new(), String::new()));
+        type Row = (
+            String,
+            String,
+            String,
+            Option<String>,
+            String,
+            Option<String>,
+            String,
+            i64,
+        );
         let rows: Vec<Row> = on_pool!(self, pool => sqlx::query_as(sql)
             .bind(ms)
             .bind(&service)
@@ -153,19 +154,10 @@ impl Store {
         Ok(rows
             .into_iter()
             .map(
-                |(service, owner, id, tool, status, submitted_at, updated_at, submitted_ms)| {
-                    ListedJob {
-                        job: Job {
-                            service,
-                            id,
-                            tool,
-                            status,
-                            submitted_at,
-                            updated_at,
-                        },
-                        owner,
-                        submitted_ms,
-                    }
+                |(service, id, tool, status, at, updated, owner, submitted_ms)| ListedJob {
+                    job: job((service, id, tool, status, at, updated)),
+                    owner,
+                    submitted_ms,
                 },
             )
             .collect())
