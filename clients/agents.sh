@@ -13,8 +13,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 . clients/lib.sh
-need_browser_and_npm clients/oauth oidc-provider
-need_browser_and_npm clients/agents @anthropic-ai/claude-code
+need_browser_and_npm clients/oauth
+need_browser_and_npm clients/agents
 venv=$(client_venv)
 
 ensure_broker

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 dir=clients/browser
 . clients/lib.sh
-need_browser_and_npm "$dir" playwright-core
+need_browser_and_npm "$dir"
 
 ensure_broker
 stub_port=$(free_port)

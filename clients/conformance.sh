@@ -14,16 +14,10 @@ cd "$(dirname "$0")/.."
 url=$1
 : "${BROKER_TOKEN:?the bearer token of the broker under test}"
 
-if ! command -v npm >/dev/null 2>&1; then
-  apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null
-fi
-dir=clients/conformance
-if [ ! -d "$dir/node_modules/@modelcontextprotocol/conformance" ]; then
-  # --ignore-scripts: the Inspector's postinstall only serves a source checkout.
-  (cd "$dir" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
-fi
-
 . clients/lib.sh
+dir=clients/conformance
+# --ignore-scripts: the Inspector's postinstall only serves a source checkout.
+npm_ci_current "$dir" --ignore-scripts
 proxy_port=$(free_port)
 python3 clients/auth_proxy.py "$proxy_port" "$url" &
 proxy_pid=$!

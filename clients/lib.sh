@@ -27,18 +27,32 @@ wait_ready() { # BROKER_URL
   wait_for "$1/readyz" || { echo "the broker at $1 did not become ready" >&2; return 1; }
 }
 
-# Debian's chromium and Node (with npm) where absent, and the npm packages pinned in
-# DIR's package-lock.json when DIR/node_modules/PACKAGE is missing (the browser checks).
-need_browser_and_npm() { # DIR PACKAGE
-  if [ ! -x /usr/bin/chromium ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-  fi
+# Node (with npm) from Debian where absent.
+need_npm() {
   if ! command -v npm >/dev/null 2>&1; then
     apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null
   fi
-  if [ ! -d "$1/node_modules/$2" ]; then
-    (cd "$1" && npm ci --no-audit --no-fund --loglevel=error)
+}
+# DIR/node_modules exactly as DIR/package-lock.json pins it: `npm ci` (extra npm flags
+# after DIR) unless node_modules was installed from this very lock, as the lock's
+# sha256 kept beside it says. A node_modules an earlier checkout or lock left is
+# replaced, never reused.
+npm_ci_current() { # DIR [npm ci flags...]
+  local dir=$1 lock_sum
+  shift
+  need_npm
+  lock_sum=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
+  if [ "$(cat "$dir/node_modules/.tool-broker-lock-sha256" 2>/dev/null)" != "$lock_sum" ]; then
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error "$@")
+    echo "$lock_sum" >"$dir/node_modules/.tool-broker-lock-sha256"
   fi
+}
+# Debian's chromium where absent, and DIR's pinned npm packages (the browser checks).
+need_browser_and_npm() { # DIR
+  if [ ! -x /usr/bin/chromium ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  fi
+  npm_ci_current "$1"
 }
 
 # The Python packages of clients/requirements.txt in <target>/client-venv (python3-venv

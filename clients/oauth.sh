@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 
 dir=clients/oauth
 . clients/lib.sh
-need_browser_and_npm "$dir" axe-core
+need_browser_and_npm "$dir"
 
 ensure_broker
 stub_port=$(free_port)

@@ -24,19 +24,23 @@ port=$(free_port)
 name=tool-broker-check-$$
 volume=tool-broker-check-$$
 key=tbk_image_check_$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')
-python3 clients/stub_upstream.py "$stub_port" &
-stub=$!
+stub=""
 cleanup() {
   podman rm -f -t 0 "$name" >/dev/null 2>&1 || true
   podman volume rm -f "$volume" >/dev/null 2>&1 || true
-  kill "$stub" 2>/dev/null || true
+  [[ -z $stub ]] || kill "$stub" 2>/dev/null || true
   # Earlier builds of the tag, untagged now (vfs keeps every layer whole).
   podman image prune -f >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
+cleanup # what a run killed before its cleanup left under the same names
+python3 clients/stub_upstream.py "$stub_port" &
+stub=$!
 podman volume create "$volume" >/dev/null
 
 fail() { echo "FAIL $*" >&2; podman logs "$name" 2>&1 | tail -20 >&2; exit 1; }
+# Pipes end in `grep ... >/dev/null`, never `grep -q`: under pipefail, `grep -q` stops
+# at its first match and the writer dies of SIGPIPE, failing a check that held.
 ok() { echo "ok   $*"; }
 
 # The image's own settings: user, entrypoint, default command, labels.
@@ -64,7 +68,7 @@ writes() { stub_writes "http://127.0.0.1:$stub_port" "POST /v1/customers"; }
 succeeded() { python3 -c 'import json, sys; e = json.loads(sys.argv[1]); sys.exit(0 if e.get("error") is None else 1)' "$1"; }
 
 start
-curl -fsS "http://127.0.0.1:$port/readyz" | grep -q '"status":"ready"' || fail "/readyz is not ready"
+curl -fsS "http://127.0.0.1:$port/readyz" | grep '"status":"ready"' >/dev/null || fail "/readyz is not ready"
 ok "/readyz ready"
 answer=$(call first)
 succeeded "$answer" || fail "the call through the container: ${answer:0:300}"
@@ -76,7 +80,7 @@ uid=$(awk '/^Uid:/ {print $2}' "/proc/$pid/status")
 ok "the broker runs as uid 65532"
 if podman exec "$name" /bin/sh -c true >/dev/null 2>&1; then fail "the image has a shell"; fi
 ok "no shell in the image"
-podman logs "$name" 2>&1 | grep -qF "$key" && fail "the key is in the log"
+podman logs "$name" 2>&1 | grep -F "$key" >/dev/null && fail "the key is in the log"
 
 # A new container on the same volume: the store (and the start cache) survived.
 podman stop -t 10 "$name" >/dev/null && podman rm "$name" >/dev/null
@@ -84,7 +88,7 @@ start
 answer=$(call first)
 succeeded "$answer" || fail "the repeated write: ${answer:0:300}"
 [[ $(writes) == 1 ]] || fail "the repeated write reached the upstream again: the store did not survive"
-podman logs "$name" 2>&1 | grep -q 'start_cache="read"' || fail "the start cache was not read from the volume"
+podman logs "$name" 2>&1 | grep 'start_cache="read"' >/dev/null || fail "the start cache was not read from the volume"
 ok "the data folder survived a new container: the repeated write answered from the store"
 
 # SIGTERM with a call in flight: the call finishes, the broker exits 0 within the grace.
@@ -119,6 +123,6 @@ answer=$(curl -sS "http://127.0.0.1:$port/" -H "authorization: Bearer $token" \
   -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"portal.check_connection"}}')
 python3 -c 'import json, sys; e = json.loads(sys.argv[1]); sys.exit(0 if json.dumps(e["data"]).count("mounted-config") else 1)' "$answer" \
   || fail "the mounted config's key: ${answer:0:300}"
-podman logs "$name" 2>&1 | grep -Eq 'catalog="?/etc/tool-broker[" ]' || fail "the mounted catalog was not the one compiled"
+podman logs "$name" 2>&1 | grep -E 'catalog="?/etc/tool-broker[" ]' >/dev/null || fail "the mounted catalog was not the one compiled"
 rm -rf "$mounted"
 ok "a mounted --catalog-dir and --config (read-only) are the ones served"

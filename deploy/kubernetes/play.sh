@@ -14,19 +14,25 @@ cd "$(dirname "$0")/../.."
 . clients/lib.sh
 
 bash deploy/image/podman-setup.sh >/dev/null
-image=localhost/tool-broker:check
-if ! podman image exists "$image"; then
-  binary=${BINARY:-$target_dir/release/tool-broker}
-  [[ -x $binary ]] || cargo build --release -q -p tool-broker --bin tool-broker
-  BINARY=$binary TAG=$image bash deploy/image/build.sh
-fi
+# The image of this checkout's binary, built every run (a tag left by an earlier run may
+# hold another binary; unchanged layers come from podman's cache).
+image=localhost/tool-broker:play
+binary=${BINARY:-$target_dir/release/tool-broker}
+[[ -x $binary ]] || cargo build --release -q -p tool-broker --bin tool-broker
+BINARY=$binary TAG=$image bash deploy/image/build.sh >/dev/null
 
-# The bridge the pods join, brought up before them so the forwarder can listen on it.
+# The bridge the pods join. The network backend brings a bridge up with its first
+# container and may take it down with its last (netavark does), so the run holds it up
+# itself: a pod of just an infra container joins the network before the forwarder
+# listens on its gateway and leaves in the cleanup. Nothing depends on an interface an
+# earlier run left.
 network=podman-default-kube-network
-podman network exists "$network" || podman network create "$network" >/dev/null
-podman run --rm --network "$network" "$image" --version >/dev/null
-gateway=$(podman network inspect "$network" --format '{{range .Subnets}}{{.Gateway}}{{end}}')
-[[ -n $gateway ]] || { echo "no gateway on $network" >&2; exit 1; }
+made_network=""
+if ! podman network exists "$network"; then
+  podman network create "$network" >/dev/null
+  made_network=1
+fi
+bridge_pod=tool-broker-play-bridge
 
 pg_url=${TOOL_BROKER_TEST_DATABASE_URL:-$(bash .ci/postgres.sh)}
 if ! command -v psql >/dev/null; then
@@ -39,7 +45,7 @@ forwarder="" stub=""
 # The pods of a run, and the Secrets (podman secrets: what a secretKeyRef reads).
 remove_played() {
   local name
-  for name in tool-broker-pod-0 tool-broker-pod-1; do podman pod rm -f "$name" >/dev/null 2>&1 || true; done
+  for name in tool-broker-pod-0 tool-broker-pod-1 "$bridge_pod"; do podman pod rm -f "$name" >/dev/null 2>&1 || true; done
   for name in tool-broker-database tool-broker-api-key; do podman secret rm "$name" >/dev/null 2>&1 || true; done
   podman volume rm -f tool-broker-config >/dev/null 2>&1 || true
 }
@@ -50,9 +56,18 @@ cleanup() {
   # shellcheck disable=SC2086
   kill $forwarder $stub 2>/dev/null || true
   psql "$pg_url" -q -c "DROP DATABASE IF EXISTS $database WITH (FORCE)" >/dev/null 2>&1 || true
+  [[ -z $made_network ]] || podman network rm -f "$network" >/dev/null 2>&1 || true
+  podman image rm -f "$image" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
+podman pod create --name "$bridge_pod" --network "$network" >/dev/null
+podman pod start "$bridge_pod" >/dev/null
+gateway=$(podman network inspect "$network" --format '{{range .Subnets}}{{.Gateway}}{{end}}')
+[[ -n $gateway ]] || { echo "no gateway on $network" >&2; exit 1; }
+bindable() { python3 -c 'import socket, sys; socket.socket().bind((sys.argv[1], 0))' "$1" 2>/dev/null; }
+for _ in $(seq 1 50); do bindable "$gateway" && break; sleep 0.1; done
+bindable "$gateway" || { echo "FAIL no interface holds $network's gateway $gateway with $bridge_pod up" >&2; exit 1; }
 psql "$pg_url" -q -c "CREATE DATABASE $database" >/dev/null
 forward_port=$(free_port)
 stub_port=$(free_port)
@@ -119,7 +134,7 @@ for pod in "${pods[@]}"; do
 done
 for url in "${urls[@]}"; do
   for _ in $(seq 1 100); do curl -fs -o /dev/null "$url/readyz" && break; sleep 0.2; done
-  curl -fsS "$url/readyz" | grep -q '"kind":"postgres"' || fail "$url is not ready on PostgreSQL"
+  curl -fsS "$url/readyz" | grep '"kind":"postgres"' >/dev/null || fail "$url is not ready on PostgreSQL"
 done
 ok "two replicas from the base's Deployment ready on one PostgreSQL (${urls[*]})"
 
@@ -160,7 +175,7 @@ for pod in "${pods[@]}"; do
   uid=$(awk '/^Uid:/ {print $2}' "/proc/$pid/status")
   [[ $uid == 65532 ]] || fail "$container runs as uid $uid"
   [[ $(podman inspect "$container" --format '{{.HostConfig.ReadonlyRootfs}}') == true ]] || fail "$container's root is writable"
-  podman logs "$container" 2>&1 | grep -qF "$key" && fail "the key is in $container's log"
+  podman logs "$container" 2>&1 | grep -F "$key" >/dev/null && fail "the key is in $container's log"
 done
 ok "both pods run as 65532 on a read-only root filesystem; no key in their logs"
 
