@@ -91,15 +91,7 @@ fn discovery(c: &mut Criterion) {
         "find answer: payments 'list issuing cards' (ranking + 10 rows, written)",
         |b| {
             b.iter(|| {
-                let ctx = RequestCtx {
-                    principal: &caller,
-                    headers: &headers,
-                    trace: &trace,
-                    idempotency: None,
-                    elicitation: None,
-                    task_watch: None,
-                    policies: None,
-                };
+                let ctx = RequestCtx::own(&caller, &headers, &trace);
                 let args = serde_json::json!({ "query": black_box("list issuing cards") });
                 let exec = runtime
                     .block_on(broker.execute(find, Some(args), &ctx))

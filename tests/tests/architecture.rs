@@ -281,6 +281,59 @@ fn no_folder_has_a_cycle_between_its_files() {
     );
 }
 
+/// Every request the broker sends upstream leaves through the one gate (decision 017):
+/// the upstream client (`Upstream`) is named, made and sent through only in
+/// `call/gate.rs`, where a send takes a permit; no other code outside the `upstream`
+/// module itself holds one. The broker's own rare requests (identity provider, OTLP
+/// collector, `net.rs`) are not upstream requests of a tool.
+#[test]
+fn only_the_gate_holds_the_upstream_client() {
+    let src = engine_src();
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut found = Vec::new();
+    for file in &files {
+        let relative = file.strip_prefix(&src).unwrap_or(file);
+        let name = relative.to_string_lossy().replace('\\', "/");
+        if name.starts_with("upstream/") || name == "call/gate.rs" || name.starts_with("oracle/") {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        let code = without_tests(&code_only(&text));
+        // Making a client, holding one, or reaching around it to a connection.
+        for needle in [
+            "Upstream::new",
+            ": Upstream,",
+            ": Upstream)",
+            ": &Upstream",
+            "<Upstream>",
+            "Upstream::build",
+            "held::exchange",
+            "upstream::client",
+        ] {
+            if code.contains(needle) {
+                found.push(format!("{name}: `{needle}`"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "only call/gate.rs may hold the upstream client (every request leaves through the gate, with a permit):\n{}",
+        found.join("\n")
+    );
+    let gate = std::fs::read_to_string(src.join("call/gate.rs")).unwrap();
+    let gate = without_tests(&code_only(&gate));
+    assert_eq!(
+        gate.matches("self.client.send(").count(),
+        1,
+        "the gate sends in one place"
+    );
+    assert!(
+        gate.contains("permit: &'s Permit<'_>"),
+        "the gate's send takes a permit"
+    );
+}
+
 #[test]
 fn sibling_imports_are_read_through_paths_and_re_exports() {
     let root = std::env::temp_dir().join(format!("arch-{}", std::process::id()));

@@ -189,6 +189,7 @@ fn approval(id: &str, state_created_expires: (i64, i64)) -> Approval {
         tool: "payments.post_customers".into(),
         descriptor_hash: "ab".repeat(32),
         args_sha256: "cd".repeat(32),
+        plan_sha256: None,
         preview: "sealed".into(),
         state: ApprovalState::Pending,
         approver: None,

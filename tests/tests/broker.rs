@@ -20,6 +20,8 @@ mod costs;
 mod diagnostics;
 mod elicitation;
 mod failures;
+mod gate;
+mod gate_property;
 mod held;
 mod http1;
 mod hub;

@@ -133,6 +133,21 @@ async fn the_console_opens_for_its_roles_only_and_never_for_an_api_key() {
     assert_eq!(status, 405);
     let (status, body) = get(&broker, "/admin/api/nothing", Some(&admin)).await;
     assert_eq!(status, 404, "{body}");
+    // A browser never reads the API's JSON as anything else, answer or refusal.
+    for (path, bearer) in [
+        ("/admin/api/overview", Some(admin.as_str())),
+        ("/admin/api/overview", None),
+    ] {
+        let bearer = bearer.map(|b| format!("Bearer {b}"));
+        let headers: Vec<(&str, &str)> = bearer
+            .as_deref()
+            .map(|b| vec![("authorization", b)])
+            .unwrap_or_default();
+        let (_, answered, _) = broker
+            .send(reqwest::Method::GET, path, None, &headers)
+            .await;
+        assert_eq!(answered["x-content-type-options"], "nosniff", "{path}");
+    }
 
     // The pages: a sign-in link that comes back here; 403 for a person without a role;
     // the overview for an auditor, marked read only.

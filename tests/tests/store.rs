@@ -263,6 +263,8 @@ async fn suite(config: &StoreConfig) {
         tool: "payments.post_customers".into(),
         descriptor_hash: "h".repeat(64),
         args_sha256: "a".repeat(64),
+        // A tool that runs others binds its plan too (decision 017).
+        plan_sha256: (id == "ap2").then(|| "p".repeat(64)),
         preview: r#"{"method":"POST","path":"/v1/customers"}"#.into(),
         state: ApprovalState::Pending,
         approver: None,
@@ -272,6 +274,11 @@ async fn suite(config: &StoreConfig) {
     a.create_approval(&approval("ap1", 10_000)).await.unwrap();
     a.create_approval(&approval("ap2", 10_000)).await.unwrap();
     a.create_approval(&approval("ap3", 5_000)).await.unwrap();
+    assert_eq!(
+        b.approval("ap2").await.unwrap().unwrap().plan_sha256,
+        Some("p".repeat(64))
+    );
+    assert_eq!(b.approval("ap1").await.unwrap().unwrap().plan_sha256, None);
     assert!(
         a.create_approval(&approval("ap1", 10_000)).await.is_err(),
         "ids are unique"

@@ -647,3 +647,46 @@ async fn policies_decide_a_task_as_they_decide_the_call() {
     assert_eq!(done["result"]["isError"], false, "{done}");
     assert_eq!(posts(&server).await, 1);
 }
+
+#[tokio::test]
+async fn a_call_the_policies_refuse_is_answered_at_once_and_never_stored_as_a_task() {
+    let server = MockServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let policies = tempfile::tempdir().unwrap();
+    std::fs::write(
+        policies.path().join("rules.cedar"),
+        format!(
+            "@id(\"all\")\npermit(principal, action, resource);\n\
+             @id(\"no-waiting\")\nforbid(principal, action == Action::\"{TOOL}\", resource);\n"
+        ),
+    )
+    .unwrap();
+    let mut setup = Setup::all_upstreams(&server.uri());
+    setup.config = Some(format!(
+        "[policy]\ndir = \"{}\"\n[settings.imagegen]\npoll_interval_ms = 20\n",
+        policies.path().display()
+    ));
+    setup.store = Some(crate::support::sqlite_store(dir.path()).await);
+    let broker = TestBroker::start(setup).await;
+    let (status, reply) = rpc(
+        &broker,
+        "tools/call",
+        generate_args(),
+        true,
+        TOOL,
+        IMAGEGEN_KEY,
+    )
+    .await;
+    assert_eq!(status, 200, "{reply}");
+    assert_ne!(reply["result"]["resultType"], "task", "{reply}");
+    assert!(reply.to_string().contains("no-waiting"), "{reply}");
+    let now = jiff::Timestamp::now().as_millisecond();
+    let stored = broker
+        .broker
+        .store
+        .list_tasks(None, now, None, 10)
+        .await
+        .unwrap();
+    assert!(stored.is_empty(), "a refused call was stored: {stored:?}");
+    assert_eq!(posts(&server).await, 0);
+}

@@ -1,41 +1,19 @@
-//! [`Broker`]: the parts every stage reads, and the driver's own state, built once from
-//! the catalog, the config and the environment; the [`Pipeline`] the stages it drives
-//! run tools through.
+//! [`Broker`] built once from the catalog, the config and the environment (its fields
+//! are in `mod.rs`, where every file of the driver reads them), what the endpoints keep
+//! ([`EndpointState`]), and the [`Pipeline`] the stages it drives run tools through.
 
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use super::Broker;
 use crate::caller::Callers;
-use crate::catalog::template::Scope;
 use crate::catalog::{Catalog, Tool};
 use crate::config::ConfigFile;
 use crate::confirm::Confirmations;
 use crate::hooks;
-use crate::run::{Parts, Pipeline, RequestCtx, Running, Want};
-use crate::upstream::Upstream;
+use crate::run::{Parts, Pipeline, RequestCtx, Running};
 use crate::upstream::render::RenderedRequest;
-
-/// The broker: the parts every stage reads ([`Parts`], also reached through `Deref`),
-/// who may call, this deployment's confirmation settings, the hooks' caches, what the
-/// endpoints keep, and the upstream client. It drives each call ([`Broker::call`]) and
-/// is the [`Pipeline`] the stages it drives run tools through.
-pub struct Broker {
-    /// What every stage may read: the catalog, the store, routes, settings, counters,
-    /// callback keys, the clock.
-    pub parts: Parts,
-    /// Who may call: the keys and the users of access tokens.
-    pub callers: Callers,
-    /// Who confirms writes, and how (modes `bound` and `human`).
-    pub confirmations: Confirmations,
-    /// The keys users store (`vault_key_env`; decision 012).
-    pub hub: Option<crate::hub::Hub>,
-    /// The hooks' own caches.
-    pub hooks: hooks::State,
-    /// What the HTTP endpoints keep with the broker.
-    pub endpoints: EndpointState,
-    pub(super) upstream: Upstream,
-}
 
 /// What the HTTP endpoints ([`crate::mcp`], [`crate::serve`]) keep with the broker: their
 /// settings from the config, and what they build once and share. Held here because an
@@ -126,7 +104,7 @@ impl Broker {
             confirmations,
             hub,
             hooks: hooks::State::default(),
-            upstream: Upstream::new()?,
+            gate: super::gate::Gate::new()?,
         })
     }
 
@@ -160,23 +138,19 @@ impl Pipeline for Broker {
         Box::pin(Broker::execute(self, tool, arguments, ctx))
     }
 
-    fn send_rendered<'a>(
+    fn send_endpoint<'a>(
         &'a self,
         tool: &'a Tool,
         request: &'a RenderedRequest,
-        args: &'a Map<String, Value>,
-        template_ctx: &'a Scope<'_>,
         ctx: &'a RequestCtx<'_>,
-        limits: (Option<usize>, Want),
+        max_response: usize,
     ) -> Running<'a> {
-        Box::pin(Broker::send_rendered(
+        Box::pin(Broker::send_endpoint(
             self,
             tool,
             request,
-            args,
-            template_ctx,
             ctx,
-            limits,
+            max_response,
         ))
     }
 

@@ -85,6 +85,7 @@ impl Broker {
         tool: &Tool,
         (price, estimate): (&Price, Estimate),
         ctx: &RequestCtx<'_>,
+        idempotency: Option<&str>,
     ) -> Result<Option<Hold>, CallError> {
         let now_ms = self.now().as_millisecond();
         let bound = binding(&self.budgets, ctx.principal, Some(&price.unit), now_ms);
@@ -95,7 +96,7 @@ impl Broker {
             self.metrics.record_budget_refusal(&first.budget.name);
             return Err(exceeded(tool, first, 0, None));
         };
-        let id = hold_id(tool, ctx);
+        let id = hold_id(tool, ctx, idempotency);
         let charges: Vec<Charge<'_>> = bound
             .iter()
             .map(|b| Charge {
@@ -209,10 +210,11 @@ impl Broker {
     }
 }
 
-/// The id a call's reservation is kept under: derived from its idempotency key when it
-/// holds one (a retry finds its own reservation and is not charged again), else random.
-fn hold_id(tool: &Tool, ctx: &RequestCtx<'_>) -> String {
-    if let Some(key) = &ctx.idempotency {
+/// The id a request's reservation is kept under: derived from the idempotency key it
+/// carries when it holds one (a retry finds its own reservation and is not charged
+/// again), else random.
+fn hold_id(tool: &Tool, ctx: &RequestCtx<'_>, idempotency: Option<&str>) -> String {
+    if let Some(key) = idempotency {
         let text = format!("{}\u{0}{key}", tool.full_name);
         return crate::catalog::identity::sha256_hex(text.as_bytes());
     }

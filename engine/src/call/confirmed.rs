@@ -1,15 +1,35 @@
 //! A write under its caller's confirmation mode (decision 008): flags, a bound
 //! token, or a person's approval (the approval page or MCP elicitation).
+//!
+//! A write tool that runs others (a dispatch, steps, polling, the allowlisted
+//! endpoint) is confirmed by its plan (decision 017): its preview runs it with every
+//! write planned and none sent, lists those writes, and binds the token or the approval
+//! to them; once confirmed, the plan is read again, a changed one is refused with
+//! nothing sent, and the run lets exactly the planned writes through, each once. A plan
+//! without writes needs no confirmation: its run is the answer.
 
 use serde_json::{Map, Value, json};
 
+use super::policy::Decided;
 use super::{Args, Broker, Priced};
 use crate::caller::Principal;
 use crate::catalog::descriptor::{Class, ConfirmationMode, Risk};
 use crate::catalog::{Action, Tool};
 use crate::config::WriteConfirmation;
+use crate::confirm::Bind;
 use crate::error::{CallError, Classification};
-use crate::run::{Exec, RequestCtx, Want};
+use crate::run::cover::{Cover, Plan};
+use crate::run::{Elicitation, Exec, RequestCtx, Want};
+
+/// The confirmation a call of a tool that runs others brought.
+enum Given<'c> {
+    /// A confirmation token (mode `bound`).
+    Token(String),
+    /// An approval's id (mode `human`, the approval page).
+    Approval(String),
+    /// The person's answer in the MCP client (mode `human`, elicitation).
+    Elicited(&'c Elicitation),
+}
 
 impl Broker {
     /// How the door's call is confirmed: a write under its caller's mode, and any call
@@ -42,17 +62,27 @@ impl Broker {
     pub(super) async fn execute_confirmed(
         &self,
         tool: &Tool,
-        (arguments, priced, mode): (Map<String, Value>, Priced<'_>, WriteConfirmation),
+        (arguments, decided, mode): (Map<String, Value>, Decided<'_>, WriteConfirmation),
         (token, approval_id): (Option<String>, Option<String>),
         ctx: &RequestCtx<'_>,
     ) -> Result<Exec, CallError> {
-        let door = |arguments| Args::Door(arguments, priced);
         if mode == WriteConfirmation::Flag {
-            return self.execute_for_envelope(tool, door(arguments), ctx).await;
+            return self
+                .execute_for_envelope(tool, Args::Door(arguments, decided), ctx)
+                .await;
         }
+        if matches!(tool.action, Action::Hook(_)) && tool.risk == Risk::Write {
+            return self
+                .execute_planned(tool, (arguments, decided, mode), (token, approval_id), ctx)
+                .await;
+        }
+        let door = |arguments| Args::Door(arguments, decided.clone());
+        // Once confirmed, the door's own request is covered; nothing else is.
+        let confirmed = ctx.pass(Cover::Door(&tool.full_name));
         let rules = &self.catalog.rules.confirmation;
         let map = Some(&arguments);
         let digest = crate::confirm::bound::digest(tool, map, rules);
+        let bind = Bind::args(&digest);
         let caller = self.job_owner(&tool.service, ctx);
         if mode == WriteConfirmation::Human {
             let spend = crate::confirm::bound::asks_to_run(tool, map, rules);
@@ -62,12 +92,14 @@ impl Broker {
                     tool,
                     ctx,
                     &caller,
-                    &digest,
+                    bind,
                     &id,
                     spend,
                 )
                 .await?;
-                return self.execute_for_envelope(tool, door(arguments), ctx).await;
+                return self
+                    .execute_for_envelope(tool, door(arguments), &confirmed)
+                    .await;
             }
             if !spend {
                 // A preview (or the spec's own refusal without its flag): free.
@@ -79,11 +111,13 @@ impl Broker {
                     self.confirming(),
                     tool,
                     ctx,
-                    (&caller, &digest),
+                    (&caller, bind),
                     e,
                 )
                 .await?;
-                return self.execute_for_envelope(tool, door(arguments), ctx).await;
+                return self
+                    .execute_for_envelope(tool, door(arguments), &confirmed)
+                    .await;
             }
             // What the person will see: the preview of exactly this request.
             let preview = self.approval_preview(tool, door(arguments), ctx).await?;
@@ -94,7 +128,7 @@ impl Broker {
                         tool,
                         ctx,
                         &caller,
-                        &digest,
+                        bind,
                         &preview,
                     )
                     .await
@@ -105,7 +139,7 @@ impl Broker {
                         tool,
                         ctx,
                         &caller,
-                        &digest,
+                        bind,
                         &preview,
                     )
                     .await
@@ -114,9 +148,11 @@ impl Broker {
         }
         if let Some(token) = token {
             let spend = crate::confirm::bound::asks_to_run(tool, map, rules);
-            crate::confirm::bound::redeem(self.confirming(), tool, &caller, &digest, &token, spend)
+            crate::confirm::bound::redeem(self.confirming(), tool, &caller, bind, &token, spend)
                 .await?;
-            return self.execute_for_envelope(tool, door(arguments), ctx).await;
+            return self
+                .execute_for_envelope(tool, door(arguments), &confirmed)
+                .await;
         }
         // No token: the preview and a token for exactly this request.
         let result = self.execute_unconfirmed(tool, door(arguments), ctx).await;
@@ -125,8 +161,7 @@ impl Broker {
         if result.as_ref().is_ok_and(|e| !e.dry_run) || (result.is_err() && !refused_unconfirmed) {
             return result;
         }
-        let issued =
-            crate::confirm::bound::issue(self.confirming(), tool, &caller, &digest).await?;
+        let issued = crate::confirm::bound::issue(self.confirming(), tool, &caller, bind).await?;
         let next = format!(
             "This deployment confirms writes by token. Show the user this preview; only after they approve it, call `{}` again with the same arguments, `confirmationToken` set to the token here{} (single use, valid until {}).",
             tool.full_name,
@@ -164,23 +199,206 @@ impl Broker {
         }
     }
 
-    /// A write as if unconfirmed: an HTTP tool's preview whatever its flags say; a hook
-    /// run without the flags, so it answers its own unconfirmed preview or refusal.
+    /// A call as if unconfirmed: an HTTP tool's preview whatever its flags say; a local
+    /// tool's arguments, not run (a read that costs more than a budget lets pass
+    /// unconfirmed: its run is what waits for the confirmation).
     async fn execute_unconfirmed(
         &self,
         tool: &Tool,
-        mut arguments: Args<'_>,
+        arguments: Args<'_>,
         ctx: &RequestCtx<'_>,
     ) -> Result<Exec, CallError> {
-        if matches!(tool.action, Action::Hook(_))
-            && let Args::Door(map, _) = &mut arguments
-        {
-            let rules = &self.catalog.rules.confirmation;
-            map.remove(&rules.confirm_arg);
-            map.remove(&rules.apply_arg);
+        if matches!(tool.action, Action::Hook(_)) {
+            let mut shown = match arguments {
+                Args::Door(map, _) => Value::Object(map),
+                Args::Raw(value) => value.unwrap_or(Value::Null),
+            };
+            let secrets = self.secrets(ctx.headers);
+            crate::answer::redact::redact(&mut shown, &self.catalog.rules.redaction, &[], &secrets);
+            return Ok(Exec {
+                data: json!({ "dryRun": true, "arguments": shown }),
+                dry_run: true,
+                summary: Some(format!("{} not run: nothing was sent", tool.full_name)),
+                ..Exec::default()
+            });
         }
         self.execute_as(tool, arguments, ctx, true, Want::Text)
             .await
+    }
+
+    /// A write tool that runs others, under a token or a person (decision 017). A
+    /// confirmation it brought is checked first (not spent); then the plan pass runs it
+    /// with every write planned and none sent (its reads go). Without writes, that run
+    /// is the answer. Without a confirmation, the plan is what the caller gets to show
+    /// (with a token) or what a person is asked to approve. With one, the confirmation
+    /// must be for exactly this plan, is spent, and the confirmed pass lets the plan's
+    /// writes through, in order, each once.
+    async fn execute_planned(
+        &self,
+        tool: &Tool,
+        (arguments, decided, mode): (Map<String, Value>, Decided<'_>, WriteConfirmation),
+        (token, approval_id): (Option<String>, Option<String>),
+        ctx: &RequestCtx<'_>,
+    ) -> Result<Exec, CallError> {
+        let rules = &self.catalog.rules.confirmation;
+        let digest = crate::confirm::bound::digest(tool, Some(&arguments), rules);
+        let caller = self.job_owner(&tool.service, ctx);
+        let elicited = ctx.elicitation.filter(|e| e.applies() && e.state.is_some());
+        let given = match (mode, token, approval_id, elicited) {
+            (WriteConfirmation::Bound, Some(token), ..) => Some(Given::Token(token)),
+            (WriteConfirmation::Human, _, Some(id), _) => Some(Given::Approval(id)),
+            (WriteConfirmation::Human, _, None, Some(e)) => Some(Given::Elicited(e)),
+            _ => None,
+        };
+        if let Some(given) = &given {
+            let before = Bind::before_plan(&digest);
+            self.check_given(tool, ctx, (&caller, before), given, false)
+                .await?;
+        }
+        let plan = Plan::default();
+        let run = self
+            .execute_for_envelope(
+                tool,
+                Args::Door(arguments.clone(), decided.clone()),
+                &ctx.pass(Cover::Plan(&plan)),
+            )
+            .await;
+        if plan.is_empty() {
+            // Nothing to confirm: every request it sent was a read.
+            return run;
+        }
+        run?;
+        let plan_digest = plan.digest();
+        let bind = Bind::with_plan(&digest, plan_digest.as_deref());
+        let Some(given) = given else {
+            return self
+                .ask_for_plan(tool, mode, &plan, (&caller, bind), &arguments, ctx)
+                .await;
+        };
+        self.check_given(tool, ctx, (&caller, bind), &given, true)
+            .await?;
+        let confirmed = Plan::of(plan.writes());
+        self.execute_for_envelope(
+            tool,
+            Args::Door(arguments, decided),
+            &ctx.pass(Cover::Confirmed(&confirmed)),
+        )
+        .await
+    }
+
+    /// Checks the confirmation a call brought against `bind`; with `spend`, uses it.
+    async fn check_given(
+        &self,
+        tool: &Tool,
+        ctx: &RequestCtx<'_>,
+        (caller, bind): (&str, Bind<'_>),
+        given: &Given<'_>,
+        spend: bool,
+    ) -> Result<(), CallError> {
+        let cx = self.confirming();
+        match given {
+            Given::Token(token) => {
+                crate::confirm::bound::redeem(cx, tool, caller, bind, token, spend).await
+            }
+            Given::Approval(id) => {
+                crate::confirm::approval::redeem(cx, tool, ctx, caller, bind, id, spend).await
+            }
+            Given::Elicited(e) if spend => {
+                crate::confirm::approval::elicit::answer(cx, tool, ctx, (caller, bind), e).await
+            }
+            Given::Elicited(e) => {
+                crate::confirm::approval::elicit::check(cx, tool, ctx, (caller, bind), e).await
+            }
+        }
+    }
+
+    /// The plan's writes as a preview shows them: tool, method, path, query and body,
+    /// redacted as any preview is.
+    fn shown_plan(&self, plan: &Plan, ctx: &RequestCtx<'_>) -> Value {
+        let secrets = self.secrets(ctx.headers);
+        let rules = &self.catalog.rules.redaction;
+        Value::Array(
+            plan.writes()
+                .into_iter()
+                .map(|write| {
+                    let mut request = write.request;
+                    crate::answer::redact::redact(&mut request, rules, &[], &secrets);
+                    let mut shown = json!({ "tool": write.tool });
+                    if let (Value::Object(shown), Value::Object(request)) = (&mut shown, request) {
+                        shown.extend(request);
+                    }
+                    shown
+                })
+                .collect(),
+        )
+    }
+
+    /// A plan without a confirmation: under `bound`, the plan and a token bound to it;
+    /// under `human`, a person is asked to approve it (the approval page, or the MCP
+    /// client where it can ask).
+    async fn ask_for_plan(
+        &self,
+        tool: &Tool,
+        mode: WriteConfirmation,
+        plan: &Plan,
+        (caller, bind): (&str, Bind<'_>),
+        arguments: &Map<String, Value>,
+        ctx: &RequestCtx<'_>,
+    ) -> Result<Exec, CallError> {
+        let shown = self.shown_plan(plan, ctx);
+        let count = shown.as_array().map_or(0, Vec::len);
+        if mode == WriteConfirmation::Bound {
+            let issued =
+                crate::confirm::bound::issue(self.confirming(), tool, caller, bind).await?;
+            let next = format!(
+                "This deployment confirms writes by token. Show the user this plan of {count} write{}; only after they approve it, call `{}` again with the same arguments and `confirmationToken` set to the token here (single use, valid until {}). A plan that changed by then is refused and nothing is sent.",
+                if count == 1 { "" } else { "s" },
+                tool.full_name,
+                issued.expires_at
+            );
+            return Ok(Exec {
+                data: json!({
+                    "dryRun": true,
+                    "plan": shown,
+                    "confirmationToken": issued.token,
+                    "confirmationExpiresAt": issued.expires_at.to_string(),
+                    "nextAction": next,
+                }),
+                dry_run: true,
+                token_issued: true,
+                next_action: Some(next),
+                summary: Some(format!(
+                    "plan of {} ({count} write{}): nothing was sent",
+                    tool.full_name,
+                    if count == 1 { "" } else { "s" }
+                )),
+                ..Exec::default()
+            });
+        }
+        let mut shown_args = Value::Object(arguments.clone());
+        let secrets = self.secrets(ctx.headers);
+        crate::answer::redact::redact(
+            &mut shown_args,
+            &self.catalog.rules.redaction,
+            &[],
+            &secrets,
+        );
+        let preview = json!({
+            "title": tool.title,
+            "risk": tool.risk.as_str(),
+            "classes": json!(tool.classes),
+            "consumesCredits": tool.classes.iter().any(|c| matches!(c, Class::Spend | Class::Credits)),
+            "request": Value::Null,
+            "arguments": shown_args,
+            "plan": shown,
+        });
+        let cx = self.confirming();
+        Err(match ctx.elicitation.filter(|e| e.applies()) {
+            Some(_) => {
+                crate::confirm::approval::elicit::ask(cx, tool, ctx, caller, bind, &preview).await
+            }
+            None => crate::confirm::approval::ask(cx, tool, ctx, caller, bind, &preview).await,
+        })
     }
 
     /// What an approver is shown: the tool's preview of this request (a hook tool's

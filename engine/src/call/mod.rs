@@ -23,12 +23,14 @@ pub mod args;
 mod broker;
 mod budget;
 mod confirmed;
+mod endpoint;
+mod gate;
 mod policy;
 pub mod ratelimit;
 mod send;
 pub mod tenancy;
 
-pub use broker::Broker;
+pub use broker::EndpointState;
 
 use std::time::Instant;
 
@@ -40,11 +42,35 @@ use crate::catalog::costs::{Estimate, Price, Reading, TooMany};
 use crate::catalog::descriptor::{Class, ConfirmationMode, EnvelopeKind, Risk};
 use crate::catalog::template::Scope;
 use crate::catalog::{Action, Tool};
+use crate::config::WriteConfirmation;
 use crate::confirm::flag::{Decision, PreviewReason, decide};
 use crate::error::{CallError, Classification};
 use crate::hooks;
+use crate::run::cover::Cover;
 use crate::run::{Elicitation, Exec, RequestCtx, TaskWatch, Want};
 use crate::upstream::render::render;
+
+/// The broker: the parts every stage reads ([`crate::run::Parts`], also reached through `Deref`),
+/// who may call, this deployment's confirmation settings, the hooks' caches, what the
+/// endpoints keep, and the upstream client. It drives each call ([`Broker::call`]) and
+/// is the [`crate::run::Pipeline`] the stages it drives run tools through.
+pub struct Broker {
+    /// What every stage may read: the catalog, the store, routes, settings, counters,
+    /// callback keys, the clock.
+    pub parts: crate::run::Parts,
+    /// Who may call: the keys and the users of access tokens.
+    pub callers: crate::caller::Callers,
+    /// Who confirms writes, and how (modes `bound` and `human`).
+    pub confirmations: crate::confirm::Confirmations,
+    /// The keys users store (`vault_key_env`; decision 012).
+    pub hub: Option<crate::hub::Hub>,
+    /// The hooks' own caches.
+    pub hooks: hooks::State,
+    /// What the HTTP endpoints keep with the broker.
+    pub endpoints: broker::EndpointState,
+    /// The one way out: the upstream client behind the gate (decision 017).
+    gate: gate::Gate,
+}
 
 /// A caller's pin (decision 010): the descriptor hash it reviewed, held against
 /// the tool's current one. A mismatch is `descriptor_changed` with the current hash, and
@@ -205,7 +231,7 @@ impl Broker {
         // Who may: the key or role fields, the pinned descriptor; then the arguments,
         // validated and priced once for the whole call, and the policies on them.
         let policies = self.policy_set();
-        let gate = input
+        let door = input
             .principal
             .check(tool)
             .and_then(|()| check_pin(tool, input.descriptor_hash.as_deref()))
@@ -217,24 +243,33 @@ impl Broker {
                 Ok((args, priced, decision))
             });
         // The determining policies, whether they permitted or refused (the audit's).
-        let policy_ids = gate
+        let policy_ids = door
             .as_ref()
             .ok()
             .and_then(|(_, _, d)| d.as_ref())
             .map(|d| d.policies.clone());
-        let policy_refused = matches!(&gate, Ok((_, _, Some(d))) if !d.allowed);
-        let gate = gate.and_then(|(args, priced, d)| match d {
+        let policy_refused = matches!(&door, Ok((_, _, Some(d))) if !d.allowed);
+        let door = door.and_then(|(args, priced, d)| match d {
             Some(d) if !d.allowed => Err(policy::refusal(tool, &d)),
             d => Ok((args, priced, d)),
         });
-        let raised = match &gate {
+        let raised = match &door {
             Ok((_, _, Some(d))) => policy::raised(input.principal, d.confirm),
             _ => None,
         };
         let principal = raised.as_ref().unwrap_or(input.principal);
-        let mode = match &gate {
+        let mode = match &door {
             Ok((_, priced, _)) => self.confirmation_of(tool, principal, *priced),
             Err(_) => principal.confirmation,
+        };
+        // Writes inside the call are confirmed by the flags only where the caller's
+        // writes are; else each pass of the call says what covers them (decision 017).
+        let cover = if mode == WriteConfirmation::Flag
+            && principal.confirmation == WriteConfirmation::Flag
+        {
+            Cover::Flags
+        } else {
+            Cover::ReadsOnly
         };
         let mut ctx = RequestCtx {
             principal,
@@ -244,10 +279,13 @@ impl Broker {
             elicitation: input.elicitation.as_ref(),
             task_watch: input.task_watch,
             policies,
+            door: Some(tool),
+            cover,
+            writes: std::sync::atomic::AtomicUsize::new(0),
         };
         let mut held = None;
-        let priced = gate.as_ref().ok().map(|(_, priced, _)| *priced);
-        let result = match gate {
+        let priced = door.as_ref().ok().map(|(_, priced, _)| *priced);
+        let result = match door {
             Err(e) => Err(e),
             Ok((args, priced, _)) => match (
                 &args_sha256,
@@ -291,7 +329,7 @@ impl Broker {
                             held = Some(h);
                             self.execute_confirmed(
                                 tool,
-                                (args, priced, mode),
+                                (args, policy::Decided::door(priced), mode),
                                 (token, approval_id),
                                 &ctx,
                             )
@@ -301,7 +339,8 @@ impl Broker {
                     }
                 }
                 _ => {
-                    self.execute_confirmed(tool, (args, priced, mode), (token, approval_id), &ctx)
+                    let decided = policy::Decided::door(priced);
+                    self.execute_confirmed(tool, (args, decided, mode), (token, approval_id), &ctx)
                         .await
                 }
             },
@@ -557,7 +596,7 @@ impl Broker {
         // The door's arguments come validated, priced and decided; any other tool's
         // (one a hook or a portal tool runs) are here.
         let (mut args, door) = match arguments {
-            Args::Door(args, priced) => (args, Some(priced)),
+            Args::Door(args, decided) => (args, Some(decided)),
             Args::Raw(arguments) => (args::prepare(tool, arguments)?, None),
         };
         let routed = crate::call::tenancy::route(self, tool, &mut args, ctx.headers)?;
@@ -579,37 +618,25 @@ impl Broker {
         let decision = if preview_only {
             Decision::Preview(PreviewReason::NotConfirmed)
         } else {
-            decide(tool, &args, &self.catalog.rules.confirmation)?
+            self.flag_decision(tool, &args, ctx)?
         };
-        let priced = match door {
-            Some(priced) => priced,
+        let decided = match door {
+            Some(decided) => decided,
             None => {
                 let priced = self.estimate(tool, &args)?;
                 let dry_run = matches!(decision, Decision::Preview(_));
-                self.inner_policy(tool, ctx, &args, (dry_run, priced))?;
-                priced
+                self.inner_policy(tool, ctx, &args, (dry_run, priced))?
             }
         };
+        let priced = decided.priced();
         match &tool.action {
             Action::Hook(hook) => {
                 drop(template_ctx);
                 // A hook running other tools is charged for the priced ones it runs,
-                // each where its request is sent; one that sends its own request is
-                // charged as a request.
-                let sends = *hook == crate::catalog::Hook::AllowlistedRequest;
-                let hold = match priced.0 {
-                    Some(p) if sends && decision == Decision::Run && !self.budgets.is_empty() => {
-                        Box::pin(self.reserve(tool, p, ctx)).await?
-                    }
-                    _ => None,
-                };
-                let result = hooks::run(*hook, self, &self.hooks, tool, args, ctx)
+                // each where its request leaves (the gate).
+                hooks::run(*hook, self, &self.hooks, tool, args, ctx)
                     .await
-                    .map(|exec| priced.charge(exec));
-                if let Some(hold) = hold {
-                    Box::pin(self.settle(tool, hold, &result)).await;
-                }
-                result
+                    .map(|exec| priced.charge(exec))
             }
             Action::Http(plan) => {
                 let request = render(plan, templates, &template_ctx)?;
@@ -626,33 +653,49 @@ impl Broker {
                     }
                     return Ok(exec);
                 }
-                if let Some(limit) = &tool.rate_limit {
-                    crate::call::ratelimit::check(
-                        &self.store,
-                        &tool.full_name,
-                        &self.job_owner(&tool.service, ctx),
-                        limit,
-                        self.now(),
-                    )
-                    .await?;
-                }
-                // Budgets: boxed, so an unpriced call's future does not carry them.
-                let hold = match priced.0 {
-                    Some(p) if !self.budgets.is_empty() => {
-                        Box::pin(self.reserve(tool, p, ctx)).await?
-                    }
-                    _ => None,
+                let permit = match self.clear(tool, &request, decided, ctx).await? {
+                    gate::Cleared::Send(permit) => permit,
+                    gate::Cleared::Planned(exec) => return Ok(exec),
                 };
                 let result = self
-                    .send_rendered(tool, &request, &args, &template_ctx, ctx, (None, want))
+                    .send_rendered(
+                        tool,
+                        (&request, &permit),
+                        &args,
+                        &template_ctx,
+                        ctx,
+                        (None, want),
+                    )
                     .await
                     .map(|exec| priced.charge(exec));
-                if let Some(hold) = hold {
-                    Box::pin(self.settle(tool, hold, &result)).await;
-                }
+                self.finish(permit, &result, ctx).await;
                 result
             }
         }
+    }
+
+    /// Whether a call runs, answers a preview or is refused, by its tool's confirmation
+    /// rule and the flags (decision 005); under a token or an approval for the whole
+    /// call ([`Cover::by_the_door`]) the flags decide nothing, and only an explicit
+    /// preview is one.
+    fn flag_decision(
+        &self,
+        tool: &Tool,
+        args: &Map<String, Value>,
+        ctx: &RequestCtx<'_>,
+    ) -> Result<Decision, CallError> {
+        if !ctx.cover.by_the_door() {
+            return decide(tool, args, &self.catalog.rules.confirmation);
+        }
+        let asked = tool
+            .preview_arg
+            .as_ref()
+            .is_some_and(|arg| args.get(arg) == Some(&Value::Bool(true)));
+        Ok(if asked {
+            Decision::Preview(PreviewReason::Requested)
+        } else {
+            Decision::Run
+        })
     }
 
     /// A call's estimated cost by its tool's price, if it has one; a call with more
@@ -711,7 +754,7 @@ impl Broker {
 /// A call's arguments on their way to [`Broker::execute_as`].
 enum Args<'p> {
     /// The door's: validated (defaults in), priced and decided by the policies there.
-    Door(Map<String, Value>, Priced<'p>),
+    Door(Map<String, Value>, policy::Decided<'p>),
     /// Those of a tool another runs (a hook's step, a portal read), as it passed them:
     /// validated, priced and decided when run.
     Raw(Option<Value>),

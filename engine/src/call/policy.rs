@@ -13,6 +13,38 @@ use crate::confirm::flag::{Decision as Flagged, decide};
 use crate::error::{CallError, Classification};
 use crate::policy::{Confirm, Decision, Policies, Unreadable};
 
+/// A tool's call the policy stage let through (allowed, or no `[policy]`), with its
+/// price: what the gate takes to clear a request of that tool (decision 017). Made only
+/// here: by the door once its decision allowed the call ([`Decided::door`]), and by
+/// [`Broker::inner_policy`] for a tool run inside another.
+#[derive(Clone)]
+pub(super) struct Decided<'p> {
+    priced: Priced<'p>,
+    /// The policies that allowed a tool run inside another (its audit record's).
+    policies: Option<std::sync::Arc<[String]>>,
+}
+
+impl<'p> Decided<'p> {
+    /// The door's call, which [`Broker::door_policy`] allowed (the door's audit record
+    /// names its policies).
+    pub(super) fn door(priced: Priced<'p>) -> Self {
+        Self {
+            priced,
+            policies: None,
+        }
+    }
+
+    /// The call's price and estimate.
+    pub(super) fn priced(&self) -> Priced<'p> {
+        self.priced
+    }
+
+    /// The policies that allowed it, for an inner write's audit record.
+    pub(super) fn into_policies(self) -> Option<std::sync::Arc<[String]>> {
+        self.policies
+    }
+}
+
 impl Broker {
     /// The door's decision, allowed or not, on the validated arguments and their
     /// estimate. `Ok(None)` without `[policy]`.
@@ -34,22 +66,44 @@ impl Broker {
             .map(Some)
     }
 
-    /// A tool run inside the door's (a portal read, a hook's step), decided on its
-    /// validated arguments: refused unless allowed.
-    pub(super) fn inner_policy(
+    /// Whether the door would let a call of `tool` with `arguments` reach its run: the
+    /// key or role fields, the arguments against the schema and the price, and the
+    /// policies. A call that would be refused is not kept as an MCP task: it is
+    /// answered at once with its refusal, and nothing is stored for it.
+    pub fn admits(&self, tool: &Tool, principal: &Principal, arguments: Option<&Value>) -> bool {
+        principal.check(tool).is_ok()
+            && super::args::prepare(tool, arguments.cloned()).is_ok_and(|args| {
+                self.estimate(tool, &args).is_ok_and(|priced| {
+                    let policies = self.policy_set();
+                    self.door_policy(policies.as_deref(), tool, principal, (&args, priced))
+                        .is_ok_and(|d| d.is_none_or(|d| d.allowed))
+                })
+            })
+    }
+
+    /// A tool run inside the door's (a portal read, a hook's step, the endpoint an
+    /// allowlisted request matches), decided on its validated arguments: refused unless
+    /// allowed.
+    pub(super) fn inner_policy<'p>(
         &self,
         tool: &Tool,
         ctx: &crate::run::RequestCtx<'_>,
         arguments: &Map<String, Value>,
-        (dry_run, priced): (bool, Priced<'_>),
-    ) -> Result<(), CallError> {
+        (dry_run, priced): (bool, Priced<'p>),
+    ) -> Result<Decided<'p>, CallError> {
         let Some(policies) = ctx.policies.as_deref() else {
-            return Ok(());
+            return Ok(Decided {
+                priced,
+                policies: None,
+            });
         };
         let decision =
             self.decision(policies, tool, ctx.principal, arguments, (dry_run, priced))?;
         if decision.allowed {
-            Ok(())
+            Ok(Decided {
+                priced,
+                policies: Some(decision.policies),
+            })
         } else {
             Err(refusal(tool, &decision))
         }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::Broker;
+use super::gate::Permit;
 use crate::answer::redact::redact;
 use crate::answer::response::{extract_data, extract_pagination, refusal_error, select, truncate};
 use crate::catalog::template::Scope;
@@ -17,14 +18,15 @@ use crate::upstream::render::RenderedRequest;
 use crate::upstream::{Outcome, Target};
 
 impl Broker {
-    /// Sends a rendered request of `tool` upstream and turns the answer into its result:
-    /// key (profile, BYOK or server-side), refusals classified, redaction, job recording,
-    /// shaping and truncation. `max_response` lowers the largest answer read; `want` says
-    /// whether the result may be JSON text.
-    pub async fn send_rendered(
+    /// Sends a rendered request of `tool` upstream through the gate, with its permit,
+    /// and turns the answer into its result: key (profile, BYOK or server-side),
+    /// refusals classified, redaction, job recording, shaping and truncation.
+    /// `max_response` lowers the largest answer read; `want` says whether the result may
+    /// be JSON text.
+    pub(super) async fn send_rendered(
         &self,
         tool: &Tool,
-        request: &RenderedRequest,
+        (request, permit): (&RenderedRequest, &Permit<'_>),
         args: &Map<String, Value>,
         template_ctx: &Scope<'_>,
         ctx: &RequestCtx<'_>,
@@ -92,7 +94,8 @@ impl Broker {
             service,
             base_url,
             key,
-            idempotency_key: ctx.idempotency.as_deref(),
+            // The permit's, set by the gate.
+            idempotency_key: None,
             timeout: tool.timeout,
             max_body_bytes: max_response
                 .unwrap_or(self.catalog.rules.limits.max_upstream_body_bytes),
@@ -106,7 +109,7 @@ impl Broker {
         if let Some(stored) = &stored {
             secrets.push(stored.as_str());
         }
-        match self.upstream.send(request, &target).await? {
+        match self.gate.send(permit, request, target).await? {
             Outcome::Refusal(refusal) => {
                 Err(refusal_error(tool, refusal, &self.catalog.rules, &secrets))
             }

@@ -327,6 +327,31 @@ pub enum PathPart {
     Param(String),
 }
 
+/// The placeholders of `segments` and the text each matches in `path`, if the path
+/// matches the template: literal parts (which may hold several segments) as written,
+/// each placeholder one non-empty segment.
+pub fn match_template<'s, 'p>(
+    segments: &'s [PathPart],
+    path: &'p str,
+) -> Option<Vec<(&'s str, &'p str)>> {
+    let mut rest = path;
+    let mut captured = Vec::new();
+    for part in segments {
+        match part {
+            PathPart::Literal(text) => rest = rest.strip_prefix(text.as_str())?,
+            PathPart::Param(name) => {
+                let end = rest.find('/').unwrap_or(rest.len());
+                if end == 0 {
+                    return None;
+                }
+                captured.push((name.as_str(), &rest[..end]));
+                rest = &rest[end..];
+            }
+        }
+    }
+    rest.is_empty().then_some(captured)
+}
+
 /// Where the body comes from.
 #[derive(Debug)]
 pub enum BodyPlan {
@@ -718,6 +743,35 @@ impl Catalog {
             .and_then(|&i| self.tools.get(i))
     }
 
+    /// The HTTP tool of `service` whose method and path template `path` (a plain path,
+    /// no query) matches, segment by segment, and the arguments its placeholders read
+    /// from it: what an allowlisted endpoint request is, as a catalog tool.
+    pub fn described_endpoint(
+        &self,
+        service: &str,
+        method: &hyper::Method,
+        path: &str,
+    ) -> Option<(&Tool, Vec<(String, String)>)> {
+        self.tools.iter().find_map(|t| match &t.action {
+            Action::Http(plan) if t.service == service && plan.method == method => {
+                let captured = match_template(&plan.segments, path)?;
+                let named = captured
+                    .into_iter()
+                    .map(|(placeholder, value)| {
+                        let name = plan
+                            .path_params
+                            .get(placeholder)
+                            .and_then(Expr::argument)
+                            .unwrap_or(placeholder);
+                        (name.to_string(), value.to_string())
+                    })
+                    .collect();
+                Some((t, named))
+            }
+            _ => None,
+        })
+    }
+
     /// All full tool names, for "did you mean".
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.tools.iter().map(|t| t.full_name.as_str())
@@ -910,6 +964,32 @@ mod tests {
 
     /// A served catalog holds no validator until a tool is called; the first call builds
     /// it and later calls reuse it, and it validates as the compile-time one did.
+    #[test]
+    fn templates_match_by_segment_and_name_their_placeholders() {
+        use super::{PathPart, match_template};
+        let template = vec![
+            PathPart::Literal("/contacts/".into()),
+            PathPart::Param("id".into()),
+        ];
+        assert_eq!(
+            match_template(&template, "/contacts/c1"),
+            Some(vec![("id", "c1")])
+        );
+        assert_eq!(match_template(&template, "/contacts/c1/notes"), None);
+        assert_eq!(match_template(&template, "/contacts/"), None);
+        assert_eq!(match_template(&template, "/accounts/c1"), None);
+        let nested = vec![
+            PathPart::Literal("/contacts/".into()),
+            PathPart::Param("contactId".into()),
+            PathPart::Literal("/tasks/".into()),
+            PathPart::Param("taskId".into()),
+        ];
+        assert_eq!(
+            match_template(&nested, "/contacts/c1/tasks/t2"),
+            Some(vec![("contactId", "c1"), ("taskId", "t2")])
+        );
+    }
+
     #[test]
     fn validators_are_built_on_a_tools_first_call() {
         let catalog =

@@ -50,6 +50,19 @@ pub struct Expr {
     form: Form,
 }
 
+impl Expr {
+    /// The argument a plain lookup `args.<name>` reads, if that is all the expression is.
+    pub fn argument(&self) -> Option<&str> {
+        match &self.form {
+            Form::Lookup(path) => match &path[..] {
+                [root, name] if root == "args" => Some(name),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
 /// How an expression is evaluated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Form {

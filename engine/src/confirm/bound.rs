@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 use crate::catalog::Tool;
 use crate::catalog::descriptor::ConfirmationMode;
 use crate::catalog::rules::Confirmation;
-use crate::confirm::Context;
+use crate::confirm::{Bind, Context};
 use crate::error::{CallError, Classification};
 
 /// The broker argument carrying a token. Accepted by every write, never sent upstream.
@@ -37,6 +37,8 @@ pub enum Refusal {
     OtherTool,
     /// Issued for other arguments.
     OtherArguments,
+    /// Issued for another plan: the writes the tool would send changed since the preview.
+    PlanChanged,
     /// Issued to another caller.
     OtherCaller,
 }
@@ -50,6 +52,7 @@ impl Refusal {
             Self::Used => "used",
             Self::OtherTool => "other_tool",
             Self::OtherArguments => "other_arguments",
+            Self::PlanChanged => "plan_changed",
             Self::OtherCaller => "other_caller",
         }
     }
@@ -63,6 +66,9 @@ impl Refusal {
             Self::Used => "was already used",
             Self::OtherTool => "was issued for another tool or another version of it",
             Self::OtherArguments => "was issued for other arguments",
+            Self::PlanChanged => {
+                "was issued for another plan: the plan changed since the preview (other writes or other bodies)"
+            }
             Self::OtherCaller => "was issued to another caller",
         }
     }
@@ -153,12 +159,12 @@ pub struct Issued {
     pub expires_at: jiff::Timestamp,
 }
 
-/// Issues a token for `(caller, tool, digest)`.
+/// Issues a token for `(caller, tool, bind)`.
 pub async fn issue(
     cx: Context<'_>,
     tool: &Tool,
     caller: &str,
-    digest: &str,
+    digest: Bind<'_>,
 ) -> Result<Issued, CallError> {
     seal_claims(
         cx,
@@ -180,7 +186,7 @@ pub async fn seal_claims(
     ttl_seconds: u64,
     tool: &Tool,
     caller: &str,
-    digest: &str,
+    digest: Bind<'_>,
 ) -> Result<Issued, crate::store::StoreError> {
     let now = cx.now();
     let expires_at = now
@@ -198,7 +204,8 @@ pub async fn seal_claims(
         "caller": caller,
         "tool": tool.full_name,
         "hash": tool.descriptor_hash,
-        "args": digest,
+        "args": digest.args,
+        "plan": digest.plan(),
         "exp": expires_at.as_millisecond(),
     });
     let token = cx
@@ -223,7 +230,7 @@ pub async fn redeem(
     cx: Context<'_>,
     tool: &Tool,
     caller: &str,
-    digest: &str,
+    digest: Bind<'_>,
     token: &str,
     spend: bool,
 ) -> Result<(), CallError> {
@@ -242,7 +249,7 @@ pub async fn check_claims(
     purpose: &str,
     tool: &Tool,
     caller: &str,
-    digest: &str,
+    digest: Bind<'_>,
     sealed: &str,
     spend: bool,
 ) -> Result<Option<Refusal>, crate::store::StoreError> {
@@ -260,8 +267,13 @@ pub async fn check_claims(
         Some(Refusal::OtherTool)
     } else if text("caller") != caller {
         Some(Refusal::OtherCaller)
-    } else if text("args") != digest {
+    } else if text("args") != digest.args {
         Some(Refusal::OtherArguments)
+    } else if digest
+        .plan
+        .is_some_and(|plan| claims.get("plan").and_then(Value::as_str) != plan)
+    {
+        Some(Refusal::PlanChanged)
     } else if expires <= cx.now().as_millisecond() {
         Some(Refusal::Expired)
     } else {

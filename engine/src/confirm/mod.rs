@@ -21,6 +21,46 @@ pub mod session;
 /// sent upstream; bound confirmations leave it out of what they bind.
 pub const APPROVAL_ARG: &str = "approvalId";
 
+/// What a confirmation token, an approval or an MCP request state is bound to: the
+/// digest of the call's arguments and, for a tool that runs others, of the plan of
+/// writes its preview showed (decision 017).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bind<'a> {
+    /// sha256 of the bound arguments ([`bound::digest`]).
+    pub args: &'a str,
+    /// `None`: the plan is not checked yet (a tool that runs others, before its plan is
+    /// read again); `Some(None)`: a call without a plan; `Some(Some(digest))`: this plan.
+    pub plan: Option<Option<&'a str>>,
+}
+
+impl<'a> Bind<'a> {
+    /// A call that sends only its own request: its arguments, no plan.
+    pub fn args(args: &'a str) -> Self {
+        Self {
+            args,
+            plan: Some(None),
+        }
+    }
+
+    /// A call whose plan is `plan` (`None`: no write).
+    pub fn with_plan(args: &'a str, plan: Option<&'a str>) -> Self {
+        Self {
+            args,
+            plan: Some(plan),
+        }
+    }
+
+    /// Everything but the plan, checked before the plan is read.
+    pub fn before_plan(args: &'a str) -> Self {
+        Self { args, plan: None }
+    }
+
+    /// The plan digest sealed or stored with a confirmation.
+    pub fn plan(&self) -> Option<&'a str> {
+        self.plan.flatten()
+    }
+}
+
 /// This stage's own settings: how confirmation tokens are sealed and how long they last,
 /// who may approve writes and what seals what they are shown (mode `human`).
 pub struct Confirmations {

@@ -11,14 +11,16 @@
 //! - Body at most `max_body_bytes` (else `payload_too_large`), answer at most
 //!   `max_response_bytes`.
 //!
-//! The request then goes through the ordinary send path: the caller's key, redaction,
-//! truncation and the envelope.
+//! The request then leaves through the driver's one gate as the catalog tool it matches
+//! (`Pipeline::send_endpoint`, decision 017): that tool's key fields, policies,
+//! confirmation, rate limit, price and audit; then the caller's key, redaction,
+//! truncation and the envelope. Under a token or an approval the `confirm` flag decides
+//! nothing: the confirmation covers the call's plan.
 
 use serde_json::{Map, Value, json};
 
+use crate::catalog::Tool;
 use crate::catalog::descriptor::BodyEncoding;
-use crate::catalog::template::Scope;
-use crate::catalog::{Action, PathPart, Tool};
 use crate::error::{CallError, Classification};
 use crate::run::{Exec, Pipeline, RequestCtx};
 use crate::upstream::render::RenderedRequest;
@@ -54,30 +56,6 @@ fn plain_path(path: &str) -> Result<(), String> {
         );
     }
     Ok(())
-}
-
-fn matches_template(segments: &[PathPart], path: &str) -> bool {
-    // Literal parts may hold several segments (`/v1/contacts/`); compare text pieces.
-    let mut rest = path;
-    for (i, part) in segments.iter().enumerate() {
-        match part {
-            PathPart::Literal(text) => match rest.strip_prefix(text.as_str()) {
-                Some(r) => rest = r,
-                None => return false,
-            },
-            PathPart::Param(_) => {
-                let end = rest.find('/').unwrap_or(rest.len());
-                if end == 0 {
-                    return false;
-                }
-                rest = &rest[end..];
-                if i + 1 == segments.len() && !rest.is_empty() {
-                    return false;
-                }
-            }
-        }
-    }
-    rest.is_empty()
 }
 
 fn query_pairs(params: &Value) -> Result<Vec<(String, String)>, CallError> {
@@ -148,10 +126,10 @@ pub async fn allowlisted_request(
     };
     let path = args.get("path").and_then(Value::as_str).unwrap_or_default();
     plain_path(path).map_err(|m| bad("/path", m))?;
-    let described = cx.catalog.tools.iter().any(|t| {
-        t.service == tool.service
-            && matches!(&t.action, Action::Http(plan) if plan.method == method && matches_template(&plan.segments, path))
-    });
+    let described = cx
+        .catalog
+        .described_endpoint(&tool.service, &method, path)
+        .is_some();
     let prefixes = cx
         .setting(&tool.service, &rule.paths_setting)
         .and_then(Value::as_array);
@@ -169,7 +147,9 @@ pub async fn allowlisted_request(
             ),
         ));
     }
-    if method != hyper::Method::GET && args.get("confirm") != Some(&Value::Bool(true)) {
+    if method != hyper::Method::GET
+        && !ctx.confirmed(args.get("confirm") == Some(&Value::Bool(true)))
+    {
         return Err(CallError::new(
             Classification::ConfirmationRequired,
             format!(
@@ -198,16 +178,8 @@ pub async fn allowlisted_request(
         body,
         encoding: BodyEncoding::Json,
     };
-    let template_ctx = Scope::new(cx.template_context(tool, &args, ctx.headers));
-    cx.send_rendered(
-        tool,
-        &request,
-        &args,
-        &template_ctx,
-        ctx,
-        (Some(rule.max_response_bytes), crate::run::Want::Value),
-    )
-    .await
+    cx.send_endpoint(tool, &request, ctx, rule.max_response_bytes)
+        .await
 }
 
 #[cfg(test)]
@@ -215,7 +187,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn paths_are_plain_and_templates_match_by_segment() {
+    fn paths_are_plain() {
         for bad in [
             "https://evil.invalid/x",
             "x/y",
@@ -228,13 +200,5 @@ mod tests {
             assert!(plain_path(bad).is_err(), "{bad}");
         }
         assert!(plain_path("/contacts/search").is_ok());
-        let template = vec![
-            PathPart::Literal("/contacts/".into()),
-            PathPart::Param("id".into()),
-        ];
-        assert!(matches_template(&template, "/contacts/c1"));
-        assert!(!matches_template(&template, "/contacts/c1/notes"));
-        assert!(!matches_template(&template, "/contacts/"));
-        assert!(!matches_template(&template, "/accounts/c1"));
     }
 }

@@ -299,6 +299,7 @@ pub fn capabilities(
     cx: &dyn Pipeline,
     tool: &Tool,
     args: &Map<String, Value>,
+    ctx: &RequestCtx<'_>,
 ) -> Result<Exec, CallError> {
     let catalog = &cx.catalog;
     let service = catalog
@@ -314,12 +315,14 @@ pub fn capabilities(
         },
         "snapshotId": catalog.snapshot_id,
         "buildId": build_id(catalog),
-        "counts": counts(service_tools(catalog, &service.id)),
+        "counts": counts(service_tools(catalog, &service.id).filter(|t| policy_visible(ctx, t))),
     });
     let mut summary_text = format!("{} capabilities", service.id);
     if flag(args, "include_descriptors") {
         let (offset, limit) = page(args, 25, 100)?;
-        let tools: Vec<&Tool> = service_tools(catalog, &service.id).collect();
+        let tools: Vec<&Tool> = service_tools(catalog, &service.id)
+            .filter(|t| policy_visible(ctx, t))
+            .collect();
         let shown: Vec<Value> = tools
             .iter()
             .skip(offset)
@@ -353,6 +356,7 @@ pub fn endpoint_coverage(
     cx: &dyn Pipeline,
     tool: &Tool,
     args: &Map<String, Value>,
+    ctx: &RequestCtx<'_>,
 ) -> Result<Exec, CallError> {
     let catalog = &cx.catalog;
     let category = category_filter(catalog, &tool.service, args)?;
@@ -366,7 +370,10 @@ pub fn endpoint_coverage(
         ));
     }
     let (offset, limit) = page(args, 100, 500)?;
-    let all: Vec<&Tool> = service_tools(catalog, &tool.service).collect();
+    // What the caller's policies hide stays hidden here too, as in every other list.
+    let all: Vec<&Tool> = service_tools(catalog, &tool.service)
+        .filter(|t| policy_visible(ctx, t))
+        .collect();
     let endpoints: Vec<Value> = all
         .iter()
         .filter(|t| matches!(t.action, Action::Http(_)))

@@ -68,10 +68,12 @@ fn target<'a>(broker: &'a Broker, input: &CallInput<'_>) -> Option<&'a Tool> {
     broker.catalog.resolve(name)
 }
 
-/// Whether a call is run as a task: a tool that waits, which the caller may use, and
-/// that the broker will not hold for a confirmation round.
-fn runs_as_task(tool: &Tool, input: &CallInput<'_>) -> bool {
-    if (tool.poll.is_none() && tool.task.is_none()) || input.principal.check(tool).is_err() {
+/// Whether a call is run as a task: a tool that waits, which the caller may use with
+/// these arguments (key fields, schema, policies: a refused call is answered at once
+/// and never stored as a task), and that the broker will not hold for a confirmation
+/// round.
+fn runs_as_task(broker: &Broker, tool: &Tool, input: &CallInput<'_>) -> bool {
+    if tool.poll.is_none() && tool.task.is_none() {
         return false;
     }
     if input
@@ -86,6 +88,16 @@ fn runs_as_task(tool: &Tool, input: &CallInput<'_>) -> bool {
     } else {
         input.arguments.as_ref()
     };
+    let mut own = args.cloned();
+    for name in [
+        crate::confirm::bound::TOKEN_ARG,
+        crate::confirm::APPROVAL_ARG,
+    ] {
+        crate::confirm::bound::take_arg(&mut own, name);
+    }
+    if !broker.admits(tool, input.principal, own.as_ref()) {
+        return false;
+    }
     let has = |k: &str| args.and_then(|a| a.get(k)).is_some();
     let held = tool.risk == Risk::Write
         && match input.principal.confirmation {
@@ -116,7 +128,7 @@ pub async fn start<'a>(
     id: &Value,
     input: CallInput<'a>,
 ) -> Result<Reply, CallInput<'a>> {
-    let Some(tool) = target(broker, &input).filter(|t| runs_as_task(t, &input)) else {
+    let Some(tool) = target(broker, &input).filter(|t| runs_as_task(broker, t, &input)) else {
         return Err(input);
     };
     let now = broker.now().as_millisecond();

@@ -11,19 +11,19 @@
 //! [`crate::error`]. The driver implements [`Pipeline`]; nothing here names it.
 
 pub mod budgets;
+pub mod cover;
 mod parts;
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::answer::envelope::Truncation;
 use crate::caller::Principal;
 use crate::catalog::Tool;
-use crate::catalog::template::Scope;
 use crate::error::CallError;
 use crate::upstream::render::RenderedRequest;
 
@@ -34,9 +34,11 @@ pub use parts::Parts;
 pub type Running<'a> = Pin<Box<dyn Future<Output = Result<Exec, CallError>> + Send + 'a>>;
 
 /// What a stage may ask of the broker beyond reading its [`Parts`]: running a tool
-/// through the ordinary pipeline, and sending a rendered request upstream. Implemented
-/// by [`crate::call::Broker`]. `&dyn Pipeline` reads the parts directly
-/// (`cx.catalog`, `cx.store`, `cx.now()`).
+/// through the ordinary pipeline, and sending the allowlisted endpoint tool's request.
+/// Implemented by [`crate::call::Broker`]. `&dyn Pipeline` reads the parts directly
+/// (`cx.catalog`, `cx.store`, `cx.now()`). Neither way sends anything but through the
+/// driver's one gate (decision 017), which decides, prices, confirms and audits each
+/// request as the tool it belongs to.
 pub trait Pipeline: Send + Sync {
     /// The parts every stage may read.
     fn parts(&self) -> &Parts;
@@ -50,18 +52,17 @@ pub trait Pipeline: Send + Sync {
         ctx: &'a RequestCtx<'_>,
     ) -> Running<'a>;
 
-    /// Sends a rendered request of `tool` upstream with the caller's key and turns the
-    /// answer into its result (refusals classified, redaction, jobs, shaping).
-    /// `max_response` lowers the largest answer read; `want` says whether the result
-    /// may be JSON text.
-    fn send_rendered<'a>(
+    /// Sends the request the allowlisted endpoint tool `tool` built (its service's own
+    /// host, a path it checked) as the catalog tool whose method and path it matches:
+    /// that tool's key fields, policies, confirmation, rate limit, price and audit; then
+    /// the answer as that tool's (refusals classified, redaction). `max_response` lowers
+    /// the largest answer read.
+    fn send_endpoint<'a>(
         &'a self,
         tool: &'a Tool,
         request: &'a RenderedRequest,
-        args: &'a Map<String, Value>,
-        template_ctx: &'a Scope<'_>,
         ctx: &'a RequestCtx<'_>,
-        limits: (Option<usize>, Want),
+        max_response: usize,
     ) -> Running<'a>;
 
     /// The services whose key the calling user stored in the hub (decision
@@ -166,6 +167,72 @@ pub struct RequestCtx<'a> {
     /// The policy set this call decides under, taken once when it started (a reload
     /// does not change a call in flight); `None` without `[policy]`.
     pub policies: Option<Arc<crate::policy::Policies>>,
+    /// The tool the call named at its door (`None` for the broker's own calls).
+    pub door: Option<&'a Tool>,
+    /// What confirms the writes this call sends ([`cover::Cover`]).
+    pub cover: cover::Cover<'a>,
+    /// Writes sent so far inside the door's tool.
+    pub writes: AtomicUsize,
+}
+
+impl<'a> RequestCtx<'a> {
+    /// The broker's own request (no door, no policy set, no idempotency key, no
+    /// elicitation): a read, under which no write may leave.
+    pub fn own(
+        principal: &'a Principal,
+        headers: &'a hyper::HeaderMap,
+        trace: &'a crate::telemetry::trace::CallTrace,
+    ) -> Self {
+        Self {
+            principal,
+            headers,
+            trace,
+            idempotency: None,
+            elicitation: None,
+            task_watch: None,
+            policies: None,
+            door: None,
+            cover: cover::Cover::ReadsOnly,
+            writes: AtomicUsize::new(0),
+        }
+    }
+
+    /// The same request under another cover: a pass of a tool that runs others (its
+    /// plan read, or its confirmed plan run).
+    pub fn pass<'b>(&'b self, cover: cover::Cover<'b>) -> RequestCtx<'b>
+    where
+        'a: 'b,
+    {
+        RequestCtx {
+            principal: self.principal,
+            headers: self.headers,
+            trace: self.trace,
+            idempotency: self.idempotency.clone(),
+            elicitation: self.elicitation,
+            task_watch: self.task_watch.clone(),
+            policies: self.policies.clone(),
+            door: self.door,
+            cover,
+            writes: AtomicUsize::new(0),
+        }
+    }
+
+    /// Whether a write the caller asked for is confirmed, `flag` being what the spec's
+    /// flag says: under a token or an approval ([`cover::Cover::by_the_door`]) the flags
+    /// a model sets decide nothing.
+    pub fn confirmed(&self, flag: bool) -> bool {
+        self.cover.by_the_door() || flag
+    }
+
+    /// How many writes this call sent inside the door's tool so far.
+    pub fn writes_sent(&self) -> usize {
+        self.writes.load(Ordering::Relaxed)
+    }
+
+    /// Counts a write sent inside the door's tool.
+    pub fn sent_write(&self) {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// How a call run as an MCP task watches its job.

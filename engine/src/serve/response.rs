@@ -119,7 +119,14 @@ pub(super) fn json_response(
 ) -> HttpResponse {
     // Straight into bytes: `Value`'s `Display` goes through `fmt` and is slower.
     let text = serde_json::to_vec(body).unwrap_or_default();
-    json_text_response(status, text, extra)
+    let mut response = json_text_response(status, text, extra);
+    // A browser never reads these answers (the console's API, the hub's, health) as
+    // anything but JSON. The call endpoints answer programs, alike on both servers.
+    response.headers_mut().insert(
+        hyper::header::X_CONTENT_TYPE_OPTIONS,
+        hyper::header::HeaderValue::from_static("nosniff"),
+    );
+    response
 }
 
 /// A JSON response whose text is already serialised.

@@ -53,6 +53,9 @@ pub struct Approval {
     pub descriptor_hash: String,
     /// sha256 of the bound arguments.
     pub args_sha256: String,
+    /// sha256 of the plan of writes the approver was shown, for a tool that runs
+    /// others (decision 017); `None` for a tool that sends only its own request.
+    pub plan_sha256: Option<String>,
     /// What the approver is shown (JSON text: the redacted request preview).
     pub preview: String,
     /// Where it stands.
@@ -77,6 +80,7 @@ type Row = (
     Option<String>,
     i64,
     i64,
+    Option<String>,
 );
 
 fn approval(r: Row) -> Approval {
@@ -92,6 +96,7 @@ fn approval(r: Row) -> Approval {
         approver: r.8,
         created_ms: r.9,
         expires_ms: r.10,
+        plan_sha256: r.11,
     }
 }
 
@@ -112,8 +117,8 @@ impl Store {
     /// Records a pending approval.
     pub async fn create_approval(&self, a: &Approval) -> Result<(), StoreError> {
         let sql = "INSERT INTO approvals (id, caller, key_name, tool, descriptor_hash, args_sha256, \
-                   preview, state, created_ms, expires_ms) \
-                   VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9)";
+                   preview, state, created_ms, expires_ms, plan_sha256) \
+                   VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8, $9, $10)";
         on_pool!(self, pool => sqlx::query(sql)
             .bind(&a.id)
             .bind(&a.caller)
@@ -124,6 +129,7 @@ impl Store {
             .bind(&a.preview)
             .bind(a.created_ms)
             .bind(a.expires_ms)
+            .bind(&a.plan_sha256)
             .execute(pool)
             .await
             .map(|_| ())
@@ -133,7 +139,7 @@ impl Store {
     /// An approval by id.
     pub async fn approval(&self, id: &str) -> Result<Option<Approval>, StoreError> {
         let sql = "SELECT id, caller, key_name, tool, descriptor_hash, args_sha256, preview, state, \
-                   approver, created_ms, expires_ms FROM approvals WHERE id = $1";
+                   approver, created_ms, expires_ms, plan_sha256 FROM approvals WHERE id = $1";
         let row: Option<Row> = on_pool!(self, pool => sqlx::query_as(sql)
             .bind(id)
             .fetch_optional(pool)
@@ -159,7 +165,7 @@ impl Store {
             Shown::Decided => "decided",
         };
         let sql = "SELECT id, caller, key_name, tool, descriptor_hash, args_sha256, preview, state, \
-                   approver, created_ms, expires_ms FROM approvals \
+                   approver, created_ms, expires_ms, plan_sha256 FROM approvals \
                    WHERE (created_ms < $2 OR (created_ms = $2 AND id < $3)) \
                    AND ($5 = 'all' \
                      OR ($5 = 'pending' AND state = 'pending' AND expires_ms > $1) \

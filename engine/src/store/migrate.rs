@@ -76,6 +76,11 @@ pub const PORTABLE: &[Migration] = &[
         "budgets",
         include_str!("migrations/portable/0010_budgets.sql"),
     ),
+    (
+        13,
+        "approval_plans",
+        include_str!("migrations/portable/0013_approval_plans.sql"),
+    ),
 ];
 
 /// SQLite's own later migrations.

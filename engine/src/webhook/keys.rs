@@ -58,16 +58,9 @@ async fn fetch(cx: &dyn Pipeline, service: &str, api_key: &str) -> Result<Vec<u8
     headers.insert(name, value);
     let principal = crate::caller::Principal::unrestricted("webhook-key-refresh");
     let trace = cx.traces.start(None);
-    let ctx = crate::run::RequestCtx {
-        principal: &principal,
-        headers: &headers,
-        trace: &trace,
-        idempotency: None,
-        elicitation: None,
-        task_watch: None,
-        // The broker's own refresh of callback keys, not a caller's call: no policy.
-        policies: None,
-    };
+    // The broker's own refresh of callback keys, not a caller's call: no policy, and
+    // a read of the service's key tool, so nothing here may write.
+    let ctx = crate::run::RequestCtx::own(&principal, &headers, &trace);
     let exec = cx
         .execute(tool, Some(serde_json::json!({})), &ctx)
         .await

@@ -14,6 +14,7 @@ use tool_broker::catalog::source::Sources;
 use tool_broker::config::ConfigFile;
 use tool_broker::store::{Store, StoreConfig};
 
+pub mod generate;
 pub mod idp;
 
 /// The bearer token every test broker accepts.

@@ -57,11 +57,18 @@ pub fn message(tool: &Tool, key_name: &str, preview: &Value, expires_at: &str) -
         .as_str()
         .or(request["path"].as_str())
         .unwrap_or("");
-    let body = request
-        .get("body")
-        .or(request.get("json"))
-        .cloned()
-        .unwrap_or_else(|| preview["arguments"].clone());
+    let body = match preview["plan"].as_array() {
+        Some(plan) => Value::Array(
+            plan.iter()
+                .map(|w| w.get("body").cloned().unwrap_or(Value::Null))
+                .collect(),
+        ),
+        None => request
+            .get("body")
+            .or(request.get("json"))
+            .cloned()
+            .unwrap_or_else(|| preview["arguments"].clone()),
+    };
     let mut body = serde_json::to_string_pretty(&body).unwrap_or_default();
     let total = body.chars().count();
     if total > MAX_BODY_CHARS {
@@ -72,10 +79,27 @@ pub fn message(tool: &Tool, key_name: &str, preview: &Value, expires_at: &str) -
         ));
     }
     let method = request["method"].as_str().unwrap_or("");
-    let request_line = if method.is_empty() && target.is_empty() {
-        "(run by the broker itself)".to_string()
-    } else {
-        format!("{method} {target}")
+    let request_line = match preview["plan"].as_array() {
+        // A tool that runs others: the approval covers exactly these writes.
+        Some(plan) => {
+            let mut lines = format!(
+                "{} write{}, in this order:",
+                plan.len(),
+                if plan.len() == 1 { "" } else { "s" }
+            );
+            for (i, write) in plan.iter().enumerate() {
+                lines.push_str(&format!(
+                    "\n  {}. {} {} ({})",
+                    i + 1,
+                    write["method"].as_str().unwrap_or(""),
+                    write["path"].as_str().unwrap_or(""),
+                    write["tool"].as_str().unwrap_or("")
+                ));
+            }
+            lines
+        }
+        None if method.is_empty() && target.is_empty() => "(run by the broker itself)".to_string(),
+        None => format!("{method} {target}"),
     };
     format!(
         "Approve this write? Nothing is sent unless you approve.\n\
@@ -125,7 +149,7 @@ pub async fn ask(
     tool: &Tool,
     ctx: &crate::run::RequestCtx<'_>,
     caller: &str,
-    digest: &str,
+    digest: crate::confirm::Bind<'_>,
     preview: &Value,
 ) -> CallError {
     let issued = match crate::confirm::bound::seal_claims(
@@ -212,13 +236,44 @@ fn read_decision(tool: &Tool, responses: Option<&Value>) -> Result<Decision, Cal
     }
 }
 
+/// The retry of a tool that runs others, looked at before its plan is read again: a
+/// decline ends it here (spent and audited by [`answer`]); an approval's state is
+/// checked but not spent, since [`answer`] spends it once the plan is known unchanged.
+pub async fn check(
+    cx: Context<'_>,
+    tool: &Tool,
+    ctx: &crate::run::RequestCtx<'_>,
+    (caller, digest): (&str, crate::confirm::Bind<'_>),
+    elicitation: &crate::run::Elicitation,
+) -> Result<(), CallError> {
+    if !matches!(
+        read_decision(tool, elicitation.responses.as_ref())?,
+        Decision::Approve
+    ) {
+        return answer(cx, tool, ctx, (caller, digest), elicitation).await;
+    }
+    let state = elicitation.state.as_deref().unwrap_or("");
+    let refusal =
+        crate::confirm::bound::check_claims(cx, PURPOSE, tool, caller, digest, state, false)
+            .await
+            .map_err(|e| store_down(&e))?;
+    match refusal {
+        Some(r) => Err(refused(
+            tool,
+            r.as_str(),
+            &format!("the requestState {}", r.words()),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The retry: checks the response and the state, spends the state, audits the
 /// decision. `Ok` lets the write run (once).
 pub async fn answer(
     cx: Context<'_>,
     tool: &Tool,
     ctx: &crate::run::RequestCtx<'_>,
-    (caller, digest): (&str, &str),
+    (caller, digest): (&str, crate::confirm::Bind<'_>),
     elicitation: &crate::run::Elicitation,
 ) -> Result<(), CallError> {
     let answer = read_decision(tool, elicitation.responses.as_ref())?;
@@ -241,7 +296,7 @@ pub async fn answer(
             key_name: &ctx.principal.name,
             tool: &tool.full_name,
             descriptor_hash: &tool.descriptor_hash,
-            args_sha256: digest,
+            args_sha256: digest.args,
             approve,
             by: "human:elicitation".into(),
             trace_id: ctx.trace.id.clone(),

@@ -207,7 +207,7 @@ pub async fn ask(
     tool: &Tool,
     ctx: &crate::run::RequestCtx<'_>,
     caller: &str,
-    digest: &str,
+    digest: crate::confirm::Bind<'_>,
     preview: &Value,
 ) -> CallError {
     let Some(cipher) = &cx.confirmations.approval_cipher else {
@@ -235,7 +235,8 @@ pub async fn ask(
         key_name: ctx.principal.name.clone(),
         tool: tool.full_name.clone(),
         descriptor_hash: tool.descriptor_hash.clone(),
-        args_sha256: digest.to_string(),
+        args_sha256: digest.args.to_string(),
+        plan_sha256: digest.plan().map(str::to_string),
         preview: sealed,
         state: ApprovalState::Pending,
         approver: None,
@@ -284,7 +285,7 @@ pub async fn redeem(
     tool: &Tool,
     ctx: &crate::run::RequestCtx<'_>,
     caller: &str,
-    digest: &str,
+    digest: crate::confirm::Bind<'_>,
     id: &str,
     spend: bool,
 ) -> Result<(), CallError> {
@@ -302,11 +303,21 @@ pub async fn redeem(
     if a.caller != caller {
         return Err(refusal(tool, "other_caller", "was asked by another caller"));
     }
-    if a.args_sha256 != digest {
+    if a.args_sha256 != digest.args {
         return Err(refusal(
             tool,
             "other_arguments",
             "was asked for other arguments",
+        ));
+    }
+    if digest
+        .plan
+        .is_some_and(|plan| a.plan_sha256.as_deref() != plan)
+    {
+        return Err(refusal(
+            tool,
+            "plan_changed",
+            "was asked for another plan: the plan changed since the preview (other writes or other bodies)",
         ));
     }
     // A bounded wait for the person's decision: the store is read every 250 ms, so a

@@ -252,6 +252,26 @@ pub fn summary(
         crate::html::time(&expires),
         escape(state),
     );
+    if let Some(plan) = preview["plan"].as_array() {
+        // A tool that runs others: the approval covers exactly these writes.
+        details.push_str(&format!(
+            "<h2>What would be sent: {} write{}, in this order</h2><ol>",
+            plan.len(),
+            if plan.len() == 1 { "" } else { "s" }
+        ));
+        for write in plan {
+            let body = write.get("body").cloned().unwrap_or(Value::Null);
+            details.push_str(&format!(
+                "<li><code>{} {}</code> ({}){}</li>",
+                escape(write["method"].as_str().unwrap_or("")),
+                escape(write["path"].as_str().unwrap_or("")),
+                escape(write["tool"].as_str().unwrap_or("")),
+                crate::html::folded_json(&body, "The whole body")
+            ));
+        }
+        details.push_str("</ol>");
+        return details;
+    }
     let body = request
         .get("body")
         .or(request.get("json"))

@@ -1,0 +1,50 @@
+//! The allowlisted endpoint tool's request (`hooks::allowlist` checked its host, path,
+//! method and body size), sent as the catalog tool it matches (decision 017): that
+//! tool's key fields, its policies on the arguments the request holds (path parameters,
+//! query, `body`), its confirmation, rate limit and price, and an audit record under
+//! the call's trace. A path only a deployment's prefix allows belongs to the endpoint
+//! tool itself. The answer is the endpoint tool's (its limits and shape), redacted as
+//! every answer is.
+
+use super::Broker;
+use super::gate::{Cleared, endpoint_tool};
+use crate::catalog::Tool;
+use crate::catalog::template::Scope;
+use crate::error::CallError;
+use crate::run::{Exec, RequestCtx, Want};
+use crate::upstream::render::RenderedRequest;
+
+impl Broker {
+    /// Sends `request`, built by the allowlisted endpoint tool `tool`, as the tool it
+    /// belongs to; `max_response` bounds the answer.
+    pub async fn send_endpoint(
+        &self,
+        tool: &Tool,
+        request: &RenderedRequest,
+        ctx: &RequestCtx<'_>,
+        max_response: usize,
+    ) -> Result<Exec, CallError> {
+        let (owner, args) = endpoint_tool(&self.catalog, tool, request);
+        ctx.principal.check(owner)?;
+        let priced = self.estimate(owner, &args)?;
+        let decided = self.inner_policy(owner, ctx, &args, (false, priced))?;
+        let permit = match self.clear(owner, request, decided, ctx).await? {
+            Cleared::Send(permit) => permit,
+            Cleared::Planned(exec) => return Ok(exec),
+        };
+        let template_ctx = Scope::new(self.template_context(tool, &args, ctx.headers));
+        let result = self
+            .send_rendered(
+                tool,
+                (request, &permit),
+                &args,
+                &template_ctx,
+                ctx,
+                (Some(max_response), Want::Value),
+            )
+            .await
+            .map(|exec| priced.charge(exec));
+        self.finish(permit, &result, ctx).await;
+        result
+    }
+}
