@@ -431,3 +431,76 @@ async fn whole_number_floats_are_sent_as_integers() {
         r#"{"a":4000,"b":1000,"c":0,"d":2.5,"e":[3]}"#
     );
 }
+
+#[tokio::test]
+async fn in_the_mcp_client_a_person_approves_the_plan_and_its_write_runs_once() {
+    let server = crm_upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = crate::approval::human_broker(&server, dir.path()).await;
+    let elicit = json!({ "elicitation": { "form": {} } });
+    let call = |round: Option<(Value, String)>| {
+        let mut params = json!({ "name": WRAPPER, "arguments": folder("Gate") });
+        if let Some((responses, state)) = round {
+            params["inputResponses"] = responses;
+            params["requestState"] = json!(state);
+        }
+        crate::support::mcp_modern(&broker, "tools/call", params, elicit.clone(), WRAPPER, &CRM)
+    };
+    let (status, reply) = call(None).await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["result"]["resultType"], "input_required", "{reply}");
+    let message = reply["result"]["inputRequests"]["approval"]["params"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for shown in [
+        "1 write, in this order",
+        "POST /medias/folder (crm.medias_create_media_folder)",
+        "Gate",
+    ] {
+        assert!(message.contains(shown), "`{shown}` not in: {message}");
+    }
+    assert!(writes(&server).await.is_empty(), "asking sent the write");
+    let state = reply["result"]["requestState"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let accept = json!({ "approval": { "action": "accept", "content": { "approve": true } } });
+    let (status, reply) = call(Some((accept.clone(), state.clone()))).await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+    assert_eq!(writes(&server).await, ["POST /medias/folder"]);
+    let (_, reply) = call(Some((accept, state))).await;
+    assert_eq!(reply["error"]["data"]["reason"], "used", "{reply}");
+    assert_eq!(
+        writes(&server).await.len(),
+        1,
+        "a replayed answer sent it again"
+    );
+}
+
+#[tokio::test]
+async fn an_idempotent_repeat_of_a_confirmed_plan_sends_nothing_again() {
+    let server = MockServer::start().await;
+    overdue_tasks(&server, &["A", "B"]).await;
+    let mut setup = Setup::all_upstreams(&server.uri());
+    setup.config = Some("confirmation = \"bound\"\n".into());
+    setup.clock = Some(wednesday_noon);
+    let broker = TestBroker::start(setup).await;
+    let args = json!({ "query": "x", "dryRun": false, "timeZone": "UTC", "limit": 10 });
+    let (_, body) = broker.call(RESCHEDULE, args.clone(), &CRM).await;
+    let mut confirmed = args;
+    confirmed["confirmationToken"] = body["data"]["confirmationToken"].clone();
+    let headers = [CRM[0], CRM[1], ("idempotency-key", "move-overdue-1")];
+    let (status, first) = broker.call(RESCHEDULE, confirmed.clone(), &headers).await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(writes(&server).await.len(), 2);
+    let (status, again) = broker.call(RESCHEDULE, confirmed, &headers).await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["data"], first["data"], "the kept answer");
+    assert_eq!(
+        writes(&server).await.len(),
+        2,
+        "the repeat moved tasks again"
+    );
+}

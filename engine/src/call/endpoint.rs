@@ -44,7 +44,9 @@ impl Broker {
             )
             .await
             .map(|exec| priced.charge(exec));
-        self.finish(permit, &result, ctx).await;
+        if permit.leaves_work() {
+            self.finish(permit, &result, ctx).await;
+        }
         result
     }
 }

@@ -63,8 +63,9 @@ impl Gate {
 pub(super) struct Permit<'t> {
     tool: &'t Tool,
     hold: Option<Hold>,
-    /// A write sent inside another tool: audited by `finish` (the door audits its own).
-    inner_write: Option<Planned>,
+    /// A write sent inside another tool, and when it was cleared: audited by `finish`
+    /// (the door audits its own).
+    inner_write: Option<(Planned, jiff::Timestamp, std::time::Instant)>,
     /// The idempotency key the request carries upstream.
     idempotency: Option<String>,
     policies: Option<std::sync::Arc<[String]>>,
@@ -74,6 +75,12 @@ impl Permit<'_> {
     /// The idempotency key the request carries upstream.
     fn idempotency(&self) -> Option<&str> {
         self.idempotency.as_deref()
+    }
+
+    /// Whether [`Broker::finish`] has anything to do: a reservation to settle or a
+    /// write to audit. A plain read has neither, and skips it.
+    pub(super) fn leaves_work(&self) -> bool {
+        self.hold.is_some() || self.inner_write.is_some()
     }
 }
 
@@ -162,7 +169,7 @@ impl Broker {
             if !own {
                 // Each write of a call carries a key of its own, derived from the call's.
                 idempotency = idempotency.map(|key| format!("{key}-w{}", place.unwrap_or(0)));
-                inner_write = Some(write);
+                inner_write = Some((write, self.now(), std::time::Instant::now()));
             }
         }
         if let Some(limit) = &tool.rate_limit {
@@ -209,9 +216,18 @@ impl Broker {
         if let Some(hold) = hold {
             Box::pin(self.settle(tool, hold, result)).await;
         }
-        if let Some(write) = inner_write {
+        if let Some((write, at, started)) = inner_write {
             ctx.sent_write();
-            Box::pin(self.audit_inner(tool, &write, result, ctx, policies)).await;
+            // Audited as its own tool, under the outer call's trace.
+            let audit = self.audit(
+                tool,
+                ctx,
+                result,
+                write.digest,
+                (at, super::elapsed_ms(started)),
+                (policies.as_deref(), ctx.principal.confirmation, None),
+            );
+            Box::pin(audit).await;
         }
     }
 
@@ -225,63 +241,6 @@ impl Broker {
             dry_run: true,
             summary: Some(format!("{} planned: nothing was sent", tool.full_name)),
             ..Exec::default()
-        }
-    }
-
-    /// The audit record of a write sent inside another tool (the door's own write is
-    /// audited by the door): the inner tool, the digest of its request, the outcome,
-    /// under the outer call's trace.
-    async fn audit_inner(
-        &self,
-        tool: &Tool,
-        write: &Planned,
-        result: &Result<Exec, CallError>,
-        ctx: &RequestCtx<'_>,
-        policies: Option<std::sync::Arc<[String]>>,
-    ) {
-        use crate::store::audit::{AuditRecord, Outcome as Audited};
-        let (outcome, upstream_status, classification) = match result {
-            Ok(exec) => (Audited::Executed, exec.upstream_status, "ok"),
-            Err(e) => (
-                match super::write_outcome(result) {
-                    Some(Audited::Executed) => Audited::Executed,
-                    _ => Audited::Refused,
-                },
-                e.upstream_status,
-                e.classification.as_str(),
-            ),
-        };
-        let record = AuditRecord {
-            seq: 0,
-            at: self.now().to_string(),
-            key_name: ctx.principal.name.clone(),
-            tool: tool.full_name.clone(),
-            descriptor_hash: tool.descriptor_hash.clone(),
-            catalog_version: self
-                .catalog
-                .services
-                .get(&tool.service)
-                .map(|s| s.catalog_version.clone())
-                .unwrap_or_default(),
-            args_sha256: write.digest.clone(),
-            outcome,
-            upstream_status,
-            classification: classification.to_string(),
-            trace_id: ctx.trace.id.to_string(),
-            duration_ms: 0,
-            confirmation: Some(ctx.principal.confirmation.as_str().to_string()),
-            policies: policies.map(|ids| ids.to_vec()),
-            cost: match result {
-                Ok(exec) => exec.cost.as_deref(),
-                Err(_) => None,
-            }
-            .and_then(|c| {
-                c.actual
-                    .map(|n| std::iter::once((c.unit.to_string(), n)).collect())
-            }),
-        };
-        if let Err(e) = self.store.append_audit(&record).await {
-            tracing::error!(error = %e, tool = %tool.full_name, trace_id = %ctx.trace.id, "write audit record not stored");
         }
     }
 }

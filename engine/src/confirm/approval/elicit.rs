@@ -252,9 +252,21 @@ pub async fn check(
     ) {
         return answer(cx, tool, ctx, (caller, digest), elicitation).await;
     }
+    check_state(cx, tool, (caller, digest), elicitation, false).await
+}
+
+/// The retry's `requestState` checked against `(caller, tool, digest)`; with `spend`,
+/// spent (once across replicas).
+async fn check_state(
+    cx: Context<'_>,
+    tool: &Tool,
+    (caller, digest): (&str, crate::confirm::Bind<'_>),
+    elicitation: &crate::run::Elicitation,
+    spend: bool,
+) -> Result<(), CallError> {
     let state = elicitation.state.as_deref().unwrap_or("");
     let refusal =
-        crate::confirm::bound::check_claims(cx, PURPOSE, tool, caller, digest, state, false)
+        crate::confirm::bound::check_claims(cx, PURPOSE, tool, caller, digest, state, spend)
             .await
             .map_err(|e| store_down(&e))?;
     match refusal {
@@ -277,18 +289,7 @@ pub async fn answer(
     elicitation: &crate::run::Elicitation,
 ) -> Result<(), CallError> {
     let answer = read_decision(tool, elicitation.responses.as_ref())?;
-    let state = elicitation.state.as_deref().unwrap_or("");
-    let refusal =
-        crate::confirm::bound::check_claims(cx, PURPOSE, tool, caller, digest, state, true)
-            .await
-            .map_err(|e| store_down(&e))?;
-    if let Some(r) = refusal {
-        return Err(refused(
-            tool,
-            r.as_str(),
-            &format!("the requestState {}", r.words()),
-        ));
-    }
+    check_state(cx, tool, (caller, digest), elicitation, true).await?;
     let approve = matches!(answer, Decision::Approve);
     crate::confirm::audit::decided(
         cx.parts,
