@@ -148,27 +148,32 @@ impl Broker {
         let mut inner_write = None;
         let mut idempotency = ctx.idempotency.clone();
         if changes_state(tool, request) {
-            let write = Planned::new(&tool.full_name, request.preview(), &request.headers);
-            let place = match &ctx.cover {
-                Cover::Flags => Some(ctx.writes_sent()),
-                Cover::ReadsOnly => return Err(unconfirmed(tool)),
-                Cover::Door(name) if own && *name == tool.full_name => None,
-                Cover::Door(_) => return Err(unconfirmed(tool)),
+            // What binds and audits a write inside another tool; the door's own write
+            // is bound and audited by the door.
+            let write = || Planned::new(&tool.full_name, request.preview(), &request.headers);
+            let (place, write) = match &ctx.cover {
+                Cover::Flags if own => (0, None),
+                Cover::Flags => (ctx.writes_sent(), Some(write())),
+                Cover::Door(name) if own && *name == tool.full_name => (0, None),
+                Cover::ReadsOnly | Cover::Door(_) => return Err(unconfirmed(tool)),
                 Cover::Plan(plan) => {
-                    plan.record(write);
+                    plan.record(write());
                     return Ok(Cleared::Planned(self.planned(tool, request, ctx)));
                 }
-                Cover::Confirmed(plan) => match plan.take(&write) {
-                    Matched::Next(place) => Some(place),
-                    Matched::Changed => {
-                        let door = ctx.door.map_or(tool.full_name.as_str(), |d| &d.full_name);
-                        return Err(plan_changed(door, ctx.writes_sent()));
+                Cover::Confirmed(plan) => {
+                    let write = write();
+                    match plan.take(&write) {
+                        Matched::Next(place) => (place, Some(write)),
+                        Matched::Changed => {
+                            let door = ctx.door.map_or(tool.full_name.as_str(), |d| &d.full_name);
+                            return Err(plan_changed(door, ctx.writes_sent()));
+                        }
                     }
-                },
+                }
             };
-            if !own {
+            if let Some(write) = write {
                 // Each write of a call carries a key of its own, derived from the call's.
-                idempotency = idempotency.map(|key| format!("{key}-w{}", place.unwrap_or(0)));
+                idempotency = idempotency.map(|key| format!("{key}-w{place}"));
                 inner_write = Some((write, self.now(), std::time::Instant::now()));
             }
         }
