@@ -105,22 +105,10 @@ async fn under_bound_a_dispatched_write_is_planned_then_sent_once_with_its_token
 
     let mut confirmed = folder("Gate");
     confirmed["confirmationToken"] = json!(token);
-    let (status, body) = broker.call(WRAPPER, confirmed.clone(), &CRM).await;
-    assert_eq!(status, 200, "{body}");
+    let body = runs_once(&broker, &server, confirmed).await;
     assert_eq!(
         body["meta"]["dispatchedTo"],
         "crm.medias_create_media_folder"
-    );
-    assert_eq!(writes(&server).await, ["POST /medias/folder"]);
-    let (status, body) = broker.call(WRAPPER, confirmed, &CRM).await;
-    assert_eq!(
-        (status, body["error"]["details"]["reason"].as_str()),
-        (428, Some("used"))
-    );
-    assert_eq!(
-        writes(&server).await.len(),
-        1,
-        "a spent token sends nothing"
     );
 
     // The audit: the wrapper's call, and the write it sent under the same trace.
@@ -179,19 +167,22 @@ async fn under_human_nothing_leaves_before_approval_and_each_approved_write_once
     );
     let mut approved = folder("Gate");
     approved["approvalId"] = json!(id);
-    let (status, body) = broker.call(WRAPPER, approved.clone(), &CRM).await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(writes(&server).await, ["POST /medias/folder"]);
-    let (status, body) = broker.call(WRAPPER, approved, &CRM).await;
+    runs_once(&broker, &server, approved).await;
+}
+
+/// The wrapper called twice with the same confirmation: the first call sends the plan's
+/// one write; the repeat is refused as `used` and sends nothing again. The first answer.
+async fn runs_once(broker: &TestBroker, server: &MockServer, confirmed: Value) -> Value {
+    let (status, first) = broker.call(WRAPPER, confirmed.clone(), &CRM).await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(writes(server).await, ["POST /medias/folder"]);
+    let (status, body) = broker.call(WRAPPER, confirmed, &CRM).await;
     assert_eq!(
         (status, body["error"]["details"]["reason"].as_str()),
         (428, Some("used"))
     );
-    assert_eq!(
-        writes(&server).await.len(),
-        1,
-        "a retry after approval sent it again"
-    );
+    assert_eq!(writes(server).await.len(), 1, "a confirmation ran twice");
+    first
 }
 
 /// Wednesday 2026-11-25 12:00 UTC.
