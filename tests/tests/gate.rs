@@ -209,14 +209,20 @@ async fn overdue_tasks(server: &MockServer, ids: &[&str]) {
         .await;
 }
 
-#[tokio::test]
-async fn the_reschedulers_plan_is_read_from_its_search_and_a_changed_plan_is_refused() {
+/// An upstream with tasks `ids` overdue, and a `bound` broker on Wednesday noon.
+async fn rescheduler(ids: &[&str]) -> (MockServer, TestBroker) {
     let server = MockServer::start().await;
-    overdue_tasks(&server, &["A", "B"]).await;
+    overdue_tasks(&server, ids).await;
     let mut setup = Setup::all_upstreams(&server.uri());
     setup.config = Some("confirmation = \"bound\"\n".into());
     setup.clock = Some(wednesday_noon);
     let broker = TestBroker::start(setup).await;
+    (server, broker)
+}
+
+#[tokio::test]
+async fn the_reschedulers_plan_is_read_from_its_search_and_a_changed_plan_is_refused() {
+    let (server, broker) = rescheduler(&["A", "B"]).await;
     let args = json!({ "query": "x", "dryRun": false, "timeZone": "UTC", "limit": 10 });
     let (status, body) = broker.call(RESCHEDULE, args.clone(), &CRM).await;
     assert_eq!(status, 200, "{body}");
@@ -262,12 +268,7 @@ async fn the_reschedulers_plan_is_read_from_its_search_and_a_changed_plan_is_ref
 
 #[tokio::test]
 async fn a_plan_without_writes_needs_no_confirmation() {
-    let server = MockServer::start().await;
-    overdue_tasks(&server, &[]).await;
-    let mut setup = Setup::all_upstreams(&server.uri());
-    setup.config = Some("confirmation = \"bound\"\n".into());
-    setup.clock = Some(wednesday_noon);
-    let broker = TestBroker::start(setup).await;
+    let (_server, broker) = rescheduler(&[]).await;
     let (status, body) = broker
         .call(RESCHEDULE, json!({ "query": "x", "timeZone": "UTC" }), &CRM)
         .await;
@@ -472,12 +473,7 @@ async fn in_the_mcp_client_a_person_approves_the_plan_and_its_write_runs_once() 
 
 #[tokio::test]
 async fn an_idempotent_repeat_of_a_confirmed_plan_sends_nothing_again() {
-    let server = MockServer::start().await;
-    overdue_tasks(&server, &["A", "B"]).await;
-    let mut setup = Setup::all_upstreams(&server.uri());
-    setup.config = Some("confirmation = \"bound\"\n".into());
-    setup.clock = Some(wednesday_noon);
-    let broker = TestBroker::start(setup).await;
+    let (server, broker) = rescheduler(&["A", "B"]).await;
     let args = json!({ "query": "x", "dryRun": false, "timeZone": "UTC", "limit": 10 });
     let (_, body) = broker.call(RESCHEDULE, args.clone(), &CRM).await;
     let mut confirmed = args;

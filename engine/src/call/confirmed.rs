@@ -78,7 +78,7 @@ impl Broker {
         }
         let door = |arguments| Args::Door(arguments, decided.clone());
         // Once confirmed, the door's own request is covered; nothing else is.
-        let confirmed = ctx.pass(Cover::Door(&tool.full_name));
+        let confirmed = ctx.pass(Cover::Door);
         let rules = &self.catalog.rules.confirmation;
         let map = Some(&arguments);
         let digest = crate::confirm::bound::digest(tool, map, rules);

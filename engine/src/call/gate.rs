@@ -154,8 +154,8 @@ impl Broker {
             let (place, write) = match &ctx.cover {
                 Cover::Flags if own => (0, None),
                 Cover::Flags => (ctx.writes_sent(), Some(write())),
-                Cover::Door(name) if own && *name == tool.full_name => (0, None),
-                Cover::ReadsOnly | Cover::Door(_) => return Err(unconfirmed(tool)),
+                Cover::Door if own => (0, None),
+                Cover::ReadsOnly | Cover::Door => return Err(unconfirmed(tool)),
                 Cover::Plan(plan) => {
                     plan.record(write());
                     return Ok(Cleared::Planned(self.planned(tool, request, ctx)));

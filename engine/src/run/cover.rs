@@ -25,8 +25,8 @@ pub enum Cover<'a> {
     Flags,
     /// No write may leave.
     ReadsOnly,
-    /// The door's own request (of the tool named here) is confirmed; nothing else.
-    Door(&'a str),
+    /// The door's own request (`RequestCtx::door`'s) is confirmed; nothing else.
+    Door,
     /// A preview: writes are planned, not sent.
     Plan(&'a Plan),
     /// The writes of this plan, in order, each once.
