@@ -6,7 +6,7 @@
 #   local tool portal.check_connection), and a peer OpenAPI-to-MCP server (FastMCP
 #   `from_openapi`, from PyPI) proxying the same upstream.
 # Figures: saturation (wrk, 1 thread, 32 connections), fixed rate (p50/p99 at 1k and
-# 5k req/s, open loop: engine/examples/rate.rs), the broker's start-up time and resident
+# 5k req/s, open loop: engine/broker/examples/rate.rs), the broker's start-up time and resident
 # memory, and memory across a soak at saturation. Writes bench/RESULTS.md (or $OUT).
 #
 #   bench/compare.sh                 # 10 s per saturation run, 10 s per rate, 60 s soak

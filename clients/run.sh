@@ -101,7 +101,7 @@ echo "== schemathesis against the projection (bounded)"
   --mode positive
 
 echo "== the broker's log, written to a file"
-# stderr was a file: no colour codes (engine/src/telemetry/logging.rs), and the calls were logged.
+# stderr was a file: no colour codes (engine/telemetry/src/telemetry/logging.rs), and the calls were logged.
 if grep -q $'\x1b\[' "$target_dir/client-broker.log"; then
   echo "FAIL the broker wrote colour codes into its log file"; exit 1
 fi

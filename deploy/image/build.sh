@@ -18,7 +18,7 @@ if [[ -z $engine ]]; then
   echo "neither podman nor docker found: install one (deploy/image/podman-setup.sh sets up podman)" >&2
   exit 1
 fi
-version=$(sed -n 's/^version = "\(.*\)"$/\1/p' engine/Cargo.toml | head -1)
+version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)
 revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 source=$(git config --get remote.origin.url 2>/dev/null || echo unknown)
 tag=${TAG:-tool-broker:$version}

@@ -2,7 +2,7 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    if let Err(disagreement) = tool_broker::oracle::http1::head(data) {
+    if let Err(disagreement) = broker_oracle::oracle::http1::head(data) {
         panic!("{disagreement}");
     }
 });

@@ -3,7 +3,7 @@
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data)
-        && let Err(disagreement) = tool_broker::oracle::readers::json_string(text)
+        && let Err(disagreement) = broker_oracle::oracle::readers::json_string(text)
     {
         panic!("{disagreement}");
     }

@@ -2,7 +2,7 @@
 #![no_main]
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    if let Err(disagreement) = tool_broker::oracle::readers::jsonrpc(data) {
+    if let Err(disagreement) = broker_oracle::oracle::readers::jsonrpc(data) {
         panic!("{disagreement}");
     }
 });

@@ -1,4 +1,4 @@
-//! Who confirms a write, mode `human`, on the approval page (engine/src/confirm/approval/): a
+//! Who confirms a write, mode `human`, on the approval page (engine/core/src/confirm/approval/): a
 //! write waits for a person who signs in with an approver credential, sees the exact
 //! request and approves or declines it; the flag alone never runs it; forms without
 //! their CSRF token change nothing; approvals are single use and expire; what the

@@ -1,12 +1,17 @@
-//! The engine's layout is its pipeline: each top-level module of `engine/src`
-//! may import only the modules below it. This test reads every `crate::` path (and every
-//! `super::` path that climbs to the crate root) in the engine's code, outside comments,
-//! strings and `#[cfg(test)]` items, and fails on an edge the table does not allow.
+//! The engine's layout is its pipeline. Its crates are its floors, each depending only on
+//! the floors below it: Cargo refuses an import that runs back up, and the first test
+//! holds the table of floors in `engine/DESIGN.md` ("Crates by floor") to the crates'
+//! manifests and folders.
 //!
-//! The table is printed in `engine/DESIGN.md` ("Who may import whom"); the test fails if
-//! the two differ, and prints the text to paste. Inside each folder the files import one
-//! way too: a cycle between the files (or sub-folders) of one folder fails. A last test
-//! holds the files' length.
+//! Inside a floor, the modules keep an order of their own that Cargo cannot see (in
+//! `broker-core`, `hooks` runs below `call`). Each module may import only the modules
+//! below it in the second table ("Who may import whom"): this test reads every `crate::`
+//! path (and every `super::` path that climbs to the crate root) in the engine's code,
+//! outside comments, strings and `#[cfg(test)]` items, and fails on an edge the table
+//! does not allow. Both tables are printed in `engine/DESIGN.md`; the tests fail if they
+//! differ, and print the text to paste. Inside each folder the files import one way too:
+//! a cycle between the files (or sub-folders) of one folder fails. A last test holds the
+//! files' length.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -200,15 +205,193 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// The engine's crates (its floors), lowest first: each with its folder under `engine/`,
+/// the modules its `src/` holds, and the engine crates its manifest depends on. The
+/// folder `broker` is the package `tool-broker`; every other `x` is `broker-x`.
+const CRATES: &[(&str, &[&str], &[&str])] = &[
+    ("catalog", &["catalog", "error"], &[]),
+    ("config", &["config"], &["catalog"]),
+    ("telemetry", &["net", "telemetry"], &["catalog"]),
+    ("store", &["store"], &["catalog"]),
+    (
+        "identity",
+        &["caller", "policy"],
+        &["catalog", "config", "telemetry"],
+    ),
+    (
+        "upstream",
+        &["answer", "upstream"],
+        &["catalog", "config", "telemetry"],
+    ),
+    (
+        "core",
+        &["call", "confirm", "hooks", "html", "hub", "run", "webhook"],
+        &[
+            "catalog",
+            "config",
+            "identity",
+            "store",
+            "telemetry",
+            "upstream",
+        ],
+    ),
+    (
+        "surfaces",
+        &["console", "mcp", "serve"],
+        &[
+            "catalog",
+            "config",
+            "core",
+            "identity",
+            "store",
+            "telemetry",
+            "upstream",
+        ],
+    ),
+    ("import", &["import"], &["catalog"]),
+    (
+        "oracle",
+        &["oracle"],
+        &["catalog", "core", "surfaces", "upstream"],
+    ),
+    (
+        "broker",
+        &["cli"],
+        &[
+            "catalog",
+            "config",
+            "core",
+            "identity",
+            "import",
+            "store",
+            "surfaces",
+            "telemetry",
+            "upstream",
+        ],
+    ),
+];
+
+/// The package a crate's folder holds.
+fn package(folder: &str) -> String {
+    if folder == "broker" {
+        "tool-broker".into()
+    } else {
+        format!("broker-{folder}")
+    }
+}
+
+#[test]
+fn the_crates_are_the_floors_of_design_md() {
+    let engine = engine_dir();
+    let mut folders: BTreeSet<String> = BTreeSet::new();
+    for entry in std::fs::read_dir(&engine).unwrap() {
+        let path = entry.unwrap().path();
+        if path.join("Cargo.toml").is_file() {
+            folders.insert(path.file_name().unwrap().to_string_lossy().into_owned());
+        }
+    }
+    let listed: BTreeSet<String> = CRATES.iter().map(|(c, _, _)| c.to_string()).collect();
+    assert_eq!(
+        listed, folders,
+        "the table must list exactly the crates under engine/"
+    );
+    let mut below: BTreeSet<&str> = BTreeSet::new();
+    let mut home: BTreeMap<&str, &str> = BTreeMap::new();
+    for (folder, modules, deps) in CRATES {
+        for dep in *deps {
+            assert!(
+                below.contains(dep),
+                "`{folder}` depends on `{dep}`, which is not listed above it: the table \
+                 must list a crate after everything it depends on"
+            );
+        }
+        below.insert(folder);
+        let dir = engine.join(folder);
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+        assert!(
+            manifest.contains(&format!("name = \"{}\"", package(folder))),
+            "engine/{folder}/Cargo.toml must be the package {}",
+            package(folder)
+        );
+        let in_manifest: BTreeSet<String> = engine_dependencies(&manifest);
+        let in_table: BTreeSet<String> = deps.iter().map(|d| package(d)).collect();
+        assert_eq!(
+            in_manifest, in_table,
+            "engine/{folder}/Cargo.toml's engine dependencies against the table"
+        );
+        let held: BTreeSet<String> = top_modules(&dir.join("src")).into_keys().collect();
+        let in_table: BTreeSet<String> = modules.iter().map(|m| m.to_string()).collect();
+        assert_eq!(held, in_table, "the modules of engine/{folder}/src");
+        for m in *modules {
+            home.insert(m, folder);
+        }
+    }
+    // The module table below runs inside the floors: a module imports only its own
+    // floor's modules or those of a floor its crate depends on.
+    let deps: BTreeMap<&str, &[&str]> = CRATES.iter().map(|(c, _, d)| (*c, *d)).collect();
+    for (module, may) in ALLOWED {
+        let floor = home[module];
+        for m in *may {
+            let other = home[m];
+            assert!(
+                other == floor || deps[floor].contains(&other),
+                "`{module}` (engine/{floor}) may import `{m}` (engine/{other}), a floor its \
+                 crate does not depend on"
+            );
+        }
+    }
+    let design = std::fs::read_to_string(engine.join("DESIGN.md")).unwrap();
+    let table = crates_table();
+    assert!(
+        design.contains(&table),
+        "engine/DESIGN.md must print the crates' table this test holds; paste:\n{table}"
+    );
+}
+
+/// The engine packages a manifest's `[dependencies]` names.
+fn engine_dependencies(manifest: &str) -> BTreeSet<String> {
+    manifest
+        .split("\n[")
+        .filter(|section| section.starts_with("dependencies]"))
+        .flat_map(|section| section.lines().skip(1))
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| name.starts_with("broker-") || *name == "tool-broker")
+        .map(str::to_string)
+        .collect()
+}
+
+/// The crates' table as `engine/DESIGN.md` prints it.
+fn crates_table() -> String {
+    let mut out = String::from("| crate | folder | modules | depends on |\n|---|---|---|---|\n");
+    for (folder, modules, deps) in CRATES {
+        let list = |names: &[&str], f: &dyn Fn(&str) -> String| {
+            if names.is_empty() {
+                "nothing".to_string()
+            } else {
+                names.iter().map(|n| f(n)).collect::<Vec<_>>().join(", ")
+            }
+        };
+        out.push_str(&format!(
+            "| `{}` | `engine/{folder}` | {} | {} |\n",
+            package(folder),
+            list(modules, &|m| format!("`{m}`")),
+            list(deps, &|d| format!("`{}`", package(d))),
+        ));
+    }
+    out
+}
+
 #[test]
 fn every_import_goes_down_the_table() {
-    let src = engine_src();
-    let modules = top_modules(&src);
+    let mut modules = BTreeMap::new();
+    for src in sources() {
+        modules.extend(top_modules(&src));
+    }
     let listed: BTreeSet<&str> = ALLOWED.iter().map(|(m, _)| *m).collect();
     let named: BTreeSet<&str> = modules.keys().map(String::as_str).collect();
     assert_eq!(
         listed, named,
-        "the table must list exactly the top-level modules of engine/src"
+        "the table must list exactly the top-level modules of the engine's crates"
     );
     let edges = edges(&modules);
     let allowed: BTreeMap<&str, &[&str]> = ALLOWED.iter().copied().collect();
@@ -243,7 +426,7 @@ fn the_table_has_no_cycle_and_is_printed_in_design_md() {
         }
         below.insert(module);
     }
-    let design = std::fs::read_to_string(engine_src().join("../DESIGN.md"))
+    let design = std::fs::read_to_string(engine_dir().join("DESIGN.md"))
         .unwrap_or_else(|e| panic!("engine/DESIGN.md: {e}"));
     let table = markdown_table();
     assert!(
@@ -254,23 +437,24 @@ fn the_table_has_no_cycle_and_is_printed_in_design_md() {
 
 #[test]
 fn no_folder_has_a_cycle_between_its_files() {
-    let src = engine_src();
-    let mut folders = Vec::new();
-    module_folders(&src, &mut folders);
     let mut cycles = Vec::new();
-    for folder in &folders {
-        let graph = sibling_edges(&src, folder);
-        for cycle in strongly_connected(&graph) {
-            let name = folder.strip_prefix(&src).unwrap_or(folder).display();
-            let mut edges = Vec::new();
-            for from in &cycle {
-                for (to, via) in &graph[from] {
-                    if cycle.contains(to) {
-                        edges.push(format!("{from} -> {to} ({via})"));
+    for src in sources() {
+        let mut folders = Vec::new();
+        module_folders(&src, &mut folders);
+        for folder in &folders {
+            let graph = sibling_edges(&src, folder);
+            for cycle in strongly_connected(&graph) {
+                let name = folder.strip_prefix(&src).unwrap_or(folder).display();
+                let mut edges = Vec::new();
+                for from in &cycle {
+                    for (to, via) in &graph[from] {
+                        if cycle.contains(to) {
+                            edges.push(format!("{from} -> {to} ({via})"));
+                        }
                     }
                 }
+                cycles.push(format!("{name}/: {}", edges.join("; ")));
             }
-            cycles.push(format!("{name}/: {}", edges.join("; ")));
         }
     }
     assert!(
@@ -288,12 +472,13 @@ fn no_folder_has_a_cycle_between_its_files() {
 /// collector, `net.rs`) are not upstream requests of a tool.
 #[test]
 fn only_the_gate_holds_the_upstream_client() {
-    let src = engine_src();
     let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    for src in sources() {
+        rust_files(&src, &mut files);
+    }
     let mut found = Vec::new();
     for file in &files {
-        let relative = file.strip_prefix(&src).unwrap_or(file);
+        let relative = relative(file);
         let name = relative.to_string_lossy().replace('\\', "/");
         if name.starts_with("upstream/") || name == "call/gate.rs" || name.starts_with("oracle/") {
             continue;
@@ -321,7 +506,7 @@ fn only_the_gate_holds_the_upstream_client() {
         "only call/gate.rs may hold the upstream client (every request leaves through the gate, with a permit):\n{}",
         found.join("\n")
     );
-    let gate = std::fs::read_to_string(src.join("call/gate.rs")).unwrap();
+    let gate = std::fs::read_to_string(engine_dir().join("core/src/call/gate.rs")).unwrap();
     let gate = without_tests(&code_only(&gate));
     assert_eq!(
         gate.matches("self.client.send(").count(),
@@ -383,9 +568,10 @@ const MAX_LINES: usize = 1_200;
 
 #[test]
 fn no_file_is_long_without_a_reason_at_its_top() {
-    let src = engine_src();
     let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    for src in sources() {
+        rust_files(&src, &mut files);
+    }
     let long: Vec<String> = files
         .iter()
         .filter_map(|file| {
@@ -395,7 +581,7 @@ fn no_file_is_long_without_a_reason_at_its_top() {
                 .lines()
                 .take_while(|l| l.starts_with("//!"))
                 .any(|l| l.starts_with("//! Longer than"));
-            let name = file.strip_prefix(&src).unwrap_or(file).display();
+            let name = file.strip_prefix(engine_dir()).unwrap_or(file).display();
             (lines > MAX_LINES && !reason).then(|| format!("{name} ({lines} lines)"))
         })
         .collect();
@@ -650,8 +836,26 @@ fn strongly_connected(graph: &BTreeMap<String, BTreeMap<String, String>>) -> Vec
     s.out
 }
 
-fn engine_src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../engine/src")
+/// The folder that holds the engine's crates.
+fn engine_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../engine")
+}
+
+/// Every crate's `src/`, lowest floor first.
+fn sources() -> Vec<PathBuf> {
+    CRATES
+        .iter()
+        .map(|(folder, _, _)| engine_dir().join(folder).join("src"))
+        .collect()
+}
+
+/// A file's path inside its crate's `src/`: `engine/core/src/call/gate.rs` is
+/// `call/gate.rs`.
+fn relative(file: &Path) -> &Path {
+    sources()
+        .iter()
+        .find_map(|src| file.strip_prefix(src).ok())
+        .unwrap_or(file)
 }
 
 /// Each top-level module with its files (`name.rs`, or a folder with `mod.rs`).
@@ -695,13 +899,12 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// Every edge between two top-level modules, with the files that make it.
 fn edges(modules: &BTreeMap<String, Vec<PathBuf>>) -> BTreeMap<(String, String), BTreeSet<String>> {
-    let src = engine_src();
     let mut out: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
     for (module, files) in modules {
         for file in files {
             let text =
                 std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-            let relative = file.strip_prefix(&src).unwrap_or(file);
+            let relative = relative(file);
             for to in imports(&text, depth(relative)) {
                 if &to != module && modules.contains_key(&to) {
                     out.entry((module.clone(), to))

@@ -1,4 +1,4 @@
-//! The write audit as the console reads it (engine/src/store/audit_query.rs): filters,
+//! The write audit as the console reads it (engine/store/src/store/audit_query.rs): filters,
 //! newest-first pages by cursor, the oldest record kept, and retention pruning that
 //! removes only what is past its bound and over a day old, while the audit otherwise
 //! stays append-only; and the console's other lists (principals, stored keys,

@@ -1,4 +1,4 @@
-//! What a connection may cost (engine/src/serve/bounds.rs, the `[server]` table): slow and
+//! What a connection may cost (engine/surfaces/src/serve/bounds.rs, the `[server]` table): slow and
 //! idle clients are closed, the connection cap answers 429, header limits answer 431,
 //! an over-limit body is answered so the client reads its 413 envelope, and a shutdown
 //! lets calls in flight finish. Raw TCP clients on loopback; every wait is bounded by a

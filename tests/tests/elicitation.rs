@@ -1,4 +1,4 @@
-//! Human confirmation through the MCP client (engine/src/confirm/approval/elicit.rs): a
+//! Human confirmation through the MCP client (engine/core/src/confirm/approval/elicit.rs): a
 //! 2026-07-28 client that declares elicitation gets an input-required result showing
 //! the write; the retry with the person's acceptance runs it once; a decline sends
 //! nothing; an altered, replayed, expired or rebound `requestState` is a JSON-RPC error

@@ -1,4 +1,4 @@
-//! A serving worker holds its plain-HTTP upstream connections itself (engine/src/upstream/held.rs):
+//! A serving worker holds its plain-HTTP upstream connections itself (engine/upstream/src/upstream/held.rs):
 //! one connection carries call after call, the request line is origin-form with a
 //! `Host` header, and a connection the upstream closed between calls costs no call.
 //! The upstream here is a bare HTTP/1.1 server that counts its connections.

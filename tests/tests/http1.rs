@@ -1,4 +1,4 @@
-//! The broker's own HTTP/1.1 server (engine/src/serve/http1.rs): call requests on a keep-alive
+//! The broker's own HTTP/1.1 server (engine/surfaces/src/serve/http1.rs): call requests on a keep-alive
 //! connection are read and answered by it, pipelined ones in order; anything else hands
 //! the connection to hyper's server with the bytes read so far, and is answered as
 //! before. `tool_broker_http1_handovers_total` tells the two apart from outside. Raw TCP

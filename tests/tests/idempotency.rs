@@ -1,4 +1,4 @@
-//! Idempotent writes (engine/src/confirm/idempotency.rs, decision 009): a completed
+//! Idempotent writes (engine/core/src/confirm/idempotency.rs, decision 009): a completed
 //! write repeated with the same `Idempotency-Key` is answered from the store without a
 //! new upstream call, on every endpoint and across replicas; other arguments are a 409;
 //! payments also gets a derived key upstream.

@@ -1,4 +1,4 @@
-//! Browser origins and DNS rebinding (engine/src/caller/origin.rs): a request whose `Origin` is
+//! Browser origins and DNS rebinding (engine/identity/src/caller/origin.rs): a request whose `Origin` is
 //! neither the broker's own nor allowed, or whose `Host` is not a loopback name on a
 //! loopback broker, is 403 on every endpoint before any tool runs; requests without
 //! `Origin` are unaffected.

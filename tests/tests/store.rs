@@ -1,4 +1,4 @@
-//! The durable store (engine/src/store/): one suite, run on SQLite everywhere and on
+//! The durable store (engine/store/src/store/): one suite, run on SQLite everywhere and on
 //! PostgreSQL when `TOOL_BROKER_TEST_DATABASE_URL` is set. The PostgreSQL tests are
 //! `#[ignore]`d, so without a database they show as ignored, never as passed; `.ci/run`
 //! runs them against a real server with `--ignored`. Each PostgreSQL test works in a

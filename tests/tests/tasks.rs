@@ -1,4 +1,4 @@
-//! Long-running tools as MCP tasks (engine/src/mcp/tasks.rs): a 2026-07-28 client that
+//! Long-running tools as MCP tasks (engine/surfaces/src/mcp/tasks.rs): a 2026-07-28 client that
 //! opts into the tasks extension gets a task at once for a tool that waits; `tasks/get`
 //! and `tasks/cancel` work from any replica through the store, for the task's owner
 //! only; a client that does not opt in gets today's bounded wait.

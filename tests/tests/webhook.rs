@@ -1,4 +1,4 @@
-//! `POST /webhooks/<service>` (engine/src/webhook/): imagegen's callbacks, verified by
+//! `POST /webhooks/<service>` (engine/core/src/webhook/): imagegen's callbacks, verified by
 //! the shared bearer secret the deployment configures, and agent task events, verified
 //! by RSA signature over the message the catalog states with a freshness window, update
 //! the jobs callers submitted; anything unverified stores nothing; a redelivery changes
