@@ -124,7 +124,7 @@ async fn the_person_approves_in_the_client_and_the_write_runs_once() {
             .count(),
         1
     );
-    assert!(!crate::support::logs().contains(&state));
+    assert!(!crate::support::all_logs().contains(&state));
 }
 
 #[tokio::test]

@@ -9,7 +9,7 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::support::idp::{Idp, Signer};
-use crate::support::{API_KEY, Setup, TestBroker, classification, logs, mount_customers};
+use crate::support::{API_KEY, Setup, TestBroker, all_logs, classification, logs, mount_customers};
 
 pub(crate) const VAULT: &str = "TOOL_BROKER_VAULT_KEY";
 pub(crate) const VAULT_SECRET: &str = "hub-test-vault-secret-0123456789abcdefXYZ";
@@ -490,7 +490,7 @@ async fn a_user_stores_a_key_once_and_calls_use_it_never_anothers() {
     // The key is never in clear: not in an answer, the log, the store's files.
     for (what, text) in [
         ("answers", answers),
-        ("log", logs()),
+        ("log", all_logs()),
         ("store", crate::support::folder_text(dir.path())),
     ] {
         assert!(!text.contains(CANARY), "{what} holds the key");

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{any, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::support::{Setup, TestBroker, closed_port_url, logs, sources_with};
+use crate::support::{Setup, TestBroker, all_logs, closed_port_url, sources_with};
 
 const UPSTREAM_KEY: &str = "hk_LEAKCHECK_upstream_4f1c9";
 const AGENT_KEY: &str = "ak_LEAKCHECK_agent_7d2e1";
@@ -200,7 +200,7 @@ async fn secrets_never_reach_responses_or_logs() {
             .any(|r| r.url.query().unwrap_or_default().contains(QUERY_KEY))
     );
 
-    let log_text = logs();
+    let log_text = all_logs();
     let mut probes = vec![
         UPSTREAM_KEY,
         AGENT_KEY,
@@ -400,5 +400,5 @@ async fn tokens_approval_pages_forms_and_task_results_carry_no_secret() {
             assert!(!text.contains(probe), "`{probe}` is in the {name}: {text}");
         }
     }
-    assert!(!logs().contains(&token), "a token reached the logs");
+    assert!(!all_logs().contains(&token), "a token reached the logs");
 }

@@ -8,7 +8,7 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use crate::support::idp::{Idp, RESOURCE, Signer, signed, unsigned};
-use crate::support::{API_KEY, Setup, TestBroker, classification, logs, mount_customers};
+use crate::support::{API_KEY, Setup, TestBroker, all_logs, classification, mount_customers};
 
 const PAYMENTS_KEY: (&str, &str) = ("x-payments-api-key", "pk_oauth_canary_71");
 
@@ -272,7 +272,7 @@ async fn assert_refused_with(idp: &Idp, token: &str, reason: &str) {
         "{challenge}"
     );
     assert!(upstream.received_requests().await.unwrap().is_empty());
-    assert!(!logs().contains(token), "the token reached the log");
+    assert!(!all_logs().contains(token), "the token reached the log");
     // The MCP endpoint refuses it the same way.
     let (status, body) = mcp_as(&broker, token, "tools/list", json!({})).await;
     assert_eq!(
@@ -592,7 +592,7 @@ async fn rate_limits_count_per_user_and_the_token_goes_nowhere() {
             assert!(value.to_str().unwrap().ends_with("hk_shared_by_two"));
         }
     }
-    let log = logs();
+    let log = all_logs();
     assert!(!log.contains(&dana) && !log.contains(&erin));
     assert!(!body.to_string().contains(&dana));
 }

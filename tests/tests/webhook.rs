@@ -470,7 +470,7 @@ async fn agent_task_events_are_verified_by_rsa_signature_over_the_stated_message
         1
     );
     // The fetch key and the caller key never reach the logs or an answer.
-    let logs = crate::support::logs();
+    let logs = crate::support::all_logs();
     assert!(!logs.contains(AGENT_FETCH_KEY));
 }
 

@@ -25,36 +25,95 @@ pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// Everything the tracing subscriber wrote during this test binary's run.
+/// This test's log lines: what was logged on the test's own thread and on the serving
+/// threads of the brokers it started (they log through the dispatcher of the thread that
+/// started them), from its first [`TestBroker::start`] or [`capture`] on. A line of
+/// another test running beside it is never here, so a test that looks for a line finds
+/// its own.
 pub fn logs() -> String {
-    let buffer = log_buffer();
+    let buffer = capture();
     let guard = buffer.lock().unwrap();
     String::from_utf8_lossy(&guard).into_owned()
 }
 
-fn log_buffer() -> Arc<Mutex<Vec<u8>>> {
-    static BUFFER: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
-    BUFFER
-        .get_or_init(|| {
-            let buffer = Arc::new(Mutex::new(Vec::new()));
-            let writer = LogWriter(buffer.clone());
-            let subscriber = tracing_subscriber::fmt()
-                .with_writer(move || writer.clone())
-                .with_max_level(tracing::Level::TRACE)
-                .with_ansi(false)
-                .finish();
-            let _ = tracing::subscriber::set_global_default(subscriber);
-            buffer
-        })
-        .clone()
+/// Every line any test of this binary logged, on any thread: for the sweeps that hold a
+/// secret out of every log line, whoever wrote it.
+pub fn all_logs() -> String {
+    let guard = all_lines().lock().unwrap();
+    String::from_utf8_lossy(&guard).into_owned()
 }
 
+/// Starts capturing this test's log lines (once per test thread; [`TestBroker::start`]
+/// calls it) and returns its buffer.
+pub fn capture() -> Arc<Mutex<Vec<u8>>> {
+    thread_local! {
+        static CAPTURED: std::cell::RefCell<Option<Captured>> = const { std::cell::RefCell::new(None) };
+    }
+    let test = std::thread::current()
+        .name()
+        .unwrap_or_default()
+        .to_string();
+    CAPTURED.with(|captured| {
+        let mut captured = captured.borrow_mut();
+        if let Some(this) = captured.as_ref()
+            && this.test == test
+        {
+            return this.buffer.clone();
+        }
+        // Lines of threads that capture nothing still reach the binary's buffer.
+        let _ = all_lines();
+        let buffer = Arc::new(Mutex::new(Vec::new()));
+        let guard = tracing::subscriber::set_default(subscriber(LogWriter {
+            test: Some(buffer.clone()),
+        }));
+        *captured = Some(Captured {
+            test,
+            buffer: buffer.clone(),
+            _guard: guard,
+        });
+        buffer
+    })
+}
+
+/// What a test thread captures: the test it runs (libtest names a test's thread after
+/// it), its buffer, and the guard that keeps its subscriber the thread's default.
+struct Captured {
+    test: String,
+    buffer: Arc<Mutex<Vec<u8>>>,
+    _guard: tracing::subscriber::DefaultGuard,
+}
+
+/// Every line of the binary, and the fallback subscriber of threads that capture none.
+fn all_lines() -> &'static Mutex<Vec<u8>> {
+    static ALL: OnceLock<Mutex<Vec<u8>>> = OnceLock::new();
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let _ = tracing::subscriber::set_global_default(subscriber(LogWriter { test: None }));
+    });
+    ALL.get_or_init(|| Mutex::new(Vec::new()))
+}
+
+/// A plain-text subscriber at every level into `writer`.
+fn subscriber(writer: LogWriter) -> impl tracing::Subscriber + Send + Sync {
+    tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .finish()
+}
+
+/// Writes a line into the binary's buffer and, for a capturing test, into its own.
 #[derive(Clone)]
-struct LogWriter(Arc<Mutex<Vec<u8>>>);
+struct LogWriter {
+    test: Option<Arc<Mutex<Vec<u8>>>>,
+}
 
 impl Write for LogWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
+        if let Some(test) = &self.test {
+            test.lock().unwrap().extend_from_slice(buf);
+        }
+        all_lines().lock().unwrap().extend_from_slice(buf);
         Ok(buf.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -141,7 +200,7 @@ impl Setup {
 impl TestBroker {
     /// Starts a broker.
     pub async fn start(setup: Setup) -> Self {
-        let _ = log_buffer();
+        let _ = capture();
         let catalog = match &setup.sources {
             Some(sources) => Arc::new(compiled(sources)),
             None => embedded_catalog(),
@@ -508,4 +567,34 @@ async fn post_mcp(broker: &TestBroker, body: &Value, headers: &[(&str, &str)]) -
         )
         .await;
     (status, serde_json::from_str(&text).unwrap())
+}
+
+/// A test's lines are its own: two tests beside each other each read only what they (and
+/// the threads they start with their dispatcher) logged; the binary's buffer holds both.
+#[test]
+fn each_test_reads_its_own_log_lines() {
+    let run = |name: &'static str| {
+        std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || {
+                let _ = capture();
+                tracing::warn!("line of {name}");
+                let dispatch = tracing::dispatcher::get_default(Clone::clone);
+                std::thread::spawn(move || {
+                    let _logs = tracing::dispatcher::set_default(&dispatch);
+                    tracing::warn!("worker line of {name}");
+                })
+                .join()
+                .unwrap();
+                logs()
+            })
+            .unwrap()
+    };
+    let (a, b) = (run("log-test-a"), run("log-test-b"));
+    let (a, b) = (a.join().unwrap(), b.join().unwrap());
+    assert!(a.contains("line of log-test-a") && a.contains("worker line of log-test-a"));
+    assert!(!a.contains("log-test-b"), "{a}");
+    assert!(b.contains("worker line of log-test-b") && !b.contains("log-test-a"));
+    let all = all_logs();
+    assert!(all.contains("worker line of log-test-a") && all.contains("line of log-test-b"));
 }

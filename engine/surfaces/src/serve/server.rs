@@ -361,7 +361,11 @@ pub async fn serve_workers(
     let (cut, cut_seen) = tokio::sync::watch::channel(false);
     let mut threads = Vec::with_capacity(workers);
     let mut pool = Vec::with_capacity(workers);
+    // The workers log through the dispatcher of the thread that starts them (the global
+    // one in the binary; a test's own, so its lines are its own).
+    let dispatch = tracing::dispatcher::get_default(Clone::clone);
     for n in 0..workers.max(1) {
+        let dispatch = dispatch.clone();
         let (handoff, mut handed) = tokio::sync::mpsc::unbounded_channel::<Handoff>();
         let open = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let serving = serving.clone();
@@ -373,6 +377,7 @@ pub async fn serve_workers(
         let thread = std::thread::Builder::new()
             .name(format!("tool-broker-worker-{n}"))
             .spawn(move || {
+                let _logs = tracing::dispatcher::set_default(&dispatch);
                 crate::upstream::Upstream::own_pool();
                 runtime.block_on(async move {
                     // Until the acceptor has gone (its senders dropped).
