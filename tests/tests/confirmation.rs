@@ -126,7 +126,7 @@ async fn under_bound_a_write_runs_once_with_its_own_token_and_never_on_the_flag(
     assert_eq!((status, reason(&body)), (428, "other_caller"));
     assert_eq!(posts(&server).await, 0, "no refusal sent anything");
 
-    // The token without the spec's flag: the spec's refusal, and the token not spent.
+    // The token without the contract's flag: the contract's refusal, and the token not spent.
     let (status, body) = broker
         .call(
             "payments.post_customers",

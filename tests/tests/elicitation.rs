@@ -229,7 +229,7 @@ async fn clients_that_cannot_elicit_get_the_page_and_previews_stay_free() {
         reply["result"]["structuredContent"]["error"]["details"]["reason"],
         "approval_pending"
     );
-    // Without the flag the call does not ask to run: the spec's own answer (here its
+    // Without the flag the call does not ask to run: the contract's own answer (here its
     // refusal naming the flag), with no approval and no round asked for.
     let (_, reply) = call(
         &broker,

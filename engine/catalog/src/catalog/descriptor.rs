@@ -78,7 +78,7 @@ impl<T: Serialize> Serialize for Spanned<T> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub struct ServiceFile {
-    /// The service id: one of the neutral ids of the spec (`crm`, `hosting`, ...).
+    /// The service id: one of the neutral ids of the contract (docs/contract.md) (`crm`, `hosting`, ...).
     #[schemars(with = "String")]
     pub id: SpannedStr,
     /// Human title of the service.
@@ -314,7 +314,7 @@ fn mode_setting() -> String {
     "runtime_mode".into()
 }
 
-/// Formats of a service's catalog version, as the spec gives them.
+/// Formats of a service's catalog version, as the contract (docs/contract.md) gives them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum VersionFormat {
@@ -326,7 +326,7 @@ pub enum VersionFormat {
     Semver,
 }
 
-/// The two envelopes of the spec.
+/// The two envelopes of the contract (docs/contract.md).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EnvelopeKind {

@@ -97,7 +97,7 @@ pub struct ConfigFile {
     #[serde(default)]
     pub toolset: Option<Toolset>,
     /// Who confirms a write (decision 008) for keys that name no `confirmation`:
-    /// `flag` (the default: the spec's flags), `bound` (a token the preview answered),
+    /// `flag` (the default: the contract's flags), `bound` (a token the preview answered),
     /// `human` (a person; not built yet, refused at start).
     #[serde(default)]
     pub confirmation: Option<WriteConfirmation>,
@@ -274,7 +274,7 @@ pub struct ApproverEntry {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WriteConfirmation {
-    /// The spec's flags decide (`confirm=true`, `confirmApply`).
+    /// The contract's flags decide (`confirm=true`, `confirmApply`).
     #[default]
     Flag,
     /// A write runs only with the `confirmationToken` its preview answered, bound to the

@@ -35,7 +35,7 @@ impl Broker {
     /// How the door's call is confirmed: a write under its caller's mode, and any call
     /// costing more than a binding budget's `confirm_over` under the deployment's
     /// strongest (a person approves a big spend, even of a read); the stricter of the
-    /// two. `Flag`: the spec's flags decide, as for any read.
+    /// two. `Flag`: the contract's flags decide, as for any read.
     pub(super) fn confirmation_of(
         &self,
         tool: &Tool,
@@ -102,7 +102,7 @@ impl Broker {
                     .await;
             }
             if !spend {
-                // A preview (or the spec's own refusal without its flag): free.
+                // A preview (or the contract's own refusal without its flag): free.
                 return self.execute_for_envelope(tool, door(arguments), ctx).await;
             }
             let elicitation = ctx.elicitation.filter(|e| e.applies());

@@ -4,7 +4,7 @@
 //! A token is sealed ([`crate::confirm::seal`]) claims: a random id, the caller (key name and
 //! upstream key fingerprint, as for jobs), the tool, its descriptor hash, the sha256 of
 //! the bound arguments and an expiry. The bound arguments are what the caller sent but
-//! the broker's own confirmation arguments (the spec's flags, the preview switch, the
+//! the broker's own confirmation arguments (the contract's flags, the preview switch, the
 //! token), so the preview call and the confirmed call bind the same. A token is spent
 //! in the store when its write is let through, once across every replica. Every refusal
 //! is `confirmation_required` with its reason and sends nothing.

@@ -1,7 +1,7 @@
 //! `category_dispatch`: a wrapper tool that runs one raw tool of its own service, named by
 //! `toolName`, limited by the wrapper's `[tool.dispatch]` (categories, risk, excluded
 //! class words). Arguments are the wrapper's other keys with the nested `arguments`
-//! object laid over them: nested values win (the spec's crm precedence rule).
+//! object laid over them: nested values win (the contract's crm precedence rule).
 
 use serde_json::{Map, Value, json};
 

@@ -3,7 +3,7 @@
 //! leaves through (`call::gate`). A write is a request of a write tool, or a request of
 //! the allowlisted endpoint tool that no read tool describes and is not a `GET`.
 //!
-//! - [`Cover::Flags`]: the caller's writes are confirmed by the spec's flags, each
+//! - [`Cover::Flags`]: the caller's writes are confirmed by the contract's flags, each
 //!   tool's own (mode `flag`).
 //! - [`Cover::ReadsOnly`]: nothing confirmed a write in this call (a read tool, or the
 //!   preview of a tool whose caller confirms by token or by a person): no write leaves.

@@ -217,7 +217,7 @@ impl<'a> RequestCtx<'a> {
         }
     }
 
-    /// Whether a write the caller asked for is confirmed, `flag` being what the spec's
+    /// Whether a write the caller asked for is confirmed, `flag` being what the contract's
     /// flag says: under a token or an approval ([`cover::Cover::by_the_door`]) the flags
     /// a model sets decide nothing.
     pub fn confirmed(&self, flag: bool) -> bool {

@@ -4,7 +4,7 @@
 //! `<service_id>_<tool-name-with-hyphens>`, the tool's argument schema as request body,
 //! `200` "Successful tool execution" and `default` "Error response from broker or
 //! upstream" both answering the envelope, HTTP bearer security, and the `x-mcp-*`
-//! extensions of the spec. Legacy tools only on request (`include_legacy`). Every
+//! extensions of the contract (docs/contract.md). Legacy tools only on request (`include_legacy`). Every
 //! path really works (see `server.rs`): the body is the arguments object and the answer
 //! is what `POST /` answers.
 //!

@@ -1,4 +1,4 @@
-//! The two exact envelopes of the spec (decision 002) and the one place that turns
+//! The two exact envelopes of the contract (docs/contract.md, decision 002) and the one place that turns
 //! a [`CallError`] into a response. Their JSON Schemas are committed in `schemas/`
 //! (`additionalProperties: false`) and every envelope the tests see is validated
 //! against them.

@@ -7,7 +7,7 @@
 //! the approval's id and URL. An approver opens the URL, signs in with an approver
 //! credential of the deployment (`[[approvers]]`, never an agent's API key), sees the
 //! exact request and approves or declines it ([`page`]). The agent repeats the call with
-//! the `approvalId` (and the spec's flag): pending is still `confirmation_required`,
+//! the `approvalId` (and the contract's flag): pending is still `confirmation_required`,
 //! declined is `confirmation_declined`, approved runs once.
 //!
 //! What the approver is shown holds argument values, which the store never keeps in the

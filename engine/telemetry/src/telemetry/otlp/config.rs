@@ -111,10 +111,10 @@ pub struct TraceConfig {
 /// Reads the settings from `env` (`std::env::var` in the broker, a map in tests).
 #[expect(
     clippy::too_many_lines,
-    reason = "every OTEL_ variable the exporter honours, read and checked in the order the specification lists them: one table of settings"
+    reason = "every OTEL_ variable the exporter honours, read and checked in the order the OpenTelemetry specification lists them: one table of settings"
 )]
 pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<TraceConfig, String> {
-    // An empty value is an unset one (the specification's rule).
+    // An empty value is an unset one (the OpenTelemetry specification's rule).
     let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
     let either = |name: &str| {
         var(&format!("OTEL_EXPORTER_OTLP_TRACES_{name}"))
@@ -276,7 +276,7 @@ pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<TraceConfig, Str
 }
 
 /// `key=value` pairs, comma-separated, values percent-decoded (the W3C Baggage form
-/// the specification uses for headers and resource attributes). Values never appear in
+/// the OpenTelemetry specification uses for headers and resource attributes). Values never appear in
 /// a message: they may be keys.
 fn pairs(list: &str, name: &str) -> Result<Vec<(String, String)>, String> {
     let mut out = Vec::new();
