@@ -201,12 +201,12 @@ fn approval(id: &str, state_created_expires: (i64, i64)) -> Approval {
 /// The console's other lists: who the audit names, stored keys, approvals, tasks and
 /// jobs, each newest first with its cursor.
 async fn lists(store: &Store, reader: &Store, now: i64) {
-    let names = reader.audit_principals(10).await.unwrap();
+    let names = reader.audit_callers(10).await.unwrap();
     let counts: Vec<(&str, u64)> = names.iter().map(|p| (p.name.as_str(), p.records)).collect();
     assert_eq!(counts.len(), 3);
     assert!(counts.iter().all(|(_, n)| *n == 100), "{counts:?}");
     assert!(names.windows(2).all(|w| w[0].last_ms >= w[1].last_ms));
-    assert_eq!(reader.audit_principals(1).await.unwrap().len(), 1);
+    assert_eq!(reader.audit_callers(1).await.unwrap().len(), 1);
 
     for (subject, service) in [("dana", "crm"), ("dana", "payments"), ("eve", "crm")] {
         store

@@ -178,7 +178,7 @@ fn backend(c: &mut Criterion, name: &str, config: &StoreConfig) {
     c.bench_function(&format!("{name}: who the audit names, over 100k"), |b| {
         b.iter(|| {
             runtime
-                .block_on(reader.audit_principals(2_000))
+                .block_on(reader.audit_callers(2_000))
                 .unwrap_or_else(|e| panic!("{e}"))
         })
     });

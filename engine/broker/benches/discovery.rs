@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use tool_broker::call::Broker;
-use tool_broker::caller::Principal;
+use tool_broker::caller::Caller;
 use tool_broker::catalog::compile::compile;
 use tool_broker::catalog::source::Sources;
 use tool_broker::config::{ConfigFile, Toolset, ToolsetName};
@@ -33,9 +33,9 @@ fn discovery(c: &mut Criterion) {
     let broker = Broker::new(catalog.clone(), &ConfigFile::default(), &env, store)
         .unwrap_or_else(|e| panic!("{e}"));
     // Every tool listed: what a `toolset = "all"` key pages through.
-    let principal = Principal {
+    let principal = Caller {
         toolset: Toolset::Named(ToolsetName::All),
-        ..Principal::unrestricted("bench")
+        ..Caller::unrestricted("bench")
     };
     c.bench_function("find: payments 'list issuing cards' (468 tools)", |b| {
         b.iter(|| {
@@ -85,7 +85,7 @@ fn discovery(c: &mut Criterion) {
         .resolve("payments.find_tools")
         .unwrap_or_else(|| panic!("payments.find_tools missing"));
     let headers = hyper::HeaderMap::new();
-    let caller = Principal::unrestricted("bench");
+    let caller = Caller::unrestricted("bench");
     let trace = tool_broker::telemetry::trace::Tracer::default().start(None);
     c.bench_function(
         "find answer: payments 'list issuing cards' (ranking + 10 rows, written)",

@@ -10,7 +10,7 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Map, Value, json};
-use tool_broker::caller::Principal;
+use tool_broker::caller::Caller;
 use tool_broker::catalog::Catalog;
 use tool_broker::catalog::compile::compile;
 use tool_broker::catalog::source::Sources;
@@ -78,9 +78,9 @@ fn policy(c: &mut Criterion) {
     let read = catalog
         .resolve("payments.get_customers")
         .unwrap_or_else(|| panic!("no read tool"));
-    let caller = Principal {
+    let caller = Caller {
         roles: vec!["r3".into(), "payments-team".into()],
-        ..Principal::unrestricted("support")
+        ..Caller::unrestricted("support")
     };
     let Value::Object(args) = json!({ "charge": "ch_1", "amount": 4200, "reason": "duplicate" })
     else {
@@ -111,9 +111,9 @@ fn policy(c: &mut Criterion) {
                 b.iter_batched(
                     || {
                         n += 1;
-                        Principal {
+                        Caller {
                             roles: caller.roles.clone(),
-                            ..Principal::unrestricted(&format!("support-{n}"))
+                            ..Caller::unrestricted(&format!("support-{n}"))
                         }
                     },
                     |new| policies.decide(refund, &new, black_box(&args), (false, None), || now),

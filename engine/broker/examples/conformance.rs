@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tool_broker::call::{Broker, CallInput};
-use tool_broker::caller::Principal;
+use tool_broker::caller::Caller;
 use tool_broker::catalog::compile::compile;
 use tool_broker::catalog::sample::sample;
 use tool_broker::catalog::source::Sources;
@@ -330,7 +330,7 @@ async fn main() {
                         .await
                         .unwrap();
                 let broker = Broker::new(catalog.clone(), &cfg, &env, store).unwrap();
-                let principal = Principal::unrestricted("conformance");
+                let principal = Caller::unrestricted("conformance");
                 let mut headers = hyper::HeaderMap::new();
                 if let Some(h) = &key_header {
                     headers.insert(

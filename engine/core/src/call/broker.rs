@@ -156,7 +156,7 @@ impl Pipeline for Broker {
 
     fn stored_keys<'a>(
         &'a self,
-        principal: &'a crate::caller::Principal,
+        principal: &'a crate::caller::Caller,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Vec<String>> + Send + 'a>> {
         Box::pin(async move {
             match (&self.hub, &principal.user) {

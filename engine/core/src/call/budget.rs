@@ -14,7 +14,7 @@
 use serde_json::json;
 
 use super::{Broker, Priced};
-use crate::caller::Principal;
+use crate::caller::Caller;
 use crate::catalog::Tool;
 use crate::catalog::costs::{Estimate, Price};
 use crate::error::{CallError, Classification};
@@ -197,7 +197,7 @@ impl Broker {
 
     /// Whether a call costs more than the `confirm_over` of a budget binding its
     /// caller (so a person, or a bound token, must confirm it).
-    pub(super) fn over_confirm_limit(&self, principal: &Principal, priced: Priced<'_>) -> bool {
+    pub(super) fn over_confirm_limit(&self, principal: &Caller, priced: Priced<'_>) -> bool {
         let Some((unit, cost)) = priced.units() else {
             return false;
         };

@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 
 use super::policy::Decided;
 use super::{Args, Broker, Priced};
-use crate::caller::Principal;
+use crate::caller::Caller;
 use crate::catalog::descriptor::{Class, ConfirmationMode, Risk};
 use crate::catalog::{Action, Tool};
 use crate::config::WriteConfirmation;
@@ -39,7 +39,7 @@ impl Broker {
     pub(super) fn confirmation_of(
         &self,
         tool: &Tool,
-        principal: &Principal,
+        principal: &Caller,
         priced: Priced<'_>,
     ) -> WriteConfirmation {
         let own = if tool.risk == Risk::Write {

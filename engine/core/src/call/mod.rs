@@ -37,13 +37,13 @@ use std::time::Instant;
 use serde_json::{Map, Value, json};
 
 use crate::answer::envelope::{self, Cost, Meta, Portal, Response};
-use crate::caller::Principal;
+use crate::caller::Caller;
 use crate::catalog::costs::{Estimate, Price, Reading, TooMany};
 use crate::catalog::descriptor::{Class, ConfirmationMode, EnvelopeKind, Risk};
 use crate::catalog::template::Scope;
 use crate::catalog::{Action, Tool};
 use crate::config::WriteConfirmation;
-use crate::confirm::flag::{Decision, PreviewReason, decide};
+use crate::confirm::flag::{PreviewReason, Verdict, decide};
 use crate::error::{CallError, Classification};
 use crate::hooks;
 use crate::run::cover::Cover;
@@ -119,7 +119,7 @@ pub struct CallInput<'a> {
     /// Request headers.
     pub headers: &'a hyper::HeaderMap,
     /// The authenticated caller.
-    pub principal: &'a Principal,
+    pub principal: &'a Caller,
     /// An idempotency key given outside the headers (MCP `_meta.idempotencyKey`); the
     /// `Idempotency-Key` header is read when this is `None`.
     pub idempotency_key: Option<String>,
@@ -616,7 +616,7 @@ impl Broker {
             }
         }
         let decision = if preview_only {
-            Decision::Preview(PreviewReason::NotConfirmed)
+            Verdict::Preview(PreviewReason::NotConfirmed)
         } else {
             self.flag_decision(tool, &args, ctx)?
         };
@@ -624,7 +624,7 @@ impl Broker {
             Some(decided) => decided,
             None => {
                 let priced = self.estimate(tool, &args)?;
-                let dry_run = matches!(decision, Decision::Preview(_));
+                let dry_run = matches!(decision, Verdict::Preview(_));
                 self.inner_policy(tool, ctx, &args, (dry_run, priced))?
             }
         };
@@ -640,7 +640,7 @@ impl Broker {
             }
             Action::Http(plan) => {
                 let request = render(plan, templates, &template_ctx)?;
-                if let Decision::Preview(reason) = decision {
+                if let Verdict::Preview(reason) = decision {
                     let mut exec = priced.charge(self.preview(tool, request.preview(), reason));
                     if let Some(cost) = exec.cost.as_mut().filter(|_| !self.budgets.is_empty()) {
                         cost.budgets = crate::run::budgets::standing(
@@ -685,7 +685,7 @@ impl Broker {
         tool: &Tool,
         args: &Map<String, Value>,
         ctx: &RequestCtx<'_>,
-    ) -> Result<Decision, CallError> {
+    ) -> Result<Verdict, CallError> {
         if !ctx.cover.by_the_door() {
             return decide(tool, args, &self.catalog.rules.confirmation);
         }
@@ -694,9 +694,9 @@ impl Broker {
             .as_ref()
             .is_some_and(|arg| args.get(arg) == Some(&Value::Bool(true)));
         Ok(if asked {
-            Decision::Preview(PreviewReason::Requested)
+            Verdict::Preview(PreviewReason::Requested)
         } else {
-            Decision::Run
+            Verdict::Run
         })
     }
 
@@ -844,7 +844,7 @@ fn elapsed_ms(started: Instant) -> u64 {
 /// endpoint and the caller. Never an argument value, a key or a token.
 pub fn call_span(
     span: &mut crate::telemetry::trace::Span,
-    (endpoint, principal): (Endpoint, &Principal),
+    (endpoint, principal): (Endpoint, &Caller),
     request_id: &str,
     tool: &str,
 ) {
@@ -862,7 +862,7 @@ pub fn call_span(
 /// confirms its writes.
 fn tool_span(
     span: &mut crate::telemetry::trace::Span,
-    (endpoint, principal): (Endpoint, &Principal),
+    (endpoint, principal): (Endpoint, &Caller),
     request_id: &str,
     tool: &Tool,
 ) {

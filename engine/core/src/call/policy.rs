@@ -6,10 +6,10 @@
 use serde_json::{Map, Value, json};
 
 use super::{Broker, Priced};
-use crate::caller::Principal;
+use crate::caller::Caller;
 use crate::catalog::Tool;
 use crate::config::WriteConfirmation;
-use crate::confirm::flag::{Decision as Flagged, decide};
+use crate::confirm::flag::{Verdict as Flagged, decide};
 use crate::error::{CallError, Classification};
 use crate::policy::{Confirm, Decision, Policies, Unreadable};
 
@@ -52,7 +52,7 @@ impl Broker {
         &self,
         policies: Option<&Policies>,
         tool: &Tool,
-        principal: &Principal,
+        principal: &Caller,
         (arguments, priced): (&Map<String, Value>, Priced<'_>),
     ) -> Result<Option<Decision>, CallError> {
         let Some(policies) = policies else {
@@ -70,7 +70,7 @@ impl Broker {
     /// key or role fields, the arguments against the schema and the price, and the
     /// policies. A call that would be refused is not kept as an MCP task: it is
     /// answered at once with its refusal, and nothing is stored for it.
-    pub fn admits(&self, tool: &Tool, principal: &Principal, arguments: Option<&Value>) -> bool {
+    pub fn admits(&self, tool: &Tool, principal: &Caller, arguments: Option<&Value>) -> bool {
         principal.check(tool).is_ok()
             && super::args::prepare(tool, arguments.cloned()).is_ok_and(|args| {
                 self.estimate(tool, &args).is_ok_and(|priced| {
@@ -113,7 +113,7 @@ impl Broker {
         &self,
         policies: &Policies,
         tool: &Tool,
-        principal: &Principal,
+        principal: &Caller,
         arguments: &Map<String, Value>,
         (dry_run, priced): (bool, Priced<'_>),
     ) -> Result<Decision, CallError> {
@@ -126,12 +126,12 @@ impl Broker {
 
 /// The principal a permit's `@confirm` makes stricter, when it does: the mode can only
 /// rise (flag < bound < human), never fall.
-pub(super) fn raised(principal: &Principal, confirm: Option<Confirm>) -> Option<Principal> {
+pub(super) fn raised(principal: &Caller, confirm: Option<Confirm>) -> Option<Caller> {
     let wanted = match confirm? {
         Confirm::Bound => WriteConfirmation::Bound,
         Confirm::Human => WriteConfirmation::Human,
     };
-    (wanted > principal.confirmation).then(|| Principal {
+    (wanted > principal.confirmation).then(|| Caller {
         confirmation: wanted,
         ..principal.clone()
     })

@@ -10,7 +10,7 @@ use crate::error::{CallError, Classification};
 
 /// What to do with a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
+pub enum Verdict {
     /// Send it.
     Run,
     /// Answer a dry-run preview; send nothing.
@@ -31,18 +31,18 @@ pub fn decide(
     tool: &Tool,
     args: &Map<String, Value>,
     rules: &Confirmation,
-) -> Result<Decision, CallError> {
+) -> Result<Verdict, CallError> {
     if let Some(arg) = &tool.preview_arg
         && args.get(arg) == Some(&Value::Bool(true))
     {
-        return Ok(Decision::Preview(PreviewReason::Requested));
+        return Ok(Verdict::Preview(PreviewReason::Requested));
     }
     let confirmed = args.get(&rules.confirm_arg) == Some(&Value::Bool(true));
     match tool.confirmation {
-        ConfirmationMode::None | ConfirmationMode::Auto => Ok(Decision::Run),
-        ConfirmationMode::DryRunDefault if confirmed => Ok(Decision::Run),
-        ConfirmationMode::DryRunDefault => Ok(Decision::Preview(PreviewReason::NotConfirmed)),
-        ConfirmationMode::ConfirmFlag if confirmed => Ok(Decision::Run),
+        ConfirmationMode::None | ConfirmationMode::Auto => Ok(Verdict::Run),
+        ConfirmationMode::DryRunDefault if confirmed => Ok(Verdict::Run),
+        ConfirmationMode::DryRunDefault => Ok(Verdict::Preview(PreviewReason::NotConfirmed)),
+        ConfirmationMode::ConfirmFlag if confirmed => Ok(Verdict::Run),
         ConfirmationMode::ConfirmFlag => Err(CallError::new(
             Classification::ConfirmationRequired,
             format!(
@@ -54,7 +54,7 @@ pub fn decide(
             if args.get(&rules.apply_arg).and_then(Value::as_str)
                 == Some(rules.apply_phrase.as_str())
             {
-                Ok(Decision::Run)
+                Ok(Verdict::Run)
             } else {
                 Err(CallError::new(
                     Classification::ConfirmationRequired,

@@ -109,7 +109,7 @@ pub const MAX_ANSWERS: usize = 256;
 
 /// Who the broker saw: a user's issuer, subject and scopes, or a key's name; never a
 /// token or a key.
-fn identity(principal: &crate::caller::Principal) -> Value {
+fn identity(principal: &crate::caller::Caller) -> Value {
     match &principal.user {
         Some(user) => json!({
             "kind": "user",

@@ -10,7 +10,7 @@
 use serde_json::{Value, json};
 
 use super::{Hub, Refused, entry_json};
-use crate::caller::Principal;
+use crate::caller::Caller;
 use crate::run::Parts;
 
 /// A response of the API: status and JSON body (none for 204).
@@ -41,7 +41,7 @@ fn refused(e: &Refused) -> ApiResponse {
 pub async fn handle(
     hub: &Hub,
     parts: &Parts,
-    principal: &Principal,
+    principal: &Caller,
     (method, service): (&hyper::Method, Option<&str>),
     body: &[u8],
 ) -> ApiResponse {

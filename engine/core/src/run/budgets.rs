@@ -2,7 +2,7 @@
 //! call driver (reservations, previews) and by `portal.get_budget`.
 
 use crate::answer::envelope::Room;
-use crate::caller::Principal;
+use crate::caller::Caller;
 use crate::config::budgets::{Binds, Budget};
 
 use super::Parts;
@@ -20,7 +20,7 @@ pub struct Binding<'b> {
 
 /// Who a principal is counted as on its own: `user:<issuer>#<subject>` or
 /// `key:<name>`.
-pub fn own_scope(principal: &Principal) -> String {
+pub fn own_scope(principal: &Caller) -> String {
     match &principal.user {
         Some(u) => format!("user:{}#{}", u.issuer, u.subject),
         None => format!("key:{}", principal.name),
@@ -30,7 +30,7 @@ pub fn own_scope(principal: &Principal) -> String {
 /// The budgets binding `principal` (in `unit`, or in any unit), in the config's order.
 pub fn binding<'b>(
     budgets: &'b [Budget],
-    principal: &Principal,
+    principal: &Caller,
     unit: Option<&str>,
     now_ms: i64,
 ) -> Vec<Binding<'b>> {
@@ -77,7 +77,7 @@ pub fn rfc3339(ms: i64) -> String {
 /// (logged).
 pub async fn standing(
     parts: &Parts,
-    principal: &Principal,
+    principal: &Caller,
     unit: Option<&str>,
     estimate: Option<u64>,
 ) -> Vec<Room> {

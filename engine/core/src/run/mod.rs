@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::Value;
 
 use crate::answer::envelope::Truncation;
-use crate::caller::Principal;
+use crate::caller::Caller;
 use crate::catalog::Tool;
 use crate::error::CallError;
 use crate::upstream::render::RenderedRequest;
@@ -70,7 +70,7 @@ pub trait Pipeline: Send + Sync {
     /// deployments without a hub, or when the store does not answer (logged).
     fn stored_keys<'a>(
         &'a self,
-        principal: &'a Principal,
+        principal: &'a Caller,
     ) -> Pin<Box<dyn Future<Output = Vec<String>> + Send + 'a>>;
 }
 
@@ -151,7 +151,7 @@ pub enum Want {
 #[derive(Debug)]
 pub struct RequestCtx<'a> {
     /// Who is calling.
-    pub principal: &'a Principal,
+    pub principal: &'a Caller,
     /// Request headers (BYOK keys, context headers).
     pub headers: &'a hyper::HeaderMap,
     /// The call's trace: its id (`meta.traceId`), and what its upstream requests carry
@@ -179,7 +179,7 @@ impl<'a> RequestCtx<'a> {
     /// The broker's own request (no door, no policy set, no idempotency key, no
     /// elicitation): a read, under which no write may leave.
     pub fn own(
-        principal: &'a Principal,
+        principal: &'a Caller,
         headers: &'a hyper::HeaderMap,
         trace: &'a crate::telemetry::trace::CallTrace,
     ) -> Self {

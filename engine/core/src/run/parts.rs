@@ -144,7 +144,7 @@ impl Parts {
     pub fn may_see(
         &self,
         policies: Option<&crate::policy::Policies>,
-        principal: &crate::caller::Principal,
+        principal: &crate::caller::Caller,
         tool: &Tool,
     ) -> bool {
         principal.may_see(tool) && policies.is_none_or(|p| p.may_see(tool, principal))

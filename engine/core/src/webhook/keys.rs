@@ -56,7 +56,7 @@ async fn fetch(cx: &dyn Pipeline, service: &str, api_key: &str) -> Result<Vec<u8
     let value = hyper::header::HeaderValue::from_str(api_key)
         .map_err(|_| "the API key is not a valid header value")?;
     headers.insert(name, value);
-    let principal = crate::caller::Principal::unrestricted("webhook-key-refresh");
+    let principal = crate::caller::Caller::unrestricted("webhook-key-refresh");
     let trace = cx.traces.start(None);
     // The broker's own refresh of callback keys, not a caller's call: no policy, and
     // a read of the service's key tool, so nothing here may write.

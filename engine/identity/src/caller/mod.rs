@@ -1,6 +1,6 @@
 //! Who calls, and what they may use ([`Callers`]): static keys, checked against sha256
 //! hashes in constant time (here), and users with OAuth access tokens (`oauth`), each
-//! mapped to a [`Principal`] with the services, tiers and risks it may use; which
+//! mapped to a [`Caller`] with the services, tiers and risks it may use; which
 //! browser origins may call (`origin`); what verifies an upstream's callbacks
 //! (`callbacks`).
 //!
@@ -23,7 +23,7 @@ use crate::error::{CallError, Classification};
 
 /// Who is calling and what they may use.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Principal {
+pub struct Caller {
     /// Name for logs.
     pub name: String,
     /// Allowed services (`None`: all).
@@ -71,7 +71,7 @@ pub struct User {
     pub subject: String,
 }
 
-impl Principal {
+impl Caller {
     /// A principal allowed everything, listing the default toolset.
     pub fn unrestricted(name: &str) -> Self {
         Self {
@@ -194,7 +194,7 @@ impl Grant {
 /// The configured keys.
 #[derive(Debug, Clone, Default)]
 pub struct Keys {
-    entries: Vec<([u8; 32], Arc<Principal>)>,
+    entries: Vec<([u8; 32], Arc<Caller>)>,
     /// The toolset of keys that name none.
     default_toolset: crate::config::Toolset,
     /// The confirmation mode of keys that name none.
@@ -298,7 +298,7 @@ impl Keys {
             }
             keys.entries.push((
                 hash,
-                Arc::new(Principal {
+                Arc::new(Caller {
                     name: e.name.clone(),
                     services: e.services.as_ref().map(|s| s.iter().cloned().collect()),
                     tiers: e.tiers.as_ref().map(|s| s.iter().copied().collect()),
@@ -322,16 +322,16 @@ impl Keys {
 
     /// Adds an unrestricted key given in clear (from `TOOL_BROKER_API_KEY` or generated).
     pub fn add_plain(&mut self, name: &str, token: &str) {
-        let principal = Principal {
+        let principal = Caller {
             toolset: self.default_toolset.clone(),
             confirmation: self.default_confirmation,
-            ..Principal::unrestricted(name)
+            ..Caller::unrestricted(name)
         };
         self.entries.push((hash_token(token), Arc::new(principal)));
     }
 
     /// Every key's principal (never its hash), in the config's order.
-    pub fn principals(&self) -> impl Iterator<Item = &Principal> {
+    pub fn principals(&self) -> impl Iterator<Item = &Caller> {
         self.entries.iter().map(|(_, principal)| principal.as_ref())
     }
 
@@ -342,7 +342,7 @@ impl Keys {
 
     /// The key whose sha256 is `hash`; every stored hash is compared, in constant
     /// time, whatever matches.
-    pub fn find(&self, hash: &[u8; 32]) -> Option<&Arc<Principal>> {
+    pub fn find(&self, hash: &[u8; 32]) -> Option<&Arc<Caller>> {
         let mut found = None;
         for (stored, principal) in &self.entries {
             if bool::from(stored.ct_eq(hash)) && found.is_none() {
@@ -405,7 +405,7 @@ impl Callers {
         &self,
         authorization: Option<&str>,
         now: jiff::Timestamp,
-    ) -> Result<Arc<Principal>, CallError> {
+    ) -> Result<Arc<Caller>, CallError> {
         let what = if self.oauth.is_some() {
             "API key or access token"
         } else {

@@ -10,7 +10,7 @@
 //! the call) and every forbid with one dropped (it might not apply), so a list shows
 //! exactly the tools some call could run.
 //!
-//! What a caller is asked about is kept per caller ([`Caller`]): its entity, its cut
+//! What a caller is asked about is kept per caller ([`CallerEntry`]): its entity, its cut
 //! sets, the entities of each tool it called (Cedar closes their ancestors when they
 //! are gathered, most of a decision's cost), its decisions that depend on nothing of
 //! the call but `dryRun` and what discovery answered per tool. A call whose decision is
@@ -33,7 +33,7 @@ use serde_json::{Map, Value};
 use super::est;
 use super::load::{Confirm, Loaded, Source};
 use super::request::{Shape, Types, action_groups, read_record};
-use crate::caller::{Claim, Principal, User};
+use crate::caller::{Caller, Claim, User};
 use crate::catalog::{Catalog, Tool};
 use crate::error::{CallError, Classification};
 
@@ -81,7 +81,7 @@ struct ToolPolicies {
 
 /// What is kept of one caller (a uid with its roles and claims) for one policy set.
 #[derive(Debug)]
-struct Caller {
+struct CallerEntry {
     /// Who it is to policies: what [`Who::is`] compares.
     who: Who,
     uid: EntityUid,
@@ -117,7 +117,7 @@ struct Who {
 }
 
 impl Who {
-    fn of(p: &Principal) -> Self {
+    fn of(p: &Caller) -> Self {
         Self {
             user: p.user.clone(),
             name: if p.user.is_some() {
@@ -131,7 +131,7 @@ impl Who {
     }
 
     /// Whether `p` is this caller, compared part by part (no key is formatted).
-    fn is(&self, p: &Principal) -> bool {
+    fn is(&self, p: &Caller) -> bool {
         let uid = match (&self.user, &p.user) {
             (Some(a), Some(b)) => a == b,
             (None, None) => self.name == p.name,
@@ -144,7 +144,7 @@ impl Who {
 /// Hashes the uid of `p` (a user's issuer and subject, or a key's name) and how many
 /// roles and claims it has: callers differ by uid far more often than by roles, and
 /// those that share a hash are told apart by [`Who::is`].
-fn hash_who(p: &Principal, h: &mut impl Hasher) {
+fn hash_who(p: &Caller, h: &mut impl Hasher) {
     match &p.user {
         Some(u) => {
             u.issuer.hash(h);
@@ -192,7 +192,7 @@ struct Cut {
     /// it: a `datetime` is parsed each time it is built).
     reads_now: bool,
     /// Whether no policy of the set reads the context beyond `context.dryRun`: its
-    /// decisions are kept ([`Caller::decided`]).
+    /// decisions are kept ([`CallerEntry::decided`]).
     kept: bool,
 }
 
@@ -227,7 +227,7 @@ pub struct Policies {
     /// What is kept per caller, by the keyed hash of its [`Who`] (callers whose hashes
     /// meet share the list): Cedar's cost grows with every policy it is given (most
     /// of a slice is for other roles) and with every entity whose ancestors it closes.
-    callers: RwLock<HashMap<u64, Vec<Arc<Caller>>, ByIndex>>,
+    callers: RwLock<HashMap<u64, Vec<Arc<CallerEntry>>, ByIndex>>,
     /// The key of those hashes, drawn at compile.
     hash_key: RandomState,
     /// The address of the compiled catalog's first tool: a tool of it is found by its
@@ -359,14 +359,14 @@ impl Policies {
         Some((i, self.tools.get(i)?))
     }
 
-    fn caller_hash(&self, principal: &Principal) -> u64 {
+    fn caller_hash(&self, principal: &Caller) -> u64 {
         let mut h = self.hash_key.build_hasher();
         hash_who(principal, &mut h);
         h.finish()
     }
 
     /// What is kept of `principal`, made at its first question.
-    fn caller(&self, principal: &Principal) -> Arc<Caller> {
+    fn caller(&self, principal: &Caller) -> Arc<CallerEntry> {
         let hash = self.caller_hash(principal);
         if let Ok(kept) = self.callers.read()
             && let Some(caller) =
@@ -374,7 +374,7 @@ impl Policies {
         {
             return Arc::clone(caller);
         }
-        let caller = Arc::new(Caller {
+        let caller = Arc::new(CallerEntry {
             who: Who::of(principal),
             uid: self.types.principal_uid(principal),
             entity: self.types.principal(principal).ok(),
@@ -395,12 +395,7 @@ impl Policies {
 
     /// The decision kept for this caller, tool and flag, if there is one: two read
     /// locks, no copy.
-    fn kept_decision(
-        &self,
-        index: usize,
-        principal: &Principal,
-        dry_run: bool,
-    ) -> Option<Decision> {
+    fn kept_decision(&self, index: usize, principal: &Caller, dry_run: bool) -> Option<Decision> {
         let hash = self.caller_hash(principal);
         let callers = self.callers.read().ok()?;
         let caller = callers.get(&hash)?.iter().find(|c| c.who.is(principal))?;
@@ -415,7 +410,7 @@ impl Policies {
     pub fn decide(
         &self,
         tool: &Tool,
-        principal: &Principal,
+        principal: &Caller,
         arguments: &Map<String, Value>,
         (dry_run, cost): (bool, Option<(&str, u64)>),
         now: impl FnOnce() -> jiff::Timestamp,
@@ -458,7 +453,7 @@ impl Policies {
     /// Whether some call of `tool` by `principal` could be permitted: lists and
     /// searches show it.
     /// The answer is kept per caller and tool: a list asks of every tool.
-    pub fn may_see(&self, tool: &Tool, principal: &Principal) -> bool {
+    pub fn may_see(&self, tool: &Tool, principal: &Caller) -> bool {
         let Some((index, entry)) = self.entry(tool) else {
             return false;
         };
@@ -480,7 +475,7 @@ impl Policies {
     /// [`Policies::may_see`] as a refusal: `forbidden` (`details.reason = "policy"`,
     /// no ids) for a tool no call of which could be permitted, as its reference is
     /// refused.
-    pub fn check_visible(&self, tool: &Tool, principal: &Principal) -> Result<(), CallError> {
+    pub fn check_visible(&self, tool: &Tool, principal: &Caller) -> Result<(), CallError> {
         if self.may_see(tool, principal) {
             return Ok(());
         }
@@ -498,7 +493,7 @@ impl Policies {
         &self,
         index: usize,
         entry: &ToolPolicies,
-        caller: &Caller,
+        caller: &CallerEntry,
         context: Result<Context, cedar_policy::ContextCreationError>,
         set: &PolicySet,
     ) -> Decision {
@@ -560,7 +555,7 @@ impl Policies {
     }
 
     /// The entities of a call of a tool by a caller, gathered at the first and kept.
-    fn entities(index: usize, entry: &ToolPolicies, caller: &Caller) -> Option<Arc<Entities>> {
+    fn entities(index: usize, entry: &ToolPolicies, caller: &CallerEntry) -> Option<Arc<Entities>> {
         if let Ok(kept) = caller.tools.read()
             && let Some(entities) = kept.get(&index).and_then(|k| k.entities.as_ref())
         {
@@ -583,8 +578,8 @@ impl Policies {
     fn cut_set(
         &self,
         entry: &ToolPolicies,
-        caller: &Caller,
-        principal: &Principal,
+        caller: &CallerEntry,
+        principal: &Caller,
         discovery: bool,
     ) -> Arc<Cut> {
         let key = (entry.slice, discovery);
@@ -657,7 +652,7 @@ fn refused() -> Decision {
     }
 }
 
-impl Caller {
+impl CallerEntry {
     /// Changes what is kept of one tool, starting again past [`KEPT_ENTITIES`] tools.
     fn keep(&self, index: usize, change: impl FnOnce(&mut Kept)) {
         if let Ok(mut kept) = self.tools.write() {
@@ -805,17 +800,17 @@ mod tests {
             unreachable!()
         };
         let now = jiff::Timestamp::UNIX_EPOCH;
-        let key = |roles: &[&str]| Principal {
+        let key = |roles: &[&str]| Caller {
             roles: roles.iter().map(|r| r.to_string()).collect(),
-            ..Principal::unrestricted("k")
+            ..Caller::unrestricted("k")
         };
-        let user = |department: &str| Principal {
+        let user = |department: &str| Caller {
             user: Some(User {
                 issuer: "https://idp".into(),
                 subject: "ada".into(),
             }),
             claims: vec![("department".into(), Claim::One(department.into()))],
-            ..Principal::unrestricted("ada")
+            ..Caller::unrestricted("ada")
         };
         for _ in 0..2 {
             for (who, allowed) in [
@@ -856,9 +851,9 @@ mod tests {
             args
         };
         let now = jiff::Timestamp::UNIX_EPOCH;
-        let who = |role: &str| Principal {
+        let who = |role: &str| Caller {
             roles: vec![role.into()],
-            ..Principal::unrestricted("k")
+            ..Caller::unrestricted("k")
         };
         for _ in 0..2 {
             for (role, amount, dry_run, allowed) in [
@@ -900,7 +895,7 @@ mod tests {
             @id("balance") permit(principal, action == Action::"payments.get_balance", resource);
         "#;
         let policies = compiled(&catalog, text, &[]);
-        let who = Principal::unrestricted("k");
+        let who = Caller::unrestricted("k");
         let Value::Object(args) = json!({ "charge": "ch_1", "amount": 10 }) else {
             unreachable!()
         };
@@ -936,16 +931,16 @@ mod tests {
     /// roles, roles that would read alike joined, a user named as a key.
     #[test]
     fn callers_are_told_apart_by_every_part() {
-        let key = |roles: &[&str]| Principal {
+        let key = |roles: &[&str]| Caller {
             roles: roles.iter().map(|r| r.to_string()).collect(),
-            ..Principal::unrestricted("k")
+            ..Caller::unrestricted("k")
         };
-        let user = Principal {
+        let user = Caller {
             user: Some(User {
                 issuer: "k".into(),
                 subject: "k".into(),
             }),
-            ..Principal::unrestricted("k")
+            ..Caller::unrestricted("k")
         };
         let callers = [
             key(&["a", "b"]),

@@ -8,7 +8,7 @@ use cedar_policy::{Entity, EntityId, EntityTypeName, EntityUid, RestrictedExpres
 use serde_json::Value;
 
 use super::schema::{CALL_GROUP, class_word};
-use crate::caller::{Claim, Principal};
+use crate::caller::{Caller, Claim};
 use crate::catalog::Tool;
 
 /// The Cedar type an argument is read as (from [`super::schema::cedar_type`]).
@@ -157,7 +157,7 @@ impl Types {
     }
 
     /// The principal's uid: `User::"<issuer>#<subject>"` or `Key::"<name>"`.
-    pub fn principal_uid(&self, p: &Principal) -> EntityUid {
+    pub fn principal_uid(&self, p: &Caller) -> EntityUid {
         match &p.user {
             Some(u) => Self::uid(&self.user, &format!("{}#{}", u.issuer, u.subject)),
             None => Self::uid(&self.key, &p.name),
@@ -165,7 +165,7 @@ impl Types {
     }
 
     /// The principal's entity: in its roles, with its claims as attributes.
-    pub fn principal(&self, p: &Principal) -> Result<Entity, String> {
+    pub fn principal(&self, p: &Caller) -> Result<Entity, String> {
         let parents: HashSet<EntityUid> = p.roles.iter().map(|r| self.role(r)).collect();
         let uid = self.principal_uid(p);
         if p.claims.is_empty() {

@@ -35,7 +35,7 @@ pub struct AuditFilter {
 
 /// One name the audit holds records of (a key's name or `<issuer>#<subject>`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Principal {
+pub struct AuditCaller {
     /// The name.
     pub name: String,
     /// Their newest record's time (Unix ms).
@@ -165,7 +165,7 @@ impl Store {
     /// Everyone the audit names, with their last record's time (Unix ms) and how many
     /// records they have, most recent first, at most `limit`. Counted on `audit_by_key`
     /// alone (name and position), then one row read per name for its time.
-    pub async fn audit_principals(&self, limit: i64) -> Result<Vec<Principal>, StoreError> {
+    pub async fn audit_callers(&self, limit: i64) -> Result<Vec<AuditCaller>, StoreError> {
         let rows: Vec<(String, i64, i64)> = on_pool!(self, pool => sqlx::query_as(
             "SELECT a.key_name, a.at_ms, g.n FROM \
              (SELECT key_name, MAX(seq) AS last, COUNT(*) AS n FROM audit GROUP BY key_name) g \
@@ -177,7 +177,7 @@ impl Store {
         .map_err(|e| self.failed("read the write audit's principals", &e)))?;
         Ok(rows
             .into_iter()
-            .map(|(name, last_ms, records)| Principal {
+            .map(|(name, last_ms, records)| AuditCaller {
                 name,
                 last_ms,
                 records: u64::try_from(records).unwrap_or(0),

@@ -136,11 +136,7 @@ async fn gather(broker: &Broker) -> Result<Gathered, String> {
         key_writes: BTreeMap::new(),
         scoped: BTreeMap::new(),
     };
-    for p in store
-        .audit_principals(MOST)
-        .await
-        .map_err(|e| e.to_string())?
-    {
+    for p in store.audit_callers(MOST).await.map_err(|e| e.to_string())? {
         if p.name.contains('#') {
             let person = g.people.entry(p.name).or_default();
             person.last_write_ms = Some(p.last_ms);

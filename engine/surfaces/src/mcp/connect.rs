@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use super::{Reply, SERVER_INFO_KEY, code, error, result, server_info};
 use crate::call::Broker;
-use crate::caller::Principal;
+use crate::caller::Caller;
 use crate::hub::{CONNECT_TTL_MS, ROUND_PURPOSE};
 use crate::run::Elicitation;
 
@@ -67,7 +67,7 @@ pub fn ask_of(modern: bool, params: &Value, version_header: Option<&str>) -> Ask
 /// `-32602` reply.
 pub fn take_round(
     broker: &Broker,
-    principal: &Principal,
+    principal: &Caller,
     elicitation: &mut Elicitation,
     id: &Value,
 ) -> Result<bool, Reply> {
@@ -111,7 +111,7 @@ pub fn take_round(
 /// missing key with a connect link, or `ask` is [`Ask::No`].
 pub fn round(
     broker: &Broker,
-    principal: &Principal,
+    principal: &Caller,
     id: &Value,
     response: &crate::answer::envelope::Response,
     ask: Ask,

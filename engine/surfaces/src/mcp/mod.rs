@@ -39,7 +39,7 @@ use hyper::header::HeaderName;
 use serde_json::{Map, Value, json};
 
 use crate::call::{Broker, CallInput};
-use crate::caller::Principal;
+use crate::caller::Caller;
 use crate::error::CallError;
 use crate::run::Elicitation;
 use crate::telemetry::trace::Parent;
@@ -606,7 +606,7 @@ pub async fn handle(
     broker: &std::sync::Arc<Broker>,
     headers: &HeaderMap,
     bytes: &[u8],
-    principal: Result<&Principal, &CallError>,
+    principal: Result<&Caller, &CallError>,
 ) -> Reply {
     let mut read = message::read(bytes);
     // The id to answer with, and what the message's `id` member was.
@@ -790,7 +790,7 @@ fn checked<'a>(
 /// the catalog snapshot it was made on.
 fn list_tools(
     broker: &Broker,
-    principal: &Principal,
+    principal: &Caller,
     id: &Value,
     params: &Value,
     modern: bool,
@@ -845,7 +845,7 @@ fn list_tools(
 /// in.
 async fn call_tool(
     broker: &std::sync::Arc<Broker>,
-    (headers, principal): (&HeaderMap, &Principal),
+    (headers, principal): (&HeaderMap, &Caller),
     id: &Value,
     request_id: String,
     params: &mut Value,

@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::tools::{EntryText, all_entries, listing};
-use crate::caller::Principal;
+use crate::caller::Caller;
 use crate::catalog::Catalog;
 use crate::config::{Toolset, ToolsetName};
 
@@ -62,9 +62,9 @@ pub fn surfaces(catalog: &Catalog) -> Vec<Surface> {
     toolsets
         .into_iter()
         .map(|toolset| {
-            let principal = Principal {
+            let principal = Caller {
                 toolset: toolset.clone(),
-                ..Principal::unrestricted("surface")
+                ..Caller::unrestricted("surface")
             };
             measure(&toolset, &listing(catalog, &entries, &principal, None))
         })

@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 
 use super::{Reply, code, complete, error, result, server_info};
 use crate::call::{Broker, CallInput};
-use crate::caller::Principal;
+use crate::caller::Caller;
 use crate::catalog::Tool;
 use crate::catalog::descriptor::Risk;
 use crate::config::WriteConfirmation;
@@ -184,7 +184,7 @@ struct Owned {
     name: String,
     arguments: Option<Value>,
     headers: hyper::HeaderMap,
-    principal: Principal,
+    principal: Caller,
     idempotency_key: Option<String>,
     descriptor_hash: Option<String>,
     trace_parent: Option<crate::telemetry::trace::Parent>,
@@ -298,7 +298,7 @@ pub async fn handle(
     method: &str,
     params: &Value,
     headers: &hyper::HeaderMap,
-    principal: &Principal,
+    principal: &Caller,
 ) -> Reply {
     if !opted_in(params) {
         return error(

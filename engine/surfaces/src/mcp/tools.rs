@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 use super::schemas::{compact_envelope_schema, published_input};
 use crate::answer::envelope::{self, Meta, Response};
 use crate::call::{Broker, CallInput};
-use crate::caller::Principal;
+use crate::caller::Caller;
 use crate::catalog::describe::{descriptor, summary};
 use crate::catalog::descriptor::{Class, EnvelopeKind, Risk, Tier};
 use crate::catalog::unknown_tool;
@@ -179,7 +179,7 @@ fn discovery_values() -> Vec<Value> {
     ]
 }
 
-fn listed(tool: &Tool, principal: &Principal, policies: Option<&Policies>) -> bool {
+fn listed(tool: &Tool, principal: &Caller, policies: Option<&Policies>) -> bool {
     tool.tier == Tier::AgentReady
         && principal.may_see(tool)
         && policies.is_none_or(|p| p.may_see(tool, principal))
@@ -187,7 +187,7 @@ fn listed(tool: &Tool, principal: &Principal, policies: Option<&Policies>) -> bo
 
 /// The entries a caller sees, in a stable order: its toolset, what its key or role
 /// fields allow, and with `[policy]` the tools some call could be permitted.
-pub fn visible<'a>(broker: &'a Broker, principal: &Principal) -> Vec<&'a EntryText> {
+pub fn visible<'a>(broker: &'a Broker, principal: &Caller) -> Vec<&'a EntryText> {
     let policies = broker.policy_set();
     listing(
         &broker.catalog,
@@ -202,7 +202,7 @@ pub fn visible<'a>(broker: &'a Broker, principal: &Principal) -> Vec<&'a EntryTe
 pub fn listing<'a>(
     catalog: &Catalog,
     entries: &'a [EntryText],
-    principal: &Principal,
+    principal: &Caller,
     policies: Option<&Policies>,
 ) -> Vec<&'a EntryText> {
     match &principal.toolset {

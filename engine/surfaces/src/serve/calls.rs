@@ -303,7 +303,7 @@ async fn guarded_call(
     (name, descriptor_hash): (&str, Option<String>),
     arguments: Option<Value>,
     headers: &hyper::HeaderMap,
-    principal: &crate::caller::Principal,
+    principal: &crate::caller::Caller,
 ) -> CallResponse {
     let call = broker.call(CallInput {
         request_id: request_id.clone(),

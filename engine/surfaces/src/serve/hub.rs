@@ -69,7 +69,7 @@ pub async fn approval_provider(
 async fn budget(
     broker: &Broker,
     method: &Method,
-    principal: &crate::caller::Principal,
+    principal: &crate::caller::Caller,
 ) -> HttpResponse {
     if method != Method::GET {
         return json_response(

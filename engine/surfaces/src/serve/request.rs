@@ -113,7 +113,7 @@ pub(crate) fn body_timed_out(
 pub(super) async fn authenticate(
     broker: &Broker,
     headers: &hyper::HeaderMap,
-) -> Result<Arc<crate::caller::Principal>, CallError> {
+) -> Result<Arc<crate::caller::Caller>, CallError> {
     broker
         .callers
         .authenticate(

@@ -203,12 +203,12 @@ fn refused(tool: &Tool, reason: &str, what: &str) -> CallError {
 }
 
 /// The person's decision, as the retry carries it.
-enum Decision {
+enum Choice {
     Approve,
     Decline(&'static str),
 }
 
-fn read_decision(tool: &Tool, responses: Option<&Value>) -> Result<Decision, CallError> {
+fn read_decision(tool: &Tool, responses: Option<&Value>) -> Result<Choice, CallError> {
     let Some(response) = responses.and_then(|r| r.get(INPUT_KEY)) else {
         return Err(refused(
             tool,
@@ -219,13 +219,13 @@ fn read_decision(tool: &Tool, responses: Option<&Value>) -> Result<Decision, Cal
     match response.get("action").and_then(Value::as_str) {
         Some("accept") => Ok(
             if response.pointer(&format!("/content/{FIELD}")) == Some(&Value::Bool(true)) {
-                Decision::Approve
+                Choice::Approve
             } else {
-                Decision::Decline("accepted the form without ticking approve")
+                Choice::Decline("accepted the form without ticking approve")
             },
         ),
-        Some("decline") => Ok(Decision::Decline("declined")),
-        Some("cancel") => Ok(Decision::Decline("dismissed the request")),
+        Some("decline") => Ok(Choice::Decline("declined")),
+        Some("cancel") => Ok(Choice::Decline("dismissed the request")),
         _ => Err(refused(
             tool,
             "bad_response",
@@ -248,7 +248,7 @@ pub async fn check(
 ) -> Result<(), CallError> {
     if !matches!(
         read_decision(tool, elicitation.responses.as_ref())?,
-        Decision::Approve
+        Choice::Approve
     ) {
         return answer(cx, tool, ctx, (caller, digest), elicitation).await;
     }
@@ -290,7 +290,7 @@ pub async fn answer(
 ) -> Result<(), CallError> {
     let answer = read_decision(tool, elicitation.responses.as_ref())?;
     check_state(cx, tool, (caller, digest), elicitation, true).await?;
-    let approve = matches!(answer, Decision::Approve);
+    let approve = matches!(answer, Choice::Approve);
     crate::confirm::audit::decided(
         cx.parts,
         crate::confirm::audit::Decided {
@@ -305,8 +305,8 @@ pub async fn answer(
     )
     .await;
     match answer {
-        Decision::Approve => Ok(()),
-        Decision::Decline(how) => Err(CallError::new(
+        Choice::Approve => Ok(()),
+        Choice::Decline(how) => Err(CallError::new(
             Classification::ConfirmationDeclined,
             format!(
                 "the user {how} in the MCP client: nothing was sent; do not retry this write unless the user asks again"

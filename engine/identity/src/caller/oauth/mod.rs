@@ -29,7 +29,7 @@ use serde_json::{Map, Value, json};
 use self::jwks::{KeySet, NoKey};
 use self::jwt::Invalid;
 use self::scopes::{Challenges, Scopes};
-use super::{Claim, Principal, User};
+use super::{Caller, Claim, User};
 use crate::config::oauth::{OAuthConfig, RoleEntry};
 use crate::config::{Toolset, WriteConfirmation};
 use crate::error::{CallError, Classification};
@@ -49,7 +49,7 @@ pub const METADATA_PATHS: [&str; 2] = [
 /// A verified token's principal, kept until the token expires.
 #[derive(Debug, Clone)]
 struct Kept {
-    principal: Arc<Principal>,
+    principal: Arc<Caller>,
     /// `exp`, in seconds since the epoch.
     expires: i64,
 }
@@ -334,17 +334,17 @@ impl OAuth {
     }
 
     /// The principal of a token verified before and not expired.
-    pub fn kept(&self, token: &str, now: jiff::Timestamp) -> Option<Arc<Principal>> {
+    pub fn kept(&self, token: &str, now: jiff::Timestamp) -> Option<Arc<Caller>> {
         self.kept_by(&self.tag(token), now.as_second())
     }
 
-    fn kept_by(&self, tag: &[u8; 16], now: i64) -> Option<Arc<Principal>> {
+    fn kept_by(&self, tag: &[u8; 16], now: i64) -> Option<Arc<Caller>> {
         let kept = self.kept.read().ok()?;
         let entry = kept.get(tag)?;
         (now < entry.expires.saturating_add(self.leeway)).then(|| Arc::clone(&entry.principal))
     }
 
-    fn keep(&self, tag: [u8; 16], principal: Arc<Principal>, expires: i64, now: i64) {
+    fn keep(&self, tag: [u8; 16], principal: Arc<Caller>, expires: i64, now: i64) {
         let Ok(mut kept) = self.kept.write() else {
             return;
         };
@@ -365,7 +365,7 @@ impl OAuth {
         &self,
         token: &str,
         now: jiff::Timestamp,
-    ) -> Result<Arc<Principal>, CallError> {
+    ) -> Result<Arc<Caller>, CallError> {
         let now = now.as_second();
         let tag = self.tag(token);
         if let Some(principal) = self.kept_by(&tag, now) {
@@ -469,7 +469,7 @@ impl OAuth {
 
     /// The principal of a person signed in to the hub's pages (no access token, so no
     /// scopes): the user and what their roles allow.
-    pub fn signed_in_principal(&self, subject: &str, role_names: &[String]) -> Principal {
+    pub fn signed_in_principal(&self, subject: &str, role_names: &[String]) -> Caller {
         let roles = self.roles_named(role_names);
         let policy_roles = policy_roles(role_names.to_vec(), &roles);
         let mut principal = self.with_roles(subject, roles, None);
@@ -517,7 +517,7 @@ impl OAuth {
 
     /// The principal of verified claims: the user, the roles' permission set (the
     /// union of the roles named, else the default role, else everything), the scopes.
-    fn principal(&self, claims: &Map<String, Value>) -> Result<Principal, CallError> {
+    fn principal(&self, claims: &Map<String, Value>) -> Result<Caller, CallError> {
         let subject = claims
             .get("sub")
             .and_then(Value::as_str)
@@ -541,13 +541,8 @@ impl OAuth {
     }
 
     /// The principal of a user with these roles and scopes.
-    fn with_roles(
-        &self,
-        subject: &str,
-        roles: Vec<&RoleEntry>,
-        scopes: Option<Scopes>,
-    ) -> Principal {
-        let mut principal = Principal {
+    fn with_roles(&self, subject: &str, roles: Vec<&RoleEntry>, scopes: Option<Scopes>) -> Caller {
+        let mut principal = Caller {
             name: format!("{}#{subject}", self.issuer),
             toolset: self.default_toolset.clone(),
             confirmation: self.default_confirmation,
@@ -556,7 +551,7 @@ impl OAuth {
                 subject: subject.to_string(),
             }),
             scopes,
-            ..Principal::unrestricted("")
+            ..Caller::unrestricted("")
         };
         if roles.is_empty() {
             return principal;
