@@ -5,54 +5,13 @@
 //! approver sees is sealed in the store.
 
 use serde_json::{Value, json};
-use sha2::Digest;
 use wiremock::MockServer;
 
+use crate::support::approval::{
+    APPROVAL_KEY, CREDENTIAL, KEY, create, csrf, get, hex_sha256, human_broker,
+    human_broker_waiting, human_broker_with, post_form, sign_in,
+};
 use crate::support::{Setup, TestBroker, classification, posts};
-
-pub(crate) const KEY: (&str, &str) = ("x-payments-api-key", "pk_human_canary_6");
-const CREDENTIAL: &str = "approver-credential-canary-93";
-const APPROVAL_KEY: &str = "approval-sealing-key-of-at-least-32-chars";
-
-fn hex_sha256(text: &str) -> String {
-    sha2::Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// A human-mode broker on the store in `dir` whose repeats answer a pending approval at
-/// once.
-pub(crate) async fn human_broker(server: &MockServer, dir: &std::path::Path) -> TestBroker {
-    human_broker_waiting(server, dir, 0).await
-}
-
-/// A human-mode broker whose repeats wait up to `wait` seconds for a decision.
-async fn human_broker_waiting(server: &MockServer, dir: &std::path::Path, wait: u64) -> TestBroker {
-    human_broker_with(server, dir, &format!("approval_wait_seconds = {wait}")).await
-}
-
-/// A human-mode broker with `extra` top-level config lines.
-async fn human_broker_with(server: &MockServer, dir: &std::path::Path, extra: &str) -> TestBroker {
-    crate::support::mount_customers(server).await;
-    let mut setup = Setup::all_upstreams(&server.uri());
-    setup.config = Some(format!(
-        "confirmation = \"human\"\napproval_key_env = \"APPROVAL_KEY\"\n{extra}\n\
-         [[approvers]]\nname = \"alice\"\nsha256 = \"{}\"\n",
-        hex_sha256(CREDENTIAL)
-    ));
-    setup.env.insert("APPROVAL_KEY".into(), APPROVAL_KEY.into());
-    setup.store = Some(crate::support::sqlite_store(dir).await);
-    TestBroker::start(setup).await
-}
-
-pub(crate) fn create(extra: Value) -> Value {
-    let mut args = json!({ "name": "Customer-Canary-Jo", "confirm": true });
-    if let (Some(a), Some(e)) = (args.as_object_mut(), extra.as_object()) {
-        a.extend(e.clone());
-    }
-    args
-}
 
 /// `payments.post_customers`, confirmed, with approval `id`.
 async fn with_approval(broker: &TestBroker, id: &str) -> (u16, Value) {
@@ -79,71 +38,6 @@ async fn ask(broker: &TestBroker) -> (String, String) {
     let url = body["error"]["details"]["approvalUrl"].as_str().unwrap();
     let path = url[url.find("/approvals/").unwrap()..].to_string();
     (id, path)
-}
-
-/// A page: `(status, headers, html)`.
-pub(crate) async fn get(broker: &TestBroker, path: &str, cookie: Option<&str>) -> (u16, String) {
-    let mut headers = vec![];
-    if let Some(c) = cookie {
-        headers.push(("cookie", c));
-    }
-    let (status, _, html) = broker
-        .send(reqwest::Method::GET, path, None, &headers)
-        .await;
-    (status, html)
-}
-
-async fn post_form(
-    broker: &TestBroker,
-    path: &str,
-    form: &[(&str, &str)],
-    cookie: Option<&str>,
-) -> (u16, reqwest::header::HeaderMap, String) {
-    let body: String = url::form_urlencoded::Serializer::new(String::new())
-        .extend_pairs(form)
-        .finish();
-    // A browser would follow the redirect after sign-in; the test reads it.
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let mut request = client
-        .post(format!("{}{path}", broker.url))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(body);
-    if let Some(c) = cookie {
-        request = request.header("cookie", c);
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    (status, headers, response.text().await.unwrap())
-}
-
-/// The value of a hidden `csrf` field in a page.
-fn csrf(html: &str) -> String {
-    let at = html.find("name=\"csrf\" value=\"").expect("a csrf field") + 19;
-    html[at..at + html[at..].find('"').unwrap()].to_string()
-}
-
-/// Signs in as alice on an approval page: the session cookie.
-pub(crate) async fn sign_in(broker: &TestBroker, page: &str) -> String {
-    let (_, html) = get(broker, page, None).await;
-    let token = csrf(&html);
-    let (status, headers, _) = post_form(
-        broker,
-        &format!("{page}/sign-in"),
-        &[("credential", CREDENTIAL), ("csrf", &token)],
-        None,
-    )
-    .await;
-    assert_eq!(status, 303);
-    let set = headers.get("set-cookie").unwrap().to_str().unwrap();
-    assert!(
-        set.contains("HttpOnly") && set.contains("SameSite=Strict"),
-        "{set}"
-    );
-    set.split(';').next().unwrap().to_string()
 }
 
 #[tokio::test]

@@ -562,6 +562,32 @@ fn sibling_imports_are_read_through_paths_and_re_exports() {
     );
 }
 
+/// Test modules share helpers through `support/` only: a story's file names no other
+/// story's items, so each can be read, moved or split alone.
+#[test]
+fn test_modules_share_helpers_through_support_only() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if path.extension().is_none_or(|e| e != "rs") || name == "broker.rs" {
+            continue;
+        }
+        let code = code_only(&std::fs::read_to_string(&path).unwrap());
+        for to in imports(&code, 1) {
+            if to != "support" {
+                found.push(format!("{name} names crate::{to}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "move what two test modules share into tests/tests/support/:\n{}",
+        found.join("\n")
+    );
+}
+
 /// A file longer than this says why at its top, in a line of its module doc that starts
 /// `//! Longer than`.
 const MAX_LINES: usize = 1_200;

@@ -423,7 +423,7 @@ async fn the_console_reads_and_prunes_the_audit_on_sqlite() {
 #[tokio::test]
 #[ignore = "needs PostgreSQL: set TOOL_BROKER_TEST_DATABASE_URL and run with --ignored (.ci/run does)"]
 async fn the_console_reads_and_prunes_the_audit_on_postgres() {
-    let config = crate::store::postgres("console");
+    let config = crate::support::store::postgres("console");
     suite(&config).await;
     let StoreConfig::Postgres {
         url,

@@ -301,7 +301,7 @@ async fn a_timeout_keeps_the_estimate_since_the_upstream_may_have_done_the_work(
     let mut setup = Setup::all_upstreams(&server.uri());
     setup.sources = Some(crate::support::sources_with(&[(
         "catalog/media/slow.toml",
-        crate::failures::SLOW_TOOL,
+        crate::support::failures::SLOW_TOOL,
     )]));
     setup.config = Some(format!(
         "[[costs.cost]]\ntool = \"media.slow_job\"\nconstant = 3\n\n{}",
@@ -690,7 +690,7 @@ async fn budgets_that_do_not_compile_stop_the_broker_with_their_lines() {
 async fn fifty_concurrent_calls_on_two_replicas_spend_exactly_what_the_budget_holds() {
     use tool_broker::store::Store;
     let server = upstream(200).await;
-    let config = crate::store::postgres("budgets");
+    let config = crate::support::store::postgres("budgets");
     let (one, two) = tokio::join!(Store::open(&config), Store::open(&config));
     let replica = |store: Store| {
         let mut setup = Setup::all_upstreams(&server.uri());

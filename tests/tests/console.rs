@@ -7,7 +7,9 @@
 use serde_json::{Value, json};
 use tool_broker::store::audit::{AuditRecord, Outcome};
 
-use crate::hub::{CANARY, CLIENT_SECRET, VAULT_SECRET, api, hub_setup, request, sign_in, upstream};
+use crate::support::hub::{
+    CANARY, CLIENT_SECRET, VAULT_SECRET, api, hub_setup, request, sign_in, upstream,
+};
 use crate::support::idp::{Idp, Signer};
 use crate::support::{API_KEY, Setup, TestBroker, config_error};
 

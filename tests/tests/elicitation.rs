@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 use wiremock::MockServer;
 
-use crate::approval::{KEY, create, human_broker};
+use crate::support::approval::{KEY, create, human_broker};
 use crate::support::{TestBroker, posts};
 
 /// A 2026-07-28 `tools/call` with the headers that must match it; `elicit` declares the

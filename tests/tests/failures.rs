@@ -7,23 +7,8 @@ use sha2::{Digest, Sha256};
 use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use crate::support::failures::SLOW_TOOL;
 use crate::support::{Setup, TestBroker, classification, closed_port_url, sources_with};
-
-/// A read that gives up after 200 ms (the media upstream; also priced by budget tests).
-pub(crate) const SLOW_TOOL: &str = r#"
-[[tool]]
-name = "slow_job"
-title = "Slow Job"
-description = "A test tool with a short timeout."
-tier = "agent_ready"
-risk = "read"
-timeout_ms = 200
-[tool.http]
-method = "GET"
-path = "/v1/slow"
-[tool.arguments]
-type = "object"
-"#;
 
 #[tokio::test]
 async fn a_slow_upstream_is_upstream_timeout() {

@@ -128,7 +128,7 @@ async fn under_bound_a_dispatched_write_is_planned_then_sent_once_with_its_token
 async fn under_human_nothing_leaves_before_approval_and_each_approved_write_once() {
     let server = crm_upstream().await;
     let dir = tempfile::tempdir().unwrap();
-    let broker = crate::approval::human_broker(&server, dir.path()).await;
+    let broker = crate::support::approval::human_broker(&server, dir.path()).await;
     let (status, body) = broker.call(WRAPPER, folder("Gate"), &CRM).await;
     assert_eq!(status, 428, "{body}");
     assert_eq!(body["error"]["details"]["reason"], "approval_pending");
@@ -144,8 +144,8 @@ async fn under_human_nothing_leaves_before_approval_and_each_approved_write_once
     let page = url[url.find("/approvals/").unwrap()..].to_string();
 
     // The approver sees the plan: the write, its tool and its body.
-    let session = crate::approval::sign_in(&broker, &page).await;
-    let (_, html) = crate::approval::get(&broker, &page, Some(&session)).await;
+    let session = crate::support::approval::sign_in(&broker, &page).await;
+    let (_, html) = crate::support::approval::get(&broker, &page, Some(&session)).await;
     for shown in [
         "1 write",
         "POST /medias/folder",
@@ -428,7 +428,7 @@ async fn whole_number_floats_are_sent_as_integers() {
 async fn in_the_mcp_client_a_person_approves_the_plan_and_its_write_runs_once() {
     let server = crm_upstream().await;
     let dir = tempfile::tempdir().unwrap();
-    let broker = crate::approval::human_broker(&server, dir.path()).await;
+    let broker = crate::support::approval::human_broker(&server, dir.path()).await;
     let elicit = json!({ "elicitation": { "form": {} } });
     let call = |round: Option<(Value, String)>| {
         let mut params = json!({ "name": WRAPPER, "arguments": folder("Gate") });

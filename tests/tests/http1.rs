@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::bounds::{call_head, connect, one_response, until_closed};
+use crate::support::bounds::{call_head, connect, one_response, until_closed};
 use crate::support::{API_KEY, Setup, TestBroker};
 
 /// A `tools/call` of a tool the catalog does not have (answered without an upstream).
@@ -271,7 +271,7 @@ async fn both_http1_servers_answer_the_call_endpoints_alike() {
 
 #[tokio::test]
 async fn a_stop_closes_idle_connections_and_answers_a_call_in_flight_with_close() {
-    let upstream = crate::bounds::slow_job_upstream("j-http1").await;
+    let upstream = crate::support::bounds::slow_job_upstream("j-http1").await;
     let mut setup = Setup::all_upstreams(&upstream.uri());
     setup.config = Some("[server]\nshutdown_grace_ms = 20000\nidle_timeout_ms = 60000\n".into());
     let mut b = TestBroker::start(setup).await;
@@ -301,7 +301,7 @@ async fn a_stop_closes_idle_connections_and_answers_a_call_in_flight_with_close(
     )
     .await
     .unwrap();
-    crate::bounds::until_upstream_has_it(&upstream).await;
+    crate::support::bounds::until_upstream_has_it(&upstream).await;
     b.stop();
     // The idle one closes at once (well before its idle timeout); the busy one gets its
     // answer, marked `connection: close`, then closes.

@@ -8,39 +8,12 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use crate::support::hub::{
+    CANARY, CLIENT_SECRET, VAULT, VAULT_SECRET, api, field, hub_setup, request, sign_in,
+    token_form, upstream,
+};
 use crate::support::idp::{Idp, Signer};
-use crate::support::{API_KEY, Setup, TestBroker, all_logs, classification, logs, mount_customers};
-
-pub(crate) const VAULT: &str = "TOOL_BROKER_VAULT_KEY";
-pub(crate) const VAULT_SECRET: &str = "hub-test-vault-secret-0123456789abcdefXYZ";
-pub(crate) const CLIENT_SECRET: &str = "hub-client-secret-canary-5150";
-pub(crate) const CANARY: &str = "sk_hub_canary_4242";
-
-/// The config of a hub deployment: vault, `[oauth]` naming the provider, its sign-in.
-pub(crate) fn hub_config(idp: &Idp, extra: &str) -> String {
-    format!(
-        "vault_key_env = \"{VAULT}\"\npublic_url = \"{{broker_url}}\"\n{}",
-        idp.config(&format!(
-            "{extra}\n[oauth.sign_in]\nclient_id = \"broker-hub\"\nclient_secret_env = \"HUB_CLIENT_SECRET\"\napprover_role = \"approver\"\n"
-        ))
-    )
-}
-
-pub(crate) fn hub_setup(idp: &Idp, upstream: &MockServer, extra: &str) -> Setup {
-    let mut setup = Setup::all_upstreams(&upstream.uri());
-    setup.config = Some(hub_config(idp, extra));
-    setup.env.insert(VAULT.into(), VAULT_SECRET.into());
-    setup
-        .env
-        .insert("HUB_CLIENT_SECRET".into(), CLIENT_SECRET.into());
-    setup
-}
-
-pub(crate) async fn upstream() -> MockServer {
-    let server = MockServer::start().await;
-    mount_customers(&server).await;
-    server
-}
+use crate::support::{API_KEY, TestBroker, all_logs, classification, logs};
 
 /// The `Authorization` values the upstream received on `GET /v1/customers`.
 async fn upstream_keys(server: &MockServer) -> Vec<String> {
@@ -57,53 +30,6 @@ async fn upstream_keys(server: &MockServer) -> Vec<String> {
                 .unwrap_or_default()
         })
         .collect()
-}
-
-/// A client that does not follow redirects (the pages answer 303s).
-pub(crate) fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-}
-
-/// One request: `(status, headers, body text)`.
-pub(crate) async fn request(
-    broker: &TestBroker,
-    method: reqwest::Method,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: Option<String>,
-) -> (u16, reqwest::header::HeaderMap, String) {
-    let mut req = client().request(method, format!("{}{path}", broker.url));
-    for (k, v) in headers {
-        req = req.header(*k, *v);
-    }
-    if let Some(body) = body {
-        req = req.body(body);
-    }
-    let response = req.send().await.unwrap();
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    (status, headers, response.text().await.unwrap())
-}
-
-/// The JSON API as `bearer`: `(status, body)`.
-pub(crate) async fn api(
-    broker: &TestBroker,
-    method: reqwest::Method,
-    path: &str,
-    bearer: Option<&str>,
-    body: Option<Value>,
-) -> (u16, String) {
-    let auth = bearer.map(|b| format!("Bearer {b}"));
-    let mut headers = vec![("content-type", "application/json")];
-    if let Some(auth) = &auth {
-        headers.push(("authorization", auth));
-    }
-    let (status, _, text) =
-        request(broker, method, path, &headers, body.map(|b| b.to_string())).await;
-    (status, text)
 }
 
 /// `payments.get_customers` on `/mcp` (2025-11-25) as `bearer` with extra headers.
@@ -127,127 +53,6 @@ async fn mcp_read(broker: &TestBroker, bearer: &str, extra: &[(&str, &str)]) -> 
     )
     .await;
     (status, serde_json::from_str(&text).unwrap())
-}
-
-/// A cookie's `name=value` from a response's `Set-Cookie` headers.
-pub(crate) fn set_cookie(headers: &reqwest::header::HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find(|v| v.starts_with(&format!("{name}=")) && !v.starts_with(&format!("{name}=;")))
-        .map(|v| v.split(';').next().unwrap().to_string())
-}
-
-/// Signs `subject` in to the hub's pages through the provider: `/hub/login`, the
-/// provider's redirect (its token endpoint answers an ID token minted here with the
-/// nonce the broker asked for), `/hub/callback`. Gives the session cookie.
-pub(crate) async fn sign_in(
-    broker: &TestBroker,
-    idp: &Idp,
-    subject: &str,
-    roles: &[&str],
-) -> String {
-    let (status, headers, _) = request(
-        broker,
-        reqwest::Method::GET,
-        "/hub/login?next=%2Fhub",
-        &[],
-        None,
-    )
-    .await;
-    assert_eq!(status, 303);
-    let location = url::Url::parse(headers["location"].to_str().unwrap()).unwrap();
-    assert_eq!(location.path(), "/authorize");
-    let query: std::collections::BTreeMap<String, String> =
-        location.query_pairs().into_owned().collect();
-    assert_eq!(query["response_type"], "code");
-    assert_eq!(query["client_id"], "broker-hub");
-    assert_eq!(query["code_challenge_method"], "S256");
-    assert!(
-        query["scope"].split(' ').any(|s| s == "openid"),
-        "{}",
-        query["scope"]
-    );
-    assert_eq!(
-        query["redirect_uri"],
-        format!("{}/hub/callback", broker.url)
-    );
-    let login = set_cookie(&headers, "tb_hub_login").unwrap();
-    let now = jiff::Timestamp::now().as_second();
-    let id_token = idp.token_by(
-        Signer::Ec,
-        &json!({
-            "iss": idp.issuer, "aud": "broker-hub", "sub": subject, "nonce": query["nonce"],
-            "iat": now, "exp": now + 300, "roles": roles, "preferred_username": subject,
-        }),
-    );
-    Mock::given(method("POST"))
-        .and(path("/token"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
-            "access_token": "opaque", "token_type": "Bearer", "id_token": id_token,
-        })))
-        .up_to_n_times(1)
-        .mount(&idp.server)
-        .await;
-    let callback = format!("/hub/callback?code=code-{subject}&state={}", query["state"]);
-    let (status, headers, body) = request(
-        broker,
-        reqwest::Method::GET,
-        &callback,
-        &[("cookie", &login)],
-        None,
-    )
-    .await;
-    assert_eq!(status, 303, "{body}");
-    assert_eq!(headers["location"], "/hub");
-    // The code went to the token endpoint with the PKCE verifier and the client secret.
-    let token_request = idp
-        .server
-        .received_requests()
-        .await
-        .unwrap()
-        .into_iter()
-        .rev()
-        .find(|r| r.url.path() == "/token")
-        .unwrap();
-    let form: std::collections::BTreeMap<String, String> =
-        url::form_urlencoded::parse(&token_request.body)
-            .into_owned()
-            .collect();
-    assert_eq!(form["code"], format!("code-{subject}"));
-    use base64::Engine as _;
-    use sha2::Digest as _;
-    let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .encode(sha2::Sha256::digest(form["code_verifier"].as_bytes()));
-    assert_eq!(challenge, query["code_challenge"]);
-    // The client secret: in the form (client_secret_post), else HTTP Basic (default).
-    if let Some(secret) = form.get("client_secret") {
-        assert_eq!(
-            (secret.as_str(), form["client_id"].as_str()),
-            (CLIENT_SECRET, "broker-hub")
-        );
-        assert!(!token_request.headers.contains_key("authorization"));
-    } else {
-        let basic =
-            base64::engine::general_purpose::STANDARD.encode(format!("broker-hub:{CLIENT_SECRET}"));
-        assert_eq!(
-            token_request.headers["authorization"],
-            format!("Basic {basic}").as_str()
-        );
-    }
-    set_cookie(&headers, "tb_hub").unwrap()
-}
-
-/// A hidden form field's value in a page.
-pub(crate) fn field(page: &str, name: &str) -> String {
-    let marker = format!("name=\"{name}\" value=\"");
-    let start = page
-        .find(&marker)
-        .unwrap_or_else(|| panic!("no `{name}` in {page}"))
-        + marker.len();
-    let end = page[start..].find('"').unwrap() + start;
-    page[start..end].replace("&amp;", "&")
 }
 
 #[expect(
@@ -982,19 +787,7 @@ async fn the_client_secret_may_go_in_the_form() {
     ));
     let broker = TestBroker::start(setup).await;
     let session = sign_in(&broker, &idp, "gina", &[]).await;
-    let token_request = idp
-        .server
-        .received_requests()
-        .await
-        .unwrap()
-        .into_iter()
-        .rev()
-        .find(|r| r.url.path() == "/token")
-        .unwrap();
-    let form: std::collections::BTreeMap<String, String> =
-        url::form_urlencoded::parse(&token_request.body)
-            .into_owned()
-            .collect();
+    let form = token_form(&idp).await;
     assert_eq!(
         form.get("client_secret").map(String::as_str),
         Some(CLIENT_SECRET)
@@ -1311,7 +1104,7 @@ async fn rekey_round_trip_on_sqlite() {
 #[tokio::test]
 #[ignore = "needs PostgreSQL: set TOOL_BROKER_TEST_DATABASE_URL and run with --ignored (.ci/run does)"]
 async fn rekey_round_trip_on_postgres_and_no_table_holds_a_key() {
-    let config = crate::store::postgres("hub");
+    let config = crate::support::store::postgres("hub");
     let tool_broker::store::StoreConfig::Postgres {
         url,
         schema: Some(schema),

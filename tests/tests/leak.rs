@@ -234,7 +234,7 @@ async fn secrets_never_reach_responses_or_logs() {
 )]
 #[tokio::test]
 async fn tokens_approval_pages_forms_and_task_results_carry_no_secret() {
-    use crate::poll::GENERATION_ID;
+    use crate::support::poll::GENERATION_ID;
     let server = MockServer::start().await;
     let echo = |extra: Value| {
         let mut answer = secret_answer();
@@ -295,7 +295,7 @@ async fn tokens_approval_pages_forms_and_task_results_carry_no_secret() {
 
     // Human: the approval page an approver sees, and the elicitation form.
     let dir = tempfile::tempdir().unwrap();
-    let human = crate::approval::human_broker(&server, dir.path()).await;
+    let human = crate::support::approval::human_broker(&server, dir.path()).await;
     let (_, body) = human
         .call(
             "crm.create_custom_provider_config",
@@ -306,8 +306,8 @@ async fn tokens_approval_pages_forms_and_task_results_carry_no_secret() {
     texts.push(("approval refusal", body.to_string()));
     let link = body["error"]["details"]["approvalUrl"].as_str().unwrap();
     let page = link[link.find("/approvals/").unwrap()..].to_string();
-    let session = crate::approval::sign_in(&human, &page).await;
-    let (status, html) = crate::approval::get(&human, &page, Some(&session)).await;
+    let session = crate::support::approval::sign_in(&human, &page).await;
+    let (status, html) = crate::support::approval::get(&human, &page, Some(&session)).await;
     assert_eq!(status, 200);
     assert!(html.contains("crm.create_custom_provider_config"), "{html}");
     texts.push(("approval page", html));

@@ -553,7 +553,7 @@ async fn a_reload_takes_a_valid_set_and_keeps_the_old_one_for_an_invalid_one() {
 
 #[tokio::test]
 async fn a_call_in_flight_finishes_under_the_set_it_started_with() {
-    use crate::poll::{GENERATION_ID, IMAGEGEN_KEY, generation, mount_status};
+    use crate::support::poll::{GENERATION_ID, IMAGEGEN_KEY, generation, mount_status};
     use wiremock::matchers::{method, path};
     use wiremock::{Mock, ResponseTemplate};
     let dir = tempfile::tempdir().unwrap();

@@ -6,9 +6,9 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use crate::support::poll::{GENERATION_ID, IMAGEGEN_KEY, generation, mount_status, mount_submit};
 use crate::support::{Setup, TestBroker, classification, posts};
 
-pub(crate) const IMAGEGEN_KEY: (&str, &str) = ("x-imagegen-api-key", "ik_poll_key");
 const AGENT_KEY: (&str, &str) = ("x-agent-api-key", "ak_poll_key");
 
 async fn broker(server: &MockServer) -> TestBroker {
@@ -18,35 +18,6 @@ async fn broker(server: &MockServer) -> TestBroker {
             .into(),
     );
     TestBroker::start(setup).await
-}
-
-pub(crate) fn generation(status: &str) -> Value {
-    json!({ "generations_by_pk": { "id": "0b8a5c1e-1f2a-4b3c-8d4e-5f6a7b8c9d0e", "status": status, "generated_images": [
-        { "id": "i1", "url": "https://cdn.example.invalid/i1.png" },
-        { "id": "i2", "url": "https://cdn.example.invalid/i2.png" }
-    ] } })
-}
-
-pub(crate) async fn mount_submit(server: &MockServer) {
-    Mock::given(method("POST"))
-        .and(path("/generations"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
-            "sdGenerationJob": { "generationId": "0b8a5c1e-1f2a-4b3c-8d4e-5f6a7b8c9d0e", "cost": { "amount": "0.01", "unit": "DOLLARS" } }
-        })))
-        .expect(1)
-        .mount(server)
-        .await;
-}
-
-pub(crate) const GENERATION_ID: &str = "0b8a5c1e-1f2a-4b3c-8d4e-5f6a7b8c9d0e";
-
-/// Every status read of the generation answers `status` (with `code`).
-pub(crate) async fn mount_status(server: &MockServer, code: u16, body: Value) {
-    Mock::given(method("GET"))
-        .and(path(format!("/generations/{GENERATION_ID}")))
-        .respond_with(ResponseTemplate::new(code).set_body_json(body))
-        .mount(server)
-        .await;
 }
 
 /// Submits one confirmed image generation with extra arguments.

@@ -11,40 +11,8 @@ use tool_broker::store::{Store, StoreConfig};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
+use crate::support::store::postgres;
 use crate::support::{Setup, TestBroker};
-
-const PG_VAR: &str = "TOOL_BROKER_TEST_DATABASE_URL";
-
-/// A fresh PostgreSQL schema's store config; panics (fails the test) without the variable.
-pub(crate) fn postgres(name: &str) -> StoreConfig {
-    let url = std::env::var(PG_VAR).unwrap_or_else(|_| {
-        panic!("{PG_VAR} is not set: this PostgreSQL test needs a server (postgres://postgres@127.0.0.1:5432/test)")
-    });
-    let mut nonce = [0u8; 4];
-    getrandom_fill(&mut nonce);
-    let schema = format!(
-        "tb_{name}_{}",
-        nonce.iter().map(|b| format!("{b:02x}")).collect::<String>()
-    );
-    StoreConfig::Postgres {
-        url,
-        schema: Some(schema),
-    }
-}
-
-fn getrandom_fill(buf: &mut [u8]) {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    for (i, b) in buf.iter_mut().enumerate() {
-        *b = u8::try_from((t >> (i * 8)) & 0xff).unwrap() ^ u8::try_from(i * 37 % 256).unwrap();
-    }
-    let pid = std::process::id().to_le_bytes();
-    for (b, p) in buf.iter_mut().zip(pid) {
-        *b ^= p;
-    }
-}
 
 fn ts(text: &str) -> jiff::Timestamp {
     text.parse().unwrap()

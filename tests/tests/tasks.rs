@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::poll::{GENERATION_ID, IMAGEGEN_KEY, generation, mount_status, mount_submit};
+use crate::support::poll::{GENERATION_ID, IMAGEGEN_KEY, generation, mount_status, mount_submit};
 use crate::support::{API_KEY, Setup, TestBroker, posts};
 
 const EXTENSION: &str = "io.modelcontextprotocol/tasks";

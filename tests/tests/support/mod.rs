@@ -14,8 +14,14 @@ use tool_broker::catalog::source::Sources;
 use tool_broker::config::ConfigFile;
 use tool_broker::store::{Store, StoreConfig};
 
+pub mod approval;
+pub mod bounds;
+pub mod failures;
 pub mod generate;
+pub mod hub;
 pub mod idp;
+pub mod poll;
+pub mod store;
 
 /// The bearer token every test broker accepts.
 pub const API_KEY: &str = "tb_test_bearer_0123456789";
@@ -329,7 +335,20 @@ impl TestBroker {
         body: Option<Vec<u8>>,
         headers: &[(&str, &str)],
     ) -> (u16, reqwest::header::HeaderMap, String) {
-        let mut req = self.client.request(method, format!("{}{path}", self.url));
+        self.send_with(&self.client, method, path, body, headers)
+            .await
+    }
+
+    /// [`TestBroker::send`] through another client (one that does not follow redirects).
+    pub async fn send_with(
+        &self,
+        client: &reqwest::Client,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+        headers: &[(&str, &str)],
+    ) -> (u16, reqwest::header::HeaderMap, String) {
+        let mut req = client.request(method, format!("{}{path}", self.url));
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
