@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 use wiremock::MockServer;
 
 use crate::support::approval::{
-    APPROVAL_KEY, CREDENTIAL, KEY, create, csrf, get, hex_sha256, human_broker,
-    human_broker_waiting, human_broker_with, post_form, sign_in,
+    APPROVAL_KEY, CREDENTIAL, KEY, create, csrf, get, human_broker, human_broker_waiting,
+    human_broker_with, post_form, sign_in,
 };
 use crate::support::{Setup, TestBroker, classification, posts};
 
@@ -324,7 +324,7 @@ async fn the_approval_key_rotates_without_losing_approvals_in_flight() {
         "confirmation = \"human\"\napproval_key_env = \"NEW_KEY\"\n\
          approval_previous_key_envs = [\"APPROVAL_KEY\"]\napproval_wait_seconds = 0\n\
          [[approvers]]\nname = \"alice\"\nsha256 = \"{}\"\n",
-        hex_sha256(CREDENTIAL)
+        tool_broker::catalog::identity::sha256_hex(CREDENTIAL.as_bytes())
     ));
     setup.env.insert("APPROVAL_KEY".into(), APPROVAL_KEY.into());
     setup.env.insert(
@@ -468,7 +468,7 @@ async fn a_removed_approver_loses_the_sessions_it_had() {
     setup.config = Some(format!(
         "confirmation = \"human\"\napproval_key_env = \"APPROVAL_KEY\"\n\
          [[approvers]]\nname = \"bob\"\nsha256 = \"{}\"\n",
-        hex_sha256("bob-credential")
+        tool_broker::catalog::identity::sha256_hex(b"bob-credential")
     ));
     setup.env.insert("APPROVAL_KEY".into(), APPROVAL_KEY.into());
     setup.store = Some(crate::support::sqlite_store(dir.path()).await);

@@ -7,7 +7,6 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 
 use serde_json::{Value, json};
-use sha2::Digest;
 use wiremock::matchers::method;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -25,13 +24,6 @@ async fn upstream(status: u16) -> MockServer {
     server
 }
 
-fn hex_sha256(text: &str) -> String {
-    sha2::Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 /// `[[keys]]` entries, each key's token `token-<name>`.
 fn keys(entries: &[(&str, &[&str])]) -> String {
     entries
@@ -40,7 +32,7 @@ fn keys(entries: &[(&str, &[&str])]) -> String {
             let roles: Vec<String> = roles.iter().map(|r| format!("\"{r}\"")).collect();
             format!(
                 "\n[[keys]]\nname = \"{name}\"\nsha256 = \"{}\"\nroles = [{}]\n",
-                hex_sha256(&format!("token-{name}")),
+                tool_broker::catalog::identity::sha256_hex(format!("token-{name}").as_bytes()),
                 roles.join(", ")
             )
         })

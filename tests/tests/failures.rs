@@ -3,7 +3,6 @@
 use std::time::Duration;
 
 use serde_json::json;
-use sha2::{Digest, Sha256};
 use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -172,13 +171,6 @@ async fn the_environment_overrides_the_upstream_url() {
     assert_eq!(server.received_requests().await.unwrap().len(), 1);
 }
 
-fn sha256_hex(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 #[tokio::test]
 async fn keys_are_limited_to_their_services_tiers_and_risks() {
     let server = MockServer::start().await;
@@ -196,7 +188,7 @@ services = ["hosting", "agent", "portal"]
 tiers = ["agent_ready"]
 risks = ["read"]
 "#,
-        sha256_hex("tb_reader_key_1")
+        tool_broker::catalog::identity::sha256_hex(b"tb_reader_key_1")
     ));
     let b = TestBroker::start(setup).await;
     let hk = [

@@ -386,13 +386,7 @@ async fn tools_list_pages_through_every_agent_ready_tool_once() {
 async fn toolsets_choose_what_each_key_sees() {
     let server = MockServer::start().await;
     let mut setup = Setup::all_upstreams(&server.uri());
-    let hash = |t: &str| {
-        use sha2::Digest;
-        sha2::Sha256::digest(t.as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-    };
+    let hash = |t: &str| tool_broker::catalog::identity::sha256_hex(t.as_bytes());
     setup.config = Some(format!(
         "[[keys]]\nname = \"finder\"\nsha256 = \"{}\"\ntoolset = \"discovery\"\n\
          [[keys]]\nname = \"media-only\"\nsha256 = \"{}\"\ntoolset = [\"media\"]\n\

@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use sha2::Digest;
 use tool_broker::cli::{CatalogRoot, Format, PolicyCommand, SchemaFormat, policy};
 use wiremock::MockServer;
 
@@ -28,13 +27,6 @@ fn token(key: &str) -> String {
     format!("token-{key}")
 }
 
-fn hex_sha256(text: &str) -> String {
-    sha2::Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 /// `[policy]` over `dir` and the table's keys, every tool listed.
 fn config(dir: &std::path::Path, extra: &str) -> String {
     let mut text = format!(
@@ -45,7 +37,7 @@ fn config(dir: &std::path::Path, extra: &str) -> String {
         let roles: Vec<String> = roles.iter().map(|r| format!("\"{r}\"")).collect();
         text.push_str(&format!(
             "\n[[keys]]\nname = \"{name}\"\nsha256 = \"{}\"\nroles = [{}]\n",
-            hex_sha256(&token(name)),
+            tool_broker::catalog::identity::sha256_hex(token(name).as_bytes()),
             roles.join(", ")
         ));
     }
@@ -291,7 +283,7 @@ async fn a_confirm_annotation_turns_a_flag_call_into_an_approval() {
         &policy_dir(),
         &format!(
             "approval_key_env = \"APPROVAL_KEY\"\n[[approvers]]\nname = \"alice\"\nsha256 = \"{}\"\n",
-            hex_sha256("approver-credential")
+            tool_broker::catalog::identity::sha256_hex(b"approver-credential")
         ),
     ));
     setup.env.insert(

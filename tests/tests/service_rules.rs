@@ -72,14 +72,6 @@ async fn domain_availability_is_limited_per_caller() {
     assert!((1..=60).contains(&retry), "{retry}");
 }
 
-fn sha(token: &str) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(token.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 #[tokio::test]
 async fn payments_routes_by_profile_to_a_server_side_key() {
     let server = MockServer::start().await;
@@ -95,8 +87,8 @@ async fn payments_routes_by_profile_to_a_server_side_key() {
         "[[keys]]\nname = \"eu-agent\"\nsha256 = \"{}\"\nprofiles = [\"eu-store\"]\n\
          [[keys]]\nname = \"other\"\nsha256 = \"{}\"\n\
          [[profiles]]\nservice = \"payments\"\nid = \"prof_eu\"\nslug = \"eu-store\"\nenv = \"PAYMENTS_EU_KEY\"\n",
-        sha("tb_eu_agent_token_00001"),
-        sha("tb_other_token_0000001"),
+        tool_broker::catalog::identity::sha256_hex(b"tb_eu_agent_token_00001"),
+        tool_broker::catalog::identity::sha256_hex(b"tb_other_token_0000001"),
     ));
     setup
         .env

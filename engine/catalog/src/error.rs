@@ -1,6 +1,6 @@
 //! Call errors: the complete list of classifications (decision 003) and the one
 //! error type every stage of a call returns. The HTTP status of each classification
-//! comes from `rules/errors.toml`; [`crate::answer::envelope`] is the one place that turns a
+//! comes from `rules/errors.toml`; `answer::envelope` (broker-upstream) is the one place that turns a
 //! [`CallError`] into a response body.
 //!
 //! May import nothing of the crate: every stage speaks it.

@@ -5,5 +5,5 @@ pub mod net;
 pub mod telemetry;
 
 // The floors below, under the names their modules have in every crate, so a path
-// (`crate::catalog::Catalog`) reads the same wherever it is written.
+// (`crate::error::CallError`) reads the same wherever it is written.
 pub use broker_catalog::error;

@@ -1,6 +1,6 @@
 //! Outbound HTTP for the broker's rare requests of its own (an identity provider's
 //! metadata, keys and token endpoint; an OTLP collector): not the upstream client
-//! ([`crate::upstream`]), which pools and holds connections per serving thread.
+//! (`upstream`, broker-upstream), which pools and holds connections per serving thread.
 //!
 //! Imports nothing of the crate; every stage may use it.
 

@@ -2,9 +2,15 @@
 
 use crate::support::{Setup, TestBroker};
 use serde_json::{Value, json};
-use sha2::Digest;
 use wiremock::MockServer;
 
+/// The credential approver `alice` signs in to the approval page with.
+pub const CREDENTIAL: &str = "approver-credential-canary-93";
+
+/// The key approvals are sealed under (`approval_key_env = "APPROVAL_KEY"`).
+pub const APPROVAL_KEY: &str = "approval-sealing-key-of-at-least-32-chars";
+
+/// The payments key every human-mode call sends (a canary: never in a page or log).
 pub const KEY: (&str, &str) = ("x-payments-api-key", "pk_human_canary_6");
 
 /// A human-mode broker on the store in `dir` whose repeats answer a pending approval at
@@ -95,8 +101,6 @@ pub async fn post_form(
     (status, headers, response.text().await.unwrap())
 }
 
-pub const CREDENTIAL: &str = "approver-credential-canary-93";
-
 /// A human-mode broker with `extra` top-level config lines.
 pub async fn human_broker_with(
     server: &MockServer,
@@ -108,18 +112,9 @@ pub async fn human_broker_with(
     setup.config = Some(format!(
         "confirmation = \"human\"\napproval_key_env = \"APPROVAL_KEY\"\n{extra}\n\
          [[approvers]]\nname = \"alice\"\nsha256 = \"{}\"\n",
-        hex_sha256(CREDENTIAL)
+        tool_broker::catalog::identity::sha256_hex(CREDENTIAL.as_bytes())
     ));
     setup.env.insert("APPROVAL_KEY".into(), APPROVAL_KEY.into());
     setup.store = Some(crate::support::sqlite_store(dir).await);
     TestBroker::start(setup).await
 }
-
-pub fn hex_sha256(text: &str) -> String {
-    sha2::Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-pub const APPROVAL_KEY: &str = "approval-sealing-key-of-at-least-32-chars";

@@ -8,7 +8,7 @@ pub fn postgres(name: &str) -> StoreConfig {
         panic!("{PG_VAR} is not set: this PostgreSQL test needs a server (postgres://postgres@127.0.0.1:5432/test)")
     });
     let mut nonce = [0u8; 4];
-    getrandom_fill(&mut nonce);
+    clock_bytes(&mut nonce);
     let schema = format!(
         "tb_{name}_{}",
         nonce.iter().map(|b| format!("{b:02x}")).collect::<String>()
@@ -19,9 +19,11 @@ pub fn postgres(name: &str) -> StoreConfig {
     }
 }
 
-pub const PG_VAR: &str = "TOOL_BROKER_TEST_DATABASE_URL";
+/// The variable that names the PostgreSQL server.
+const PG_VAR: &str = "TOOL_BROKER_TEST_DATABASE_URL";
 
-pub fn getrandom_fill(buf: &mut [u8]) {
+/// Bytes from the clock: a schema name no earlier run used.
+fn clock_bytes(buf: &mut [u8]) {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()

@@ -38,7 +38,7 @@ pub struct Catalog {
     /// Listed name (`/mcp`) -> the tool's index.
     listed: HashMap<String, usize>,
     /// What each tool costs by `rules/costs.toml` (a deployment's `[costs]` compiles
-    /// its own on top: `crate::run::Parts::costs`).
+    /// its own on top: `run::Parts::costs`).
     pub costs: crate::catalog::costs::Costs,
     /// The units and costs of `rules/costs.toml` as written, for a deployment's own to
     /// be compiled with.

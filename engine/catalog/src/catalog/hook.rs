@@ -1,5 +1,5 @@
 //! The names of the native hooks a tool may name (`hook = "find_tools"`): catalog data,
-//! resolved once at compile. The hooks' code is in [`crate::hooks`], which the catalog
+//! resolved once at compile. The hooks' code is in `hooks` (broker-core), which the catalog
 //! never imports.
 
 /// A native hook, by the name catalog files use.

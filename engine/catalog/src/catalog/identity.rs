@@ -99,7 +99,7 @@ pub enum Field<'a> {
     /// A value, written canonically.
     Value(&'a Value),
     /// A value's canonical text, already written (a schema whose compact text is
-    /// canonical, [`crate::catalog::SchemaText::canonical`]).
+    /// canonical: `compact_is_canonical`).
     Canonical(&'a str),
 }
 

@@ -1,5 +1,5 @@
 //! The `[oauth]` table of the deployment config: the broker as an OAuth 2.1 resource
-//! server (decision 011). Checked and compiled by [`crate::caller::oauth`];
+//! server (decision 011). Checked and compiled by `caller::oauth` (broker-identity);
 //! design notes in docs/oauth.md.
 //!
 //! ```toml

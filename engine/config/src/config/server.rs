@@ -1,5 +1,5 @@
 //! The `[server]` table of the deployment config: what a connection may cost (enforced
-//! by [`crate::serve::bounds`]) and which HTTP/1.1 server reads call requests.
+//! by `serve::bounds` in broker-surfaces) and which HTTP/1.1 server reads call requests.
 //! Design notes and defaults: docs/deployment.md ("Connection limits").
 
 use std::time::Duration;
@@ -33,14 +33,14 @@ pub struct ServerBounds {
     /// and its upstream pool; 0 means one per CPU the process may use.
     pub workers: usize,
     /// Who reads HTTP/1.1 call requests: `own` (the broker's own HTTP/1.1 server,
-    /// [`crate::serve::http1`], handing anything else to hyper) or `hyper` (hyper's
+    /// `serve::http1` (broker-surfaces), handing anything else to hyper) or `hyper` (hyper's
     /// server for everything).
     pub http1_server: Http1Server,
 }
 
 /// The `[tls]` table: the broker serves HTTPS itself (deployments without an ingress;
 /// behind a proxy or an ingress, plain HTTP stays the default). Both files are PEM,
-/// read at start and again on `SIGHUP` ([`crate::serve::tls`]); a relative path is
+/// read at start and again on `SIGHUP` (`serve::tls`, broker-surfaces); a relative path is
 /// relative to the working directory, as `[policy] dir` is.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]

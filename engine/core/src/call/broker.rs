@@ -15,7 +15,7 @@ use crate::hooks;
 use crate::run::{Parts, Pipeline, RequestCtx, Running};
 use crate::upstream::render::RenderedRequest;
 
-/// What the HTTP endpoints ([`crate::mcp`], [`crate::serve`]) keep with the broker: their
+/// What the HTTP endpoints (`mcp`, `serve`: broker-surfaces) keep with the broker: their
 /// settings from the config, and what they build once and share. Held here because an
 /// endpoint is handed the broker; nothing in the driver reads it.
 #[derive(Debug)]

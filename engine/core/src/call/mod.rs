@@ -16,8 +16,8 @@
 //! made a result. What only the driver uses: `args`, `tenancy`, `ratelimit`.
 //!
 //! May import every stage below it (confirm, hooks, webhook, run, answer, upstream,
-//! the store, callers, config, telemetry, the catalog); never an endpoint ([`crate::mcp`],
-//! [`crate::serve`]).
+//! the store, callers, config, telemetry, the catalog); never an endpoint (`mcp`,
+//! `serve`: broker-surfaces).
 
 pub mod args;
 mod broker;

@@ -3,7 +3,7 @@
 //! fetched with the catalog's `public_key` tool using an API key the deployment gives).
 //!
 //! A callback never causes an upstream call: a fetched key is fetched by a background
-//! task ([`crate::webhook::keys::spawn_refresh`]); until it arrives, callbacks are
+//! task (`webhook::keys::spawn_refresh`, broker-core); until it arrives, callbacks are
 //! answered 503 and the upstream retries them. Secrets and API keys stay here; only
 //! booleans leave.
 

@@ -1,5 +1,5 @@
 //! The hub's sealed keys (decision 012): one row per user and service, holding
-//! only what [`crate::hub`] sealed. Nothing here can read a key: the store never sees
+//! only what `hub` (broker-core) sealed. Nothing here can read a key: the store never sees
 //! the vault key. A replace is one upsert, so two replicas storing at once leave one
 //! row, and the caller learns whether a row was there before (for the audit).
 

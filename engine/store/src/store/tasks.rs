@@ -1,5 +1,5 @@
 //! MCP tasks (the tasks extension of MCP 2026-07-28): tool calls run in the background
-//! for a client that opted in ([`crate::mcp::tasks`]). Every status change is one
+//! for a client that opted in (`mcp::tasks`, broker-surfaces). Every status change is one
 //! conditional `UPDATE` from `working`, so a cancel and a finish racing on two replicas
 //! settle the task once.
 

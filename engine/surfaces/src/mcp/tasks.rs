@@ -15,7 +15,7 @@
 //! unknown-task error. A cancel settles the task `cancelled`; the running replica sees
 //! it at its next heartbeat and stops watching; the upstream job may still finish (the
 //! status message says so, and never resubmits). A task whose replica stopped renewing
-//! its heartbeat for [`STALE`] is reported `failed`, naming the tool that reads the job.
+//! its heartbeat for [`STALE_MS`] is reported `failed`, naming the tool that reads the job.
 //!
 //! Calls the broker would hold for confirmation (a write under `bound` or `human` without
 //! its token or approval, and the retry of an input-required round) are answered

@@ -15,7 +15,7 @@
 //!   and key of `[tls]`, reloaded on `SIGHUP`.
 //!
 //! May import everything below it: the call driver, the MCP endpoint, webhooks, and the
-//! stages under them. Only [`crate::cli`] (and the differential oracles) import it.
+//! stages under them. Only `cli` (tool-broker) and the differential oracles import it.
 
 pub mod admin;
 pub mod bounds;

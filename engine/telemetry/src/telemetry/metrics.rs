@@ -13,7 +13,7 @@ pub struct Metrics {
     calls: Mutex<Calls>,
     responses: Mutex<BTreeMap<u16, u64>>,
     /// Connections the broker's own HTTP/1.1 server handed to hyper's server
-    /// ([`crate::serve::http1`]).
+    /// (`serve::http1`, broker-surfaces).
     handovers: std::sync::atomic::AtomicU64,
     /// Policy reloads (accepted, rejected), shown once a deployment has `[policy]`.
     policy_reloads: Mutex<Option<[u64; 2]>>,

@@ -1,7 +1,7 @@
 //! Plain-HTTP upstream exchanges of a serving worker thread: written and read by the
 //! call itself, on connections the thread holds without a pool.
 //!
-//! A serving worker ([`crate::serve::server::serve_workers`]) runs one current-thread runtime
+//! A serving worker (`serve::server::serve_workers`, broker-surfaces) runs one current-thread runtime
 //! for its whole life, and every call it serves runs on it; so its upstream connections
 //! need no pool shared between threads, and no task of their own: the call that takes an
 //! idle connection writes its request head and body in one write, reads the answer's

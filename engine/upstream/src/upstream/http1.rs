@@ -18,7 +18,7 @@
 //!   extensions and trailers too, and its body by the caller's limit, known before
 //!   reading when the upstream declares its length;
 //! - whatever this reading takes, hyper's client takes the same (status and body):
-//!   checked by a differential oracle and fuzz target (`crate::oracle::held`,
+//!   checked by a differential oracle and fuzz target (`oracle::held`,
 //!   fuzz/README.md), so a held `http://` upstream reads as a pooled `https://` one.
 //!
 

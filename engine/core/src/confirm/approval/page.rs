@@ -323,7 +323,7 @@ pub async fn limited(cx: Context<'_>, key: &str, limit: u32, what: &str) -> Resu
 }
 
 /// `POST /approvals/<id>/sign-in`; `client` is the client's address
-/// (`crate::serve`'s `client_address`).
+/// (`serve`'s `client_address`).
 pub async fn sign_in(cx: Context<'_>, id: &str, body: &[u8], client: &str) -> Page {
     let fields = form(body);
     let csrf_ok = match fields.get("csrf") {
