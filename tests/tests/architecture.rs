@@ -465,6 +465,70 @@ fn no_folder_has_a_cycle_between_its_files() {
     );
 }
 
+/// No function takes a tuple pattern where a struct or separate parameters belong
+/// (`(a, b): (A, B)`, a way round the argument-count lint): a parameter says what it
+/// is by its name and type. Tests are free to.
+#[test]
+fn no_parameter_is_a_tuple_standing_in_for_a_struct() {
+    let mut files = Vec::new();
+    for src in sources() {
+        rust_files(&src, &mut files);
+    }
+    let mut found = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let code = without_tests(&code_only(&text));
+        for (n, line) in code.lines().enumerate() {
+            if tuple_parameter(line) {
+                found.push(format!(
+                    "{}:{}: {}",
+                    relative(file).display(),
+                    n + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "parameters that are tuples (name them, or make a struct that says what they are):\n{}",
+        found.join("\n")
+    );
+    for (line, tuple) in [
+        ("    (a, b): (&str, Site),", true),
+        ("fn f(x: u8, (a, b): (u8, u8)) {}", true),
+        ("    let (a, b): (u8, u8) = (1, 2);", false),
+        ("    a: (u8, u8),", false),
+        ("    for (a, b) in pairs {", false),
+    ] {
+        assert_eq!(tuple_parameter(line), tuple, "{line}");
+    }
+}
+
+/// Whether `line` holds a tuple pattern as a parameter: `(ident, ident...): (` at the
+/// start of the line or after `(` or `, `, not after `let`.
+fn tuple_parameter(line: &str) -> bool {
+    let mut rest = line;
+    while let Some(at) = rest.find("): (") {
+        let before = &rest[..at];
+        if let Some(open) = before.rfind('(') {
+            let inside = &before[open + 1..];
+            let names = !inside.is_empty()
+                && inside.contains(',')
+                && inside
+                    .split(',')
+                    .all(|n| !n.trim().is_empty() && n.trim().bytes().all(is_ident));
+            let lead = before[..open].trim_end();
+            let starts = lead.is_empty() || lead.ends_with('(') || lead.ends_with(',');
+            if names && starts {
+                return true;
+            }
+        }
+        rest = &rest[at + 4..];
+    }
+    false
+}
+
 /// Every request the broker sends upstream leaves through the one gate (decision 017):
 /// the upstream client (`Upstream`) is named, made and sent through only in
 /// `call/gate.rs`, where a send takes a permit; no other code outside the `upstream`

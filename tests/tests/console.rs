@@ -698,7 +698,8 @@ async fn charge(broker: &TestBroker, budget: usize, scope: &str, units: u64) {
                 unit: &b.unit,
             }],
             units,
-            ("agent.create_task", now),
+            "agent.create_task",
+            now,
         )
         .await
         .unwrap();

@@ -428,19 +428,19 @@ async fn suite(config: &StoreConfig) {
         unit: "credits",
     };
     let both = [charge("small", 5), charge("large", 100)];
-    let at = ("agent.create_task", 1_500);
+    let (tool, at) = ("agent.create_task", 1_500);
     assert_eq!(
-        a.reserve_budgets("h1", &both, 3, at).await.unwrap(),
+        a.reserve_budgets("h1", &both, 3, tool, at).await.unwrap(),
         Reserved::Held
     );
     assert_eq!(
-        b.reserve_budgets("h1", &both, 3, at).await.unwrap(),
+        b.reserve_budgets("h1", &both, 3, tool, at).await.unwrap(),
         Reserved::Held,
         "the same hold again"
     );
     assert_eq!(b.budget_used("small", "key:k", 1_000).await.unwrap(), 3);
     assert_eq!(
-        b.reserve_budgets("h2", &both, 3, at).await.unwrap(),
+        b.reserve_budgets("h2", &both, 3, tool, at).await.unwrap(),
         Reserved::Over { index: 0, used: 3 }
     );
     assert_eq!(
@@ -452,7 +452,7 @@ async fn suite(config: &StoreConfig) {
     a.settle_budgets("h1", 3, 1).await.unwrap();
     assert_eq!(b.budget_used("small", "key:k", 1_000).await.unwrap(), 1);
     assert_eq!(
-        b.reserve_budgets("h3", &both, 4, at).await.unwrap(),
+        b.reserve_budgets("h3", &both, 4, tool, at).await.unwrap(),
         Reserved::Held
     );
     assert_eq!(b.budget_used("large", "key:k", 1_000).await.unwrap(), 5);
@@ -478,7 +478,7 @@ async fn suite(config: &StoreConfig) {
         ..charge("small", 5)
     };
     assert_eq!(
-        a.reserve_budgets("h4", &[late], 2, ("agent.create_task", 100 * day + 5))
+        a.reserve_budgets("h4", &[late], 2, "agent.create_task", 100 * day + 5)
             .await
             .unwrap(),
         Reserved::Held

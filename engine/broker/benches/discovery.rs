@@ -93,10 +93,10 @@ fn discovery(c: &mut Criterion) {
             b.iter(|| {
                 let ctx = RequestCtx::own(&caller, &headers, &trace);
                 let args = serde_json::json!({ "query": black_box("list issuing cards") });
-                let exec = runtime
+                let mut exec = runtime
                     .block_on(broker.execute(find, Some(args), &ctx))
                     .unwrap_or_else(|e| panic!("{}", e.message));
-                serde_json::to_vec(&exec.data).map_or(0, |text| text.len())
+                serde_json::to_vec(exec.data.value_mut()).map_or(0, |text| text.len())
             })
         },
     );

@@ -92,13 +92,11 @@ fn policy(c: &mut Criterion) {
         let policies = compiled(&catalog, total);
         c.bench_function(
             &format!("decide: a refund with arguments ({total} policies)"),
-            |b| {
-                b.iter(|| policies.decide(refund, &caller, black_box(&args), (false, None), || now))
-            },
+            |b| b.iter(|| policies.decide(refund, &caller, black_box(&args), false, None, || now)),
         );
         c.bench_function(
             &format!("decide: a read without arguments ({total} policies)"),
-            |b| b.iter(|| policies.decide(read, &caller, black_box(&empty), (false, None), || now)),
+            |b| b.iter(|| policies.decide(read, &caller, black_box(&empty), false, None, || now)),
         );
         c.bench_function(&format!("may_see: one tool ({total} policies)"), |b| {
             b.iter(|| policies.may_see(black_box(refund), &caller))
@@ -116,7 +114,7 @@ fn policy(c: &mut Criterion) {
                             ..Caller::unrestricted(&format!("support-{n}"))
                         }
                     },
-                    |new| policies.decide(refund, &new, black_box(&args), (false, None), || now),
+                    |new| policies.decide(refund, &new, black_box(&args), false, None, || now),
                     criterion::BatchSize::SmallInput,
                 )
             },

@@ -128,7 +128,7 @@ fn backend(c: &mut Criterion, name: &str, config: &StoreConfig) {
                 let hold = format!("hold-{n}");
                 runtime.block_on(async {
                     store
-                        .reserve_budgets(&hold, &budgets, 3, ("agent.create_task", n))
+                        .reserve_budgets(&hold, &budgets, 3, "agent.create_task", n)
                         .await
                         .unwrap_or_else(|e| panic!("{e}"));
                     store

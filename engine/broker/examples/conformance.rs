@@ -330,7 +330,7 @@ async fn main() {
                         .await
                         .unwrap();
                 let broker = Broker::new(catalog.clone(), &cfg, &env, store).unwrap();
-                let principal = Caller::unrestricted("conformance");
+                let caller = Caller::unrestricted("conformance");
                 let mut headers = hyper::HeaderMap::new();
                 if let Some(h) = &key_header {
                     headers.insert(
@@ -361,7 +361,7 @@ async fn main() {
                             name: &tool.full_name,
                             arguments: Some(args.clone()),
                             headers: &headers,
-                            principal: &principal,
+                            caller: &caller,
                             idempotency_key: None,
                             elicitation: None,
                             task_watch: None,

@@ -25,7 +25,7 @@ pub fn policy(command: PolicyCommand, root: &CatalogRoot) -> Result<String, Stri
                 .and_then(|c| c.policy)
                 .map(|p| (p.claims, p.set_claims))
                 .unwrap_or_default();
-            let json = schema_json(&catalog, (&claims, &set_claims), &units)?;
+            let json = schema_json(&catalog, &claims, &set_claims, &units)?;
             match format {
                 SchemaFormat::Json => {
                     serde_json::to_string_pretty(&json).map_err(|e| e.to_string())

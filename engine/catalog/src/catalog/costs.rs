@@ -486,8 +486,12 @@ pub fn compile(
 /// the service, the service beats classes, classes beat the risk.
 fn rank(raw: &RawCost, tool: &Tool) -> Option<u8> {
     let selected = crate::catalog::rules::selects(
-        (raw.service.as_deref(), raw.risk, &raw.classes),
-        (&tool.service, tool.risk, &tool.classes),
+        raw.service.as_deref(),
+        raw.risk,
+        &raw.classes,
+        &tool.service,
+        tool.risk,
+        &tool.classes,
     );
     if !selected || raw.tool.as_ref().is_some_and(|t| *t != tool.full_name) {
         return None;

@@ -308,8 +308,12 @@ impl Redaction {
 /// reading of `service`, `risk` and `classes` across `rules/` (confirmation policies,
 /// costs).
 pub fn selects(
-    (service, risk, classes): (Option<&str>, Option<Risk>, &[Class]),
-    (tool_service, tool_risk, tool_classes): (&str, Risk, &[Class]),
+    service: Option<&str>,
+    risk: Option<Risk>,
+    classes: &[Class],
+    tool_service: &str,
+    tool_risk: Risk,
+    tool_classes: &[Class],
 ) -> bool {
     service.is_none_or(|s| s == tool_service)
         && risk.is_none_or(|r| r == tool_risk)
@@ -341,8 +345,12 @@ impl Confirmation {
             .iter()
             .find(|p| {
                 selects(
-                    (p.service.as_deref(), p.risk, &p.classes),
-                    (service, risk, classes),
+                    p.service.as_deref(),
+                    p.risk,
+                    &p.classes,
+                    service,
+                    risk,
+                    classes,
                 )
             })
             .map(|p| p.mode)

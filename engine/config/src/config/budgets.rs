@@ -146,7 +146,8 @@ pub struct Budget {
 pub fn compile(
     entries: &[BudgetEntry],
     units: &BTreeSet<String>,
-    (file, text): (&str, &str),
+    file: &str,
+    text: &str,
 ) -> Result<Vec<Budget>, String> {
     let mut lines = text
         .lines()
@@ -287,7 +288,7 @@ mod tests {
             entry("a", "credit", "1w", "each-user", false),
             entry("a", "credits", "1d", "user:nohash", true),
         ];
-        let err = compile(&entries, &units, ("broker.toml", text)).unwrap_err();
+        let err = compile(&entries, &units, "broker.toml", text).unwrap_err();
         for wanted in [
             "broker.toml:3: budget `a`: unit `credit` is not one the costs name (credits)",
             "broker.toml:3: budget `a`: window `1w` is not one of 1h, 1d, 7d, 30d",
@@ -297,10 +298,10 @@ mod tests {
             assert!(err.contains(wanted), "{wanted}\nin\n{err}");
         }
         let shared = [entry("b", "credits", "1d", "each-key", true)];
-        let err = compile(&shared, &units, ("f", "")).unwrap_err();
+        let err = compile(&shared, &units, "f", "").unwrap_err();
         assert!(err.contains("`shared = true` is only for"), "{err}");
         let ok = [entry("c", "credits", "7d", "role:support", true)];
-        let budgets = compile(&ok, &units, ("f", "")).unwrap();
+        let budgets = compile(&ok, &units, "f", "").unwrap();
         assert_eq!(
             budgets[0].binds,
             Binds::Role {

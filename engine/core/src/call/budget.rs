@@ -13,10 +13,11 @@
 
 use serde_json::json;
 
-use super::{Broker, Priced};
+use super::Broker;
+use super::price::{Priced, Pricing, releases};
 use crate::caller::Caller;
 use crate::catalog::Tool;
-use crate::catalog::costs::{Estimate, Price};
+use crate::catalog::costs::Estimate;
 use crate::error::{CallError, Classification};
 use crate::run::budgets::{Binding, binding, rfc3339};
 use crate::run::{Exec, RequestCtx};
@@ -66,29 +67,21 @@ fn exceeded(tool: &Tool, bound: &Binding<'_>, used: u64, cost: Option<u64>) -> C
     }))
 }
 
-/// Whether what reserved a call's budgets is given back: nothing was sent, or the
-/// upstream refused the call (any 4xx or 5xx answer). A timeout keeps it.
-pub(super) fn releases(err: &CallError) -> bool {
-    match err.upstream_status {
-        Some(status) => (400..600).contains(&status),
-        None => err.classification != Classification::UpstreamTimeout,
-    }
-}
-
 impl Broker {
-    /// Reserves a priced call's estimate under every budget that binds its caller, or
+    /// Phase 6's reservation: reserves a priced call's estimate under every budget that binds its caller, or
     /// refuses it (`budget_exceeded`) when one has no room or cannot price it. `None`:
     /// no budget binds the call. Called only for a priced call when budgets exist
     /// (boxed there, so an unpriced call's future does not carry this one).
     pub(super) async fn reserve(
         &self,
         tool: &Tool,
-        (price, estimate): (&Price, Estimate),
+        pricing: Pricing<'_>,
         ctx: &RequestCtx<'_>,
         idempotency: Option<&str>,
     ) -> Result<Option<Hold>, CallError> {
+        let Pricing { price, estimate } = pricing;
         let now_ms = self.now().as_millisecond();
-        let bound = binding(&self.budgets, ctx.principal, Some(&price.unit), now_ms);
+        let bound = binding(&self.budgets, ctx.caller, Some(&price.unit), now_ms);
         let Some(first) = bound.first() else {
             return Ok(None);
         };
@@ -109,7 +102,7 @@ impl Broker {
             .collect();
         match self
             .store
-            .reserve_budgets(&id, &charges, cost, (&tool.full_name, now_ms))
+            .reserve_budgets(&id, &charges, cost, &tool.full_name, now_ms)
             .await
         {
             Ok(Reserved::Held) => {
@@ -156,7 +149,7 @@ impl Broker {
         }
     }
 
-    /// Settles or releases what a call reserved, by how it ended, and counts what was
+    /// Phase 10 for a request's reservation: settles or releases what it reserved, by how it ended, and counts what was
     /// spent. A store that fails is logged: the call's answer stands.
     ///
     /// A release is awaited (a caller retrying at once finds the room given back). A

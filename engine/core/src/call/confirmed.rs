@@ -1,5 +1,6 @@
-//! A write under its caller's confirmation mode (decision 008): flags, a bound
-//! token, or a person's approval (the approval page or MCP elicitation).
+//! Phase 5, confirm: a write under its caller's confirmation mode (decision 008):
+//! flags, a bound token, or a person's approval (the approval page or MCP
+//! elicitation).
 //!
 //! A write tool that runs others (a dispatch, steps, polling, the allowlisted
 //! endpoint) is confirmed by its plan (decision 017): its preview runs it with every
@@ -10,8 +11,11 @@
 
 use serde_json::{Map, Value, json};
 
-use super::policy::Decided;
-use super::{Args, Broker, Priced};
+use super::Broker;
+use super::admit::Admitted;
+use super::execute::{Args, RunAs};
+use super::price::Priced;
+use super::resolve::Brought;
 use crate::caller::Caller;
 use crate::catalog::descriptor::{Class, ConfirmationMode, Risk};
 use crate::catalog::{Action, Tool};
@@ -19,14 +23,29 @@ use crate::config::WriteConfirmation;
 use crate::confirm::Bind;
 use crate::error::{CallError, Classification};
 use crate::run::cover::{Cover, Plan};
-use crate::run::{Elicitation, Exec, RequestCtx, Want};
+use crate::run::{Elicitation, Exec, RequestCtx};
+
+/// A plan a confirmation is asked for: how, for whom, and bound to what.
+#[derive(Clone, Copy)]
+struct Asked<'a> {
+    /// The mode that confirms it (`bound` or `human`).
+    mode: WriteConfirmation,
+    /// The writes its plan pass recorded.
+    plan: &'a Plan,
+    /// Whose call it is (the job owner).
+    caller: &'a str,
+    /// What the confirmation is bound to: the arguments and the plan.
+    bind: Bind<'a>,
+    /// The call's validated arguments (what an approver is shown).
+    arguments: &'a Map<String, Value>,
+}
 
 /// The confirmation a call of a tool that runs others brought.
 enum Given<'c> {
     /// A confirmation token (mode `bound`).
-    Token(String),
+    Token(&'c str),
     /// An approval's id (mode `human`, the approval page).
-    Approval(String),
+    Approval(&'c str),
     /// The person's answer in the MCP client (mode `human`, elicitation).
     Elicited(&'c Elicitation),
 }
@@ -62,19 +81,27 @@ impl Broker {
     pub(super) async fn execute_confirmed(
         &self,
         tool: &Tool,
-        (arguments, decided, mode): (Map<String, Value>, Decided<'_>, WriteConfirmation),
-        (token, approval_id): (Option<String>, Option<String>),
+        admitted: Admitted<'_>,
+        brought: &Brought,
         ctx: &RequestCtx<'_>,
     ) -> Result<Exec, CallError> {
+        let Admitted {
+            args: arguments,
+            decided,
+            mode,
+        } = admitted;
         if mode == WriteConfirmation::Flag {
             return self
-                .execute_for_envelope(tool, Args::Door(arguments, decided), ctx)
+                .run_tool(tool, Args::Door(arguments, decided), ctx, RunAs::Door)
                 .await;
         }
         if matches!(tool.action, Action::Hook(_)) && tool.risk == Risk::Write {
-            return self
-                .execute_planned(tool, (arguments, decided, mode), (token, approval_id), ctx)
-                .await;
+            let admitted = Admitted {
+                args: arguments,
+                decided,
+                mode,
+            };
+            return self.execute_planned(tool, admitted, brought, ctx).await;
         }
         let door = |arguments| Args::Door(arguments, decided.clone());
         // Once confirmed, the door's own request is covered; nothing else is.
@@ -86,24 +113,24 @@ impl Broker {
         let caller = self.job_owner(&tool.service, ctx);
         if mode == WriteConfirmation::Human {
             let spend = crate::confirm::bound::asks_to_run(tool, map, rules);
-            if let Some(id) = approval_id {
+            if let Some(id) = &brought.approval_id {
                 crate::confirm::approval::redeem(
                     self.confirming(),
                     tool,
                     ctx,
                     &caller,
                     bind,
-                    &id,
+                    id,
                     spend,
                 )
                 .await?;
                 return self
-                    .execute_for_envelope(tool, door(arguments), &confirmed)
+                    .run_tool(tool, door(arguments), &confirmed, RunAs::Door)
                     .await;
             }
             if !spend {
                 // A preview (or the contract's own refusal without its flag): free.
-                return self.execute_for_envelope(tool, door(arguments), ctx).await;
+                return self.run_tool(tool, door(arguments), ctx, RunAs::Door).await;
             }
             let elicitation = ctx.elicitation.filter(|e| e.applies());
             if let Some(e) = elicitation.filter(|e| e.state.is_some()) {
@@ -111,12 +138,13 @@ impl Broker {
                     self.confirming(),
                     tool,
                     ctx,
-                    (&caller, bind),
+                    &caller,
+                    bind,
                     e,
                 )
                 .await?;
                 return self
-                    .execute_for_envelope(tool, door(arguments), &confirmed)
+                    .run_tool(tool, door(arguments), &confirmed, RunAs::Door)
                     .await;
             }
             // What the person will see: the preview of exactly this request.
@@ -146,12 +174,12 @@ impl Broker {
                 }
             });
         }
-        if let Some(token) = token {
+        if let Some(token) = &brought.token {
             let spend = crate::confirm::bound::asks_to_run(tool, map, rules);
-            crate::confirm::bound::redeem(self.confirming(), tool, &caller, bind, &token, spend)
+            crate::confirm::bound::redeem(self.confirming(), tool, &caller, bind, token, spend)
                 .await?;
             return self
-                .execute_for_envelope(tool, door(arguments), &confirmed)
+                .run_tool(tool, door(arguments), &confirmed, RunAs::Door)
                 .await;
         }
         // No token: the preview and a token for exactly this request.
@@ -175,8 +203,7 @@ impl Broker {
         );
         match result {
             Ok(mut exec) => {
-                exec.materialize();
-                if let Value::Object(data) = &mut exec.data {
+                if let Value::Object(data) = exec.data.value_mut() {
                     data.insert("confirmationToken".into(), json!(issued.token));
                     data.insert(
                         "confirmationExpiresAt".into(),
@@ -209,21 +236,17 @@ impl Broker {
         ctx: &RequestCtx<'_>,
     ) -> Result<Exec, CallError> {
         if matches!(tool.action, Action::Hook(_)) {
-            let mut shown = match arguments {
-                Args::Door(map, _) => Value::Object(map),
-                Args::Raw(value) => value.unwrap_or(Value::Null),
-            };
+            let mut shown = arguments.shown();
             let secrets = self.secrets(ctx.headers);
             crate::answer::redact::redact(&mut shown, &self.catalog.rules.redaction, &[], &secrets);
             return Ok(Exec {
-                data: json!({ "dryRun": true, "arguments": shown }),
+                data: json!({ "dryRun": true, "arguments": shown }).into(),
                 dry_run: true,
                 summary: Some(format!("{} not run: nothing was sent", tool.full_name)),
                 ..Exec::default()
             });
         }
-        self.execute_as(tool, arguments, ctx, true, Want::Text)
-            .await
+        self.run_tool(tool, arguments, ctx, RunAs::Preview).await
     }
 
     /// A write tool that runs others, under a token or a person (decision 017). A
@@ -236,15 +259,20 @@ impl Broker {
     async fn execute_planned(
         &self,
         tool: &Tool,
-        (arguments, decided, mode): (Map<String, Value>, Decided<'_>, WriteConfirmation),
-        (token, approval_id): (Option<String>, Option<String>),
+        admitted: Admitted<'_>,
+        brought: &Brought,
         ctx: &RequestCtx<'_>,
     ) -> Result<Exec, CallError> {
+        let Admitted {
+            args: arguments,
+            decided,
+            mode,
+        } = admitted;
         let rules = &self.catalog.rules.confirmation;
         let digest = crate::confirm::bound::digest(tool, Some(&arguments), rules);
         let caller = self.job_owner(&tool.service, ctx);
         let elicited = ctx.elicitation.filter(|e| e.applies() && e.state.is_some());
-        let given = match (mode, token, approval_id, elicited) {
+        let given = match (mode, &brought.token, &brought.approval_id, elicited) {
             (WriteConfirmation::Bound, Some(token), ..) => Some(Given::Token(token)),
             (WriteConfirmation::Human, _, Some(id), _) => Some(Given::Approval(id)),
             (WriteConfirmation::Human, _, None, Some(e)) => Some(Given::Elicited(e)),
@@ -252,15 +280,16 @@ impl Broker {
         };
         if let Some(given) = &given {
             let before = Bind::before_plan(&digest);
-            self.check_given(tool, ctx, (&caller, before), given, false)
+            self.check_given(tool, ctx, &caller, before, given, false)
                 .await?;
         }
         let plan = Plan::default();
         let run = self
-            .execute_for_envelope(
+            .run_tool(
                 tool,
                 Args::Door(arguments.clone(), decided.clone()),
                 &ctx.pass(Cover::Plan(&plan)),
+                RunAs::Door,
             )
             .await;
         if plan.is_empty() {
@@ -271,17 +300,23 @@ impl Broker {
         let plan_digest = plan.digest();
         let bind = Bind::with_plan(&digest, plan_digest.as_deref());
         let Some(given) = given else {
-            return self
-                .ask_for_plan(tool, mode, &plan, (&caller, bind), &arguments, ctx)
-                .await;
+            let asked = Asked {
+                mode,
+                plan: &plan,
+                caller: &caller,
+                bind,
+                arguments: &arguments,
+            };
+            return self.ask_for_plan(tool, &asked, ctx).await;
         };
-        self.check_given(tool, ctx, (&caller, bind), &given, true)
+        self.check_given(tool, ctx, &caller, bind, &given, true)
             .await?;
         let confirmed = Plan::of(plan.writes());
-        self.execute_for_envelope(
+        self.run_tool(
             tool,
             Args::Door(arguments, decided),
             &ctx.pass(Cover::Confirmed(&confirmed)),
+            RunAs::Door,
         )
         .await
     }
@@ -291,7 +326,8 @@ impl Broker {
         &self,
         tool: &Tool,
         ctx: &RequestCtx<'_>,
-        (caller, bind): (&str, Bind<'_>),
+        caller: &str,
+        bind: Bind<'_>,
         given: &Given<'_>,
         spend: bool,
     ) -> Result<(), CallError> {
@@ -304,10 +340,10 @@ impl Broker {
                 crate::confirm::approval::redeem(cx, tool, ctx, caller, bind, id, spend).await
             }
             Given::Elicited(e) if spend => {
-                crate::confirm::approval::elicit::answer(cx, tool, ctx, (caller, bind), e).await
+                crate::confirm::approval::elicit::answer(cx, tool, ctx, caller, bind, e).await
             }
             Given::Elicited(e) => {
-                crate::confirm::approval::elicit::check(cx, tool, ctx, (caller, bind), e).await
+                crate::confirm::approval::elicit::check(cx, tool, ctx, caller, bind, e).await
             }
         }
     }
@@ -339,12 +375,16 @@ impl Broker {
     async fn ask_for_plan(
         &self,
         tool: &Tool,
-        mode: WriteConfirmation,
-        plan: &Plan,
-        (caller, bind): (&str, Bind<'_>),
-        arguments: &Map<String, Value>,
+        asked: &Asked<'_>,
         ctx: &RequestCtx<'_>,
     ) -> Result<Exec, CallError> {
+        let Asked {
+            mode,
+            plan,
+            caller,
+            bind,
+            arguments,
+        } = *asked;
         let shown = self.shown_plan(plan, ctx);
         let count = shown.as_array().map_or(0, Vec::len);
         if mode == WriteConfirmation::Bound {
@@ -363,7 +403,8 @@ impl Broker {
                     "confirmationToken": issued.token,
                     "confirmationExpiresAt": issued.expires_at.to_string(),
                     "nextAction": next,
-                }),
+                })
+                .into(),
                 dry_run: true,
                 token_issued: true,
                 next_action: Some(next),
@@ -409,12 +450,13 @@ impl Broker {
         arguments: Args<'_>,
         ctx: &RequestCtx<'_>,
     ) -> Result<Value, CallError> {
-        let shown_args = match &arguments {
-            Args::Door(map, _) => Value::Object(map.clone()),
-            Args::Raw(value) => value.clone().unwrap_or(Value::Null),
-        };
+        let shown_args = arguments.shown();
         let request = match self.execute_unconfirmed(tool, arguments, ctx).await {
-            Ok(exec) if exec.dry_run => exec.data.get("request").cloned().unwrap_or(Value::Null),
+            Ok(mut exec) if exec.dry_run => exec
+                .data
+                .value_mut()
+                .get_mut("request")
+                .map_or(Value::Null, Value::take),
             Ok(_) => Value::Null,
             Err(e) if e.classification == Classification::ConfirmationRequired => Value::Null,
             Err(e) => return Err(e),

@@ -8,6 +8,7 @@
 
 use super::Broker;
 use super::gate::{Cleared, endpoint_tool};
+use super::send::Exchange;
 use crate::catalog::Tool;
 use crate::catalog::template::Scope;
 use crate::error::CallError;
@@ -25,25 +26,30 @@ impl Broker {
         max_response: usize,
     ) -> Result<Exec, CallError> {
         let (owner, args) = endpoint_tool(&self.catalog, tool, request);
-        ctx.principal.check(owner)?;
+        // 2. authorize, 3. price, 4. decide: as the tool the request belongs to.
+        ctx.caller.check(owner)?;
         let priced = self.estimate(owner, &args)?;
-        let decided = self.inner_policy(owner, ctx, &args, (false, priced))?;
+        let decided = self.inner_policy(owner, ctx, &args, false, priced)?;
+        // 6. reserve.
         let permit = match self.clear(owner, request, decided, ctx).await? {
             Cleared::Send(permit) => permit,
             Cleared::Planned(exec) => return Ok(exec),
         };
-        let template_ctx = Scope::new(self.template_context(tool, &args, ctx.headers));
+        let scope = Scope::new(self.template_context(tool, &args, ctx.headers));
+        // 7. send; 8. read the answer; 9. redact: as the endpoint tool's answer.
+        let exchange = Exchange {
+            request,
+            permit: &permit,
+            args: &args,
+            scope: &scope,
+            max_response: Some(max_response),
+            want: Want::Value,
+        };
         let result = self
-            .send_rendered(
-                tool,
-                (request, &permit),
-                &args,
-                &template_ctx,
-                ctx,
-                (Some(max_response), Want::Value),
-            )
+            .send(tool, &exchange, ctx)
             .await
             .map(|exec| priced.charge(exec));
+        // 10. settle.
         if permit.leaves_work() {
             self.finish(permit, &result, ctx).await;
         }

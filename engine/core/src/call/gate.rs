@@ -132,7 +132,7 @@ fn plan_changed(door: &str, sent: usize) -> CallError {
 }
 
 impl Broker {
-    /// Clears one request of `tool` (the tool it belongs to) to leave: its confirmation
+    /// Phase 6, reserve: clears one request of `tool` (the tool it belongs to) to leave: its confirmation
     /// (the call's cover), its rate limit, its reservation. `decided` is the policy
     /// stage's word on that tool for this call. A write under a preview is planned and
     /// answered here; nothing is sent.
@@ -143,6 +143,7 @@ impl Broker {
         decided: Decided<'_>,
         ctx: &RequestCtx<'_>,
     ) -> Result<Cleared<'t>, CallError> {
+        // The request's cover.
         let own = ctx.door.is_some_and(|door| std::ptr::eq(door, tool))
             && matches!(tool.action, Action::Http(_));
         let mut inner_write = None;
@@ -177,6 +178,7 @@ impl Broker {
                 inner_write = Some((write, self.now(), std::time::Instant::now()));
             }
         }
+        // Its rate limit.
         if let Some(limit) = &tool.rate_limit {
             crate::call::ratelimit::check(
                 &self.store,
@@ -187,7 +189,7 @@ impl Broker {
             )
             .await?;
         }
-        // Budgets: boxed, so an unpriced call's future does not carry them.
+        // Its reservation. Budgets: boxed, so an unpriced call's future does not carry them.
         let hold = match decided.priced().0 {
             Some(p) if !self.budgets.is_empty() => {
                 Box::pin(self.reserve(tool, p, ctx, idempotency.as_deref())).await?
@@ -203,7 +205,7 @@ impl Broker {
         }))
     }
 
-    /// Ends a permit once its request's result is known: the reservation settled or
+    /// Phase 10 for one request: ends its permit once its result is known: the reservation settled or
     /// released, and a write sent inside another tool audited under the call's trace.
     pub(super) async fn finish(
         &self,
@@ -224,15 +226,16 @@ impl Broker {
         if let Some((write, at, started)) = inner_write {
             ctx.sent_write();
             // Audited as its own tool, under the outer call's trace.
-            let audit = self.audit(
+            let entry = super::audit::Entry {
                 tool,
-                ctx,
-                result,
-                write.digest,
-                (at, super::elapsed_ms(started)),
-                (policies.as_deref(), ctx.principal.confirmation, None),
-            );
-            Box::pin(audit).await;
+                args_sha256: write.digest,
+                at,
+                duration_ms: super::span::elapsed_ms(started),
+                policies: policies.as_deref(),
+                mode: ctx.caller.confirmation,
+                failed_cost: None,
+            };
+            Box::pin(self.audit(&entry, result, ctx)).await;
         }
     }
 
@@ -242,7 +245,9 @@ impl Broker {
         let secrets = self.secrets(ctx.headers);
         crate::answer::redact::redact(&mut shown, &self.catalog.rules.redaction, &[], &secrets);
         Exec {
-            data: json!({ "dryRun": true, "planned": true, "tool": tool.full_name, "request": shown }),
+            data:
+                json!({ "dryRun": true, "planned": true, "tool": tool.full_name, "request": shown })
+                    .into(),
             dry_run: true,
             summary: Some(format!("{} planned: nothing was sent", tool.full_name)),
             ..Exec::default()

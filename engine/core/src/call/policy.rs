@@ -1,11 +1,14 @@
-//! The policy stage of a call (docs/policy.md): after the key or role fields allowed the
-//! tool and before anything is confirmed or sent, Cedar decides the call on its
-//! validated arguments. A tool run inside another (`portal.call_read_tool`, a hook's
-//! step) is decided too, under the same set.
+//! Phase 4, decide (docs/policy.md): after the key or role fields allowed the tool and
+//! its arguments were validated and priced, and before anything is confirmed or sent,
+//! Cedar decides the call on those arguments. A tool run inside another
+//! (`portal.call_read_tool`, a hook's step, the endpoint an allowlisted request
+//! matches) is decided too, under the same set.
 
 use serde_json::{Map, Value, json};
 
-use super::{Broker, Priced};
+use super::Broker;
+use super::price::Priced;
+use super::resolve::Call;
 use crate::caller::Caller;
 use crate::catalog::Tool;
 use crate::config::WriteConfirmation;
@@ -46,23 +49,42 @@ impl<'p> Decided<'p> {
 }
 
 impl Broker {
-    /// The door's decision, allowed or not, on the validated arguments and their
-    /// estimate. `Ok(None)` without `[policy]`.
+    /// Phase 4 at the door: the decision on the call's validated, priced arguments,
+    /// allowed or not, under the set the call started with. `Ok(None)` without
+    /// `[policy]`.
     pub(super) fn door_policy(
+        &self,
+        call: &Call<'_>,
+        args: &Map<String, Value>,
+        priced: Priced<'_>,
+    ) -> Result<Option<Decision>, CallError> {
+        self.decide_door(
+            call.policies.as_deref(),
+            call.tool,
+            call.caller,
+            args,
+            priced,
+        )
+    }
+
+    /// The door's decision under `policies`: a call the flags would answer with a
+    /// preview is decided as a dry run.
+    fn decide_door(
         &self,
         policies: Option<&Policies>,
         tool: &Tool,
-        principal: &Caller,
-        (arguments, priced): (&Map<String, Value>, Priced<'_>),
+        caller: &Caller,
+        args: &Map<String, Value>,
+        priced: Priced<'_>,
     ) -> Result<Option<Decision>, CallError> {
         let Some(policies) = policies else {
             return Ok(None);
         };
         let dry_run = matches!(
-            decide(tool, arguments, &self.catalog.rules.confirmation),
+            decide(tool, args, &self.catalog.rules.confirmation),
             Ok(Flagged::Preview(_))
         );
-        self.decision(policies, tool, principal, arguments, (dry_run, priced))
+        self.decision(policies, tool, caller, args, dry_run, priced)
             .map(Some)
     }
 
@@ -70,26 +92,27 @@ impl Broker {
     /// key or role fields, the arguments against the schema and the price, and the
     /// policies. A call that would be refused is not kept as an MCP task: it is
     /// answered at once with its refusal, and nothing is stored for it.
-    pub fn admits(&self, tool: &Tool, principal: &Caller, arguments: Option<&Value>) -> bool {
-        principal.check(tool).is_ok()
-            && super::args::prepare(tool, arguments.cloned()).is_ok_and(|args| {
-                self.estimate(tool, &args).is_ok_and(|priced| {
+    pub fn admits(&self, tool: &Tool, caller: &Caller, arguments: Option<&Value>) -> bool {
+        caller.check(tool).is_ok()
+            && self
+                .validate_and_price(tool, arguments.cloned())
+                .is_ok_and(|(args, priced)| {
                     let policies = self.policy_set();
-                    self.door_policy(policies.as_deref(), tool, principal, (&args, priced))
+                    self.decide_door(policies.as_deref(), tool, caller, &args, priced)
                         .is_ok_and(|d| d.is_none_or(|d| d.allowed))
                 })
-            })
     }
 
-    /// A tool run inside the door's (a portal read, a hook's step, the endpoint an
-    /// allowlisted request matches), decided on its validated arguments: refused unless
-    /// allowed.
+    /// Phase 4 for a tool run inside the door's (a portal read, a hook's step, the
+    /// endpoint an allowlisted request matches), decided on its validated arguments:
+    /// refused unless allowed.
     pub(super) fn inner_policy<'p>(
         &self,
         tool: &Tool,
         ctx: &crate::run::RequestCtx<'_>,
-        arguments: &Map<String, Value>,
-        (dry_run, priced): (bool, Priced<'p>),
+        args: &Map<String, Value>,
+        dry_run: bool,
+        priced: Priced<'p>,
     ) -> Result<Decided<'p>, CallError> {
         let Some(policies) = ctx.policies.as_deref() else {
             return Ok(Decided {
@@ -97,8 +120,7 @@ impl Broker {
                 policies: None,
             });
         };
-        let decision =
-            self.decision(policies, tool, ctx.principal, arguments, (dry_run, priced))?;
+        let decision = self.decision(policies, tool, ctx.caller, args, dry_run, priced)?;
         if decision.allowed {
             Ok(Decided {
                 priced,
@@ -113,27 +135,28 @@ impl Broker {
         &self,
         policies: &Policies,
         tool: &Tool,
-        principal: &Caller,
-        arguments: &Map<String, Value>,
-        (dry_run, priced): (bool, Priced<'_>),
+        caller: &Caller,
+        args: &Map<String, Value>,
+        dry_run: bool,
+        priced: Priced<'_>,
     ) -> Result<Decision, CallError> {
         let cost = priced.units().map(|(unit, n)| (unit.as_str(), n));
         policies
-            .decide(tool, principal, arguments, (dry_run, cost), || self.now())
+            .decide(tool, caller, args, dry_run, cost, || self.now())
             .map_err(|Unreadable(pointer)| unreadable(tool, &pointer))
     }
 }
 
-/// The principal a permit's `@confirm` makes stricter, when it does: the mode can only
+/// The caller a permit's `@confirm` makes stricter, when it does: the mode can only
 /// rise (flag < bound < human), never fall.
-pub(super) fn raised(principal: &Caller, confirm: Option<Confirm>) -> Option<Caller> {
+pub(super) fn raised(caller: &Caller, confirm: Option<Confirm>) -> Option<Caller> {
     let wanted = match confirm? {
         Confirm::Bound => WriteConfirmation::Bound,
         Confirm::Human => WriteConfirmation::Human,
     };
-    (wanted > principal.confirmation).then(|| Caller {
+    (wanted > caller.confirmation).then(|| Caller {
         confirmation: wanted,
-        ..principal.clone()
+        ..caller.clone()
     })
 }
 

@@ -1,6 +1,7 @@
-//! Sending a rendered request upstream and turning the answer into a tool's result: the
-//! key (routing profile, the caller's own, or the server's), refusals classified,
-//! redaction, jobs noted, shaping and truncation, or the whole answer in one pass.
+//! Phases 7 to 9 for a request the gate cleared: the key it carries (a routing
+//! profile, the caller's own, the one the user stored in the hub, or the server's), the
+//! exchange through the gate; then the answer read (refusals classified, jobs noted)
+//! and redacted, shaped and truncated: as a tree, or written in one pass.
 
 use std::sync::Arc;
 
@@ -13,26 +14,52 @@ use crate::answer::response::{extract_data, extract_pagination, refusal_error, s
 use crate::catalog::template::Scope;
 use crate::catalog::{JsonPath, Tool};
 use crate::error::{CallError, Classification};
-use crate::run::{Exec, RequestCtx, Want};
+use crate::run::{Data, Exec, RequestCtx, Want};
 use crate::upstream::render::RenderedRequest;
 use crate::upstream::{Outcome, Target};
 
+/// One request on its way out and its answer's way back: what phases 7 to 9 read.
+pub(super) struct Exchange<'x, 's> {
+    /// The request, rendered.
+    pub(super) request: &'x RenderedRequest,
+    /// The gate's leave for it.
+    pub(super) permit: &'x Permit<'x>,
+    /// The tool's validated arguments (its key fields, how its answer is shaped).
+    pub(super) args: &'x Map<String, Value>,
+    /// What its templates read (conditions on redaction, a job's id).
+    pub(super) scope: &'x Scope<'s>,
+    /// Lowers the largest answer read (the allowlisted endpoint's bound).
+    pub(super) max_response: Option<usize>,
+    /// Whether the result may be JSON text.
+    pub(super) want: Want,
+}
+
+/// Where a request's key comes from: a routing profile or the caller's header, the
+/// key the hub opened (a secret every answer is swept for), or the server's.
+struct Keyed<'k> {
+    given: Option<&'k str>,
+    stored: Option<zeroize::Zeroizing<String>>,
+    server: Option<&'k str>,
+}
+
+impl Keyed<'_> {
+    /// The key the request carries: given, else stored, else the server's.
+    fn key(&self) -> Option<&str> {
+        self.given
+            .or(self.stored.as_deref().map(String::as_str))
+            .or(self.server)
+    }
+}
+
 impl Broker {
-    /// Sends a rendered request of `tool` upstream through the gate, with its permit,
-    /// and turns the answer into its result: key (profile, BYOK or server-side),
-    /// refusals classified, redaction, job recording, shaping and truncation.
-    /// `max_response` lowers the largest answer read; `want` says whether the result may
-    /// be JSON text.
-    pub(super) async fn send_rendered(
+    /// Phase 7's exchange, then phases 8 and 9: `exchange.request` of `tool` sent
+    /// through the gate with the key it carries, and its answer made the tool's result.
+    pub(super) async fn send(
         &self,
         tool: &Tool,
-        (request, permit): (&RenderedRequest, &Permit<'_>),
-        args: &Map<String, Value>,
-        template_ctx: &Scope<'_>,
+        exchange: &Exchange<'_, '_>,
         ctx: &RequestCtx<'_>,
-        (max_response, want): (Option<usize>, Want),
     ) -> Result<Exec, CallError> {
-        let templates = &self.catalog.templates;
         let Some(base_url) = self.routes.base_url(&tool.service) else {
             return Err(CallError::new(
                 Classification::NotConfigured,
@@ -48,56 +75,16 @@ impl Broker {
             .services
             .get(&tool.service)
             .ok_or_else(CallError::internal)?;
-        let profile =
-            self.routes
-                .profile_key(&self.catalog, tool, args, &ctx.principal.profiles)?;
-        // The caller's own key: its header, else the key the user stored in the hub
-        // (decision 012; a header wins), else a server-side key.
-        let header = match profile {
-            Some(_) => None,
-            None => self.routes.caller_key(service, ctx.headers),
-        };
-        let stored = match (profile.or(header), &self.hub, &ctx.principal.user) {
-            (None, Some(hub), Some(user)) if hub.holds(&tool.service) => {
-                hub.key_for(&self.parts, user, &tool.service).await?
-            }
-            _ => None,
-        };
-        let key = profile
-            .or(header)
-            .or(stored.as_deref().map(String::as_str))
-            .or_else(|| self.routes.server_key(service));
-        if let Some(cred) = &service.credential
-            && key.is_none()
-        {
-            if let (Some(hub), Some(user)) = (&self.hub, &ctx.principal.user)
-                && hub.holds(&tool.service)
-            {
-                return Err(hub.missing_key(
-                    &tool.full_name,
-                    &tool.service,
-                    &cred.header,
-                    user,
-                    ctx.headers,
-                    self.now().as_millisecond(),
-                ));
-            }
-            return Err(CallError::new(
-                Classification::MissingRequiredCredentials,
-                format!(
-                    "`{}` needs your `{}` key in the `{}` request header; nothing was sent upstream",
-                    tool.full_name, tool.service, cred.header
-                ),
-            ));
-        }
+        let keyed = self.key_for(tool, service, exchange.args, ctx).await?;
         let target = Target {
             service,
             base_url,
-            key,
+            key: keyed.key(),
             // The permit's, set by the gate.
             idempotency_key: None,
             timeout: tool.timeout,
-            max_body_bytes: max_response
+            max_body_bytes: exchange
+                .max_response
                 .unwrap_or(self.catalog.rules.limits.max_upstream_body_bytes),
             trace: ctx.trace,
             path_template: match &tool.action {
@@ -106,87 +93,182 @@ impl Broker {
             },
         };
         let mut secrets = self.secrets(ctx.headers);
-        if let Some(stored) = &stored {
+        if let Some(stored) = &keyed.stored {
             secrets.push(stored.as_str());
         }
-        match self.gate.send(permit, request, target).await? {
+        match self
+            .gate
+            .send(exchange.permit, exchange.request, target)
+            .await?
+        {
             Outcome::Refusal(refusal) => {
                 Err(refusal_error(tool, refusal, &self.catalog.rules, &secrets))
             }
             Outcome::Answer(answer) => {
-                let asked = Asked::of(&tool.response, args, tool.item_budget);
-                // A price settled from the answer reads it as a value.
-                let price = (self.costs.price(&self.catalog, tool)).filter(|p| p.reads_answer());
-                if want == Want::Text && price.is_none() && asked.one_pass(&tool.response) {
-                    return self.one_pass(tool, &answer, &secrets, asked.budget);
-                }
-                let mut body = answer.json(&tool.service)?;
-                let cost_reading = price.map(|p| p.read(&body));
-                let mut paths: Vec<&JsonPath> = tool.response.redact.iter().collect();
-                for (unless, extra) in &tool.response.redact_unless {
-                    let keep = templates.truthy(unless, template_ctx).map_err(|e| {
-                        tracing::error!(template = %e.name, kind = %e.kind, "redaction condition failed");
-                        CallError::internal()
-                    })?;
-                    if !keep {
-                        paths.extend(extra.iter());
-                    }
-                }
-                let redacted = redact(&mut body, &self.catalog.rules.redaction, &paths, &secrets);
-                let pagination = extract_pagination(tool, &body);
-                if let Some(path) = &tool.response.job_id
-                    && let Some(Value::String(id)) = select(path, &body)
-                {
-                    // The answer goes back whatever the store says: the upstream did the
-                    // work, and its id is in the answer the caller gets.
-                    if let Err(e) = self
-                        .store
-                        .record_job(
-                            &tool.service,
-                            &self.job_owner(&tool.service, ctx),
-                            &id,
-                            &tool.name,
-                            self.now(),
-                        )
-                        .await
-                    {
-                        tracing::error!(error = %e, tool = %tool.full_name, "job not recorded");
-                    }
-                }
-                if let Some((id, path)) = &tool.response.job_status {
-                    self.note_job_status(tool, id, path, &body, template_ctx, ctx)
-                        .await;
-                }
-                let plan = &tool.response;
-                let raw = asked.raw.then(|| body.clone());
-                let mut data = extract_data(tool, body);
-                if let Some(fields) = asked.fields {
-                    data = crate::answer::shape::project(data, &fields);
-                } else if asked.compact {
-                    data = crate::answer::shape::compact(data, plan.compact_fields.as_ref());
-                }
-                let truncation = match asked.budget {
-                    Some(budget) => truncate(&mut data, budget),
-                    None => Vec::new(),
-                };
-                if let Some(raw) = raw {
-                    data = crate::answer::envelope::object([("data", data), ("raw", raw)]);
-                }
-                Ok(Exec {
-                    data,
-                    upstream_status: Some(answer.status),
-                    pagination,
-                    truncation,
-                    redacted: Some(redacted),
-                    cost_reading,
-                    ..Exec::default()
-                })
+                self.read_answer(tool, &answer, exchange, &secrets, ctx)
+                    .await
             }
         }
     }
 
-    /// The result of an answer written in one pass ([`crate::answer::scan`]): the same text,
-    /// redaction count and truncation the tree path gives, kept as text.
+    /// The key a request of `tool` carries: a routing profile's, else the caller's own
+    /// (its header, else the key the user stored in the hub: decision 012; a header
+    /// wins), else a server-side key. A service that needs a key and has none is
+    /// refused here, before anything is sent.
+    async fn key_for<'k>(
+        &'k self,
+        tool: &Tool,
+        service: &'k crate::catalog::Service,
+        args: &Map<String, Value>,
+        ctx: &'k RequestCtx<'_>,
+    ) -> Result<Keyed<'k>, CallError> {
+        let profile = self
+            .routes
+            .profile_key(&self.catalog, tool, args, &ctx.caller.profiles)?;
+        let header = match profile {
+            Some(_) => None,
+            None => self.routes.caller_key(service, ctx.headers),
+        };
+        let stored = match (profile.or(header), &self.hub, &ctx.caller.user) {
+            (None, Some(hub), Some(user)) if hub.holds(&tool.service) => {
+                hub.key_for(&self.parts, user, &tool.service).await?
+            }
+            _ => None,
+        };
+        let given = profile.or(header);
+        let server = match (given, &stored) {
+            (None, None) => self.routes.server_key(service),
+            _ => None,
+        };
+        let keyed = Keyed {
+            given,
+            stored,
+            server,
+        };
+        let Some(cred) = service
+            .credential
+            .as_ref()
+            .filter(|_| keyed.key().is_none())
+        else {
+            return Ok(keyed);
+        };
+        if let (Some(hub), Some(user)) = (&self.hub, &ctx.caller.user)
+            && hub.holds(&tool.service)
+        {
+            return Err(hub.missing_key(
+                &tool.full_name,
+                &tool.service,
+                &cred.header,
+                user,
+                ctx.headers,
+                self.now().as_millisecond(),
+            ));
+        }
+        Err(CallError::new(
+            Classification::MissingRequiredCredentials,
+            format!(
+                "`{}` needs your `{}` key in the `{}` request header; nothing was sent upstream",
+                tool.full_name, tool.service, cred.header
+            ),
+        ))
+    }
+
+    /// Phases 8 and 9 for an answer that came: in one pass where nothing reads into it,
+    /// else as a tree: a price's reading, redaction (by path, by condition, by secret),
+    /// pagination, jobs noted, shaping and truncation.
+    async fn read_answer(
+        &self,
+        tool: &Tool,
+        answer: &crate::upstream::UpstreamAnswer,
+        exchange: &Exchange<'_, '_>,
+        secrets: &[&str],
+        ctx: &RequestCtx<'_>,
+    ) -> Result<Exec, CallError> {
+        let asked = Asked::of(&tool.response, exchange.args, tool.item_budget);
+        // A price settled from the answer reads it as a value.
+        let price = (self.costs.price(&self.catalog, tool)).filter(|p| p.reads_answer());
+        if exchange.want == Want::Text && price.is_none() && asked.one_pass(&tool.response) {
+            return self.one_pass(tool, answer, secrets, asked.budget);
+        }
+        let mut body = answer.json(&tool.service)?;
+        let cost_reading = price.map(|p| p.read(&body));
+        let redacted = self.redact_answer(tool, &mut body, exchange.scope, secrets)?;
+        let pagination = extract_pagination(tool, &body);
+        self.note_jobs(tool, &body, exchange.scope, ctx).await;
+        let plan = &tool.response;
+        let raw = asked.raw.then(|| body.clone());
+        let mut data = extract_data(tool, body);
+        if let Some(fields) = asked.fields {
+            data = crate::answer::shape::project(data, &fields);
+        } else if asked.compact {
+            data = crate::answer::shape::compact(data, plan.compact_fields.as_ref());
+        }
+        let truncation = match asked.budget {
+            Some(budget) => truncate(&mut data, budget),
+            None => Vec::new(),
+        };
+        if let Some(raw) = raw {
+            data = crate::answer::envelope::object([("data", data), ("raw", raw)]);
+        }
+        Ok(Exec {
+            data: data.into(),
+            upstream_status: Some(answer.status),
+            pagination,
+            truncation,
+            redacted: Some(redacted),
+            cost_reading,
+            ..Exec::default()
+        })
+    }
+
+    /// Phase 9 on a tree: the tool's redaction paths, those its conditions add, the
+    /// rules' names and every secret of the call; how many values were replaced.
+    fn redact_answer(
+        &self,
+        tool: &Tool,
+        body: &mut Value,
+        scope: &Scope<'_>,
+        secrets: &[&str],
+    ) -> Result<usize, CallError> {
+        let mut paths: Vec<&JsonPath> = tool.response.redact.iter().collect();
+        for (unless, extra) in &tool.response.redact_unless {
+            let keep = self.catalog.templates.truthy(unless, scope).map_err(|e| {
+                tracing::error!(template = %e.name, kind = %e.kind, "redaction condition failed");
+                CallError::internal()
+            })?;
+            if !keep {
+                paths.extend(extra.iter());
+            }
+        }
+        Ok(redact(body, &self.catalog.rules.redaction, &paths, secrets))
+    }
+
+    /// A job the answer started, recorded for its caller, and the status a job status
+    /// read answered. The answer goes back whatever the store says: the upstream did
+    /// the work, and its id is in the answer the caller gets.
+    async fn note_jobs(&self, tool: &Tool, body: &Value, scope: &Scope<'_>, ctx: &RequestCtx<'_>) {
+        if let Some(path) = &tool.response.job_id
+            && let Some(Value::String(id)) = select(path, body)
+            && let Err(e) = self
+                .store
+                .record_job(
+                    &tool.service,
+                    &self.job_owner(&tool.service, ctx),
+                    &id,
+                    &tool.name,
+                    self.now(),
+                )
+                .await
+        {
+            tracing::error!(error = %e, tool = %tool.full_name, "job not recorded");
+        }
+        if let Some((id, path)) = &tool.response.job_status {
+            self.note_job_status(tool, id, path, body, scope, ctx).await;
+        }
+    }
+
+    /// Phases 8 and 9 in one pass ([`crate::answer::scan`]): the same text, redaction
+    /// count and truncation the tree path gives, kept as text.
     fn one_pass(
         &self,
         tool: &Tool,
@@ -206,7 +288,7 @@ impl Broker {
                 .map_err(|_| crate::upstream::not_json(&tool.service, answer.status))?
         };
         Ok(Exec {
-            data_text: Some(Arc::from(scanned.text)),
+            data: Data::Text(Arc::from(scanned.text)),
             upstream_status: Some(answer.status),
             truncation: scanned.truncation,
             redacted: Some(scanned.redacted),
@@ -222,10 +304,10 @@ impl Broker {
         id: &crate::catalog::template::Expr,
         path: &crate::catalog::JsonPath,
         body: &Value,
-        template_ctx: &Scope<'_>,
+        scope: &Scope<'_>,
         ctx: &RequestCtx<'_>,
     ) {
-        let job = match self.catalog.templates.eval(id, template_ctx) {
+        let job = match self.catalog.templates.eval(id, scope) {
             Ok(Some(Value::String(s))) if !s.is_empty() => s,
             Ok(Some(Value::Number(n))) => n.to_string(),
             _ => return,
@@ -245,9 +327,6 @@ impl Broker {
     }
 }
 
-/// How a write call ended, for the audit and idempotency: `None` for a dry-run preview
-/// (not a write); executed when a request went upstream (an answer, or a timeout after
-/// sending); refused when nothing was sent.
 /// What a call's arguments ask of its answer's shape (`response.*_arg`).
 struct Asked {
     /// The whole redacted answer beside `data` (`raw_arg` true).

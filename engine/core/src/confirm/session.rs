@@ -157,7 +157,8 @@ pub async fn find(
     store: &Store,
     site: Site,
     headers: &hyper::HeaderMap,
-    (base, kind): (&str, Kind),
+    base: &str,
+    kind: Kind,
     times: Times,
     now_ms: i64,
 ) -> Option<(String, Value)> {

@@ -33,7 +33,7 @@ impl CallerPart {
         stored: &[String],
     ) -> Self {
         Self {
-            granted: ctx.principal.may_use_service(&service.id),
+            granted: ctx.caller.may_use_service(&service.id),
             credential_present: service.credential.is_none()
                 || cx.upstream_key(&service.id, ctx.headers).is_some()
                 || stored.contains(&service.id),
@@ -110,7 +110,7 @@ pub fn readiness_with(
     // Who confirms this caller's writes (decision 008).
     map.insert(
         "writeConfirmation".into(),
-        json!(ctx.principal.confirmation.as_str()),
+        json!(ctx.caller.confirmation.as_str()),
     );
     if let Some(ready) = caller.webhook_receiver {
         map.insert("webhookReceiver".into(), json!(ready));
@@ -218,7 +218,8 @@ pub fn runtime_health(
                 "note",
                 json!("observed since this broker process started; the upstream is not probed"),
             ),
-        ]),
+        ])
+        .into(),
         ..Exec::default()
     })
 }
@@ -252,7 +253,7 @@ pub async fn check_configuration(
     }
     Ok(Exec {
         summary: Some(format!("{} configuration checked", service.id)),
-        data,
+        data: data.into(),
         ..Exec::default()
     })
 }

@@ -79,7 +79,7 @@ pub async fn category_dispatch(
             raw.full_name
         )));
     }
-    ctx.principal.check(raw)?;
+    ctx.caller.check(raw)?;
     let mut merged: Map<String, Value> = args
         .iter()
         .filter(|(k, _)| !OWN_KEYS.contains(&k.as_str()))

@@ -76,7 +76,7 @@ pub async fn list_jobs(
             "total": total,
             "jobs": shown,
             "scope": "jobs submitted through this cx with your key (any replica); the upstream stays the source of truth",
-        }),
+        }).into(),
         ..Exec::default()
     })
 }

@@ -110,7 +110,7 @@ pub fn table_lookup(
     let data = eval(cx, &plan.result, &scope)?;
     Ok(Exec {
         summary: Some(format!("{}: answered locally", tool.full_name)),
-        data,
+        data: data.into(),
         ..Exec::default()
     })
 }

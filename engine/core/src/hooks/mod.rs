@@ -52,8 +52,8 @@ pub async fn run(
 ) -> Result<Exec, CallError> {
     // What a readiness answer says of a user's keys stored in the hub (users only: a
     // key's answer costs no store read).
-    let stored = async || match ctx.principal.user {
-        Some(_) => cx.stored_keys(ctx.principal).await,
+    let stored = async || match ctx.caller.user {
+        Some(_) => cx.stored_keys(ctx.caller).await,
         None => Vec::new(),
     };
     match hook {

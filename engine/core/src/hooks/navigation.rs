@@ -154,7 +154,7 @@ impl FindFilters {
 fn policy_visible(ctx: &RequestCtx<'_>, tool: &Tool) -> bool {
     ctx.policies
         .as_deref()
-        .is_none_or(|p| p.may_see(tool, ctx.principal))
+        .is_none_or(|p| p.may_see(tool, ctx.caller))
 }
 
 /// The `find_tools` hook.
@@ -215,7 +215,7 @@ pub fn find_tools(
             "total": hits.len(),
             "results": results,
             "next": "call the tool reference tool with a result's name for its full argument schema",
-        }),
+        }).into(),
         ..Exec::default()
     })
 }
@@ -238,11 +238,11 @@ pub fn tool_reference(
         return Err(unknown_tool(catalog, &format!("{}.{local}", tool.service)));
     };
     if let Some(policies) = ctx.policies.as_deref() {
-        policies.check_visible(found, ctx.principal)?;
+        policies.check_visible(found, ctx.caller)?;
     }
     Ok(Exec {
         summary: Some(format!("descriptor of {}", found.full_name)),
-        data: descriptor(catalog, found),
+        data: descriptor(catalog, found).into(),
         ..Exec::default()
     })
 }
@@ -346,7 +346,7 @@ pub fn capabilities(
     }
     Ok(Exec {
         summary: Some(summary_text),
-        data,
+        data: data.into(),
         ..Exec::default()
     })
 }
@@ -419,7 +419,8 @@ pub fn endpoint_coverage(
             "nextCursor": next_cursor(offset, shown.len(), total),
             "endpoints": shown,
             "localTools": local,
-        }),
+        })
+        .into(),
         ..Exec::default()
     })
 }

@@ -106,7 +106,7 @@ pub async fn submit_and_poll(
             // Not confirmed: the submit tool's preview, nothing sent, nothing to watch.
             return Ok(exec);
         }
-        submitted = exec.data;
+        submitted = exec.data.into_value();
         scope["submitted"] = submitted.clone();
     }
 
@@ -117,7 +117,8 @@ pub async fn submit_and_poll(
                 "{}: submitted; the answer names no job id, so there is nothing to watch",
                 tool.full_name
             )),
-            data: json!({ "outcome": "submitted", "id": Value::Null, "submitted": submitted }),
+            data: json!({ "outcome": "submitted", "id": Value::Null, "submitted": submitted })
+                .into(),
             ..Exec::default()
         });
     }
@@ -136,8 +137,9 @@ pub async fn submit_and_poll(
         let (outcome, status, data, poll_error) =
             match cx.execute(status_tool, Some(status_args), ctx).await {
                 Ok(read) => {
+                    let data = read.data.into_value();
                     let mut with_data = scope.clone();
-                    with_data["data"] = read.data.clone();
+                    with_data["data"] = data.clone();
                     let status = word(&eval(cx, &plan.status, &with_data)?);
                     if !status.is_empty()
                         && let Err(e) = cx
@@ -156,7 +158,7 @@ pub async fn submit_and_poll(
                     } else {
                         "pending"
                     };
-                    (outcome, status, read.data, None)
+                    (outcome, status, data, None)
                 }
                 // Nothing submitted: the caller asked to watch a job and the read
                 // failed, which is the answer; run as a task, only a failure that is
@@ -208,7 +210,7 @@ pub async fn submit_and_poll(
             }
             return Ok(Exec {
                 summary: Some(format!("job {id_text}: {outcome} ({status})")),
-                data: result,
+                data: result.into(),
                 next_action,
                 ..Exec::default()
             });
@@ -232,9 +234,8 @@ pub async fn watch_answered_job(
     ctx: &RequestCtx<'_>,
 ) -> Exec {
     // An answer that took one pass is text: the watch reads into it, and adds `job`.
-    exec.materialize();
     let mut scope = cx.template_context(tool, args, ctx.headers);
-    scope["data"] = exec.data.clone();
+    scope["data"] = exec.data.value_mut().clone();
     let watched = async {
         let watch_args = eval(cx, &plan.arguments, &scope)?;
         if watch_args.is_null() {
@@ -254,7 +255,7 @@ pub async fn watch_answered_job(
                 });
             }
             exec.next_action = watch.next_action.or(exec.next_action);
-            watch.data
+            watch.data.into_value()
         }
         Err(e) => {
             let check = format!("{}.{}", tool.service, plan.watch);
@@ -265,7 +266,7 @@ pub async fn watch_answered_job(
             })
         }
     };
-    match &mut exec.data {
+    match exec.data.value_mut() {
         Value::Object(map) => {
             map.insert("job".into(), job);
         }

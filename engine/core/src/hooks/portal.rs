@@ -40,7 +40,7 @@ pub async fn call_read_tool(
     }
     for profile in ["profileId", "profileSlug"] {
         if let Some(p) = str_arg(&args, profile)
-            && !ctx.principal.profiles.iter().any(|allowed| allowed == p)
+            && !ctx.caller.profiles.iter().any(|allowed| allowed == p)
         {
             return Err(CallError::new(
                 Classification::Forbidden,
@@ -48,7 +48,7 @@ pub async fn call_read_tool(
             ));
         }
     }
-    ctx.principal.check(tool)?;
+    ctx.caller.check(tool)?;
     // The portal's profile arguments route the inner call when its tool takes them.
     let mut arguments = args.get("arguments").cloned();
     if let Some(Value::Object(inner)) = &mut arguments {
@@ -61,7 +61,7 @@ pub async fn call_read_tool(
         }
     }
     let mut inner = cx.execute(tool, arguments, ctx).await?;
-    let data = inner.take_data();
+    let data = std::mem::take(&mut inner.data).into_value();
     let service = catalog.services.get(&tool.service);
     let mut pagination = inner.pagination.unwrap_or_else(|| json!({}));
     if !inner.truncation.is_empty()
@@ -83,7 +83,7 @@ pub async fn call_read_tool(
         } else {
             summary
         }),
-        data,
+        data: data.into(),
         resource: Some(json!({
             "serviceId": tool.service,
             "toolName": tool.name,
@@ -124,7 +124,7 @@ fn identity(principal: &crate::caller::Caller) -> Value {
 /// `portal.get_budget`: each budget binding the caller, with what its window holds now
 /// and when it resets. No upstream is contacted.
 pub async fn get_budget(cx: &dyn Pipeline, ctx: &RequestCtx<'_>) -> Exec {
-    let rooms = crate::run::budgets::standing(cx.parts(), ctx.principal, None, None).await;
+    let rooms = crate::run::budgets::standing(cx.parts(), ctx.caller, None, None).await;
     let budgets = crate::run::budgets::as_json(&rooms);
     let summary = match rooms.as_slice() {
         [] => "no budget binds this caller".to_string(),
@@ -137,9 +137,10 @@ pub async fn get_budget(cx: &dyn Pipeline, ctx: &RequestCtx<'_>) -> Exec {
     Exec {
         summary: Some(summary),
         data: crate::answer::envelope::object([
-            ("identity", identity(ctx.principal)),
+            ("identity", identity(ctx.caller)),
             ("budgets", Value::Array(budgets)),
-        ]),
+        ])
+        .into(),
         ..Exec::default()
     }
 }
@@ -170,8 +171,8 @@ pub fn check_connection(
         .values()
         .map(|s| (s, CallerPart::of(cx, s, ctx, stored)))
         .collect();
-    let confirmation = ctx.principal.confirmation.as_str();
-    let who = &ctx.principal.name;
+    let confirmation = ctx.caller.confirmation.as_str();
+    let who = &ctx.caller.name;
     let mut key = Vec::with_capacity(
         who.len() + confirmation.len() + only.map_or(0, str::len) + parts.len() + 3,
     );
@@ -199,7 +200,7 @@ pub fn check_connection(
             let count = services.len();
             let data = crate::answer::envelope::object([
                 ("authenticated", Value::Bool(true)),
-                ("identity", identity(ctx.principal)),
+                ("identity", identity(ctx.caller)),
                 ("catalogReady", Value::Bool(true)),
                 ("snapshotId", json!(catalog.snapshot_id)),
                 ("services", Value::Array(services)),
@@ -223,7 +224,7 @@ pub fn check_connection(
             catalog.snapshot_id,
             if count == 1 { "" } else { "s" }
         )),
-        data_text: Some(text),
+        data: crate::run::Data::Text(text),
         resource: Some(json!({ "snapshotId": catalog.snapshot_id })),
         ..Exec::default()
     })

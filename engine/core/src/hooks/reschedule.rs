@@ -117,8 +117,8 @@ pub async fn reschedule_overdue(
         let mut scope = base.clone();
         scope["page"] = json!({ "limit": limit, "skip": skip });
         let search_args = eval(cx, &plan.search_arguments, &scope)?;
-        let page = cx.execute(search, Some(search_args), ctx).await?;
-        let items = match select(&plan.items, &page.data).unwrap_or_default() {
+        let mut page = cx.execute(search, Some(search_args), ctx).await?;
+        let items = match select(&plan.items, page.data.value_mut()).unwrap_or_default() {
             Value::Array(items) => items,
             _ => Vec::new(),
         };
@@ -169,7 +169,7 @@ pub async fn reschedule_overdue(
         data["dryRun"] = json!(true);
         data["planned"] = json!(planned);
         return Ok(Exec {
-            data,
+            data: data.into(),
             dry_run: true,
             ..Exec::default()
         });
@@ -202,7 +202,7 @@ pub async fn reschedule_overdue(
     data["failed"] = json!(failed);
     data["results"] = json!(results);
     Ok(Exec {
-        data,
+        data: data.into(),
         ..Exec::default()
     })
 }
@@ -220,7 +220,7 @@ async fn zone_from_tool(
     let step = step_tool(cx, tool, zone_tool, ctx)?;
     let args = eval(cx, zone_args, base)?;
     match cx.execute(step, Some(args), ctx).await {
-        Ok(answer) => Ok(select(zone_path, &answer.data)
+        Ok(mut answer) => Ok(select(zone_path, answer.data.value_mut())
             .as_ref()
             .and_then(Value::as_str)
             .map(String::from)),

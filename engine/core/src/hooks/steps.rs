@@ -20,7 +20,7 @@ pub fn step_tool<'a>(
         .catalog
         .resolve_in(&hook_tool.service, name)
         .ok_or_else(CallError::internal)?;
-    ctx.principal.check(tool)?;
+    ctx.caller.check(tool)?;
     Ok(tool)
 }
 

@@ -42,7 +42,8 @@ pub async fn handle(
     hub: &Hub,
     parts: &Parts,
     principal: &Caller,
-    (method, service): (&hyper::Method, Option<&str>),
+    method: &hyper::Method,
+    service: Option<&str>,
     body: &[u8],
 ) -> ApiResponse {
     let Some(user) = &principal.user else {

@@ -37,8 +37,8 @@ impl HubCx<'_> {
     }
 
     async fn session(&self, headers: &hyper::HeaderMap) -> Option<Session> {
-        let site = (self.hub.site, self.hub.times);
-        signin::session(&self.parts.store, site, headers, self.now_ms())
+        let (site, times) = (self.hub.site, self.hub.times);
+        signin::session(&self.parts.store, site, times, headers, self.now_ms())
             .await
             .filter(|s| s.issuer == self.oauth.issuer())
     }

@@ -123,6 +123,21 @@ pub fn safe_next(next: Option<&str>) -> String {
     }
 }
 
+/// The identity provider's redirect back to the broker, as it arrived: the broker's
+/// public base URL (the `redirect_uri` it gave), the cookie settings, the request's
+/// headers (the login cookie) and its query (`code`, `state`).
+#[derive(Debug, Clone, Copy)]
+pub struct Redirected<'a> {
+    /// The broker's public base URL.
+    pub base: &'a str,
+    /// How the hub's cookies are set and read.
+    pub site: Site,
+    /// The request's headers.
+    pub headers: &'a HeaderMap,
+    /// The request's query.
+    pub query: &'a str,
+}
+
 impl SignIn {
     /// From `[oauth.sign_in]`: the secret read now, the redirect URL checked.
     pub fn new(
@@ -240,7 +255,8 @@ impl SignIn {
     pub async fn start(
         &self,
         cipher: &VaultCipher,
-        (base, site): (&str, Site),
+        base: &str,
+        site: Site,
         next: &str,
         now_ms: i64,
     ) -> Result<(String, String), String> {
@@ -278,9 +294,15 @@ impl SignIn {
         &self,
         cipher: &VaultCipher,
         oauth: &OAuth,
-        (base, site, headers, query): (&str, Site, &HeaderMap, &str),
+        back: Redirected<'_>,
         now: jiff::Timestamp,
     ) -> Result<(Session, String), String> {
+        let Redirected {
+            base,
+            site,
+            headers,
+            query,
+        } = back;
         let now_ms = now.as_millisecond();
         let fields: std::collections::BTreeMap<String, String> =
             url::form_urlencoded::parse(query.as_bytes())
@@ -410,7 +432,8 @@ impl SignIn {
 /// Starts `session` in the store; the cookie that holds it.
 pub async fn start_session(
     store: &Store,
-    (site, times): (Site, Times),
+    site: Site,
+    times: Times,
     session: &Session,
     now_ms: i64,
 ) -> Option<String> {
@@ -436,7 +459,8 @@ pub fn cleared_cookies(site: Site) -> [String; 2] {
 /// The live session the request's cookie names, if any.
 pub async fn session(
     store: &Store,
-    (site, times): (Site, Times),
+    site: Site,
+    times: Times,
     headers: &HeaderMap,
     now_ms: i64,
 ) -> Option<Session> {
@@ -444,7 +468,8 @@ pub async fn session(
         store,
         site,
         headers,
-        (SESSION_COOKIE, Kind::Hub),
+        SESSION_COOKIE,
+        Kind::Hub,
         times,
         now_ms,
     )

@@ -27,6 +27,7 @@ use crate::catalog::Tool;
 use crate::error::CallError;
 use crate::upstream::render::RenderedRequest;
 
+pub use crate::answer::envelope::Data;
 pub use parts::Parts;
 
 /// A future a [`Pipeline`] method returns (boxed: the pipeline is a trait object, and a
@@ -85,12 +86,8 @@ impl std::ops::Deref for dyn Pipeline + '_ {
 /// What a tool produced, before it is put in an envelope.
 #[derive(Debug, Clone, Default)]
 pub struct Exec {
-    /// The result.
-    pub data: Value,
-    /// The result as JSON text instead (then `data` is null): a local answer built once
-    /// and kept (`hooks::portal::check_connection`), or an upstream answer written in one
-    /// pass ([`crate::answer::scan`]). Always whole JSON. Read both with [`Exec::take_data`].
-    pub data_text: Option<Arc<str>>,
+    /// The result: a value, or JSON text where the caller wanted text ([`Want::Text`]).
+    pub data: Data,
     /// Upstream status, when contacted.
     pub upstream_status: Option<u16>,
     /// Pagination figures.
@@ -119,30 +116,12 @@ pub struct Exec {
     pub cost: Option<Box<crate::answer::envelope::Cost>>,
 }
 
-impl Exec {
-    /// Puts a result kept as text into `data` (for readers that look into it).
-    pub fn materialize(&mut self) {
-        if self.data_text.is_some() {
-            self.data = self.take_data();
-        }
-    }
-
-    /// The result as a `Value`, whichever form it has.
-    pub fn take_data(&mut self) -> Value {
-        match self.data_text.take() {
-            // Whole JSON, written from a `Value` or by `scan`: it always parses.
-            Some(text) => serde_json::from_str(&text).unwrap_or_default(),
-            None => self.data.take(),
-        }
-    }
-}
-
 /// The form a caller of a tool wants its result in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Want {
-    /// A `Value` in [`Exec::data`]: a hook reads into the result of its step tools.
+    /// A value ([`Data::Value`]): a hook reads into the result of its step tools.
     Value,
-    /// JSON text in [`Exec::data_text`] where the tool's plan allows it (an answer in
+    /// JSON text ([`Data::Text`]) where the tool's plan allows it (an answer in
     /// one pass, [`crate::answer::scan`]): the envelope only writes the result out.
     Text,
 }
@@ -150,8 +129,8 @@ pub enum Want {
 /// The request-scoped facts a tool may use.
 #[derive(Debug)]
 pub struct RequestCtx<'a> {
-    /// Who is calling.
-    pub principal: &'a Caller,
+    /// Who is calling (as the door's policy left its confirmation mode).
+    pub caller: &'a Caller,
     /// Request headers (BYOK keys, context headers).
     pub headers: &'a hyper::HeaderMap,
     /// The call's trace: its id (`meta.traceId`), and what its upstream requests carry
@@ -179,12 +158,12 @@ impl<'a> RequestCtx<'a> {
     /// The broker's own request (no door, no policy set, no idempotency key, no
     /// elicitation): a read, under which no write may leave.
     pub fn own(
-        principal: &'a Caller,
+        caller: &'a Caller,
         headers: &'a hyper::HeaderMap,
         trace: &'a crate::telemetry::trace::CallTrace,
     ) -> Self {
         Self {
-            principal,
+            caller,
             headers,
             trace,
             idempotency: None,
@@ -204,7 +183,7 @@ impl<'a> RequestCtx<'a> {
         'a: 'b,
     {
         RequestCtx {
-            principal: self.principal,
+            caller: self.caller,
             headers: self.headers,
             trace: self.trace,
             idempotency: self.idempotency.clone(),

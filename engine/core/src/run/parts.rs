@@ -109,7 +109,7 @@ impl Parts {
             .as_ref()
             .map_or(("the config", ""), |(f, t)| (f.as_str(), t.as_str()));
         let budgets: Arc<[_]> =
-            crate::config::budgets::compile(&config.budgets, &costs.units, (file, text))?.into();
+            crate::config::budgets::compile(&config.budgets, &costs.units, file, text)?.into();
         let metrics = Metrics::default();
         if !budgets.is_empty() {
             metrics.enable_spending();
@@ -194,7 +194,7 @@ impl Parts {
 
     /// Who owns jobs submitted in this request (see [`crate::store::jobs::owner`]).
     pub fn job_owner(&self, service: &str, ctx: &RequestCtx<'_>) -> String {
-        crate::store::jobs::owner(&ctx.principal.name, self.upstream_key(service, ctx.headers))
+        crate::store::jobs::owner(&ctx.caller.name, self.upstream_key(service, ctx.headers))
     }
 
     /// Secrets of this request, searched for in upstream answers ([`Routes::secrets`]).

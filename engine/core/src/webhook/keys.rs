@@ -61,11 +61,11 @@ async fn fetch(cx: &dyn Pipeline, service: &str, api_key: &str) -> Result<Vec<u8
     // The broker's own refresh of callback keys, not a caller's call: no policy, and
     // a read of the service's key tool, so nothing here may write.
     let ctx = crate::run::RequestCtx::own(&principal, &headers, &trace);
-    let exec = cx
+    let mut exec = cx
         .execute(tool, Some(serde_json::json!({})), &ctx)
         .await
         .map_err(|e| format!("{}: {}", e.classification.as_str(), e.message))?;
-    let pem = match crate::answer::response::select(path, &exec.data) {
+    let pem = match crate::answer::response::select(path, exec.data.value_mut()) {
         Some(serde_json::Value::String(pem)) => pem,
         _ => return Err(format!("the answer has no PEM text at {}", path.source)),
     };

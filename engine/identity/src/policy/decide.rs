@@ -412,7 +412,8 @@ impl Policies {
         tool: &Tool,
         principal: &Caller,
         arguments: &Map<String, Value>,
-        (dry_run, cost): (bool, Option<(&str, u64)>),
+        dry_run: bool,
+        cost: Option<(&str, u64)>,
         now: impl FnOnce() -> jiff::Timestamp,
     ) -> Result<Decision, Unreadable> {
         let Some((index, entry)) = self.entry(tool) else {
@@ -821,7 +822,7 @@ mod tests {
                 (user("sales"), false),
             ] {
                 let decided = policies
-                    .decide(refund, &who, &args, (false, None), || now)
+                    .decide(refund, &who, &args, false, None, || now)
                     .unwrap();
                 assert_eq!(decided.allowed, allowed, "{:?} {:?}", who.roles, who.claims);
                 assert_eq!(policies.may_see(refund, &who), allowed);
@@ -865,7 +866,7 @@ mod tests {
                 ("trainee", 9_000, true, true),
             ] {
                 let decided = policies
-                    .decide(refund, &who(role), &args(amount), (dry_run, None), || now)
+                    .decide(refund, &who(role), &args(amount), dry_run, None, || now)
                     .unwrap();
                 assert_eq!(decided.allowed, allowed, "{role} {amount} {dry_run}");
             }
@@ -909,7 +910,7 @@ mod tests {
             other.resolve("payments.post_refunds").unwrap(),
         ] {
             let decided = policies
-                .decide(refund, &who, &args, (false, None), now)
+                .decide(refund, &who, &args, false, None, now)
                 .unwrap();
             assert!(decided.allowed);
             assert_eq!(&decided.policies[..], ["refunds"]);
@@ -921,7 +922,7 @@ mod tests {
         );
         let balance = catalog.resolve("payments.get_balance").unwrap();
         let decided = policies
-            .decide(balance, &who, &Map::new(), (false, None), now)
+            .decide(balance, &who, &Map::new(), false, None, now)
             .unwrap();
         assert!(decided.allowed);
         assert_eq!(read.get(), 1);

@@ -31,7 +31,7 @@ pub const CALL_GROUP: &str = "call";
 /// The Cedar schema of `catalog` with the users' attributes `config` names, ready for
 /// validation.
 pub fn schema(catalog: &Catalog, config: &PolicyConfig) -> Result<Schema, Vec<String>> {
-    let json = schema_json(catalog, (&config.claims, &config.set_claims), &config.units)
+    let json = schema_json(catalog, &config.claims, &config.set_claims, &config.units)
         .map_err(|e| vec![e])?;
     Schema::from_json_value(json).map_err(|e| vec![format!("the catalog's Cedar schema: {e}")])
 }
@@ -54,7 +54,8 @@ pub fn schema_text(json: &Value) -> Result<String, String> {
 /// the name of a fixed action group.
 pub fn schema_json(
     catalog: &Catalog,
-    (claims, set_claims): (&[String], &[String]),
+    claims: &[String],
+    set_claims: &[String],
     units: &[String],
 ) -> Result<Value, String> {
     let cost: Map<String, Value> = catalog

@@ -87,7 +87,7 @@ pub(super) fn generate(
         ..Request::default()
     };
     for ((place, name), p) in &parameters(docs, op)? {
-        request.parameter(config, docs, op, &style, (place, name), p)?;
+        request.parameter(config, docs, op, &style, Param { place, name, p })?;
     }
     request.check_path(op)?;
     request.nest_path_params();
@@ -154,6 +154,16 @@ fn parameters(
     Ok(params)
 }
 
+/// One parameter of an operation, by place and name, as the document describes it.
+struct Param<'a> {
+    /// Where it goes: `path`, `query`, `header` or `cookie`.
+    place: &'a str,
+    /// Its name there.
+    name: &'a String,
+    /// Its description in the document (`schema`, `required`, `style`...).
+    p: &'a Value,
+}
+
 impl Request {
     /// One parameter: its argument schema (unless it is fixed or dropped) and its mapping.
     fn parameter(
@@ -162,9 +172,9 @@ impl Request {
         docs: &mut Documents,
         op: &Operation,
         style: &Style<'_>,
-        (place, name): (&str, &String),
-        p: &Value,
+        param: Param<'_>,
     ) -> Result<(), String> {
+        let Param { place, name, p } = param;
         // A header the document fixes to one value (crm's `Version` differs per product)
         // is sent as that constant, never asked of the caller.
         if place == "header" && !name.eq_ignore_ascii_case("authorization") {
@@ -529,7 +539,7 @@ fn identity(config: &ImportFile, op: &Operation, method: &str) -> Identity {
         "write"
     };
     let (title, description, documentation, deprecated) =
-        words(config, op, method, (&id_name, &base_name), risk);
+        words(config, op, method, &id_name, &base_name, risk);
     let category = op
         .op
         .get("tags")
@@ -559,7 +569,8 @@ fn words(
     config: &ImportFile,
     op: &Operation,
     method: &str,
-    (id_name, base_name): (&str, &str),
+    id_name: &str,
+    base_name: &str,
     risk: &str,
 ) -> (String, String, Option<String>, bool) {
     // A summary that is only an identifier (`CreateProject`) is turned into words.

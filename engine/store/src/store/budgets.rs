@@ -91,7 +91,8 @@ impl Store {
         hold: &str,
         charges: &[Charge<'_>],
         cost: u64,
-        (tool, now_ms): (&str, i64),
+        tool: &str,
+        now_ms: i64,
     ) -> Result<Reserved, StoreError> {
         let fail = |e: sqlx::Error| self.failed("reserve a budget", &e);
         macro_rules! reserve {

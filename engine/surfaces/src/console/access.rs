@@ -111,7 +111,7 @@ pub async fn viewer(broker: &Broker, headers: &hyper::HeaderMap) -> Result<Viewe
         ));
     };
     let now = broker.now().as_millisecond();
-    let session = crate::hub::signin::session(&broker.store, (hub.site, hub.times), headers, now)
+    let session = crate::hub::signin::session(&broker.store, hub.site, hub.times, headers, now)
         .await
         .filter(|s| s.issuer == oauth.issuer())
         .ok_or_else(|| Refusal::new(401, "unauthorized", "sign in to open the console"))?;

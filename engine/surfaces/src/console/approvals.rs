@@ -151,7 +151,8 @@ pub async fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html:
             return super::shell::failed(
                 broker,
                 viewer,
-                ("/admin/approvals", "Approvals"),
+                "/admin/approvals",
+                "Approvals",
                 &answer,
                 "",
             );
@@ -197,13 +198,7 @@ pub async fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html:
             s.limit
         ));
     }
-    super::shell::page(
-        broker,
-        viewer,
-        "/admin/approvals",
-        (200, "Approvals"),
-        &body,
-    )
+    super::shell::page(broker, viewer, "/admin/approvals", 200, "Approvals", &body)
 }
 
 /// `GET /admin/approvals/<id>`: what its approver is shown, and the decision buttons
@@ -220,7 +215,8 @@ pub async fn page_one(
             return super::shell::failed(
                 broker,
                 viewer,
-                ("/admin/approvals", "Approval"),
+                "/admin/approvals",
+                "Approval",
                 &answer,
                 ". <a href=\"/admin/approvals\">All approvals</a>.",
             );
@@ -278,7 +274,7 @@ pub async fn page_one(
         }
     }
     body.push_str("<p><a href=\"/admin/approvals\">All approvals</a></p>");
-    super::shell::page(broker, viewer, "/admin/approvals", (200, "Approval"), &body)
+    super::shell::page(broker, viewer, "/admin/approvals", 200, "Approval", &body)
 }
 
 #[cfg(test)]

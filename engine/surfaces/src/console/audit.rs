@@ -315,7 +315,7 @@ pub async fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html:
                 "<p class=\"warn\" role=\"alert\">{}</p>",
                 escape(&message)
             ));
-            return super::shell::page(broker, viewer, "/admin/audit", (400, "Audit"), &body);
+            return super::shell::page(broker, viewer, "/admin/audit", 400, "Audit", &body);
         }
     };
     let (records, more) = match super::store(broker).audit_page(&filter).await {
@@ -323,7 +323,7 @@ pub async fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html:
         Err(e) => {
             tracing::error!(error = %e, "console: the audit could not be read");
             body.push_str("<p class=\"warn\" role=\"alert\">The store does not answer; try again shortly.</p>");
-            return super::shell::page(broker, viewer, "/admin/audit", (503, "Audit"), &body);
+            return super::shell::page(broker, viewer, "/admin/audit", 503, "Audit", &body);
         }
     };
     let reach = reach(broker).await;
@@ -400,7 +400,7 @@ pub async fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html:
             escape(&with_cursor(&fields, last.seq))
         ));
     }
-    super::shell::page(broker, viewer, "/admin/audit", (200, "Audit"), &body)
+    super::shell::page(broker, viewer, "/admin/audit", 200, "Audit", &body)
 }
 
 #[cfg(test)]

@@ -255,7 +255,7 @@ pub fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html::Page 
                 "<p class=\"warn\" role=\"alert\">{}</p>",
                 escape(&message)
             ));
-            return super::shell::page(broker, viewer, "/admin/tools", (400, "Catalog"), &body);
+            return super::shell::page(broker, viewer, "/admin/tools", 400, "Catalog", &body);
         }
     };
     body.push_str(&format!(
@@ -300,7 +300,7 @@ pub fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html::Page 
             ));
         }
     }
-    super::shell::page(broker, viewer, "/admin/tools", (200, "Catalog"), &body)
+    super::shell::page(broker, viewer, "/admin/tools", 200, "Catalog", &body)
 }
 
 /// `GET /admin/tools/<name>`.
@@ -310,7 +310,7 @@ pub fn tool_page(broker: &Broker, viewer: &Viewer, name: &str) -> crate::html::P
             "<p class=\"empty\">No tool <code>{}</code> in the catalog. <a href=\"/admin/tools\">Search the catalog</a>.</p>",
             escape(name)
         );
-        return super::shell::page(broker, viewer, "/admin/tools", (404, "No such tool"), &body);
+        return super::shell::page(broker, viewer, "/admin/tools", 404, "No such tool", &body);
     };
     let d = detail(broker, tool);
     let descriptor = &d["descriptor"];
@@ -385,11 +385,5 @@ pub fn tool_page(broker: &Broker, viewer: &Viewer, name: &str) -> crate::html::P
         "<h2>Whole descriptor</h2>{}",
         folded_json(descriptor, "The descriptor as get_tool_reference gives it")
     ));
-    super::shell::page(
-        broker,
-        viewer,
-        "/admin/tools",
-        (200, &tool.full_name),
-        &body,
-    )
+    super::shell::page(broker, viewer, "/admin/tools", 200, &tool.full_name, &body)
 }

@@ -187,7 +187,7 @@ pub async fn page(broker: &Broker, viewer: &Viewer) -> crate::html::Page {
             None => String::new(),
         },
     ));
-    super::shell::page(broker, viewer, "/admin", (200, "Overview"), &body)
+    super::shell::page(broker, viewer, "/admin", 200, "Overview", &body)
 }
 
 #[cfg(test)]

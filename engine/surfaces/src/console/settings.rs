@@ -112,13 +112,7 @@ pub fn page(broker: &Broker, viewer: &Viewer) -> crate::html::Page {
         s["catalog"]["tools"],
         text(&s["catalog"]["origin"]),
     ));
-    super::shell::page(
-        broker,
-        viewer,
-        "/admin/config",
-        (200, "Configuration"),
-        &body,
-    )
+    super::shell::page(broker, viewer, "/admin/config", 200, "Configuration", &body)
 }
 
 /// Every `{"variable", "set"}` of the masked config, with where it is.

@@ -56,7 +56,8 @@ pub fn page(
     broker: &Broker,
     viewer: &Viewer,
     current: &str,
-    (status, title): (u16, &str),
+    status: u16,
+    title: &str,
     body: &str,
 ) -> Page {
     let mut nav = String::from("<nav aria-label=\"Console\">");
@@ -162,7 +163,8 @@ pub fn filter_links(
 pub fn failed(
     broker: &Broker,
     viewer: &Viewer,
-    (current, title): (&str, &str),
+    current: &str,
+    title: &str,
     answer: &super::Answer,
     after: &str,
 ) -> Page {
@@ -177,7 +179,8 @@ pub fn failed(
         broker,
         viewer,
         current,
-        (status, title),
+        status,
+        title,
         &format!("<p class=\"empty\">{}{after}</p>", escape(&message)),
     )
 }

@@ -224,7 +224,8 @@ pub async fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html:
             return super::shell::failed(
                 broker,
                 viewer,
-                ("/admin/tasks", "Jobs and tasks"),
+                "/admin/tasks",
+                "Jobs and tasks",
                 &answer,
                 "",
             );
@@ -301,13 +302,7 @@ pub async fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html:
             body.push_str(&format!("<p class=\"pager\"><a href=\"/admin/tasks?jobCursor={}&amp;limit={limit}\">Older jobs</a></p>", escape(&url::form_urlencoded::byte_serialize(next.as_bytes()).collect::<String>())));
         }
     }
-    super::shell::page(
-        broker,
-        viewer,
-        "/admin/tasks",
-        (200, "Jobs and tasks"),
-        &body,
-    )
+    super::shell::page(broker, viewer, "/admin/tasks", 200, "Jobs and tasks", &body)
 }
 
 #[cfg(test)]

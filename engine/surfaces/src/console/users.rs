@@ -423,7 +423,8 @@ pub async fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html:
                 broker,
                 viewer,
                 "/admin/users",
-                (503, "Users and keys"),
+                503,
+                "Users and keys",
                 "<p class=\"empty\">The store did not answer; reload in a moment.</p>",
             );
         }
@@ -495,11 +496,5 @@ pub async fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html:
         }
         body.push_str("</tbody></table>");
     }
-    super::shell::page(
-        broker,
-        viewer,
-        "/admin/users",
-        (200, "Users and keys"),
-        &body,
-    )
+    super::shell::page(broker, viewer, "/admin/users", 200, "Users and keys", &body)
 }

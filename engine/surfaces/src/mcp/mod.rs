@@ -551,14 +551,15 @@ async fn call_reply(
     broker: &Broker,
     id: &Value,
     input: CallInput<'_>,
-    (modern, ask): (bool, connect::Ask),
+    modern: bool,
+    ask: connect::Ask,
 ) -> Reply {
-    let principal = input.principal;
+    let caller = input.caller;
     let response = run_call(broker, input).await;
     if let Some(reply) = round(id, &response.body) {
         return reply;
     }
-    if let Some(reply) = connect::round(broker, principal, id, &response, ask) {
+    if let Some(reply) = connect::round(broker, caller, id, &response, ask) {
         return reply;
     }
     // A scope the access token lacks: HTTP 403 with the step-up challenge, which MCP
@@ -606,7 +607,7 @@ pub async fn handle(
     broker: &std::sync::Arc<Broker>,
     headers: &HeaderMap,
     bytes: &[u8],
-    principal: Result<&Caller, &CallError>,
+    caller: Result<&Caller, &CallError>,
 ) -> Reply {
     let mut read = message::read(bytes);
     // The id to answer with, and what the message's `id` member was.
@@ -618,7 +619,7 @@ pub async fn handle(
     let id = id_member
         .filter(|v| v.is_string() || v.is_number())
         .unwrap_or(Value::Null);
-    let principal = match principal {
+    let caller = match caller {
         Ok(p) => p,
         Err(e) => return refused(broker, &id, e),
     };
@@ -676,13 +677,21 @@ pub async fn handle(
             "ttlMs": 300_000,
         })),
         "ping" => finish(json!({})),
-        "tools/list" => list_tools(broker, principal, &id, &params, modern),
+        "tools/list" => list_tools(broker, caller, &id, &params, modern),
         "tools/call" => {
-            let caller = (headers, principal);
-            call_tool(broker, caller, &id, request_id, &mut params, modern).await
+            call_tool(
+                broker,
+                headers,
+                caller,
+                &id,
+                request_id,
+                &mut params,
+                modern,
+            )
+            .await
         }
         "tasks/get" | "tasks/cancel" | "tasks/update" if modern => {
-            tasks::handle(broker, &id, &method, &params, headers, principal).await
+            tasks::handle(broker, &id, &method, &params, headers, caller).await
         }
         other => error(
             &id,
@@ -788,14 +797,8 @@ fn checked<'a>(
 
 /// `tools/list`: one page of the tools this caller sees, paged by a cursor that names
 /// the catalog snapshot it was made on.
-fn list_tools(
-    broker: &Broker,
-    principal: &Caller,
-    id: &Value,
-    params: &Value,
-    modern: bool,
-) -> Reply {
-    let visible = tools::visible(broker, principal);
+fn list_tools(broker: &Broker, caller: &Caller, id: &Value, params: &Value, modern: bool) -> Reply {
+    let visible = tools::visible(broker, caller);
     let snapshot: String = broker.catalog.snapshot_id.chars().rev().take(8).collect();
     let offset = match params.get("cursor") {
         None | Some(Value::Null) => 0,
@@ -845,7 +848,8 @@ fn list_tools(
 /// in.
 async fn call_tool(
     broker: &std::sync::Arc<Broker>,
-    (headers, principal): (&HeaderMap, &Caller),
+    headers: &HeaderMap,
+    caller: &Caller,
     id: &Value,
     request_id: String,
     params: &mut Value,
@@ -889,7 +893,7 @@ async fn call_tool(
     let elicitation = if modern {
         match elicitation(params, id) {
             Ok(mut e) => {
-                match connect::take_round(broker, principal, &mut e, id) {
+                match connect::take_round(broker, caller, &mut e, id) {
                     Ok(true) => ask = connect::Ask::No,
                     Ok(false) => {}
                     Err(reply) => return reply,
@@ -906,7 +910,7 @@ async fn call_tool(
         name,
         arguments: arguments.filter(|a| !a.is_null()),
         headers,
-        principal,
+        caller,
         idempotency_key,
         elicitation,
         task_watch: None,
@@ -917,10 +921,10 @@ async fn call_tool(
     if modern && tasks::opted_in(params) {
         match tasks::start(broker, id, input).await {
             Ok(reply) => return reply,
-            Err(input) => return call_reply(broker, id, input, (modern, ask)).await,
+            Err(input) => return call_reply(broker, id, input, modern, ask).await,
         }
     }
-    call_reply(broker, id, input, (modern, ask)).await
+    call_reply(broker, id, input, modern, ask).await
 }
 
 /// The trace a `tools/call` continues: `params._meta.traceparent` (and `tracestate`),

@@ -95,12 +95,12 @@ fn runs_as_task(broker: &Broker, tool: &Tool, input: &CallInput<'_>) -> bool {
     ] {
         crate::confirm::bound::take_arg(&mut own, name);
     }
-    if !broker.admits(tool, input.principal, own.as_ref()) {
+    if !broker.admits(tool, input.caller, own.as_ref()) {
         return false;
     }
     let has = |k: &str| args.and_then(|a| a.get(k)).is_some();
     let held = tool.risk == Risk::Write
-        && match input.principal.confirmation {
+        && match input.caller.confirmation {
             WriteConfirmation::Flag => false,
             WriteConfirmation::Bound => !has(crate::confirm::bound::TOKEN_ARG),
             WriteConfirmation::Human => !has(crate::confirm::APPROVAL_ARG),
@@ -135,7 +135,7 @@ pub async fn start<'a>(
     let task = StoredTask {
         id: new_id(),
         owner: crate::store::jobs::owner(
-            &input.principal.name,
+            &input.caller.name,
             broker.upstream_key(&tool.service, input.headers),
         ),
         tool: tool.full_name.clone(),
@@ -151,13 +151,13 @@ pub async fn start<'a>(
         return Err(input);
     }
     prune_now_and_then(broker, now).await;
-    tracing::info!(task = %task.id, tool = %task.tool, caller = %input.principal.name, "task started");
+    tracing::info!(task = %task.id, tool = %task.tool, caller = %input.caller.name, "task started");
     let owned = Owned {
         request_id: input.request_id,
         name: input.name.to_string(),
         arguments: input.arguments,
         headers: input.headers.clone(),
-        principal: input.principal.clone(),
+        caller: input.caller.clone(),
         idempotency_key: input.idempotency_key,
         descriptor_hash: input.descriptor_hash,
         trace_parent: input.trace_parent,
@@ -184,7 +184,7 @@ struct Owned {
     name: String,
     arguments: Option<Value>,
     headers: hyper::HeaderMap,
-    principal: Caller,
+    caller: Caller,
     idempotency_key: Option<String>,
     descriptor_hash: Option<String>,
     trace_parent: Option<crate::telemetry::trace::Parent>,
@@ -206,7 +206,7 @@ async fn run(broker: Arc<Broker>, task: String, call: Owned) {
             name: &call.name,
             arguments: call.arguments,
             headers: &call.headers,
-            principal: &call.principal,
+            caller: &call.caller,
             idempotency_key: call.idempotency_key,
             elicitation: None,
             task_watch: Some(watch),
@@ -298,7 +298,7 @@ pub async fn handle(
     method: &str,
     params: &Value,
     headers: &hyper::HeaderMap,
-    principal: &Caller,
+    caller: &Caller,
 ) -> Reply {
     if !opted_in(params) {
         return error(
@@ -332,9 +332,10 @@ pub async fn handle(
             );
         }
     };
-    let owner = broker.catalog.resolve(&task.tool).map(|t| {
-        crate::store::jobs::owner(&principal.name, broker.upstream_key(&t.service, headers))
-    });
+    let owner = broker
+        .catalog
+        .resolve(&task.tool)
+        .map(|t| crate::store::jobs::owner(&caller.name, broker.upstream_key(&t.service, headers)));
     if owner.as_deref() != Some(task.owner.as_str()) {
         return unknown(id);
     }

@@ -179,52 +179,52 @@ fn discovery_values() -> Vec<Value> {
     ]
 }
 
-fn listed(tool: &Tool, principal: &Caller, policies: Option<&Policies>) -> bool {
+fn listed(tool: &Tool, caller: &Caller, policies: Option<&Policies>) -> bool {
     tool.tier == Tier::AgentReady
-        && principal.may_see(tool)
-        && policies.is_none_or(|p| p.may_see(tool, principal))
+        && caller.may_see(tool)
+        && policies.is_none_or(|p| p.may_see(tool, caller))
 }
 
 /// The entries a caller sees, in a stable order: its toolset, what its key or role
 /// fields allow, and with `[policy]` the tools some call could be permitted.
-pub fn visible<'a>(broker: &'a Broker, principal: &Caller) -> Vec<&'a EntryText> {
+pub fn visible<'a>(broker: &'a Broker, caller: &Caller) -> Vec<&'a EntryText> {
     let policies = broker.policy_set();
     listing(
         &broker.catalog,
         entries(broker),
-        principal,
+        caller,
         policies.as_deref(),
     )
 }
 
-/// The entries of `entries` (one per catalog tool, in catalog order) that `principal`'s
+/// The entries of `entries` (one per catalog tool, in catalog order) that `caller`'s
 /// toolset lists.
 pub fn listing<'a>(
     catalog: &Catalog,
     entries: &'a [EntryText],
-    principal: &Caller,
+    caller: &Caller,
     policies: Option<&Policies>,
 ) -> Vec<&'a EntryText> {
-    match &principal.toolset {
+    match &caller.toolset {
         Toolset::Named(ToolsetName::Discovery) => discovery_entries().iter().collect(),
         Toolset::Services(services) => catalog
             .tools
             .iter()
             .zip(entries)
-            .filter(|(t, _)| services.contains(&t.service) && listed(t, principal, policies))
+            .filter(|(t, _)| services.contains(&t.service) && listed(t, caller, policies))
             .map(|(_, e)| e)
             .collect(),
         Toolset::Named(ToolsetName::All) => catalog
             .tools
             .iter()
             .zip(entries)
-            .filter(|(t, _)| listed(t, principal, policies))
+            .filter(|(t, _)| listed(t, caller, policies))
             .map(|(_, e)| e)
             .collect(),
     }
 }
 
-fn meta(broker: &Broker, (request_id, trace): (&str, &CallTrace), tool: &str) -> Meta {
+fn meta(broker: &Broker, request_id: &str, trace: &CallTrace, tool: &str) -> Meta {
     Meta {
         request_id: request_id.to_string(),
         trace_id: trace.id.clone(),
@@ -234,10 +234,17 @@ fn meta(broker: &Broker, (request_id, trace): (&str, &CallTrace), tool: &str) ->
     }
 }
 
-fn invalid(broker: &Broker, request: (&str, &CallTrace), tool: &str, message: &str) -> Response {
+fn invalid(
+    broker: &Broker,
+    request_id: &str,
+    trace: &CallTrace,
+    tool: &str,
+    message: &str,
+) -> Response {
     let err = CallError::validation(message.to_string())
         .with_details(json!([{ "pointer": "", "message": message }]));
-    envelope::standard_err(&err, meta(broker, request, tool), &broker.catalog.rules)
+    let meta = meta(broker, request_id, trace, tool);
+    envelope::standard_err(&err, meta, &broker.catalog.rules)
 }
 
 /// Runs a discovery tool; gives the input back when its name is not one. `find_tools`
@@ -251,14 +258,14 @@ pub async fn call_discovery<'a>(
         return Err(input);
     }
     let trace = broker.traces.start(input.trace_parent.clone());
-    let (endpoint, principal) = (input.endpoint, input.principal);
+    let (endpoint, caller) = (input.endpoint, input.caller);
     let request_id = input.request_id.clone();
     let response = discovery(broker, &trace, input).await;
     if name != CALL {
         trace.finish(
             || format!("tools/call {name}"),
             |span| {
-                crate::call::call_span(span, (endpoint, principal), &request_id, name);
+                crate::call::call_span(span, endpoint, caller, &request_id, name);
                 let class = response
                     .meta
                     .as_ref()
@@ -286,7 +293,7 @@ async fn discovery(broker: &Broker, trace: &CallTrace, input: CallInput<'_>) -> 
         request_id,
         arguments,
         headers,
-        principal,
+        caller,
         idempotency_key,
         elicitation,
         task_watch,
@@ -302,7 +309,8 @@ async fn discovery(broker: &Broker, trace: &CallTrace, input: CallInput<'_>) -> 
         Some(_) => {
             return invalid(
                 broker,
-                (request_id, trace),
+                request_id,
+                trace,
                 name,
                 "`arguments` must be an object",
             );
@@ -314,7 +322,8 @@ async fn discovery(broker: &Broker, trace: &CallTrace, input: CallInput<'_>) -> 
             let Some(query) = text(&args, "query") else {
                 return invalid(
                     broker,
-                    (request_id, trace),
+                    request_id,
+                    trace,
                     name,
                     "`query` is required: what you want to do, in plain words",
                 );
@@ -324,7 +333,7 @@ async fn discovery(broker: &Broker, trace: &CallTrace, input: CallInput<'_>) -> 
             let policies = broker.policy_set();
             let keep = |i: usize| {
                 catalog.tools.get(i).is_some_and(|t| {
-                    broker.may_see(policies.as_deref(), principal, t) && filters.admits(t)
+                    broker.may_see(policies.as_deref(), caller, t) && filters.admits(t)
                 })
             };
             // One corpus across services, so scores of two services compare.
@@ -338,28 +347,28 @@ async fn discovery(broker: &Broker, trace: &CallTrace, input: CallInput<'_>) -> 
             envelope::standard_ok(
                 json!({ "query": query, "total": hits.len(), "results": results,
                         "next": "call_tool with a result's fullName and its required arguments; get_tool_reference for the full schema" }),
-                meta(broker, (request_id, trace), name),
+                meta(broker, request_id, trace, name),
             )
         }
         REFERENCE => {
             let wanted = text(&args, "name").unwrap_or_default();
             match catalog.resolve(wanted) {
-                Some(tool) => match principal.check_permission(tool).and_then(|()| {
-                    (broker.policy_set()).map_or(Ok(()), |p| p.check_visible(tool, principal))
+                Some(tool) => match caller.check_permission(tool).and_then(|()| {
+                    (broker.policy_set()).map_or(Ok(()), |p| p.check_visible(tool, caller))
                 }) {
                     Ok(()) => envelope::standard_ok(
                         descriptor(catalog, tool),
-                        meta(broker, (request_id, trace), name),
+                        meta(broker, request_id, trace, name),
                     ),
                     Err(e) => envelope::standard_err(
                         &e,
-                        meta(broker, (request_id, trace), name),
+                        meta(broker, request_id, trace, name),
                         &catalog.rules,
                     ),
                 },
                 None => envelope::standard_err(
                     &unknown_tool(catalog, wanted),
-                    meta(broker, (request_id, trace), name),
+                    meta(broker, request_id, trace, name),
                     &catalog.rules,
                 ),
             }
@@ -368,7 +377,8 @@ async fn discovery(broker: &Broker, trace: &CallTrace, input: CallInput<'_>) -> 
             let Some(inner) = text(&args, "name") else {
                 return invalid(
                     broker,
-                    (request_id, trace),
+                    request_id,
+                    trace,
                     name,
                     "`name` is required: `<service>.<tool>`",
                 );
@@ -381,7 +391,8 @@ async fn discovery(broker: &Broker, trace: &CallTrace, input: CallInput<'_>) -> 
                 Some(_) => {
                     return invalid(
                         broker,
-                        (request_id, trace),
+                        request_id,
+                        trace,
                         name,
                         "`descriptorHash` must be a string: the `descriptorHash` of the tool you reviewed",
                     );
@@ -393,7 +404,7 @@ async fn discovery(broker: &Broker, trace: &CallTrace, input: CallInput<'_>) -> 
                     name: &inner,
                     arguments: args.get("arguments").cloned(),
                     headers,
-                    principal,
+                    caller,
                     idempotency_key,
                     elicitation,
                     task_watch,

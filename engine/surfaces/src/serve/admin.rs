@@ -357,7 +357,8 @@ pub async fn route(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
             b,
             v,
             "",
-            (404, "Not found"),
+            404,
+            "Not found",
             "<p class=\"empty\">No such console page. <a href=\"/admin\">Back to the overview</a>.</p>",
         )),
     };

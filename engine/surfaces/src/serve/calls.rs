@@ -43,7 +43,8 @@ fn send(r: Response) -> CallResponse {
 /// endpoint answers: a JSON-RPC error on `/mcp`, an envelope on the others.
 pub(super) fn refuse_origin(
     broker: &Broker,
-    (path, headers): (&str, &hyper::HeaderMap),
+    path: &str,
+    headers: &hyper::HeaderMap,
     reason: String,
 ) -> CallResponse {
     tracing::warn!(path = %path, "request refused by the Origin/Host rules");
@@ -141,7 +142,7 @@ pub async fn answer_call(
             .origins
             .check(request.headers, None, loopback)
     {
-        refuse_origin(broker, (request.path, request.headers), refusal.0)
+        refuse_origin(broker, request.path, request.headers, refusal.0)
     } else if let Some(refused) = precheck(request.endpoint, request.headers) {
         refused
     } else {
@@ -211,8 +212,8 @@ async fn mcp(
             });
         }
     };
-    let principal = authenticate(broker, headers).await;
-    let handled = crate::mcp::handle(broker, headers, &bytes, principal.as_deref());
+    let caller = authenticate(broker, headers).await;
+    let handled = crate::mcp::handle(broker, headers, &bytes, caller.as_deref());
     match std::panic::AssertUnwindSafe(handled).catch_unwind().await {
         Ok(reply) => mcp_reply(reply),
         Err(_) => {
@@ -249,7 +250,7 @@ async fn rest(
         Ok(bytes) => bytes,
         Err(e) => return failure(broker, headers, &request_id, e),
     };
-    let principal = match authenticate(broker, headers).await {
+    let caller = match authenticate(broker, headers).await {
         Ok(p) => p,
         Err(e) => return failure(broker, headers, &request_id, e),
     };
@@ -282,42 +283,27 @@ async fn rest(
     let pinned = headers
         .get("x-descriptor-hash")
         .map(|v| v.to_str().unwrap_or_default().to_string());
-    guarded_call(
-        broker,
-        Endpoint::Rest,
+    let input = CallInput {
         request_id,
-        (&name, pinned),
+        name: &name,
         arguments,
         headers,
-        &principal,
-    )
-    .await
+        caller: &caller,
+        idempotency_key: None,
+        elicitation: None,
+        task_watch: None,
+        descriptor_hash: pinned,
+        trace_parent: Parent::from_headers(headers),
+        endpoint: Endpoint::Rest,
+    };
+    guarded_call(broker, input).await
 }
 
 /// Runs one call; a panic becomes an `internal_error` envelope, never a dropped
 /// connection. Shared by `POST /` and the projection's REST paths.
-async fn guarded_call(
-    broker: &Broker,
-    endpoint: Endpoint,
-    request_id: String,
-    (name, descriptor_hash): (&str, Option<String>),
-    arguments: Option<Value>,
-    headers: &hyper::HeaderMap,
-    principal: &crate::caller::Caller,
-) -> CallResponse {
-    let call = broker.call(CallInput {
-        request_id: request_id.clone(),
-        name,
-        arguments,
-        headers,
-        principal,
-        idempotency_key: None,
-        elicitation: None,
-        task_watch: None,
-        descriptor_hash,
-        trace_parent: Parent::from_headers(headers),
-        endpoint,
-    });
+async fn guarded_call(broker: &Broker, input: CallInput<'_>) -> CallResponse {
+    let (request_id, headers) = (input.request_id.clone(), input.headers);
+    let call = broker.call(input);
     match std::panic::AssertUnwindSafe(call).catch_unwind().await {
         Ok(response) => send(response),
         Err(_) => {
@@ -356,7 +342,7 @@ async fn rpc(
     let max_id = broker.catalog.rules.limits.max_request_id_chars;
     let crate::serve::jsonrpc::Read { shown_id, call } =
         crate::serve::jsonrpc::read(&bytes, max_id);
-    let principal = match authenticate(broker, headers).await {
+    let caller = match authenticate(broker, headers).await {
         Ok(p) => p,
         Err(e) => return failure(broker, headers, &shown_id, e),
     };
@@ -364,17 +350,18 @@ async fn rpc(
         Ok(call) => call,
         Err(e) => return failure(broker, headers, &shown_id, e),
     };
-    guarded_call(
-        broker,
-        Endpoint::Rpc,
-        shown_id,
-        (
-            &call.name,
-            call.descriptor_hash.map(std::borrow::Cow::into_owned),
-        ),
-        call.arguments,
+    let input = CallInput {
+        request_id: shown_id,
+        name: &call.name,
+        arguments: call.arguments,
         headers,
-        &principal,
-    )
-    .await
+        caller: &caller,
+        idempotency_key: None,
+        elicitation: None,
+        task_watch: None,
+        descriptor_hash: call.descriptor_hash.map(std::borrow::Cow::into_owned),
+        trace_parent: Parent::from_headers(headers),
+        endpoint: Endpoint::Rpc,
+    };
+    guarded_call(broker, input).await
 }

@@ -52,7 +52,7 @@ pub async fn approval_provider(
     let approver = match &sign_in.approver_role {
         Some(role) => {
             let now = broker.now().as_millisecond();
-            signin::session(&broker.store, (hub.site, hub.times), headers, now)
+            signin::session(&broker.store, hub.site, hub.times, headers, now)
                 .await
                 .filter(|session| session.roles.contains(role))
                 .map(|session| crate::hub::principal_name(&session.user()))
@@ -118,7 +118,7 @@ pub async fn route(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
     let method = &parts.method;
     // The JSON API.
     if path == "/hub/keys" || path.starts_with("/hub/keys/") || path == "/hub/budget" {
-        return api(&broker, (hub, oauth), &parts, body).await;
+        return api(&broker, hub, oauth, &parts, body).await;
     }
     let (section, rest) = path
         .trim_start_matches("/hub")
@@ -151,7 +151,7 @@ pub async fn route(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
     let page: Page = match (method, section, rest) {
         (&Method::GET, "", "") => crate::hub::page::home(cx, headers).await,
         (&Method::GET, "login", "") => login(&broker, hub, headers, query).await,
-        (&Method::GET, "callback", "") => callback(&broker, (hub, oauth), headers, query).await,
+        (&Method::GET, "callback", "") => callback(&broker, hub, oauth, headers, query).await,
         (&Method::POST, "set" | "delete" | "logout" | "connect", _)
         | (&Method::GET, "connect", _) => {
             let body = if method == Method::POST {
@@ -192,7 +192,8 @@ pub async fn route(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
 /// signed-in session.
 async fn api(
     broker: &Arc<Broker>,
-    (hub, oauth): (&crate::hub::Hub, &crate::caller::oauth::OAuth),
+    hub: &crate::hub::Hub,
+    oauth: &crate::caller::oauth::OAuth,
     parts: &hyper::http::request::Parts,
     body: Incoming,
 ) -> HttpResponse {
@@ -216,7 +217,7 @@ async fn api(
     let session = if headers.contains_key(hyper::header::AUTHORIZATION) {
         None
     } else {
-        signin::session(&broker.store, (hub.site, hub.times), headers, now).await
+        signin::session(&broker.store, hub.site, hub.times, headers, now).await
     };
     let principal = if session.is_none() {
         match authenticate(broker, headers).await {
@@ -268,7 +269,7 @@ async fn api(
         Bytes::new()
     };
     let answer =
-        crate::hub::api::handle(hub, &broker.parts, &principal, (method, service), &body).await;
+        crate::hub::api::handle(hub, &broker.parts, &principal, method, service, &body).await;
     match answer.body {
         Some(body) => json_response(answer.status, &body, &[]),
         None => {
@@ -308,7 +309,8 @@ async fn login(
     match sign_in
         .start(
             &hub.cipher,
-            (&base, hub.site),
+            &base,
+            hub.site,
             &next,
             broker.now().as_millisecond(),
         )
@@ -333,7 +335,8 @@ async fn login(
 /// `GET /hub/callback`: the provider's redirect back; a session cookie when it checks.
 async fn callback(
     broker: &Broker,
-    (hub, oauth): (&crate::hub::Hub, &crate::caller::oauth::OAuth),
+    hub: &crate::hub::Hub,
+    oauth: &crate::caller::oauth::OAuth,
     headers: &hyper::HeaderMap,
     query: &str,
 ) -> Page {
@@ -341,19 +344,16 @@ async fn callback(
         return no_sign_in();
     };
     let base = hub.base_url(headers);
-    match sign_in
-        .finish(
-            &hub.cipher,
-            oauth,
-            (&base, hub.site, headers, query),
-            broker.now(),
-        )
-        .await
-    {
+    let back = signin::Redirected {
+        base: &base,
+        site: hub.site,
+        headers,
+        query,
+    };
+    match sign_in.finish(&hub.cipher, oauth, back, broker.now()).await {
         Ok((session, next)) => {
             let now = broker.now().as_millisecond();
-            let site = (hub.site, hub.times);
-            match signin::start_session(&broker.store, site, &session, now).await {
+            match signin::start_session(&broker.store, hub.site, hub.times, &session, now).await {
                 Some(cookie) => {
                     tracing::info!(user = %crate::hub::principal_name(&session.user()), "signed in to the hub");
                     let [_, clear_login] = signin::cleared_cookies(hub.site);

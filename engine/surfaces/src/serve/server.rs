@@ -506,7 +506,7 @@ pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool)
         req.uri().authority().map(|a| a.as_str()),
         loopback,
     ) {
-        let response = calls::refuse_origin(&broker, (req.uri().path(), req.headers()), refusal.0);
+        let response = calls::refuse_origin(&broker, req.uri().path(), req.headers(), refusal.0);
         broker.metrics.record_status(403);
         return into_hyper(response);
     }

@@ -527,6 +527,14 @@ pub fn standard_ok(data: Value, meta: Meta) -> Response {
     }
 }
 
+/// A success envelope of a tool's result, in whichever form it has.
+pub fn standard_ok_data(data: Data, meta: Meta) -> Response {
+    match data {
+        Data::Value(value) => standard_ok(value, meta),
+        Data::Text(text) => standard_ok_text(text, meta),
+    }
+}
+
 /// A standard success envelope whose `data` is kept as JSON text (an answer written in
 /// one pass, [`crate::answer::scan`]) and written in place by [`Response::to_json`].
 pub fn standard_ok_text(data: Arc<str>, meta: Meta) -> Response {
@@ -567,6 +575,54 @@ pub fn standard_err(err: &CallError, meta: Meta, rules: &Rules) -> Response {
     }
 }
 
+/// A tool's result: a value, or JSON text written once and passed through as it is.
+/// Read only through its methods, so text is never taken for a value nor a value
+/// lost beside text.
+#[derive(Debug, Clone)]
+pub enum Data {
+    /// A `serde_json` value (what hooks and the tree path build).
+    Value(Value),
+    /// Whole JSON text: a local answer built once and kept
+    /// (`portal.check_connection`), or an upstream answer written in one pass
+    /// ([`crate::answer::scan`]). The envelope writes it out as it is.
+    Text(Arc<str>),
+}
+
+impl Default for Data {
+    fn default() -> Self {
+        Self::Value(Value::Null)
+    }
+}
+
+impl From<Value> for Data {
+    fn from(value: Value) -> Self {
+        Self::Value(value)
+    }
+}
+
+impl Data {
+    /// The result as a value, for a reader that looks into it: text is parsed once
+    /// and kept as the value.
+    pub fn value_mut(&mut self) -> &mut Value {
+        if let Self::Text(text) = self {
+            // Whole JSON, written from a `Value` or by `scan`: it always parses.
+            *self = Self::Value(serde_json::from_str(text).unwrap_or_default());
+        }
+        match self {
+            Self::Value(value) => value,
+            Self::Text(_) => self.value_mut(),
+        }
+    }
+
+    /// The result as a value, whichever form it has.
+    pub fn into_value(self) -> Value {
+        match self {
+            Self::Value(value) => value,
+            Self::Text(text) => serde_json::from_str(&text).unwrap_or_default(),
+        }
+    }
+}
+
 /// The fields of a portal envelope.
 #[derive(Debug, Clone, Default)]
 pub struct Portal {
@@ -578,10 +634,8 @@ pub struct Portal {
     pub trace_id: String,
     /// One-line summary.
     pub summary: String,
-    /// Tool result.
-    pub data: Value,
-    /// The tool result as JSON text instead of `data` (see `call::Exec::data_text`).
-    pub data_text: Option<Arc<str>>,
+    /// Tool result (a value, or JSON text written out as it is).
+    pub data: Data,
     /// The resource acted on, or null.
     pub resource: Value,
     /// Pagination, or null.
@@ -600,14 +654,18 @@ pub fn portal(p: Portal, err: Option<&CallError>, rules: &Rules) -> Response {
             retry_headers(e),
         ),
     };
-    let data_text = p.data_text.filter(|_| err.is_none());
+    let (data, data_text) = match p.data {
+        _ if err.is_some() => (Value::Null, None),
+        Data::Value(value) => (value, None),
+        Data::Text(text) => (Value::Null, Some(text)),
+    };
     let mut body = object([
         ("ok", Value::Bool(err.is_none())),
         ("serviceId", Value::String(p.service_id)),
         ("toolName", Value::String(p.tool_name)),
         ("traceId", Value::String(p.trace_id)),
         ("summary", Value::String(p.summary)),
-        ("data", if err.is_none() { p.data } else { Value::Null }),
+        ("data", data),
         ("resource", p.resource),
         ("pagination", p.pagination),
         (
@@ -823,15 +881,13 @@ mod tests {
             tool_name: "check_connection".into(),
             trace_id: "t".into(),
             summary: "ok".into(),
-            data: data.clone(),
+            data: Data::Value(data.clone()),
             resource: Value::Null,
             pagination: json!({"page": 1}),
             next_action: Some("call x".into()),
-            data_text: None,
         };
         let as_text = Portal {
-            data: Value::Null,
-            data_text: Some(Arc::from(p.data.to_string())),
+            data: Data::Text(Arc::from(data.to_string())),
             ..p.clone()
         };
         let portal = portal(p.clone(), None, rules);
@@ -844,7 +900,7 @@ mod tests {
         let body = portal.body;
         let expected = json!({
             "ok": true, "serviceId": p.service_id, "toolName": p.tool_name,
-            "traceId": p.trace_id, "summary": p.summary, "data": p.data,
+            "traceId": p.trace_id, "summary": p.summary, "data": data,
             "resource": p.resource, "pagination": p.pagination,
             "nextAction": p.next_action, "error": null,
         });

@@ -179,7 +179,7 @@ pub async fn ask(
                 "method": "elicitation/create",
                 "params": {
                     "mode": "form",
-                    "message": message(tool, &ctx.principal.name, preview, &expires_at),
+                    "message": message(tool, &ctx.caller.name, preview, &expires_at),
                     "requestedSchema": requested_schema(),
                 }
             }
@@ -243,16 +243,17 @@ pub async fn check(
     cx: Context<'_>,
     tool: &Tool,
     ctx: &crate::run::RequestCtx<'_>,
-    (caller, digest): (&str, crate::confirm::Bind<'_>),
+    caller: &str,
+    digest: crate::confirm::Bind<'_>,
     elicitation: &crate::run::Elicitation,
 ) -> Result<(), CallError> {
     if !matches!(
         read_decision(tool, elicitation.responses.as_ref())?,
         Choice::Approve
     ) {
-        return answer(cx, tool, ctx, (caller, digest), elicitation).await;
+        return answer(cx, tool, ctx, caller, digest, elicitation).await;
     }
-    check_state(cx, tool, (caller, digest), elicitation, false).await
+    check_state(cx, tool, caller, digest, elicitation, false).await
 }
 
 /// The retry's `requestState` checked against `(caller, tool, digest)`; with `spend`,
@@ -260,7 +261,8 @@ pub async fn check(
 async fn check_state(
     cx: Context<'_>,
     tool: &Tool,
-    (caller, digest): (&str, crate::confirm::Bind<'_>),
+    caller: &str,
+    digest: crate::confirm::Bind<'_>,
     elicitation: &crate::run::Elicitation,
     spend: bool,
 ) -> Result<(), CallError> {
@@ -285,16 +287,17 @@ pub async fn answer(
     cx: Context<'_>,
     tool: &Tool,
     ctx: &crate::run::RequestCtx<'_>,
-    (caller, digest): (&str, crate::confirm::Bind<'_>),
+    caller: &str,
+    digest: crate::confirm::Bind<'_>,
     elicitation: &crate::run::Elicitation,
 ) -> Result<(), CallError> {
     let answer = read_decision(tool, elicitation.responses.as_ref())?;
-    check_state(cx, tool, (caller, digest), elicitation, true).await?;
+    check_state(cx, tool, caller, digest, elicitation, true).await?;
     let approve = matches!(answer, Choice::Approve);
     crate::confirm::audit::decided(
         cx.parts,
         crate::confirm::audit::Decided {
-            key_name: &ctx.principal.name,
+            key_name: &ctx.caller.name,
             tool: &tool.full_name,
             descriptor_hash: &tool.descriptor_hash,
             args_sha256: digest.args,

@@ -232,7 +232,7 @@ pub async fn ask(
     let approval = Approval {
         id: id.clone(),
         caller: caller.to_string(),
-        key_name: ctx.principal.name.clone(),
+        key_name: ctx.caller.name.clone(),
         tool: tool.full_name.clone(),
         descriptor_hash: tool.descriptor_hash.clone(),
         args_sha256: digest.args.to_string(),

@@ -113,7 +113,8 @@ async fn approver_by_credential(cx: Context<'_>, headers: &hyper::HeaderMap) -> 
         &cx.parts.store,
         cx.confirmations.site,
         headers,
-        (SESSION_COOKIE, crate::confirm::session::Kind::Approver),
+        SESSION_COOKIE,
+        crate::confirm::session::Kind::Approver,
         cx.confirmations.session_times,
         cx.now().as_millisecond(),
     )
