@@ -137,52 +137,10 @@ fn serve_inner(
             })
         });
         // SIGTERM (an orchestrator stopping the broker) or Ctrl-C: drain, then stop.
-        let shutdown = async {
-            #[cfg(unix)]
-            {
-                use tokio::signal::unix::{SignalKind, signal};
-                match signal(SignalKind::terminate()) {
-                    Ok(mut term) => {
-                        tokio::select! {
-                            _ = term.recv() => tracing::info!("SIGTERM received"),
-                            _ = tokio::signal::ctrl_c() => tracing::info!("interrupt received"),
-                        }
-                    }
-                    Err(_) => {
-                        let _ = tokio::signal::ctrl_c().await;
-                    }
-                }
-            }
-            #[cfg(not(unix))]
-            {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        };
+        let shutdown = stop_requested();
         let broker = Arc::new(broker);
         prune_in_background(&broker);
-        // SIGHUP: the policy folder (docs/policy.md) and the TLS pair read again.
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            if let Ok(mut hangup) = signal(SignalKind::hangup()) {
-                let broker = Arc::clone(&broker);
-                let tls = tls.clone();
-                tokio::spawn(async move {
-                    while hangup.recv().await.is_some() {
-                        let broker = Arc::clone(&broker);
-                        let tls = tls.clone();
-                        // Compiling a set takes milliseconds of CPU: off the runtime.
-                        let _ = tokio::task::spawn_blocking(move || {
-                            broker.reload_policies();
-                            if let Some(tls) = tls {
-                                reload_tls(&tls);
-                            }
-                        })
-                        .await;
-                    }
-                });
-            }
-        }
+        reload_on_hangup(&broker, tls.as_ref());
         let served = crate::serve::server::serve_workers(broker, listener, workers, tls, shutdown)
             .await
             .map_err(|e| format!("server failed: {e}"));
@@ -192,6 +150,57 @@ fn serve_inner(
         }
         served
     })
+}
+
+/// Resolves when the process is asked to stop: SIGTERM (an orchestrator) or Ctrl-C.
+async fn stop_requested() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => tracing::info!("SIGTERM received"),
+                    _ = tokio::signal::ctrl_c() => tracing::info!("interrupt received"),
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// On SIGHUP, the policy folder (docs/policy.md) and the TLS pair are read again.
+fn reload_on_hangup(broker: &Arc<Broker>, tls: Option<&Arc<Tls>>) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut hangup) = signal(SignalKind::hangup()) {
+            let broker = Arc::clone(broker);
+            let tls = tls.cloned();
+            tokio::spawn(async move {
+                while hangup.recv().await.is_some() {
+                    let broker = Arc::clone(&broker);
+                    let tls = tls.clone();
+                    // Compiling a set takes milliseconds of CPU: off the runtime.
+                    let _ = tokio::task::spawn_blocking(move || {
+                        broker.reload_policies();
+                        if let Some(tls) = tls {
+                            reload_tls(&tls);
+                        }
+                    })
+                    .await;
+                }
+            });
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (broker, tls);
 }
 
 /// Prunes the audit, tasks, jobs and approvals past `audit_retention_days` (none when 0): a

@@ -102,54 +102,7 @@ fn sample_depth(schema: &Value, depth: usize) -> Value {
         _ => return json!("sample"),
     };
     match kind.as_str() {
-        "object" => {
-            let mut out = Map::new();
-            let props = map.get("properties").and_then(Value::as_object);
-            for name in map
-                .get("required")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                if let Some(name) = name.as_str() {
-                    let prop = props
-                        .and_then(|p| p.get(name))
-                        .cloned()
-                        .unwrap_or(json!({}));
-                    out.insert(name.to_string(), sample_depth(&prop, depth + 1));
-                }
-            }
-            // A nested object that requires nothing would be `{}`, which a form or query
-            // encoding cannot carry at all: give it its first property, so a required
-            // object still reaches the upstream. The root (the arguments) stays minimal.
-            // A scalar property is preferred, so the sample stays shallow.
-            if out.is_empty()
-                && depth > 0
-                && let Some(props) = props
-            {
-                // Never into a schema the importer cut ("... (not expanded)"): what it
-                // requires is unknown, so a sample there would be a guess.
-                let samples = props
-                    .iter()
-                    .filter(|(_, prop)| !prop.to_string().contains("not expanded)"))
-                    .map(|(name, prop)| (name, sample_depth(prop, depth + 1)));
-                let mut first_object = None;
-                for (name, value) in samples {
-                    match &value {
-                        Value::Object(inner) if !inner.is_empty() => {
-                            first_object.get_or_insert((name.clone(), value));
-                        }
-                        Value::String(_) | Value::Number(_) | Value::Bool(_) => {
-                            first_object = Some((name.clone(), value));
-                            break;
-                        }
-                        _ => {}
-                    }
-                }
-                out.extend(first_object);
-            }
-            Value::Object(out)
-        }
+        "object" => sample_object(map, depth),
         "array" => {
             // One item at least: an empty list says nothing in a query string.
             let max = map
@@ -187,6 +140,57 @@ fn sample_depth(schema: &Value, depth: usize) -> Value {
         "null" => Value::Null,
         _ => string_sample(map),
     }
+}
+
+/// A minimal object: its required properties; a nested object that requires nothing
+/// gets its first property that samples to something.
+fn sample_object(map: &Map<String, Value>, depth: usize) -> Value {
+    let mut out = Map::new();
+    let props = map.get("properties").and_then(Value::as_object);
+    for name in map
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(name) = name.as_str() {
+            let prop = props
+                .and_then(|p| p.get(name))
+                .cloned()
+                .unwrap_or(json!({}));
+            out.insert(name.to_string(), sample_depth(&prop, depth + 1));
+        }
+    }
+    // A nested object that requires nothing would be `{}`, which a form or query
+    // encoding cannot carry at all: give it its first property, so a required
+    // object still reaches the upstream. The root (the arguments) stays minimal.
+    // A scalar property is preferred, so the sample stays shallow.
+    if out.is_empty()
+        && depth > 0
+        && let Some(props) = props
+    {
+        // Never into a schema the importer cut ("... (not expanded)"): what it
+        // requires is unknown, so a sample there would be a guess.
+        let samples = props
+            .iter()
+            .filter(|(_, prop)| !prop.to_string().contains("not expanded)"))
+            .map(|(name, prop)| (name, sample_depth(prop, depth + 1)));
+        let mut first_object = None;
+        for (name, value) in samples {
+            match &value {
+                Value::Object(inner) if !inner.is_empty() => {
+                    first_object.get_or_insert((name.clone(), value));
+                }
+                Value::String(_) | Value::Number(_) | Value::Bool(_) => {
+                    first_object = Some((name.clone(), value));
+                    break;
+                }
+                _ => {}
+            }
+        }
+        out.extend(first_object);
+    }
+    Value::Object(out)
 }
 
 fn string_sample(map: &Map<String, Value>) -> Value {

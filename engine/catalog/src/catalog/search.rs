@@ -203,6 +203,20 @@ pub struct Hit {
     pub score: f64,
 }
 
+/// Each field's average length in words over the catalog (at least 1).
+fn average_lengths(fielded: &[[Vec<String>; FIELDS]]) -> [f64; FIELDS] {
+    let mut avg = [0.0f64; FIELDS];
+    for fields in fielded {
+        for (f, words) in fields.iter().enumerate() {
+            avg[f] += words.len() as f64;
+        }
+    }
+    for a in &mut avg {
+        *a = (*a / fielded.len().max(1) as f64).max(1.0);
+    }
+    avg
+}
+
 impl SearchIndex {
     /// Builds the index over every tool (grouped by service).
     pub fn build(raw: &RawSearch, tools: &[Tool]) -> Self {
@@ -285,15 +299,7 @@ impl SearchIndex {
             .iter()
             .map(|tool| index.fields(raw, tool, &mut stems))
             .collect();
-        let mut avg = [0.0f64; FIELDS];
-        for fields in &fielded {
-            for (f, words) in fields.iter().enumerate() {
-                avg[f] += words.len() as f64;
-            }
-        }
-        for a in &mut avg {
-            *a = (*a / tools.len().max(1) as f64).max(1.0);
-        }
+        let avg = average_lengths(&fielded);
         for (i, (tool, fields)) in tools.iter().zip(fielded).enumerate() {
             // BM25F: a term's frequency is the sum over fields of the field's weight,
             // each normalised by that field's own length, so a long description
@@ -531,20 +537,13 @@ impl SearchIndex {
         self.rank(docs, &self.global, query, keep)
     }
 
-    /// Ranks `docs`, each with its service's id.
-    fn rank<'a>(
-        &self,
-        docs: impl Iterator<Item = (&'a str, &'a Doc)>,
-        stats: &Stats,
-        query: &str,
-        keep: impl Fn(usize) -> bool,
-    ) -> Vec<Hit> {
-        let mut query_words = self.query_words(query);
-        // A question ("which plugins are installed?") asks to read, as does a query that
-        // opens with a read verb ("list refunds", "show me every refund"); then writes
-        // score `miss_factor` of what they would. Otherwise the query's verb is its first
-        // action word ("give the customer their money back" asks to refund; "my site
-        // shows an old page, flush its cache" to flush).
+    /// What a query asks: to read (`true`), or the action its verb names. A question
+    /// ("which plugins are installed?") asks to read, as does a query that opens with a
+    /// read verb ("list refunds", "show me every refund"); then writes score
+    /// `miss_factor` of what they would. Otherwise the query's verb is its first action
+    /// word ("give the customer their money back" asks to refund; "my site shows an
+    /// old page, flush its cache" to flush).
+    fn intent(&self, query: &str, query_words: &[String]) -> (bool, Option<String>) {
         let opener = query
             .split_whitespace()
             .next()
@@ -565,6 +564,19 @@ impl SearchIndex {
                 .find(|w| self.actions.contains(w.as_str()))
                 .cloned()
         };
+        (reading, verb)
+    }
+
+    /// Ranks `docs`, each with its service's id.
+    fn rank<'a>(
+        &self,
+        docs: impl Iterator<Item = (&'a str, &'a Doc)>,
+        stats: &Stats,
+        query: &str,
+        keep: impl Fn(usize) -> bool,
+    ) -> Vec<Hit> {
+        let mut query_words = self.query_words(query);
+        let (reading, verb) = self.intent(query, &query_words);
         // A word naming a service says where to look, not what to match.
         let named: HashSet<&str> = query_words
             .iter()

@@ -25,6 +25,16 @@ use crate::error::{CallError, Classification};
 use crate::run::cover::{Cover, Plan};
 use crate::run::{Elicitation, Exec, RequestCtx};
 
+/// What a confirmation of one request is bound to, worked out once.
+struct Binding {
+    /// sha256 of the arguments a confirmation covers ([`crate::confirm::bound::digest`]).
+    digest: String,
+    /// Whether the call asks to run (a confirmation is spent), not only to preview.
+    spend: bool,
+    /// Whose call it is (the job owner).
+    caller: String,
+}
+
 /// A plan a confirmation is asked for: how, for whom, and bound to what.
 #[derive(Clone, Copy)]
 struct Asked<'a> {
@@ -103,127 +113,91 @@ impl Broker {
             };
             return self.execute_planned(tool, admitted, brought, ctx).await;
         }
-        let door = |arguments| Args::Door(arguments, decided.clone());
+        let rules = &self.catalog.rules.confirmation;
+        let binding = Binding {
+            digest: crate::confirm::bound::digest(tool, Some(&arguments), rules),
+            spend: crate::confirm::bound::asks_to_run(tool, Some(&arguments), rules),
+            caller: self.job_owner(&tool.service, ctx),
+        };
+        let door = Args::Door(arguments, decided);
+        if mode == WriteConfirmation::Human {
+            self.confirm_by_person(tool, door, &binding, brought, ctx)
+                .await
+        } else {
+            self.confirm_by_token(tool, door, &binding, brought, ctx)
+                .await
+        }
+    }
+
+    /// Mode `human`: an approval's id or the MCP client's answer lets the call run once;
+    /// without one, a person is asked (the approval page, or the MCP client where it can
+    /// ask) with the preview of exactly this request, and nothing runs. A call that only
+    /// previews is free.
+    async fn confirm_by_person(
+        &self,
+        tool: &Tool,
+        door: Args<'_>,
+        binding: &Binding,
+        brought: &Brought,
+        ctx: &RequestCtx<'_>,
+    ) -> Result<Exec, CallError> {
         // Once confirmed, the door's own request is covered; nothing else is.
         let confirmed = ctx.pass(Cover::Door);
-        let rules = &self.catalog.rules.confirmation;
-        let map = Some(&arguments);
-        let digest = crate::confirm::bound::digest(tool, map, rules);
-        let bind = Bind::args(&digest);
-        let caller = self.job_owner(&tool.service, ctx);
-        if mode == WriteConfirmation::Human {
-            let spend = crate::confirm::bound::asks_to_run(tool, map, rules);
-            if let Some(id) = &brought.approval_id {
-                crate::confirm::approval::redeem(
-                    self.confirming(),
-                    tool,
-                    ctx,
-                    &caller,
-                    bind,
-                    id,
-                    spend,
-                )
+        let (bind, caller) = (Bind::args(&binding.digest), &binding.caller);
+        let cx = self.confirming();
+        if let Some(id) = &brought.approval_id {
+            crate::confirm::approval::redeem(cx, tool, ctx, caller, bind, id, binding.spend)
                 .await?;
-                return self
-                    .run_tool(tool, door(arguments), &confirmed, RunAs::Door)
-                    .await;
-            }
-            if !spend {
-                // A preview (or the contract's own refusal without its flag): free.
-                return self.run_tool(tool, door(arguments), ctx, RunAs::Door).await;
-            }
-            let elicitation = ctx.elicitation.filter(|e| e.applies());
-            if let Some(e) = elicitation.filter(|e| e.state.is_some()) {
-                crate::confirm::approval::elicit::answer(
-                    self.confirming(),
-                    tool,
-                    ctx,
-                    &caller,
-                    bind,
-                    e,
-                )
-                .await?;
-                return self
-                    .run_tool(tool, door(arguments), &confirmed, RunAs::Door)
-                    .await;
-            }
-            // What the person will see: the preview of exactly this request.
-            let preview = self.approval_preview(tool, door(arguments), ctx).await?;
-            return Err(match elicitation {
-                Some(_) => {
-                    crate::confirm::approval::elicit::ask(
-                        self.confirming(),
-                        tool,
-                        ctx,
-                        &caller,
-                        bind,
-                        &preview,
-                    )
-                    .await
-                }
-                None => {
-                    crate::confirm::approval::ask(
-                        self.confirming(),
-                        tool,
-                        ctx,
-                        &caller,
-                        bind,
-                        &preview,
-                    )
-                    .await
-                }
-            });
+            return self.run_tool(tool, door, &confirmed, RunAs::Door).await;
         }
+        if !binding.spend {
+            // A preview (or the contract's own refusal without its flag): free.
+            return self.run_tool(tool, door, ctx, RunAs::Door).await;
+        }
+        let elicitation = ctx.elicitation.filter(|e| e.applies());
+        if let Some(e) = elicitation.filter(|e| e.state.is_some()) {
+            crate::confirm::approval::elicit::answer(cx, tool, ctx, caller, bind, e).await?;
+            return self.run_tool(tool, door, &confirmed, RunAs::Door).await;
+        }
+        // What the person will see: the preview of exactly this request.
+        let preview = self.approval_preview(tool, door, ctx).await?;
+        Err(match elicitation {
+            Some(_) => {
+                crate::confirm::approval::elicit::ask(cx, tool, ctx, caller, bind, &preview).await
+            }
+            None => crate::confirm::approval::ask(cx, tool, ctx, caller, bind, &preview).await,
+        })
+    }
+
+    /// Mode `bound`: a token bound to exactly this request lets it run (spent when the
+    /// call asks to run); without one, the call answers its preview and a token for it.
+    async fn confirm_by_token(
+        &self,
+        tool: &Tool,
+        door: Args<'_>,
+        binding: &Binding,
+        brought: &Brought,
+        ctx: &RequestCtx<'_>,
+    ) -> Result<Exec, CallError> {
+        let rules = &self.catalog.rules.confirmation;
+        let (bind, caller) = (Bind::args(&binding.digest), binding.caller.as_str());
         if let Some(token) = &brought.token {
-            let spend = crate::confirm::bound::asks_to_run(tool, map, rules);
-            crate::confirm::bound::redeem(self.confirming(), tool, &caller, bind, token, spend)
-                .await?;
+            let cx = self.confirming();
+            crate::confirm::bound::redeem(cx, tool, caller, bind, token, binding.spend).await?;
+            // Once confirmed, the door's own request is covered; nothing else is.
             return self
-                .run_tool(tool, door(arguments), &confirmed, RunAs::Door)
+                .run_tool(tool, door, &ctx.pass(Cover::Door), RunAs::Door)
                 .await;
         }
         // No token: the preview and a token for exactly this request.
-        let result = self.execute_unconfirmed(tool, door(arguments), ctx).await;
+        let result = self.execute_unconfirmed(tool, door, ctx).await;
         let refused_unconfirmed =
             matches!(&result, Err(e) if e.classification == Classification::ConfirmationRequired);
         if result.as_ref().is_ok_and(|e| !e.dry_run) || (result.is_err() && !refused_unconfirmed) {
             return result;
         }
-        let issued = crate::confirm::bound::issue(self.confirming(), tool, &caller, bind).await?;
-        let next = format!(
-            "This deployment confirms writes by token. Show the user this preview; only after they approve it, call `{}` again with the same arguments, `confirmationToken` set to the token here{} (single use, valid until {}).",
-            tool.full_name,
-            match tool.confirmation {
-                ConfirmationMode::ConfirmApply =>
-                    format!(" and `{}` \"{}\"", rules.apply_arg, rules.apply_phrase),
-                ConfirmationMode::None | ConfirmationMode::Auto => String::new(),
-                _ => format!(" and `{}=true`", rules.confirm_arg),
-            },
-            issued.expires_at
-        );
-        match result {
-            Ok(mut exec) => {
-                if let Value::Object(data) = exec.data.value_mut() {
-                    data.insert("confirmationToken".into(), json!(issued.token));
-                    data.insert(
-                        "confirmationExpiresAt".into(),
-                        json!(issued.expires_at.to_string()),
-                    );
-                    data.insert("nextAction".into(), json!(next));
-                }
-                exec.next_action = Some(next);
-                exec.token_issued = true;
-                Ok(exec)
-            }
-            Err(mut e) => {
-                e.message = next;
-                e.details = Some(json!({
-                    "confirmationToken": issued.token,
-                    "confirmationExpiresAt": issued.expires_at.to_string(),
-                }));
-                Err(e)
-            }
-        }
+        let issued = crate::confirm::bound::issue(self.confirming(), tool, caller, bind).await?;
+        with_token(tool, rules, result, &issued)
     }
 
     /// A call as if unconfirmed: an HTTP tool's preview whatever its flags say; a local
@@ -474,5 +448,49 @@ impl Broker {
             "request": request,
             "arguments": arguments,
         }))
+    }
+}
+
+/// A preview (or the refusal a flag-less call gets) with the token issued for exactly
+/// its request, and what to do with it.
+fn with_token(
+    tool: &Tool,
+    rules: &crate::catalog::rules::Confirmation,
+    result: Result<Exec, CallError>,
+    issued: &crate::confirm::bound::Issued,
+) -> Result<Exec, CallError> {
+    let next = format!(
+        "This deployment confirms writes by token. Show the user this preview; only after they approve it, call `{}` again with the same arguments, `confirmationToken` set to the token here{} (single use, valid until {}).",
+        tool.full_name,
+        match tool.confirmation {
+            ConfirmationMode::ConfirmApply =>
+                format!(" and `{}` \"{}\"", rules.apply_arg, rules.apply_phrase),
+            ConfirmationMode::None | ConfirmationMode::Auto => String::new(),
+            _ => format!(" and `{}=true`", rules.confirm_arg),
+        },
+        issued.expires_at
+    );
+    match result {
+        Ok(mut exec) => {
+            if let Value::Object(data) = exec.data.value_mut() {
+                data.insert("confirmationToken".into(), json!(issued.token));
+                data.insert(
+                    "confirmationExpiresAt".into(),
+                    json!(issued.expires_at.to_string()),
+                );
+                data.insert("nextAction".into(), json!(next));
+            }
+            exec.next_action = Some(next);
+            exec.token_issued = true;
+            Ok(exec)
+        }
+        Err(mut e) => {
+            e.message = next;
+            e.details = Some(json!({
+                "confirmationToken": issued.token,
+                "confirmationExpiresAt": issued.expires_at.to_string(),
+            }));
+            Err(e)
+        }
     }
 }

@@ -4,7 +4,6 @@
 //! arguments is refused. The key the upstream gets is derived from the caller's.
 
 use super::Broker;
-use super::admit::Admitted;
 use super::resolve::Call;
 use crate::answer::envelope::Response;
 use crate::confirm::idempotency::{Begin, Held, begin, key_of};
@@ -12,9 +11,11 @@ use crate::error::CallError;
 use crate::run::RequestCtx;
 
 /// What holding a call's key decided.
-pub(super) enum Claim<'p> {
-    /// The call goes on (admitted or not), holding its key when it has one.
-    Go(Result<Admitted<'p>, CallError>, Option<Held>),
+pub(super) enum Claim {
+    /// The call goes on, holding its key when it has one.
+    Go(Option<Held>),
+    /// The key is refused (malformed, or held for other arguments): nothing runs.
+    Refused(CallError),
     /// A repeat of a finished call: its kept answer.
     Replay(Response),
 }
@@ -22,29 +23,26 @@ pub(super) enum Claim<'p> {
 impl Broker {
     /// Holds an admitted write's idempotency key (the `Idempotency-Key` header, or the
     /// one given outside the headers), and sets the key the upstream gets in `ctx`.
-    pub(super) async fn hold_key<'p>(
+    /// Only a write has a hash of its arguments: a read holds nothing.
+    pub(super) async fn hold_key(
         &self,
         call: &Call<'_>,
-        admitted: Result<Admitted<'p>, CallError>,
+        sha: &str,
         ctx: &mut RequestCtx<'_>,
-    ) -> Claim<'p> {
-        // Only a write has a hash of its arguments; a refused call holds nothing.
-        let Some(sha) = call.args_sha256.as_deref().filter(|_| admitted.is_ok()) else {
-            return Claim::Go(admitted, None);
-        };
+    ) -> Claim {
         let key = match key_of(call.idempotency_key.as_deref(), call.headers) {
             Ok(Some(key)) => key,
-            Ok(None) => return Claim::Go(admitted, None),
-            Err(e) => return Claim::Go(Err(e), None),
+            Ok(None) => return Claim::Go(None),
+            Err(e) => return Claim::Refused(e),
         };
         let owner = self.job_owner(&call.tool.service, ctx);
         match begin(&self.store, call.tool, &owner, &key, sha, || self.now()).await {
             Ok(Begin::Replay(response)) => Claim::Replay(response),
             Ok(Begin::Run(held)) => {
                 ctx.idempotency = Some(held.upstream.clone());
-                Claim::Go(admitted, Some(held))
+                Claim::Go(Some(held))
             }
-            Err(e) => Claim::Go(Err(e), None),
+            Err(e) => Claim::Refused(e),
         }
     }
 }

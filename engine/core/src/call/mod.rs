@@ -159,21 +159,26 @@ impl Broker {
         // 1. resolve.
         let mut call = match self.resolve(input) {
             Ok(call) => call,
-            Err(unknown) => return unknown,
+            Err(unknown) => return *unknown,
         };
         // 2. authorize, 3. validate and price, 4. decide.
         let admission = self.admit(&mut call);
         // Who the call runs as: a permitting policy's `@confirm` may raise its mode.
         let caller = admission.raised.as_ref().unwrap_or(call.caller);
         let mut ctx = call.request_ctx(caller, admission.cover(caller));
+        let mut admitted = admission.admitted;
         // A write's idempotency key held: a repeat is answered here.
-        let (admitted, held) = match self.hold_key(&call, admission.admitted, &mut ctx).await {
-            idempotency::Claim::Replay(response) => return self.replayed(&call, response),
-            idempotency::Claim::Go(admitted, held) => (admitted, held),
-        };
+        let mut held = None;
+        if let (Ok(_), Some(sha)) = (&admitted, &call.args_sha256) {
+            match self.hold_key(&call, sha, &mut ctx).await {
+                idempotency::Claim::Go(key) => held = key,
+                idempotency::Claim::Refused(e) => admitted = Err(e),
+                idempotency::Claim::Replay(response) => return self.replayed(&call, response),
+            }
+        }
         // 5. confirm; then run, and for each request that leaves: 6. reserve, 7. render
         // and send, 8. read the answer, 9. redact, 10. settle its reservation.
-        let result = match admitted {
+        let mut result = match admitted {
             Ok(admitted) => {
                 self.execute_confirmed(call.tool, admitted, &call.brought, &ctx)
                     .await
@@ -181,14 +186,25 @@ impl Broker {
             Err(e) => Err(e),
         };
         // 10. settle the call: a task watches its job; a failed call says what it cost.
-        let settled = self
-            .settle_call(&call, result, admission.priced, admission.task_args, &ctx)
-            .await;
+        if admission.task_args.is_some() {
+            result = self
+                .watch_job(&call, result, admission.task_args, &ctx)
+                .await;
+        }
+        let settled = settle::settle_call(&call, result, admission.priced);
         // 11. audit.
-        self.audit_call(&call, &admission.ruling, &settled, &ctx)
-            .await;
+        if call.args_sha256.is_some() {
+            self.audit_call(&call, &admission.ruling, &settled, &ctx)
+                .await;
+        }
         drop(ctx);
-        // 12. envelope.
-        self.respond(call, &admission.ruling, settled, held).await
+        // 12. envelope; a held idempotency key keeps it.
+        let ran =
+            audit::write_outcome(&settled.result) == Some(crate::store::audit::Outcome::Executed);
+        let response = self.respond(&mut call, &admission.ruling, settled);
+        if let Some(held) = &held {
+            crate::confirm::idempotency::finish(&self.store, held, ran, &response).await;
+        }
+        response
     }
 }

@@ -94,7 +94,10 @@ impl<'a> Call<'a> {
 impl Broker {
     /// Phase 1: the tool `input` names, and the call's trace, clock and policy set; a
     /// name no tool has is answered (`Err`) with its envelope.
-    pub(super) fn resolve<'a>(&'a self, mut input: CallInput<'a>) -> Result<Call<'a>, Response> {
+    pub(super) fn resolve<'a>(
+        &'a self,
+        mut input: CallInput<'a>,
+    ) -> Result<Call<'a>, Box<Response>> {
         let started = Instant::now();
         // The broker's own arguments: taken out before anything hashes or validates.
         let brought = Brought {
@@ -106,7 +109,7 @@ impl Broker {
         };
         let trace = self.traces.start(input.trace_parent.take());
         let Some(tool) = self.catalog.resolve(input.name) else {
-            return Err(self.unknown(&input, &trace, started));
+            return Err(Box::new(self.unknown(&input, &trace, started)));
         };
         let args_sha256 = (tool.risk == Risk::Write).then(|| audit_hash(input.arguments.as_ref()));
         Ok(Call {

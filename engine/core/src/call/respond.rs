@@ -1,32 +1,29 @@
 //! Phase 12, envelope: the call's answer in its service's envelope (standard or
 //! portal, decision 002), with `meta` filled from the tool and its result; the call
-//! counted, logged and its span finished; a held idempotency key given the answer.
+//! counted, logged and its span finished. (The door then gives a held idempotency key
+//! the answer.)
 
 use serde_json::Value;
 
 use super::Broker;
 use super::admit::Ruling;
-use super::audit::write_outcome;
 use super::resolve::Call;
 use super::settle::Settled;
 use super::span::{cost_span, elapsed_ms, result_span, tool_span};
 use crate::answer::envelope::{self, Meta, Portal, Response};
 use crate::catalog::Tool;
 use crate::catalog::descriptor::{Class, EnvelopeKind};
-use crate::confirm::idempotency::Held;
 use crate::error::CallError;
 use crate::run::Exec;
-use crate::store::audit::Outcome;
 
 impl Broker {
     /// Phase 12: the envelope of a settled call; the metrics, the log line and the
-    /// span; a held idempotency key finished with the answer.
-    pub(super) async fn respond(
+    /// span. Takes the call's ids from `call`.
+    pub(super) fn respond(
         &self,
-        call: Call<'_>,
+        call: &mut Call<'_>,
         ruling: &Ruling,
         settled: Settled,
-        held: Option<Held>,
     ) -> Response {
         let tool = call.tool;
         let Settled {
@@ -67,19 +64,14 @@ impl Broker {
                 }
             },
         );
-        let ran = write_outcome(&result) == Some(Outcome::Executed);
         let meta = Meta {
-            request_id: call.request_id,
-            trace_id: call.trace.id,
+            request_id: std::mem::take(&mut call.request_id),
+            trace_id: std::mem::take(&mut call.trace.id),
             duration_ms,
             cost: failed_cost,
             ..Meta::default()
         };
-        let response = self.envelope(tool, meta, result);
-        if let Some(held) = &held {
-            crate::confirm::idempotency::finish(&self.store, held, ran, &response).await;
-        }
-        response
+        self.envelope(tool, meta, result)
     }
 
     /// A repeat of a finished write, answered from the store: counted, logged and

@@ -1,7 +1,7 @@
 //! Phase 10 at the door: once the call's run is over (each request's reservation was
 //! settled where its permit ended, `gate.rs`), a call run as an MCP task whose tool
-//! answered a job at once watches that job, and a priced call that failed says what it
-//! cost.
+//! answered a job at once watches that job ([`Broker::watch_job`]), and a priced call
+//! that failed says what it cost ([`settle_call`]).
 
 use serde_json::{Map, Value};
 
@@ -24,33 +24,41 @@ pub(super) struct Settled {
 }
 
 impl Broker {
-    /// Phase 10 for the door's call: the job watched (a task), the cost of a failure.
-    pub(super) async fn settle_call(
+    /// Phase 10 for a call run as an MCP task whose tool answered a job at once: the
+    /// job watched for the task's bound, its state added to the answer. Any other
+    /// result is as it came.
+    pub(super) async fn watch_job(
         &self,
         call: &Call<'_>,
         result: Result<Exec, CallError>,
-        priced: Option<Priced<'_>>,
         task_args: Option<Map<String, Value>>,
         ctx: &RequestCtx<'_>,
-    ) -> Settled {
+    ) -> Result<Exec, CallError> {
         let tool = call.tool;
-        let result = match (result, &tool.task) {
+        match (result, &tool.task) {
             (Ok(exec), Some(plan)) if ctx.task_watch.is_some() && !exec.dry_run => {
                 let args = task_args.unwrap_or_default();
                 Ok(crate::hooks::watch_answered_job(self, tool, plan, &args, exec, ctx).await)
             }
             (result, _) => result,
-        };
-        let duration_ms = elapsed_ms(call.started);
-        // A priced call that failed still says what it cost (`meta.cost`).
-        let failed_cost = match (&result, priced) {
-            (Err(e), Some(priced)) => priced.failed(e),
-            _ => None,
-        };
-        Settled {
-            result,
-            failed_cost,
-            duration_ms,
         }
+    }
+}
+
+/// Phase 10 for the door's call, once its run is over: how long it took, and what a
+/// priced call that failed still cost (`meta.cost`).
+pub(super) fn settle_call(
+    call: &Call<'_>,
+    result: Result<Exec, CallError>,
+    priced: Option<Priced<'_>>,
+) -> Settled {
+    let failed_cost = match (&result, priced) {
+        (Err(e), Some(priced)) => priced.failed(e),
+        _ => None,
+    };
+    Settled {
+        result,
+        failed_cost,
+        duration_ms: elapsed_ms(call.started),
     }
 }

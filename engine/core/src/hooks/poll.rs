@@ -78,27 +78,7 @@ pub async fn submit_and_poll(
     // Submit once, through the first choice whose `when` holds.
     let mut submitted = Value::Null;
     if !plan.submit.is_empty() {
-        let mut chosen = None;
-        for (when, name, arguments) in &plan.submit {
-            let applies = match when {
-                None => true,
-                Some(expr) => cx
-                    .catalog
-                    .templates
-                    .truthy(expr, &Scope::borrowed(&scope))
-                    .map_err(|e| {
-                        tracing::error!(template = %e.name, kind = %e.kind, "poll `when` failed");
-                        CallError::internal()
-                    })?,
-            };
-            if applies {
-                chosen = Some((name, arguments));
-                break;
-            }
-        }
-        let Some((name, arguments)) = chosen else {
-            return Err(CallError::internal());
-        };
+        let (name, arguments) = chosen_submit(cx, plan, &scope)?;
         let submit = step_tool(cx, tool, name, ctx)?;
         let submit_args = eval(cx, arguments, &scope)?;
         let exec = cx.execute(submit, Some(submit_args), ctx).await?;
@@ -138,27 +118,8 @@ pub async fn submit_and_poll(
             match cx.execute(status_tool, Some(status_args), ctx).await {
                 Ok(read) => {
                     let data = read.data.into_value();
-                    let mut with_data = scope.clone();
-                    with_data["data"] = data.clone();
-                    let status = word(&eval(cx, &plan.status, &with_data)?);
-                    if !status.is_empty()
-                        && let Err(e) = cx
-                            .store
-                            .update_job(&tool.service, &owner, &word(&id), &status, cx.now())
-                            .await
-                    {
-                        tracing::warn!(error = %e, tool = %tool.full_name, "job status not stored");
-                    }
-                    let outcome = if plan.done.contains(&status) {
-                        "done"
-                    } else if plan.failed.contains(&status) {
-                        "failed"
-                    } else if plan.waiting.contains(&status) {
-                        "waiting"
-                    } else {
-                        "pending"
-                    };
-                    (outcome, status, data, None)
+                    let status = status_of(cx, tool, &scope, &data, &owner, &id).await?;
+                    (outcome_of(plan, &status), status, data, None)
                 }
                 // Nothing submitted: the caller asked to watch a job and the read
                 // failed, which is the answer; run as a task, only a failure that is
@@ -180,10 +141,11 @@ pub async fn submit_and_poll(
             scope["data"] = data;
             let mut result = eval(cx, &plan.result, &scope)?;
             if let Value::Object(map) = &mut result {
-                map.insert("outcome".into(), json!(outcome));
-                map.insert("id".into(), id.clone());
-                map.insert("status".into(), json!(status));
-                map.insert("statusReads".into(), json!(reads));
+                let watched =
+                    json!({ "outcome": outcome, "id": id, "status": status, "statusReads": reads });
+                if let Value::Object(watched) = watched {
+                    map.extend(watched);
+                }
                 if let Some(e) = &poll_error {
                     map.insert(
                         "pollError".into(),
@@ -192,19 +154,8 @@ pub async fn submit_and_poll(
                 }
             }
             let id_text = word(&id);
-            let next_action = match outcome {
-                "pending" => Some(format!(
-                    "The job `{id_text}` is still running after {} s. Call `{check}` with its id later; do not submit again.",
-                    started.elapsed().as_secs()
-                )),
-                "waiting" => Some(format!(
-                    "The job `{id_text}` waits for input (status {status}); read it with `{check}` and act on what it asks."
-                )),
-                "failed" => Some(format!(
-                    "The job `{id_text}` failed upstream (status {status}); it was not retried. Ask the user before submitting again."
-                )),
-                _ => None,
-            };
+            let waited = started.elapsed().as_secs();
+            let next_action = next_action(outcome, &id_text, &status, &check, waited);
             if let (Some(next), Value::Object(map)) = (&next_action, &mut result) {
                 map.insert("nextAction".into(), json!(next));
             }
@@ -216,6 +167,89 @@ pub async fn submit_and_poll(
             });
         }
         tokio::time::sleep(interval).await;
+    }
+}
+
+/// The first submit choice whose `when` holds (one without `when` always does).
+fn chosen_submit<'p>(
+    cx: &dyn Pipeline,
+    plan: &'p crate::catalog::Poll,
+    scope: &Value,
+) -> Result<(&'p String, &'p crate::catalog::template::Expr), CallError> {
+    for (when, name, arguments) in &plan.submit {
+        let applies = match when {
+            None => true,
+            Some(expr) => cx
+                .catalog
+                .templates
+                .truthy(expr, &Scope::borrowed(scope))
+                .map_err(|e| {
+                    tracing::error!(template = %e.name, kind = %e.kind, "poll `when` failed");
+                    CallError::internal()
+                })?,
+        };
+        if applies {
+            return Ok((name, arguments));
+        }
+    }
+    Err(CallError::internal())
+}
+
+/// The status word a read answered (the plan's `status` over the read's `data`),
+/// stored on the caller's job (`owner`, `id`) when there is one.
+async fn status_of(
+    cx: &dyn Pipeline,
+    tool: &Tool,
+    scope: &Value,
+    data: &Value,
+    owner: &str,
+    id: &Value,
+) -> Result<String, CallError> {
+    let Some(plan) = &tool.poll else {
+        return Err(CallError::internal());
+    };
+    let mut with_data = scope.clone();
+    with_data["data"] = data.clone();
+    let status = word(&eval(cx, &plan.status, &with_data)?);
+    if !status.is_empty()
+        && let Err(e) = cx
+            .store
+            .update_job(&tool.service, owner, &word(id), &status, cx.now())
+            .await
+    {
+        tracing::warn!(error = %e, tool = %tool.full_name, "job status not stored");
+    }
+    Ok(status)
+}
+
+/// What a job's status word means by the plan: `done`, `failed`, `waiting` (for
+/// input), or `pending`.
+fn outcome_of(plan: &crate::catalog::Poll, status: &String) -> &'static str {
+    if plan.done.contains(status) {
+        "done"
+    } else if plan.failed.contains(status) {
+        "failed"
+    } else if plan.waiting.contains(status) {
+        "waiting"
+    } else {
+        "pending"
+    }
+}
+
+/// What the caller does next with a job that did not finish here (`check`: the tool
+/// that reads it later; `waited`: seconds watched).
+fn next_action(outcome: &str, id: &str, status: &str, check: &str, waited: u64) -> Option<String> {
+    match outcome {
+        "pending" => Some(format!(
+            "The job `{id}` is still running after {waited} s. Call `{check}` with its id later; do not submit again."
+        )),
+        "waiting" => Some(format!(
+            "The job `{id}` waits for input (status {status}); read it with `{check}` and act on what it asks."
+        )),
+        "failed" => Some(format!(
+            "The job `{id}` failed upstream (status {status}); it was not retried. Ask the user before submitting again."
+        )),
+        _ => None,
     }
 }
 

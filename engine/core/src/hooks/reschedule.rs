@@ -55,8 +55,6 @@ pub async fn reschedule_overdue(
     let Some(plan) = &tool.reschedule else {
         return Err(CallError::internal());
     };
-    let hour = int_arg(&args, "hour", 9);
-    let minute = int_arg(&args, "minute", 0);
     let limit = int_arg(&args, "limit", 100).clamp(1, 100);
     let max_items = int_arg(&args, "maxTasks", 200).max(0) as usize;
     let dry_run = args.get("dryRun") == Some(&Value::Bool(true));
@@ -77,68 +75,9 @@ pub async fn reschedule_overdue(
     }
     let base = cx.template_context(tool, &args, ctx.headers);
 
-    // The time zone: the argument, else the zone tool's answer, else UTC.
-    let (zone_name, zone_source) = match args.get("timeZone").and_then(Value::as_str) {
-        Some(name) => (name.to_string(), "argument"),
-        None => match zone_from_tool(cx, tool, plan, &base, ctx).await? {
-            Some(name) => (name, "location"),
-            None => ("UTC".to_string(), "default"),
-        },
-    };
-    let zone = TimeZone::get(&zone_name).map_err(|_| {
-        bad_arg(
-            "/timeZone",
-            format!("`{zone_name}` is not an IANA time zone name (e.g. `Europe/Berlin`)"),
-        )
-    })?;
-    let now: Timestamp = cx.now();
-    let today = now.to_zoned(zone.clone()).date();
-    let target_date = next_business_day(today);
-    let target: Zoned = target_date
-        .at(hour as i8, minute as i8, 0, 0)
-        .to_zoned(zone.clone())
-        .map_err(|_| {
-            bad_arg(
-                "/hour",
-                "the target time does not exist in that time zone".into(),
-            )
-        })?;
-    let due_text = target.timestamp().to_string();
-
-    // Page through the search tool, keeping overdue items.
-    let search = step_tool(cx, tool, &plan.search_tool, ctx)?;
-    let mut overdue: Vec<Value> = Vec::new();
-    let mut scanned = 0usize;
-    let mut skip = 0i64;
-    for _ in 0..MAX_PAGES {
-        if overdue.len() >= max_items {
-            break;
-        }
-        let mut scope = base.clone();
-        scope["page"] = json!({ "limit": limit, "skip": skip });
-        let search_args = eval(cx, &plan.search_arguments, &scope)?;
-        let mut page = cx.execute(search, Some(search_args), ctx).await?;
-        let items = match select(&plan.items, page.data.value_mut()).unwrap_or_default() {
-            Value::Array(items) => items,
-            _ => Vec::new(),
-        };
-        let count = items.len();
-        scanned += count;
-        for item in items {
-            let due = item
-                .get(&plan.due_field)
-                .and_then(Value::as_str)
-                .and_then(|d| d.parse::<Timestamp>().ok());
-            if due.is_some_and(|d| d < now) && overdue.len() < max_items {
-                overdue.push(item);
-            }
-        }
-        if (count as i64) < limit {
-            break;
-        }
-        skip += limit;
-    }
-
+    let due = due_time(cx, tool, &args, &base, ctx).await?;
+    let (now, due_text) = (due.now, due.text.clone());
+    let (overdue, scanned) = overdue_items(cx, tool, &base, ctx, limit, max_items, now).await?;
     let mut moves = Vec::new();
     for item in &overdue {
         let mut scope = base.clone();
@@ -152,8 +91,8 @@ pub async fn reschedule_overdue(
         ));
     }
     let summary = json!({
-        "timeZone": zone_name,
-        "timeZoneSource": zone_source,
+        "timeZone": due.zone_name,
+        "timeZoneSource": due.zone_source,
         "now": now.to_string(),
         "movedTo": due_text,
         "scanned": scanned,
@@ -205,6 +144,115 @@ pub async fn reschedule_overdue(
         data: data.into(),
         ..Exec::default()
     })
+}
+
+/// When the moved items become due: the next business day at the hour and minute
+/// asked, in the time zone asked (else the zone tool's answer, else UTC).
+struct Due {
+    zone_name: String,
+    /// Where the zone came from: `argument`, `location` or `default`.
+    zone_source: &'static str,
+    /// Now, on the broker's clock.
+    now: Timestamp,
+    /// The new due time (RFC 3339).
+    text: String,
+}
+
+/// [`Due`] for this call's arguments.
+async fn due_time(
+    cx: &dyn Pipeline,
+    tool: &Tool,
+    args: &Map<String, Value>,
+    base: &Value,
+    ctx: &RequestCtx<'_>,
+) -> Result<Due, CallError> {
+    let Some(plan) = &tool.reschedule else {
+        return Err(CallError::internal());
+    };
+    let hour = int_arg(args, "hour", 9);
+    let minute = int_arg(args, "minute", 0);
+    let (zone_name, zone_source) = match args.get("timeZone").and_then(Value::as_str) {
+        Some(name) => (name.to_string(), "argument"),
+        None => match zone_from_tool(cx, tool, plan, base, ctx).await? {
+            Some(name) => (name, "location"),
+            None => ("UTC".to_string(), "default"),
+        },
+    };
+    let zone = TimeZone::get(&zone_name).map_err(|_| {
+        bad_arg(
+            "/timeZone",
+            format!("`{zone_name}` is not an IANA time zone name (e.g. `Europe/Berlin`)"),
+        )
+    })?;
+    let now: Timestamp = cx.now();
+    let today = now.to_zoned(zone.clone()).date();
+    let target_date = next_business_day(today);
+    let target: Zoned = target_date
+        .at(hour as i8, minute as i8, 0, 0)
+        .to_zoned(zone.clone())
+        .map_err(|_| {
+            bad_arg(
+                "/hour",
+                "the target time does not exist in that time zone".into(),
+            )
+        })?;
+
+    Ok(Due {
+        zone_name,
+        zone_source,
+        now,
+        text: target.timestamp().to_string(),
+    })
+}
+
+/// Pages through the search tool (at most [`MAX_PAGES`] pages of `limit`), keeping up
+/// to `max_items` items due before `now`; and how many items it read.
+async fn overdue_items(
+    cx: &dyn Pipeline,
+    tool: &Tool,
+    base: &Value,
+    ctx: &RequestCtx<'_>,
+    limit: i64,
+    max_items: usize,
+    now: Timestamp,
+) -> Result<(Vec<Value>, usize), CallError> {
+    let Some(plan) = &tool.reschedule else {
+        return Err(CallError::internal());
+    };
+    let search = step_tool(cx, tool, &plan.search_tool, ctx)?;
+    let mut overdue: Vec<Value> = Vec::new();
+    let mut scanned = 0usize;
+    let mut skip = 0i64;
+    for _ in 0..MAX_PAGES {
+        if overdue.len() >= max_items {
+            break;
+        }
+        let mut scope = base.clone();
+        scope["page"] = json!({ "limit": limit, "skip": skip });
+        let search_args = eval(cx, &plan.search_arguments, &scope)?;
+        let mut page = cx.execute(search, Some(search_args), ctx).await?;
+        let items = match select(&plan.items, page.data.value_mut()).unwrap_or_default() {
+            Value::Array(items) => items,
+            _ => Vec::new(),
+        };
+        let count = items.len();
+        scanned += count;
+        for item in items {
+            let due = item
+                .get(&plan.due_field)
+                .and_then(Value::as_str)
+                .and_then(|d| d.parse::<Timestamp>().ok());
+            if due.is_some_and(|d| d < now) && overdue.len() < max_items {
+                overdue.push(item);
+            }
+        }
+        if (count as i64) < limit {
+            break;
+        }
+        skip += limit;
+    }
+
+    Ok((overdue, scanned))
 }
 
 async fn zone_from_tool(

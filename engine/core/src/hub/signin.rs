@@ -341,43 +341,7 @@ impl SignIn {
             .get("code")
             .ok_or("the provider's answer has no code; start again")?;
         let endpoints = self.endpoints().await?;
-        let request = {
-            let mut form = url::form_urlencoded::Serializer::new(String::new());
-            form.append_pair("grant_type", "authorization_code")
-                .append_pair("code", code)
-                .append_pair("redirect_uri", &self.redirect_uri(base))
-                .append_pair("code_verifier", text("verifier"));
-            let mut request = hyper::Request::post(endpoints.token.as_str())
-                .header(hyper::header::ACCEPT, "application/json")
-                .header(
-                    hyper::header::CONTENT_TYPE,
-                    "application/x-www-form-urlencoded",
-                );
-            match self.auth {
-                TokenEndpointAuth::ClientSecretBasic => {
-                    let enc = |s: &str| {
-                        url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>()
-                    };
-                    let pair = Zeroizing::new(format!(
-                        "{}:{}",
-                        enc(&self.client_id),
-                        enc(&self.client_secret)
-                    ));
-                    request = request.header(
-                        hyper::header::AUTHORIZATION,
-                        format!("Basic {}", STANDARD.encode(pair.as_bytes())),
-                    );
-                }
-                TokenEndpointAuth::ClientSecretPost => {
-                    form.append_pair("client_id", &self.client_id)
-                        .append_pair("client_secret", &self.client_secret);
-                }
-            }
-            let body = Zeroizing::new(form.finish());
-            request
-                .body(Full::new(Bytes::from(body.as_bytes().to_vec())))
-                .map_err(|_| "the token request could not be written".to_string())?
-        };
+        let request = self.token_request(endpoints.token.as_str(), code, base, text("verifier"))?;
         let (status, answer) = self.send(request).await.map_err(|e| {
             tracing::warn!(error = %e, "hub sign-in: token endpoint unreachable");
             "the identity provider's token endpoint does not answer; try again shortly".to_string()
@@ -426,6 +390,52 @@ impl SignIn {
             roles: oauth.role_names(&claims),
         };
         Ok((session, safe_next(Some(text("next")))))
+    }
+
+    /// The token request that trades `code` for tokens (code + PKCE `verifier`), the
+    /// client authenticated as the provider asks. The secret is wiped once written.
+    fn token_request(
+        &self,
+        token_url: &str,
+        code: &str,
+        base: &str,
+        verifier: &str,
+    ) -> Result<hyper::Request<Full<Bytes>>, String> {
+        let mut form = url::form_urlencoded::Serializer::new(String::new());
+        form.append_pair("grant_type", "authorization_code")
+            .append_pair("code", code)
+            .append_pair("redirect_uri", &self.redirect_uri(base))
+            .append_pair("code_verifier", verifier);
+        let mut request = hyper::Request::post(token_url)
+            .header(hyper::header::ACCEPT, "application/json")
+            .header(
+                hyper::header::CONTENT_TYPE,
+                "application/x-www-form-urlencoded",
+            );
+        match self.auth {
+            TokenEndpointAuth::ClientSecretBasic => {
+                let enc = |s: &str| {
+                    url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>()
+                };
+                let pair = Zeroizing::new(format!(
+                    "{}:{}",
+                    enc(&self.client_id),
+                    enc(&self.client_secret)
+                ));
+                request = request.header(
+                    hyper::header::AUTHORIZATION,
+                    format!("Basic {}", STANDARD.encode(pair.as_bytes())),
+                );
+            }
+            TokenEndpointAuth::ClientSecretPost => {
+                form.append_pair("client_id", &self.client_id)
+                    .append_pair("client_secret", &self.client_secret);
+            }
+        }
+        let body = Zeroizing::new(form.finish());
+        request
+            .body(Full::new(Bytes::from(body.as_bytes().to_vec())))
+            .map_err(|_| "the token request could not be written".to_string())
     }
 }
 

@@ -190,62 +190,7 @@ impl Documents {
                     };
                     out.insert(k.clone(), inner);
                 }
-                // A pattern the validator cannot compile would make the whole schema
-                // invalid: drop it and say so where authors and agents will see it.
-                if let Some(Value::String(pattern)) = out.get("pattern").cloned()
-                    && jsonschema::validator_for(&json!({ "pattern": pattern })).is_err()
-                {
-                    out.remove("pattern");
-                    let note = format!(
-                        "upstream pattern `{pattern}` is not a valid regular expression and is not enforced"
-                    );
-                    let description = match out.get("description").and_then(Value::as_str) {
-                        Some(d) => format!("{d} ({note})"),
-                        None => note,
-                    };
-                    out.insert("description".into(), Value::String(description));
-                }
-                // Type names JSON Schema does not know (`any`) are dropped: any value passes.
-                const TYPES: [&str; 7] = [
-                    "string", "number", "integer", "boolean", "object", "array", "null",
-                ];
-                match out.get("type").cloned() {
-                    Some(Value::String(t)) if !TYPES.contains(&t.as_str()) => {
-                        out.remove("type");
-                    }
-                    Some(Value::Array(list)) => {
-                        let kept: Vec<Value> = list
-                            .into_iter()
-                            .filter(|t| t.as_str().is_some_and(|t| TYPES.contains(&t)))
-                            .collect();
-                        if kept.is_empty() {
-                            out.remove("type");
-                        } else {
-                            out.insert("type".into(), Value::Array(kept));
-                        }
-                    }
-                    _ => {}
-                }
-                // An enum whose values contradict the declared type (strings under
-                // `type: number`) keeps the enum and drops the type.
-                if let (Some(Value::Array(values)), Some(Value::String(t))) =
-                    (out.get("enum"), out.get("type"))
-                {
-                    let fits = |v: &Value| match t.as_str() {
-                        "string" => v.is_string(),
-                        "number" => v.is_number(),
-                        "integer" => v.is_i64() || v.is_u64(),
-                        "boolean" => v.is_boolean(),
-                        _ => true,
-                    };
-                    if !values.iter().all(fits) {
-                        out.remove("type");
-                    }
-                }
-                // OpenAPI 2 style `required: true` inside a property is not JSON Schema.
-                if out.get("required").is_some_and(|r| !r.is_array()) {
-                    out.remove("required");
-                }
+                repair(&mut out);
                 if map.get("nullable") == Some(&Value::Bool(true))
                     && let Some(t) = out.get("type").cloned()
                 {
@@ -268,6 +213,68 @@ impl Documents {
             ),
             other => other.clone(),
         }
+    }
+}
+
+/// What JSON Schema or its validator would refuse in an inlined schema, repaired: a
+/// pattern that does not compile is dropped and said in the description, type names
+/// JSON Schema does not know are dropped, a type its enum contradicts is dropped, and
+/// an OpenAPI 2 `required: true` is removed.
+fn repair(out: &mut Map<String, Value>) {
+    // A pattern the validator cannot compile would make the whole schema
+    // invalid: drop it and say so where authors and agents will see it.
+    if let Some(Value::String(pattern)) = out.get("pattern").cloned()
+        && jsonschema::validator_for(&json!({ "pattern": pattern })).is_err()
+    {
+        out.remove("pattern");
+        let note = format!(
+            "upstream pattern `{pattern}` is not a valid regular expression and is not enforced"
+        );
+        let description = match out.get("description").and_then(Value::as_str) {
+            Some(d) => format!("{d} ({note})"),
+            None => note,
+        };
+        out.insert("description".into(), Value::String(description));
+    }
+    // Type names JSON Schema does not know (`any`) are dropped: any value passes.
+    const TYPES: [&str; 7] = [
+        "string", "number", "integer", "boolean", "object", "array", "null",
+    ];
+    match out.get("type").cloned() {
+        Some(Value::String(t)) if !TYPES.contains(&t.as_str()) => {
+            out.remove("type");
+        }
+        Some(Value::Array(list)) => {
+            let kept: Vec<Value> = list
+                .into_iter()
+                .filter(|t| t.as_str().is_some_and(|t| TYPES.contains(&t)))
+                .collect();
+            if kept.is_empty() {
+                out.remove("type");
+            } else {
+                out.insert("type".into(), Value::Array(kept));
+            }
+        }
+        _ => {}
+    }
+    // An enum whose values contradict the declared type (strings under
+    // `type: number`) keeps the enum and drops the type.
+    if let (Some(Value::Array(values)), Some(Value::String(t))) = (out.get("enum"), out.get("type"))
+    {
+        let fits = |v: &Value| match t.as_str() {
+            "string" => v.is_string(),
+            "number" => v.is_number(),
+            "integer" => v.is_i64() || v.is_u64(),
+            "boolean" => v.is_boolean(),
+            _ => true,
+        };
+        if !values.iter().all(fits) {
+            out.remove("type");
+        }
+    }
+    // OpenAPI 2 style `required: true` inside a property is not JSON Schema.
+    if out.get("required").is_some_and(|r| !r.is_array()) {
+        out.remove("required");
     }
 }
 

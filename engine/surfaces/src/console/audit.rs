@@ -359,38 +359,7 @@ pub async fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html:
     } else {
         body.push_str("<div class=\"scroll\"><table class=\"sortable\"><caption class=\"muted\">Newest first</caption><thead><tr><th>When</th><th>Who</th><th>Tool</th><th>Outcome</th><th>Status</th><th class=\"num\">ms</th><th>Confirmed by</th><th>Policies</th><th data-nosort>Arguments (sha256)</th></tr></thead><tbody>");
         for r in &records {
-            let at_ms =
-                r.at.parse::<jiff::Timestamp>()
-                    .map(|t| t.as_millisecond())
-                    .unwrap_or(0);
-            let encode =
-                |t: &str| url::form_urlencoded::byte_serialize(t.as_bytes()).collect::<String>();
-            // A catalog tool links to its page; a hub key change is no tool.
-            let tool = if broker.catalog.resolve(&r.tool).is_some() {
-                format!(
-                    "<a href=\"/admin/tools/{}\"><code>{}</code></a>",
-                    escape(&encode(&r.tool)),
-                    escape(&r.tool)
-                )
-            } else {
-                format!("<code>{}</code>", escape(&r.tool))
-            };
-            body.push_str(&format!(
-                "<tr><td data-sort=\"{at_ms}\">{}</td><td><a href=\"/admin/audit?principal={}\" title=\"Only this caller's records\">{}</a></td><td>{tool}</td><td><span class=\"tag\">{}</span></td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td><code title=\"{}\">{}</code></td></tr>",
-                time(&r.at),
-                escape(&encode(&r.key_name)),
-                escape(&r.key_name),
-                escape(r.outcome.as_str()),
-                escape(&match r.upstream_status {
-                    Some(s) => format!("{} · {s}", r.classification),
-                    None => r.classification.clone(),
-                }),
-                r.duration_ms,
-                escape(r.confirmation.as_deref().unwrap_or("")),
-                escape(&r.policies.as_ref().map(|p| p.join(", ")).unwrap_or_default()),
-                escape(&r.args_sha256),
-                escape(r.args_sha256.get(..12).unwrap_or("")),
-            ));
+            body.push_str(&row(broker, r));
         }
         body.push_str("</tbody></table></div>");
     }
@@ -401,6 +370,47 @@ pub async fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html:
         ));
     }
     super::shell::page(broker, viewer, "/admin/audit", 200, "Audit", &body)
+}
+
+/// One audit record as a table row: who (a link to their records), the tool (a link to
+/// its page when the catalog has it), how it ended, and the arguments' hash.
+fn row(broker: &Broker, r: &AuditRecord) -> String {
+    let at_ms =
+        r.at.parse::<jiff::Timestamp>()
+            .map(|t| t.as_millisecond())
+            .unwrap_or(0);
+    let encode = |t: &str| url::form_urlencoded::byte_serialize(t.as_bytes()).collect::<String>();
+    // A catalog tool links to its page; a hub key change is no tool.
+    let tool = if broker.catalog.resolve(&r.tool).is_some() {
+        format!(
+            "<a href=\"/admin/tools/{}\"><code>{}</code></a>",
+            escape(&encode(&r.tool)),
+            escape(&r.tool)
+        )
+    } else {
+        format!("<code>{}</code>", escape(&r.tool))
+    };
+    format!(
+        "<tr><td data-sort=\"{at_ms}\">{}</td><td><a href=\"/admin/audit?principal={}\" title=\"Only this caller's records\">{}</a></td><td>{tool}</td><td><span class=\"tag\">{}</span></td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td><code title=\"{}\">{}</code></td></tr>",
+        time(&r.at),
+        escape(&encode(&r.key_name)),
+        escape(&r.key_name),
+        escape(r.outcome.as_str()),
+        escape(&match r.upstream_status {
+            Some(s) => format!("{} · {s}", r.classification),
+            None => r.classification.clone(),
+        }),
+        r.duration_ms,
+        escape(r.confirmation.as_deref().unwrap_or("")),
+        escape(
+            &r.policies
+                .as_ref()
+                .map(|p| p.join(", "))
+                .unwrap_or_default()
+        ),
+        escape(&r.args_sha256),
+        escape(r.args_sha256.get(..12).unwrap_or("")),
+    )
 }
 
 #[cfg(test)]

@@ -286,6 +286,79 @@ pub async fn call_discovery<'a>(
     Ok(response)
 }
 
+/// `find_tools`: the tools this caller may see that match the query, best first.
+fn find(
+    broker: &Broker,
+    trace: &CallTrace,
+    request_id: &str,
+    caller: &Caller,
+    args: &Map<String, Value>,
+) -> Response {
+    let (name, catalog) = (FIND, &broker.catalog);
+    let Some(query) = text(args, "query") else {
+        return invalid(
+            broker,
+            request_id,
+            trace,
+            name,
+            "`query` is required: what you want to do, in plain words",
+        );
+    };
+    let service = text(args, "service");
+    let filters = FindFilters::from_args(args);
+    let policies = broker.policy_set();
+    let keep = |i: usize| {
+        catalog
+            .tools
+            .get(i)
+            .is_some_and(|t| broker.may_see(policies.as_deref(), caller, t) && filters.admits(t))
+    };
+    // One corpus across services, so scores of two services compare.
+    let hits = catalog.search().search_all(service, query, keep);
+    let results: Vec<Value> = hits
+        .iter()
+        .take(filters.limit)
+        .filter_map(|h| catalog.tools.get(h.tool))
+        .map(|t| summary(catalog, t))
+        .collect();
+    envelope::standard_ok(
+        json!({ "query": query, "total": hits.len(), "results": results,
+                "next": "call_tool with a result's fullName and its required arguments; get_tool_reference for the full schema" }),
+        meta(broker, request_id, trace, name),
+    )
+}
+
+/// `get_tool_reference`: a tool's whole descriptor, when the caller may see it.
+fn reference(
+    broker: &Broker,
+    trace: &CallTrace,
+    request_id: &str,
+    caller: &Caller,
+    args: &Map<String, Value>,
+) -> Response {
+    let (name, catalog) = (REFERENCE, &broker.catalog);
+    let wanted = text(args, "name").unwrap_or_default();
+    match catalog.resolve(wanted) {
+        Some(tool) => match caller
+            .check_permission(tool)
+            .and_then(|()| (broker.policy_set()).map_or(Ok(()), |p| p.check_visible(tool, caller)))
+        {
+            Ok(()) => envelope::standard_ok(
+                descriptor(catalog, tool),
+                meta(broker, request_id, trace, name),
+            ),
+            Err(e) => {
+                envelope::standard_err(&e, meta(broker, request_id, trace, name), &catalog.rules)
+            }
+        },
+        None => envelope::standard_err(
+            &unknown_tool(catalog, wanted),
+            meta(broker, request_id, trace, name),
+            &catalog.rules,
+        ),
+    }
+}
+
 /// A discovery tool's answer.
 async fn discovery(broker: &Broker, trace: &CallTrace, input: CallInput<'_>) -> Response {
     let name = input.name;
@@ -316,63 +389,9 @@ async fn discovery(broker: &Broker, trace: &CallTrace, input: CallInput<'_>) -> 
             );
         }
     };
-    let catalog = &broker.catalog;
     match name {
-        FIND => {
-            let Some(query) = text(&args, "query") else {
-                return invalid(
-                    broker,
-                    request_id,
-                    trace,
-                    name,
-                    "`query` is required: what you want to do, in plain words",
-                );
-            };
-            let service = text(&args, "service");
-            let filters = FindFilters::from_args(&args);
-            let policies = broker.policy_set();
-            let keep = |i: usize| {
-                catalog.tools.get(i).is_some_and(|t| {
-                    broker.may_see(policies.as_deref(), caller, t) && filters.admits(t)
-                })
-            };
-            // One corpus across services, so scores of two services compare.
-            let hits = catalog.search().search_all(service, query, keep);
-            let results: Vec<Value> = hits
-                .iter()
-                .take(filters.limit)
-                .filter_map(|h| catalog.tools.get(h.tool))
-                .map(|t| summary(catalog, t))
-                .collect();
-            envelope::standard_ok(
-                json!({ "query": query, "total": hits.len(), "results": results,
-                        "next": "call_tool with a result's fullName and its required arguments; get_tool_reference for the full schema" }),
-                meta(broker, request_id, trace, name),
-            )
-        }
-        REFERENCE => {
-            let wanted = text(&args, "name").unwrap_or_default();
-            match catalog.resolve(wanted) {
-                Some(tool) => match caller.check_permission(tool).and_then(|()| {
-                    (broker.policy_set()).map_or(Ok(()), |p| p.check_visible(tool, caller))
-                }) {
-                    Ok(()) => envelope::standard_ok(
-                        descriptor(catalog, tool),
-                        meta(broker, request_id, trace, name),
-                    ),
-                    Err(e) => envelope::standard_err(
-                        &e,
-                        meta(broker, request_id, trace, name),
-                        &catalog.rules,
-                    ),
-                },
-                None => envelope::standard_err(
-                    &unknown_tool(catalog, wanted),
-                    meta(broker, request_id, trace, name),
-                    &catalog.rules,
-                ),
-            }
-        }
+        FIND => find(broker, trace, request_id, caller, &args),
+        REFERENCE => reference(broker, trace, request_id, caller, &args),
         _ => {
             let Some(inner) = text(&args, "name") else {
                 return invalid(

@@ -309,16 +309,20 @@ pub async fn route(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
         };
         return take(&broker, &viewer, action, through_api).await;
     }
-    let b = &broker;
-    let v = &viewer;
-    let a = match path.as_str() {
-        "/admin/api/users" => crate::console::users::api_users(b, &query).await,
+    answer(read(&broker, &viewer, &path, &query, api).await)
+}
+
+/// What a read of the console answers: a page, or the API's JSON.
+async fn read(broker: &Broker, viewer: &Viewer, path: &str, query: &str, api: bool) -> Answer {
+    let (b, v) = (broker, viewer);
+    match path {
+        "/admin/api/users" => crate::console::users::api_users(b, query).await,
         "/admin/api/keys" => crate::console::users::api_keys(b).await,
-        "/admin/users" => Answer::Page(crate::console::users::page(b, v, &query).await),
-        "/admin/api/approvals" => crate::console::approvals::api_list(b, &query).await,
-        "/admin/approvals" => Answer::Page(crate::console::approvals::page(b, v, &query).await),
-        "/admin/api/tasks" => crate::console::tasks::api(b, &query).await,
-        "/admin/tasks" => Answer::Page(crate::console::tasks::page(b, v, &query).await),
+        "/admin/users" => Answer::Page(crate::console::users::page(b, v, query).await),
+        "/admin/api/approvals" => crate::console::approvals::api_list(b, query).await,
+        "/admin/approvals" => Answer::Page(crate::console::approvals::page(b, v, query).await),
+        "/admin/api/tasks" => crate::console::tasks::api(b, query).await,
+        "/admin/tasks" => Answer::Page(crate::console::tasks::page(b, v, query).await),
         p if p.starts_with("/admin/api/approvals/") => {
             crate::console::approvals::api_one(b, &tool_name(&p["/admin/api/approvals/".len()..]))
                 .await
@@ -328,13 +332,13 @@ pub async fn route(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
                 b,
                 v,
                 &tool_name(&p["/admin/approvals/".len()..]),
-                &query,
+                query,
             )
             .await,
         ),
         "/admin/api/overview" => crate::console::overview::api(b).await,
-        "/admin/api/tools" => crate::console::catalog::api_list(b, &query),
-        "/admin/api/audit" => crate::console::audit::api(b, &query).await,
+        "/admin/api/tools" => crate::console::catalog::api_list(b, query),
+        "/admin/api/audit" => crate::console::audit::api(b, query).await,
         "/admin/api/config" => crate::console::settings::api(b),
         p if p.starts_with("/admin/api/tools/") => {
             crate::console::catalog::api_tool(b, &tool_name(&p["/admin/api/tools/".len()..]))
@@ -345,8 +349,8 @@ pub async fn route(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
             "no such console API: overview, tools, tools/<name>, users, keys, approvals, approvals/<id>, tasks, audit, config (docs/console.md)",
         ),
         "/admin" | "/admin/" => Answer::Page(crate::console::overview::page(b, v).await),
-        "/admin/tools" => Answer::Page(crate::console::catalog::page(b, v, &query)),
-        "/admin/audit" => Answer::Page(crate::console::audit::page(b, v, &query).await),
+        "/admin/tools" => Answer::Page(crate::console::catalog::page(b, v, query)),
+        "/admin/audit" => Answer::Page(crate::console::audit::page(b, v, query).await),
         "/admin/config" => Answer::Page(crate::console::settings::page(b, v)),
         p if p.starts_with("/admin/tools/") => Answer::Page(crate::console::catalog::tool_page(
             b,
@@ -361,8 +365,7 @@ pub async fn route(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
             "Not found",
             "<p class=\"empty\">No such console page. <a href=\"/admin\">Back to the overview</a>.</p>",
         )),
-    };
-    answer(a)
+    }
 }
 
 #[cfg(test)]

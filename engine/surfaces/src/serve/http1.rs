@@ -394,6 +394,10 @@ mod tests {
     /// Each head, and what this server makes of it: taken (with its endpoint, head length,
     /// body length and `close`), not whole yet, or left to hyper.
     #[test]
+    #[expect(
+        clippy::too_many_lines,
+        reason = "a table of heads and what the server makes of each"
+    )]
     fn plain_call_heads_are_taken_and_leaves_the_rest_to_hyper() {
         let many = format!(
             "POST / HTTP/1.1\r\n{}\r\n",

@@ -311,6 +311,7 @@ mod tests {
     }
 
     #[test]
+    #[expect(clippy::too_many_lines, reason = "a table of cases, one a line")]
     fn the_fast_reading_answers_as_the_checks_do() {
         // (body, read in one pass)
         let cases = [

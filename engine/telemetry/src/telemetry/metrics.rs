@@ -263,38 +263,7 @@ impl Metrics {
                 "tool_broker_policy_reloads_total{{outcome=\"rejected\"}} {rejected}"
             );
         }
-        if let Ok(spending) = self.spending.lock()
-            && let Some(spending) = spending.as_ref()
-        {
-            family(
-                &mut out,
-                "tool_broker_units_spent_total",
-                "counter",
-                "Units charged for calls of priced tools (docs/budgets.md), by unit and service.",
-            );
-            for ((unit, service), n) in &spending.units {
-                let _ = writeln!(
-                    out,
-                    "tool_broker_units_spent_total{{unit=\"{unit}\",service=\"{service}\"}} {n}"
-                );
-            }
-            family(
-                &mut out,
-                "tool_broker_budget_refusals_total",
-                "counter",
-                "Calls refused because a budget had no room for their cost (budget_exceeded), by budget.",
-            );
-            let total: u64 = spending.refusals.values().sum();
-            if spending.refusals.is_empty() {
-                let _ = writeln!(out, "tool_broker_budget_refusals_total {total}");
-            }
-            for (budget, n) in &spending.refusals {
-                let _ = writeln!(
-                    out,
-                    "tool_broker_budget_refusals_total{{budget=\"{budget}\"}} {n}"
-                );
-            }
-        }
+        self.render_spending(&mut out);
         if let Some(spans) = spans {
             family(
                 &mut out,
@@ -311,6 +280,42 @@ impl Metrics {
             }
         }
         out
+    }
+
+    /// The spending families, once budgets are on: units spent, budget refusals.
+    fn render_spending(&self, out: &mut String) {
+        if let Ok(spending) = self.spending.lock()
+            && let Some(spending) = spending.as_ref()
+        {
+            family(
+                out,
+                "tool_broker_units_spent_total",
+                "counter",
+                "Units charged for calls of priced tools (docs/budgets.md), by unit and service.",
+            );
+            for ((unit, service), n) in &spending.units {
+                let _ = writeln!(
+                    out,
+                    "tool_broker_units_spent_total{{unit=\"{unit}\",service=\"{service}\"}} {n}"
+                );
+            }
+            family(
+                out,
+                "tool_broker_budget_refusals_total",
+                "counter",
+                "Calls refused because a budget had no room for their cost (budget_exceeded), by budget.",
+            );
+            let total: u64 = spending.refusals.values().sum();
+            if spending.refusals.is_empty() {
+                let _ = writeln!(out, "tool_broker_budget_refusals_total {total}");
+            }
+            for (budget, n) in &spending.refusals {
+                let _ = writeln!(
+                    out,
+                    "tool_broker_budget_refusals_total{{budget=\"{budget}\"}} {n}"
+                );
+            }
+        }
     }
 }
 

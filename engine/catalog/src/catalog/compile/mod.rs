@@ -607,34 +607,7 @@ impl<'a> Compiler<'a> {
                     format!("base_url `{url}` must be an http or https URL"),
                 );
             }
-            let (headers, problems) = crate::catalog::ServiceHeaders::parse(
-                raw.credential.as_ref(),
-                &raw.static_headers,
-                raw.idempotency_header.as_deref(),
-            );
-            for problem in problems {
-                self.diags.push(path, 0, problem);
-            }
-            // A name that does not parse at all is reported above.
-            if let Some(cred) = &raw.credential
-                && headers.caller_key.is_some()
-                && cred.header != cred.header.to_ascii_lowercase()
-            {
-                self.diags.push(
-                    path,
-                    0,
-                    format!(
-                        "credential header `{}` must be a lowercase header name",
-                        cred.header
-                    ),
-                );
-            }
-            for name in raw.context_headers.values() {
-                if hyper::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
-                    self.diags
-                        .push(path, 0, format!("`{name}` is not a valid header name"));
-                }
-            }
+            let headers = self.service_headers(path, &raw);
             let webhook = raw.webhook.as_ref().and_then(|spec| {
                 match crate::catalog::webhook::compile(spec, &folder) {
                     Ok(webhook) => Some(webhook),
@@ -672,6 +645,41 @@ impl<'a> Compiler<'a> {
             out.insert(folder, (service, raw));
         }
         out
+    }
+
+    /// A service's headers (its credential, static and idempotency headers) parsed,
+    /// every problem reported: a credential header must be lowercase, a context
+    /// header a valid name.
+    fn service_headers(&mut self, path: &str, raw: &ServiceFile) -> crate::catalog::ServiceHeaders {
+        let (headers, problems) = crate::catalog::ServiceHeaders::parse(
+            raw.credential.as_ref(),
+            &raw.static_headers,
+            raw.idempotency_header.as_deref(),
+        );
+        for problem in problems {
+            self.diags.push(path, 0, problem);
+        }
+        // A name that does not parse at all is reported above.
+        if let Some(cred) = &raw.credential
+            && headers.caller_key.is_some()
+            && cred.header != cred.header.to_ascii_lowercase()
+        {
+            self.diags.push(
+                path,
+                0,
+                format!(
+                    "credential header `{}` must be a lowercase header name",
+                    cred.header
+                ),
+            );
+        }
+        for name in raw.context_headers.values() {
+            if hyper::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                self.diags
+                    .push(path, 0, format!("`{name}` is not a valid header name"));
+            }
+        }
+        headers
     }
 
     fn tool_files(&self) -> Vec<(&'a str, &'a str)> {

@@ -495,6 +495,38 @@ impl ToolCompiler<'_, '_> {
             .query_object
             .as_ref()
             .and_then(|q| self.expr(full, "query_object", q));
+        let headers = self.mapped_headers(full, http);
+        let body = self.body_plan(full, http);
+        if body.is_some()
+            && matches!(method, Some(ref m) if m == hyper::Method::GET || m == hyper::Method::HEAD)
+        {
+            self.err(
+                method_line,
+                format!(
+                    "tool `{full}`: a {} request cannot carry a body",
+                    http.method.get_ref()
+                ),
+            );
+        }
+        Some(HttpPlan {
+            method: method?,
+            path,
+            segments,
+            path_params,
+            query,
+            query_object,
+            headers,
+            body,
+            body_encoding: http.body_encoding,
+            indexed_query: self.service_file.defaults.query_arrays
+                == crate::catalog::descriptor::QueryArrays::Indexed,
+        })
+    }
+
+    /// The request headers a tool maps, refusing those the broker sets itself (the
+    /// credential, `authorization`, `host`, the body's length and type, cookies) and
+    /// names no header can have.
+    fn mapped_headers(&mut self, full: &str, http: &RawHttp) -> Vec<(String, Expr)> {
         let mut headers = Vec::new();
         let reserved = [
             "authorization",
@@ -528,7 +560,13 @@ impl ToolCompiler<'_, '_> {
                 headers.push((k.clone(), e));
             }
         }
-        let body = match (&http.body, &http.body_template) {
+        headers
+    }
+
+    /// The request body: an expression over the arguments, or a template of
+    /// `templates/`; not both.
+    fn body_plan(&mut self, full: &str, http: &RawHttp) -> Option<BodyPlan> {
+        match (&http.body, &http.body_template) {
             (Some(a), Some(_)) => {
                 let l = self.line(a);
                 self.err(
@@ -554,31 +592,7 @@ impl ToolCompiler<'_, '_> {
                 }
             }
             (None, None) => None,
-        };
-        if body.is_some()
-            && matches!(method, Some(ref m) if m == hyper::Method::GET || m == hyper::Method::HEAD)
-        {
-            self.err(
-                method_line,
-                format!(
-                    "tool `{full}`: a {} request cannot carry a body",
-                    http.method.get_ref()
-                ),
-            );
         }
-        Some(HttpPlan {
-            method: method?,
-            path,
-            segments,
-            path_params,
-            query,
-            query_object,
-            headers,
-            body,
-            body_encoding: http.body_encoding,
-            indexed_query: self.service_file.defaults.query_arrays
-                == crate::catalog::descriptor::QueryArrays::Indexed,
-        })
     }
 
     fn lookup(

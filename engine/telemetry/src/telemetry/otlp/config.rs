@@ -108,11 +108,8 @@ pub struct TraceConfig {
     pub export: Option<ExportConfig>,
 }
 
-/// Reads the settings from `env` (`std::env::var` in the broker, a map in tests).
-#[expect(
-    clippy::too_many_lines,
-    reason = "every OTEL_ variable the exporter honours, read and checked in the order the OpenTelemetry specification lists them: one table of settings"
-)]
+/// Reads the settings from `env` (`std::env::var` in the broker, a map in tests), in
+/// the order the OpenTelemetry specification lists them.
 pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<TraceConfig, String> {
     // An empty value is an unset one (the OpenTelemetry specification's rule).
     let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
@@ -181,57 +178,8 @@ pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<TraceConfig, Str
                 "{endpoint_var} must be an http:// or https:// URL of an OTLP receiver (a collector's port 4318)"
             )
         })?;
-    let protocol = match either("PROTOCOL") {
-        None => Protocol::Protobuf,
-        Some((_, p)) if p.trim() == "http/protobuf" => Protocol::Protobuf,
-        Some((_, p)) if p.trim() == "http/json" => Protocol::Json,
-        Some((name, p)) => {
-            return Err(format!(
-                "{name}={}: this broker exports over `http/protobuf` or `http/json`, not gRPC; point the endpoint at the collector's HTTP port (4318)",
-                p.trim()
-            ));
-        }
-    };
-    for name in ["CERTIFICATE", "CLIENT_KEY", "CLIENT_CERTIFICATE"] {
-        if let Some((var_name, _)) = either(name) {
-            return Err(format!(
-                "{var_name} is set, and this broker does not read certificate files: it verifies an https collector with the platform's trust store (add the CA there), and sends no client certificate"
-            ));
-        }
-    }
-    if let Some((name, c)) = either("COMPRESSION")
-        && c.trim() != "none"
-    {
-        if c.trim() != "gzip" {
-            return Err(format!(
-                "{name}={}: the compression must be `none` or `gzip`",
-                c.trim()
-            ));
-        }
-        tracing::warn!(
-            variable = %name,
-            "gzip is not offered by this broker; spans are exported uncompressed (every OTLP receiver accepts that)"
-        );
-    }
-    let mut headers = Vec::new();
-    for name in [
-        "OTEL_EXPORTER_OTLP_HEADERS",
-        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
-    ] {
-        if let Some(list) = var(name) {
-            for (key, value) in pairs(&list, name)? {
-                if hyper::header::HeaderName::from_bytes(key.as_bytes()).is_err()
-                    || hyper::header::HeaderValue::from_str(&value).is_err()
-                {
-                    return Err(format!(
-                        "{name}: the header `{key}` is not a valid HTTP header name, or its value holds characters a header cannot carry"
-                    ));
-                }
-                headers.retain(|(k, _): &(String, String)| !k.eq_ignore_ascii_case(&key));
-                headers.push((key, value));
-            }
-        }
-    }
+    let protocol = transport(&either)?;
+    let headers = export_headers(&var)?;
     let millis = |name: &str, default: u64| -> Result<Duration, String> {
         match var(name) {
             None => Ok(Duration::from_millis(default)),
@@ -273,6 +221,69 @@ pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<TraceConfig, Str
             max_batch,
         }),
     })
+}
+
+/// The exporter's protocol (`http/protobuf` or `http/json`), refusing what this broker
+/// does not do (gRPC, certificate files) and warning that gzip is not offered.
+fn transport(either: &dyn Fn(&str) -> Option<(String, String)>) -> Result<Protocol, String> {
+    let protocol = match either("PROTOCOL") {
+        None => Protocol::Protobuf,
+        Some((_, p)) if p.trim() == "http/protobuf" => Protocol::Protobuf,
+        Some((_, p)) if p.trim() == "http/json" => Protocol::Json,
+        Some((name, p)) => {
+            return Err(format!(
+                "{name}={}: this broker exports over `http/protobuf` or `http/json`, not gRPC; point the endpoint at the collector's HTTP port (4318)",
+                p.trim()
+            ));
+        }
+    };
+    for name in ["CERTIFICATE", "CLIENT_KEY", "CLIENT_CERTIFICATE"] {
+        if let Some((var_name, _)) = either(name) {
+            return Err(format!(
+                "{var_name} is set, and this broker does not read certificate files: it verifies an https collector with the platform's trust store (add the CA there), and sends no client certificate"
+            ));
+        }
+    }
+    if let Some((name, c)) = either("COMPRESSION")
+        && c.trim() != "none"
+    {
+        if c.trim() != "gzip" {
+            return Err(format!(
+                "{name}={}: the compression must be `none` or `gzip`",
+                c.trim()
+            ));
+        }
+        tracing::warn!(
+            variable = %name,
+            "gzip is not offered by this broker; spans are exported uncompressed (every OTLP receiver accepts that)"
+        );
+    }
+    Ok(protocol)
+}
+
+/// The headers every export carries (`OTEL_EXPORTER_OTLP_HEADERS`, then the traces'
+/// own, which win), each checked as an HTTP header.
+fn export_headers(var: &dyn Fn(&str) -> Option<String>) -> Result<Vec<(String, String)>, String> {
+    let mut headers = Vec::new();
+    for name in [
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+    ] {
+        if let Some(list) = var(name) {
+            for (key, value) in pairs(&list, name)? {
+                if hyper::header::HeaderName::from_bytes(key.as_bytes()).is_err()
+                    || hyper::header::HeaderValue::from_str(&value).is_err()
+                {
+                    return Err(format!(
+                        "{name}: the header `{key}` is not a valid HTTP header name, or its value holds characters a header cannot carry"
+                    ));
+                }
+                headers.retain(|(k, _): &(String, String)| !k.eq_ignore_ascii_case(&key));
+                headers.push((key, value));
+            }
+        }
+    }
+    Ok(headers)
 }
 
 /// `key=value` pairs, comma-separated, values percent-decoded (the W3C Baggage form
