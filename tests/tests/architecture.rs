@@ -10,11 +10,17 @@
 //! outside comments, strings and `#[cfg(test)]` items, and fails on an edge the table
 //! does not allow. Both tables are printed in `engine/DESIGN.md`; the tests fail if they
 //! differ, and print the text to paste. Inside each folder the files import one way too:
-//! a cycle between the files (or sub-folders) of one folder fails. A last test holds the
-//! files' length.
+//! a cycle between the files (or sub-folders) of one folder fails. The rules every file
+//! keeps whatever its floor (the gate, parameters, test helpers, files' length) are in
+//! `conventions.rs`; how the sources are read, in `support/source.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+use crate::support::source::{
+    code_only, depth, engine_dir, group_items, ident, imports, is_ident, relative, rust_files,
+    without_tests,
+};
 
 /// Each top-level module and the modules it may import, lowest first. Acyclic by
 /// construction: a module may only name modules listed above it.
@@ -465,124 +471,6 @@ fn no_folder_has_a_cycle_between_its_files() {
     );
 }
 
-/// No function takes a tuple pattern where a struct or separate parameters belong
-/// (`(a, b): (A, B)`, a way round the argument-count lint): a parameter says what it
-/// is by its name and type. Tests are free to.
-#[test]
-fn no_parameter_is_a_tuple_standing_in_for_a_struct() {
-    let mut files = Vec::new();
-    for src in sources() {
-        rust_files(&src, &mut files);
-    }
-    let mut found = Vec::new();
-    for file in &files {
-        let text = std::fs::read_to_string(file).unwrap();
-        let code = without_tests(&code_only(&text));
-        for (n, line) in code.lines().enumerate() {
-            if tuple_parameter(line) {
-                found.push(format!(
-                    "{}:{}: {}",
-                    relative(file).display(),
-                    n + 1,
-                    line.trim()
-                ));
-            }
-        }
-    }
-    assert!(
-        found.is_empty(),
-        "parameters that are tuples (name them, or make a struct that says what they are):\n{}",
-        found.join("\n")
-    );
-    for (line, tuple) in [
-        ("    (a, b): (&str, Site),", true),
-        ("fn f(x: u8, (a, b): (u8, u8)) {}", true),
-        ("    let (a, b): (u8, u8) = (1, 2);", false),
-        ("    a: (u8, u8),", false),
-        ("    for (a, b) in pairs {", false),
-    ] {
-        assert_eq!(tuple_parameter(line), tuple, "{line}");
-    }
-}
-
-/// Whether `line` holds a tuple pattern as a parameter: `(ident, ident...): (` at the
-/// start of the line or after `(` or `, `, not after `let`.
-fn tuple_parameter(line: &str) -> bool {
-    let mut rest = line;
-    while let Some(at) = rest.find("): (") {
-        let before = &rest[..at];
-        if let Some(open) = before.rfind('(') {
-            let inside = &before[open + 1..];
-            let names = !inside.is_empty()
-                && inside.contains(',')
-                && inside
-                    .split(',')
-                    .all(|n| !n.trim().is_empty() && n.trim().bytes().all(is_ident));
-            let lead = before[..open].trim_end();
-            let starts = lead.is_empty() || lead.ends_with('(') || lead.ends_with(',');
-            if names && starts {
-                return true;
-            }
-        }
-        rest = &rest[at + 4..];
-    }
-    false
-}
-
-/// Every request the broker sends upstream leaves through the one gate (decision 017):
-/// the upstream client (`Upstream`) is named, made and sent through only in
-/// `call/gate.rs`, where a send takes a permit; no other code outside the `upstream`
-/// module itself holds one. The broker's own rare requests (identity provider, OTLP
-/// collector, `net.rs`) are not upstream requests of a tool.
-#[test]
-fn only_the_gate_holds_the_upstream_client() {
-    let mut files = Vec::new();
-    for src in sources() {
-        rust_files(&src, &mut files);
-    }
-    let mut found = Vec::new();
-    for file in &files {
-        let relative = relative(file);
-        let name = relative.to_string_lossy().replace('\\', "/");
-        if name.starts_with("upstream/") || name == "call/gate.rs" || name.starts_with("oracle/") {
-            continue;
-        }
-        let text = std::fs::read_to_string(file).unwrap();
-        let code = without_tests(&code_only(&text));
-        // Making a client, holding one, or reaching around it to a connection.
-        for needle in [
-            "Upstream::new",
-            ": Upstream,",
-            ": Upstream)",
-            ": &Upstream",
-            "<Upstream>",
-            "Upstream::build",
-            "held::exchange",
-            "upstream::client",
-        ] {
-            if code.contains(needle) {
-                found.push(format!("{name}: `{needle}`"));
-            }
-        }
-    }
-    assert!(
-        found.is_empty(),
-        "only call/gate.rs may hold the upstream client (every request leaves through the gate, with a permit):\n{}",
-        found.join("\n")
-    );
-    let gate = std::fs::read_to_string(engine_dir().join("core/src/call/gate.rs")).unwrap();
-    let gate = without_tests(&code_only(&gate));
-    assert_eq!(
-        gate.matches("self.client.send(").count(),
-        1,
-        "the gate sends in one place"
-    );
-    assert!(
-        gate.contains("permit: &'s Permit<'_>"),
-        "the gate's send takes a permit"
-    );
-}
-
 #[test]
 fn sibling_imports_are_read_through_paths_and_re_exports() {
     let root = std::env::temp_dir().join(format!("arch-{}", std::process::id()));
@@ -624,90 +512,6 @@ fn sibling_imports_are_read_through_paths_and_re_exports() {
             "inner".into()
         ])]
     );
-}
-
-/// Test modules share helpers through `support/` only: a story's file names no other
-/// story's items, so each can be read, moved or split alone.
-#[test]
-fn test_modules_share_helpers_through_support_only() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if path.extension().is_none_or(|e| e != "rs") || name == "broker.rs" {
-            continue;
-        }
-        let code = code_only(&std::fs::read_to_string(&path).unwrap());
-        for to in imports(&code, 1) {
-            if to != "support" {
-                found.push(format!("{name} names crate::{to}"));
-            }
-        }
-    }
-    assert!(
-        found.is_empty(),
-        "move what two test modules share into tests/tests/support/:\n{}",
-        found.join("\n")
-    );
-}
-
-/// A file longer than this says why at its top, in a line of its module doc that starts
-/// `//! Longer than`.
-const MAX_LINES: usize = 1_200;
-
-#[test]
-fn no_file_is_long_without_a_reason_at_its_top() {
-    let mut files = Vec::new();
-    for src in sources() {
-        rust_files(&src, &mut files);
-    }
-    let long: Vec<String> = files
-        .iter()
-        .filter_map(|file| {
-            let text = std::fs::read_to_string(file).ok()?;
-            let lines = text.lines().count();
-            let reason = text
-                .lines()
-                .take_while(|l| l.starts_with("//!"))
-                .any(|l| l.starts_with("//! Longer than"));
-            let name = file.strip_prefix(engine_dir()).unwrap_or(file).display();
-            (lines > MAX_LINES && !reason).then(|| format!("{name} ({lines} lines)"))
-        })
-        .collect();
-    assert!(
-        long.is_empty(),
-        "split these files by what they do, or say at the top why not \
-         (`//! Longer than {MAX_LINES} lines because ...`): {long:?}"
-    );
-}
-
-#[test]
-fn the_reader_sees_code_only() {
-    let text = r##"
-//! [`crate::cli`] in a doc comment
-use crate::catalog::Tool; // crate::serve in a comment
-use crate::{error::CallError, store::{Store, jobs}};
-/* crate::mcp /* nested */ crate::mcp */
-const S: &str = "crate::hooks";
-const R: &str = r#"crate::hooks "quoted" "#;
-const C: char = '"';
-const D: [char; 2] = ['\'', '\u{22}'];
-fn f<'a>(x: &'a str) -> &'a str { crate::upstream::send(x) }
-#[cfg(test)]
-mod tests { use crate::call::Broker; }
-#[cfg(test)]
-use crate::confirm::flag;
-fn g() { super::super::answer::envelope(); }
-"##;
-    let seen = imports(text, 1);
-    let seen: BTreeSet<&str> = seen.iter().map(String::as_str).collect();
-    assert_eq!(
-        seen,
-        BTreeSet::from(["catalog", "error", "store", "upstream", "answer"])
-    );
-    // One level down, a single `super::` is the module's own root, not the crate's.
-    assert!(imports("fn g() { super::x(); }", 2).is_empty());
 }
 
 /// Every folder of the engine that is a module (has a `mod.rs`).
@@ -926,26 +730,12 @@ fn strongly_connected(graph: &BTreeMap<String, BTreeMap<String, String>>) -> Vec
     s.out
 }
 
-/// The folder that holds the engine's crates.
-fn engine_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../engine")
-}
-
 /// Every crate's `src/`, lowest floor first.
 fn sources() -> Vec<PathBuf> {
     CRATES
         .iter()
         .map(|(folder, _, _)| engine_dir().join(folder).join("src"))
         .collect()
-}
-
-/// A file's path inside its crate's `src/`: `engine/core/src/call/gate.rs` is
-/// `call/gate.rs`.
-fn relative(file: &Path) -> &Path {
-    sources()
-        .iter()
-        .find_map(|src| file.strip_prefix(src).ok())
-        .unwrap_or(file)
 }
 
 /// Each top-level module with its files (`name.rs`, or a folder with `mod.rs`).
@@ -976,17 +766,6 @@ fn module_children(dir: &Path, skip: &[&str]) -> BTreeMap<String, Vec<PathBuf>> 
     out
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-        let path = entry.map(|e| e.path()).unwrap_or_default();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
 /// Every edge between two top-level modules, with the files that make it.
 fn edges(modules: &BTreeMap<String, Vec<PathBuf>>) -> BTreeMap<(String, String), BTreeSet<String>> {
     let mut out: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
@@ -1004,210 +783,6 @@ fn edges(modules: &BTreeMap<String, Vec<PathBuf>>) -> BTreeMap<(String, String),
             }
         }
     }
-    out
-}
-
-/// How many `super::` from this file reach the crate root: `hooks/poll.rs` is
-/// `crate::hooks::poll` (2), `hooks/mod.rs` is `crate::hooks` (1).
-fn depth(relative: &Path) -> usize {
-    let parts = relative.components().count();
-    if relative.file_name().is_some_and(|n| n == "mod.rs") {
-        parts - 1
-    } else {
-        parts
-    }
-}
-
-/// The top-level module names a file's code imports.
-fn imports(text: &str, depth: usize) -> BTreeSet<String> {
-    let code = without_tests(&code_only(text));
-    let mut out = BTreeSet::new();
-    let bytes = code.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        let word_start = i == 0 || !is_ident(bytes[i - 1]);
-        if word_start && code[i..].starts_with("crate::") {
-            i += "crate::".len();
-            out.extend(first_segments(&code[i..]));
-            continue;
-        }
-        if word_start && code[i..].starts_with("super::") {
-            let mut n = 0;
-            while code[i..].starts_with("super::") {
-                n += 1;
-                i += "super::".len();
-            }
-            if n >= depth {
-                out.extend(first_segments(&code[i..]));
-            }
-            continue;
-        }
-        i += 1;
-    }
-    out
-}
-
-/// The items of a `{...}` group (its text after the `{`), split at its top-level commas
-/// up to its closing `}`.
-fn group_items(group: &str) -> Vec<&str> {
-    let mut items = Vec::new();
-    let (mut level, mut start) = (0usize, 0usize);
-    for (k, c) in group.char_indices() {
-        match c {
-            '{' => level += 1,
-            '}' if level == 0 => {
-                items.push(&group[start..k]);
-                break;
-            }
-            '}' => level -= 1,
-            ',' if level == 0 => {
-                items.push(&group[start..k]);
-                start = k + 1;
-            }
-            _ => {}
-        }
-    }
-    items
-}
-
-/// The first segment of a path, or of each item of a `{...}` group.
-fn first_segments(rest: &str) -> Vec<String> {
-    let rest = rest.trim_start();
-    if let Some(group) = rest.strip_prefix('{') {
-        let items = group_items(group);
-        items
-            .into_iter()
-            .map(|item| ident(item.trim_start()))
-            .filter(|s| !s.is_empty())
-            .collect()
-    } else {
-        vec![ident(rest)]
-    }
-}
-
-fn ident(s: &str) -> String {
-    s.bytes()
-        .take_while(|b| is_ident(*b))
-        .map(char::from)
-        .collect()
-}
-
-fn is_ident(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
-}
-
-/// The text with comments, string and character literals blanked out.
-fn code_only(text: &str) -> String {
-    let b = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    while i < b.len() {
-        let rest = &text[i..];
-        if rest.starts_with("//") {
-            let end = rest.find('\n').map_or(b.len(), |n| i + n);
-            i = end;
-        } else if rest.starts_with("/*") {
-            let mut level = 0;
-            while i < b.len() {
-                if text[i..].starts_with("/*") {
-                    level += 1;
-                    i += 2;
-                } else if text[i..].starts_with("*/") {
-                    level -= 1;
-                    i += 2;
-                    if level == 0 {
-                        break;
-                    }
-                } else {
-                    i += 1;
-                }
-            }
-            out.push(' ');
-        } else if let Some(hashes) = raw_string_start(rest) {
-            let close = format!("\"{}", "#".repeat(hashes));
-            let body = i + 2 + hashes;
-            i = text[body..]
-                .find(&close)
-                .map_or(b.len(), |n| body + n + close.len());
-            out.push_str("\"\"");
-        } else if b[i] == b'"' {
-            i += 1;
-            while i < b.len() && b[i] != b'"' {
-                i += if b[i] == b'\\' { 2 } else { 1 };
-            }
-            i += 1;
-            out.push_str("\"\"");
-        } else if b[i] == b'\'' {
-            // A character literal ('x', '\n', '"'); otherwise a lifetime.
-            let len = if rest.as_bytes().get(1) == Some(&b'\\') {
-                rest.get(3..).and_then(|r| r.find('\'')).map(|n| n + 4)
-            } else {
-                rest.char_indices()
-                    .nth(2)
-                    .filter(|(_, c)| *c == '\'')
-                    .map(|(n, _)| n + 1)
-            };
-            match len {
-                Some(len) => {
-                    i += len;
-                    out.push_str("' '");
-                }
-                None => {
-                    out.push('\'');
-                    i += 1;
-                }
-            }
-        } else {
-            let c = rest.chars().next().unwrap_or(' ');
-            out.push(c);
-            i += c.len_utf8();
-        }
-    }
-    out
-}
-
-/// `r"`, `r#"`, `br##"`...: the number of `#`.
-fn raw_string_start(rest: &str) -> Option<usize> {
-    let r = rest.strip_prefix('b').unwrap_or(rest).strip_prefix('r')?;
-    let hashes = r.bytes().take_while(|b| *b == b'#').count();
-    r[hashes..]
-        .starts_with('"')
-        .then_some(hashes + usize::from(rest.starts_with('b')))
-}
-
-/// The code without `#[cfg(test)]` items: each attribute and the item after it, up to
-/// its `;` or through its matching `}`.
-fn without_tests(code: &str) -> String {
-    let mut out = String::with_capacity(code.len());
-    let mut rest = code;
-    while let Some(at) = rest.find("#[cfg(test)]") {
-        out.push_str(&rest[..at]);
-        let item = &rest[at + "#[cfg(test)]".len()..];
-        let end = match (item.find(';'), item.find('{')) {
-            (Some(semi), brace) if brace.is_none_or(|b| semi < b) => semi + 1,
-            (_, Some(open)) => {
-                let mut level = 0usize;
-                let mut end = item.len();
-                for (k, c) in item[open..].char_indices() {
-                    match c {
-                        '{' => level += 1,
-                        '}' => {
-                            level -= 1;
-                            if level == 0 {
-                                end = open + k + 1;
-                                break;
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                end
-            }
-            _ => item.len(),
-        };
-        rest = &item[end..];
-    }
-    out.push_str(rest);
     out
 }
 

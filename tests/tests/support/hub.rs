@@ -208,3 +208,43 @@ pub fn form_of(request: &wiremock::Request) -> std::collections::BTreeMap<String
 pub async fn token_form(idp: &Idp) -> std::collections::BTreeMap<String, String> {
     form_of(&last_token_request(idp).await)
 }
+
+/// The `Authorization` values the upstream received on `GET /v1/customers`.
+pub async fn upstream_keys(server: &MockServer) -> Vec<String> {
+    server
+        .received_requests()
+        .await
+        .unwrap_or_default()
+        .iter()
+        .filter(|r| r.url.path() == "/v1/customers")
+        .map(|r| {
+            r.headers
+                .get("authorization")
+                .map(|v| v.to_str().unwrap().to_string())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// `payments.get_customers` on `/mcp` (2025-11-25) as `bearer` with extra headers.
+pub async fn mcp_read(broker: &TestBroker, bearer: &str, extra: &[(&str, &str)]) -> (u16, Value) {
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": { "name": "payments.get_customers", "arguments": {} } });
+    let auth = format!("Bearer {bearer}");
+    let mut headers = vec![
+        ("authorization", auth.as_str()),
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    headers.extend_from_slice(extra);
+    let (status, _, text) = request(
+        broker,
+        reqwest::Method::POST,
+        "/mcp",
+        &headers,
+        Some(body.to_string()),
+    )
+    .await;
+    (status, serde_json::from_str(&text).unwrap())
+}

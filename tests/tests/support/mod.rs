@@ -16,11 +16,13 @@ use tool_broker::store::{Store, StoreConfig};
 
 pub mod approval;
 pub mod bounds;
+pub mod console;
 pub mod failures;
 pub mod generate;
 pub mod hub;
 pub mod idp;
 pub mod poll;
+pub mod source;
 pub mod store;
 
 /// The bearer token every test broker accepts.
