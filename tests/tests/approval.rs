@@ -445,7 +445,13 @@ async fn an_https_public_url_makes_host_only_secure_cookies_and_sessions_can_be_
     let (_, html) = get(&broker, &page, Some(&plain)).await;
     assert!(html.contains("Sign in to review"), "{html}");
     // An operator ends alice's sessions: the next view asks her to sign in again.
-    let ended = broker.broker.store.end_sessions_of("alice").await.unwrap();
+    let ended = broker
+        .broker
+        .parts
+        .store
+        .end_sessions_of("alice")
+        .await
+        .unwrap();
     assert_eq!(ended, 1);
     let (_, html) = get(&broker, &page, Some(&pair)).await;
     assert!(html.contains("Sign in to review"), "{html}");

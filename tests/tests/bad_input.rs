@@ -229,7 +229,7 @@ async fn health_and_unknown_paths() {
         .await
         .unwrap();
     assert_eq!(ready["status"], "ready");
-    assert_eq!(ready["snapshotId"], b.broker.catalog.snapshot_id);
+    assert_eq!(ready["snapshotId"], b.broker.parts.catalog.snapshot_id);
     // Metrics count calls by catalog tool name only; unknown names are not echoed.
     let _ = b.call("hosting.check_configuration", json!({}), &[]).await;
     let _ = b

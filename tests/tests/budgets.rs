@@ -188,7 +188,7 @@ async fn a_budget_admits_up_to_its_limit_then_refuses_with_402_on_every_door() {
     let charged: Vec<_> = audit.iter().filter_map(|r| r.cost.clone()).collect();
     assert_eq!(charged.len(), 2, "{audit:?}");
     assert_eq!(charged[0].get("credits"), Some(&1));
-    let spending = broker.broker.store.budget_spending(0).await.unwrap();
+    let spending = broker.broker.parts.store.budget_spending(0).await.unwrap();
     assert_eq!(spending.len(), 1);
     assert_eq!(
         (spending[0].units, spending[0].calls),

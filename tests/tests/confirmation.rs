@@ -155,6 +155,7 @@ async fn under_bound_a_write_runs_once_with_its_own_token_and_never_on_the_flag(
     // The audit says what was issued and what ran, and how it was confirmed.
     let records = broker
         .broker
+        .parts
         .store
         .list_audit(&tool_broker::store::audit::AuditQuery {
             tool: Some("payments.post_customers".into()),

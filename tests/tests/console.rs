@@ -64,9 +64,12 @@ async fn the_console_opens_for_its_roles_only_and_never_for_an_api_key() {
         assert_eq!(body["lastHour"]["perMinute"].as_array().unwrap().len(), 60);
         assert_eq!(
             body["upstreams"].as_array().unwrap().len(),
-            broker.broker.catalog.services.len()
+            broker.broker.parts.catalog.services.len()
         );
-        assert_eq!(body["catalog"]["tools"], broker.broker.catalog.tools.len());
+        assert_eq!(
+            body["catalog"]["tools"],
+            broker.broker.parts.catalog.tools.len()
+        );
     }
     let admin = token(&idp, "ana", &["admin"]);
     let (status, _) = api(

@@ -267,7 +267,7 @@ async fn the_tasks_page_lists_tasks_and_jobs_across_callers_without_their_result
     let idp = Idp::start().await;
     let upstream = upstream().await;
     let broker = TestBroker::start(console_setup(&idp, &upstream, "", "")).await;
-    let store = &broker.broker.store;
+    let store = &broker.broker.parts.store;
     let now = jiff::Timestamp::now().as_millisecond();
     let task = |id: &str, owner: &str, at: i64| StoredTask {
         id: id.into(),

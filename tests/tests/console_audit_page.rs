@@ -69,6 +69,7 @@ async fn the_audit_filters_pages_and_exports() {
     for i in 0..40 {
         broker
             .broker
+            .parts
             .store
             .append_audit(&record(i, now))
             .await

@@ -38,6 +38,7 @@ async fn the_catalog_searches_like_find_tools_and_a_tool_page_shows_its_policies
     let total = body["total"].as_u64().unwrap();
     let expected = broker
         .broker
+        .parts
         .catalog
         .tools
         .iter()
@@ -71,6 +72,7 @@ async fn the_catalog_searches_like_find_tools_and_a_tool_page_shows_its_policies
     assert_eq!(status, 200, "{body}");
     let tool = broker
         .broker
+        .parts
         .catalog
         .resolve("payments.post_refunds")
         .unwrap();

@@ -16,10 +16,11 @@ const USER_BUDGETS: &str = "[[budgets]]\nname = \"each-user\"\nunit = \"credits\
 async fn charge(broker: &TestBroker, budget: usize, scope: &str, units: u64) {
     use tool_broker::store::budgets::Charge;
     let now = jiff::Timestamp::now().as_millisecond();
-    let b = &broker.broker.budgets[budget];
+    let b = &broker.broker.parts.budgets[budget];
     let hold = format!("hold-{scope}-{units}");
     let charged = broker
         .broker
+        .parts
         .store
         .reserve_budgets(
             &hold,
@@ -39,6 +40,7 @@ async fn charge(broker: &TestBroker, budget: usize, scope: &str, units: u64) {
     assert_eq!(charged, tool_broker::store::budgets::Reserved::Held);
     broker
         .broker
+        .parts
         .store
         .settle_budgets(&hold, units, units)
         .await

@@ -160,6 +160,7 @@ async fn under_human_nothing_leaves_before_approval_and_each_approved_write_once
     assert!(
         broker
             .broker
+            .parts
             .store
             .decide_approval(&id, "alice", true, now)
             .await

@@ -118,7 +118,7 @@ async fn received(server: &MockServer, request: &str) -> usize {
 /// The requests the upstream received that a write tool of `services` describes (or,
 /// described by none, are not a `GET`).
 async fn state_changes(server: &MockServer, broker: &TestBroker, services: &[&str]) -> Vec<String> {
-    let catalog = &broker.broker.catalog;
+    let catalog = &broker.broker.parts.catalog;
     server
         .received_requests()
         .await
@@ -160,7 +160,7 @@ async fn run_to_the_end(broker: &TestBroker, case: &Case, mode: Mode) -> (u16, V
             if body["error"]["details"]["reason"] == "approval_pending" {
                 let id = body["error"]["details"]["approvalId"].as_str().unwrap();
                 let now = jiff::Timestamp::now().as_millisecond();
-                let store = &broker.broker.store;
+                let store = &broker.broker.parts.store;
                 assert!(store.decide_approval(id, "alice", true, now).await.unwrap());
                 let mut args = case.arguments.clone();
                 args["approvalId"] = json!(id);

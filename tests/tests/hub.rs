@@ -380,6 +380,7 @@ async fn the_api_refuses_what_it_must() {
     assert!(
         broker
             .broker
+            .parts
             .store
             .hub_keys_of(&idp.issuer, "alice")
             .await
@@ -470,6 +471,7 @@ async fn a_connect_link_stores_only_for_the_user_who_made_the_call() {
         assert!(
             broker
                 .broker
+                .parts
                 .store
                 .hub_keys_of(&idp.issuer, who)
                 .await
@@ -513,6 +515,7 @@ async fn a_connect_link_stores_only_for_the_user_who_made_the_call() {
     assert!(
         broker
             .broker
+            .parts
             .store
             .hub_keys_of(&idp.issuer, "alice")
             .await
@@ -532,6 +535,7 @@ async fn a_connect_link_stores_only_for_the_user_who_made_the_call() {
     assert!(
         broker
             .broker
+            .parts
             .store
             .hub_keys_of(&idp.issuer, "bob")
             .await

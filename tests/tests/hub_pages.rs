@@ -82,6 +82,7 @@ async fn the_hub_page_lists_stores_replaces_and_deletes_with_csrf() {
     assert!(
         broker
             .broker
+            .parts
             .store
             .hub_keys_of(&idp.issuer, "dana")
             .await
@@ -281,7 +282,14 @@ async fn a_person_with_the_approver_role_approves_through_the_provider() {
     )
     .await;
     assert_eq!(status, 200, "{page}");
-    let approval = broker.broker.store.approval(&id).await.unwrap().unwrap();
+    let approval = broker
+        .broker
+        .parts
+        .store
+        .approval(&id)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         approval.approver.as_deref(),
         Some(format!("{}#frank", idp.issuer).as_str())

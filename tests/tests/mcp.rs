@@ -269,7 +269,7 @@ async fn tools_list_pages_through_every_agent_ready_tool_once() {
     let mut setup = Setup::all_upstreams(&server.uri());
     setup.config = Some("toolset = \"all\"\n".into());
     let broker = TestBroker::start(setup).await;
-    let catalog = broker.broker.catalog.clone();
+    let catalog = broker.broker.parts.catalog.clone();
     let tools = list_all(
         &broker,
         &[("mcp-protocol-version", "2025-11-25")],
@@ -728,7 +728,7 @@ async fn the_projection_lists_every_exposed_tool_with_its_extensions() {
         doc["components"]["securitySchemes"]["bearerAuth"],
         json!({ "type": "http", "scheme": "bearer" })
     );
-    let catalog = broker.broker.catalog.clone();
+    let catalog = broker.broker.parts.catalog.clone();
     let agent_ready = catalog
         .tools
         .iter()

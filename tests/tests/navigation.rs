@@ -173,6 +173,7 @@ async fn tool_reference_resolves_every_spelling() {
         let hash = d["descriptorHash"].as_str().unwrap();
         let tool = broker
             .broker
+            .parts
             .catalog
             .resolve("payments.get_issuing_cards")
             .unwrap();
@@ -218,7 +219,7 @@ async fn tool_reference_resolves_every_spelling() {
 #[tokio::test]
 async fn capabilities_pages_through_every_descriptor_once() {
     let (server, broker) = broker().await;
-    let catalog = broker.broker.catalog.clone();
+    let catalog = broker.broker.parts.catalog.clone();
     let expected: Vec<&str> = catalog
         .tools
         .iter()
@@ -267,7 +268,7 @@ async fn capabilities_pages_through_every_descriptor_once() {
 #[tokio::test]
 async fn coverage_figures_match_the_catalog() {
     let (server, broker) = broker().await;
-    let catalog = broker.broker.catalog.clone();
+    let catalog = broker.broker.parts.catalog.clone();
     for (service, find) in [
         ("scraper", "scraper.get_endpoint_coverage"),
         ("crm", "crm.crm_get_endpoint_coverage"),

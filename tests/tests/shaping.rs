@@ -211,7 +211,7 @@ async fn an_answer_in_one_pass_is_the_answer_the_tree_gives() {
         // Byte for byte: key order, numbers and escapes as serde_json writes them.
         assert_eq!(data_text(&plain.1), data_text(&whole.1), "{answer}");
         // The catalog's names, as shared at assembly, in each envelope's `meta`.
-        let catalog = &b.broker.catalog;
+        let catalog = &b.broker.parts.catalog;
         for (tool, (_, _, envelope)) in ["probe.plain", "probe.whole"].iter().zip(&seen) {
             let meta = &envelope["meta"];
             let compiled = catalog.resolve(tool).unwrap();

@@ -961,6 +961,7 @@ async fn status_reads_keep_the_callers_job_records_current() {
     let owner = tool_broker::store::jobs::owner("env:TOOL_BROKER_API_KEY", Some(media_key.1));
     let jobs = broker
         .broker
+        .parts
         .store
         .list_jobs("media", &owner)
         .await
@@ -973,6 +974,7 @@ async fn status_reads_keep_the_callers_job_records_current() {
     assert_eq!(status, 200, "{body}");
     let jobs = broker
         .broker
+        .parts
         .store
         .list_jobs("media", &owner)
         .await

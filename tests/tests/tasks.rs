@@ -336,6 +336,7 @@ async fn a_task_whose_replica_stopped_is_reported_failed() {
     let owner = tool_broker::store::jobs::owner("env:TOOL_BROKER_API_KEY", Some(IMAGEGEN_KEY.1));
     broker
         .broker
+        .parts
         .store
         .create_task(&tool_broker::store::tasks::StoredTask {
             id: "stale-task".into(),
@@ -683,6 +684,7 @@ async fn a_call_the_policies_refuse_is_answered_at_once_and_never_stored_as_a_ta
     let now = jiff::Timestamp::now().as_millisecond();
     let stored = broker
         .broker
+        .parts
         .store
         .list_tasks(None, now, None, 10)
         .await

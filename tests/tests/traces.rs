@@ -572,7 +572,7 @@ async fn a_priced_call_carries_its_cost_on_its_span_whether_it_ran_or_failed() {
 async fn without_an_endpoint_nothing_is_exported_and_the_trace_passes_through() {
     let upstream = upstream().await;
     let broker = broker(&upstream, &[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")]).await;
-    assert!(broker.broker.traces.exporter().is_none());
+    assert!(broker.broker.parts.traces.exporter().is_none());
     assert_eq!(spans_counted(&broker, "exported", 0).await, None);
     let parent = traceparent(false);
     let (status, body) = broker

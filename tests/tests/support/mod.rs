@@ -520,6 +520,7 @@ pub async fn sqlite_store(dir: &Path) -> Store {
 pub async fn audit(broker: &TestBroker) -> Vec<tool_broker::store::audit::AuditRecord> {
     broker
         .broker
+        .parts
         .store
         .list_audit(&tool_broker::store::audit::AuditQuery {
             limit: 50,

@@ -114,9 +114,9 @@ fn serve_inner(
             listen = %listen,
             tls = tls.is_some(),
             workers,
-            snapshot = %broker.catalog.snapshot_id,
-            tools = broker.catalog.tools.len(),
-            catalog = %broker.catalog.origin,
+            snapshot = %broker.parts.catalog.snapshot_id,
+            tools = broker.parts.catalog.tools.len(),
+            catalog = %broker.parts.catalog.origin,
             compile_ms,
             ready_ms = started.elapsed().as_millis() as u64,
             start_cache = match (&cache, cached) {
@@ -128,7 +128,7 @@ fn serve_inner(
         );
         // What only a search needs is built once the broker listens, and what this
         // start parsed is kept for the next.
-        broker.catalog.build_search_in_background();
+        broker.parts.catalog.build_search_in_background();
         let saving = cache.filter(|_| !cached).map(|cache| {
             std::thread::spawn(move || {
                 if let Err(e) = cache.save() {
@@ -189,7 +189,7 @@ fn reload_on_hangup(broker: &Arc<Broker>, tls: Option<&Arc<Tls>>) {
                     let tls = tls.clone();
                     // Compiling a set takes milliseconds of CPU: off the runtime.
                     let _ = tokio::task::spawn_blocking(move || {
-                        broker.reload_policies();
+                        broker.parts.reload_policies();
                         if let Some(tls) = tls {
                             reload_tls(&tls);
                         }
@@ -217,9 +217,9 @@ fn prune_in_background(broker: &Arc<Broker>) {
         let mut every = tokio::time::interval(std::time::Duration::from_secs(3600));
         loop {
             every.tick().await;
-            let now = broker.now().as_millisecond();
+            let now = broker.parts.now().as_millisecond();
             let before = now - i64::from(days) * 86_400_000;
-            match broker.store.prune_audit(before, now).await {
+            match broker.parts.store.prune_audit(before, now).await {
                 Ok(p) if p.audit > 0 || p.tasks > 0 || p.jobs > 0 || p.approvals > 0 => {
                     tracing::info!(
                         audit = p.audit,

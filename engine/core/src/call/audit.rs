@@ -80,6 +80,7 @@ impl Broker {
             tool: tool.full_name.clone(),
             descriptor_hash: tool.descriptor_hash.clone(),
             catalog_version: self
+                .parts
                 .catalog
                 .services
                 .get(&tool.service)
@@ -103,7 +104,7 @@ impl Broker {
                     .map(|n| std::iter::once((c.unit.to_string(), n)).collect())
             }),
         };
-        if let Err(e) = self.store.append_audit(&record).await {
+        if let Err(e) = self.parts.store.append_audit(&record).await {
             tracing::error!(error = %e, tool = %tool.full_name, trace_id = %ctx.trace.id, "write audit record not stored");
         }
     }

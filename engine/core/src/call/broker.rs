@@ -48,14 +48,6 @@ pub struct EndpointState {
     pub started: jiff::Timestamp,
 }
 
-impl std::ops::Deref for Broker {
-    type Target = Parts;
-
-    fn deref(&self) -> &Parts {
-        &self.parts
-    }
-}
-
 impl std::fmt::Debug for Broker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Broker")

@@ -80,13 +80,13 @@ impl Broker {
         idempotency: Option<&str>,
     ) -> Result<Option<Hold>, CallError> {
         let Pricing { price, estimate } = pricing;
-        let now_ms = self.now().as_millisecond();
-        let bound = binding(&self.budgets, ctx.caller, Some(&price.unit), now_ms);
+        let now_ms = self.parts.now().as_millisecond();
+        let bound = binding(&self.parts.budgets, ctx.caller, Some(&price.unit), now_ms);
         let Some(first) = bound.first() else {
             return Ok(None);
         };
         let Estimate::Units(cost) = estimate else {
-            self.metrics.record_budget_refusal(&first.budget.name);
+            self.parts.metrics.record_budget_refusal(&first.budget.name);
             return Err(exceeded(tool, first, 0, None));
         };
         let id = hold_id(tool, ctx, idempotency);
@@ -101,6 +101,7 @@ impl Broker {
             })
             .collect();
         match self
+            .parts
             .store
             .reserve_budgets(&id, &charges, cost, &tool.full_name, now_ms)
             .await
@@ -115,7 +116,7 @@ impl Broker {
             }
             Ok(Reserved::Over { index, used }) => {
                 let over = &bound[index.min(bound.len() - 1)];
-                self.metrics.record_budget_refusal(&over.budget.name);
+                self.parts.metrics.record_budget_refusal(&over.budget.name);
                 tracing::info!(tool = %tool.full_name, budget = %over.budget.name, cost, used, "budget exceeded; nothing sent");
                 Err(exceeded(tool, over, used, Some(cost)))
             }
@@ -142,7 +143,7 @@ impl Broker {
             return;
         }
         let before = now_ms - HISTORY_DAYS * 24 * 3_600_000;
-        match self.store.prune_budgets(before).await {
+        match self.parts.store.prune_budgets(before).await {
             Ok(n) if n > 0 => tracing::info!(pruned = n, "budget history pruned"),
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "budget history not pruned"),
@@ -170,17 +171,24 @@ impl Broker {
             Err(_) => Some(hold.estimate),
         };
         let Some(units) = spent else {
-            if let Err(e) = self.store.release_budgets(&hold.id, hold.estimate).await {
+            if let Err(e) = self
+                .parts
+                .store
+                .release_budgets(&hold.id, hold.estimate)
+                .await
+            {
                 tracing::error!(error = %e, tool = %tool.full_name, "budget not released; the reservation stands at its estimate");
             }
             return;
         };
-        self.metrics.record_spent(&hold.unit, &tool.service, units);
+        self.parts
+            .metrics
+            .record_spent(&hold.unit, &tool.service, units);
         // The estimate stands: the reservation already says so (no round trip).
         if units == hold.estimate {
             return;
         }
-        let (store, name) = (self.store.clone(), tool.full_name.clone());
+        let (store, name) = (self.parts.store.clone(), tool.full_name.clone());
         tokio::spawn(async move {
             if let Err(e) = store.settle_budgets(&hold.id, hold.estimate, units).await {
                 tracing::error!(error = %e, tool = %name, "budget not settled; the reservation stands at its estimate");
@@ -194,10 +202,10 @@ impl Broker {
         let Some((unit, cost)) = priced.units() else {
             return false;
         };
-        if self.budgets.iter().all(|b| b.confirm_over.is_none()) {
+        if self.parts.budgets.iter().all(|b| b.confirm_over.is_none()) {
             return false;
         }
-        binding(&self.budgets, principal, Some(unit), 0)
+        binding(&self.parts.budgets, principal, Some(unit), 0)
             .iter()
             .any(|b| b.budget.confirm_over.is_some_and(|over| cost > over))
     }

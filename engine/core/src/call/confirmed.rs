@@ -113,11 +113,11 @@ impl Broker {
             };
             return self.execute_planned(tool, admitted, brought, ctx).await;
         }
-        let rules = &self.catalog.rules.confirmation;
+        let rules = &self.parts.catalog.rules.confirmation;
         let binding = Binding {
             digest: crate::confirm::bound::digest(tool, Some(&arguments), rules),
             spend: crate::confirm::bound::asks_to_run(tool, Some(&arguments), rules),
-            caller: self.job_owner(&tool.service, ctx),
+            caller: self.parts.job_owner(&tool.service, ctx),
         };
         let door = Args::Door(arguments, decided);
         if mode == WriteConfirmation::Human {
@@ -179,7 +179,7 @@ impl Broker {
         brought: &Brought,
         ctx: &RequestCtx<'_>,
     ) -> Result<Exec, CallError> {
-        let rules = &self.catalog.rules.confirmation;
+        let rules = &self.parts.catalog.rules.confirmation;
         let (bind, caller) = (Bind::args(&binding.digest), binding.caller.as_str());
         if let Some(token) = &brought.token {
             let cx = self.confirming();
@@ -211,8 +211,13 @@ impl Broker {
     ) -> Result<Exec, CallError> {
         if matches!(tool.action, Action::Hook(_)) {
             let mut shown = arguments.shown();
-            let secrets = self.secrets(ctx.headers);
-            crate::answer::redact::redact(&mut shown, &self.catalog.rules.redaction, &[], &secrets);
+            let secrets = self.parts.secrets(ctx.headers);
+            crate::answer::redact::redact(
+                &mut shown,
+                &self.parts.catalog.rules.redaction,
+                &[],
+                &secrets,
+            );
             return Ok(Exec {
                 data: json!({ "dryRun": true, "arguments": shown }).into(),
                 dry_run: true,
@@ -242,9 +247,9 @@ impl Broker {
             decided,
             mode,
         } = admitted;
-        let rules = &self.catalog.rules.confirmation;
+        let rules = &self.parts.catalog.rules.confirmation;
         let digest = crate::confirm::bound::digest(tool, Some(&arguments), rules);
-        let caller = self.job_owner(&tool.service, ctx);
+        let caller = self.parts.job_owner(&tool.service, ctx);
         let elicited = ctx.elicitation.filter(|e| e.applies() && e.state.is_some());
         let given = match (mode, &brought.token, &brought.approval_id, elicited) {
             (WriteConfirmation::Bound, Some(token), ..) => Some(Given::Token(token)),
@@ -325,8 +330,8 @@ impl Broker {
     /// The plan's writes as a preview shows them: tool, method, path, query and body,
     /// redacted as any preview is.
     fn shown_plan(&self, plan: &Plan, ctx: &RequestCtx<'_>) -> Value {
-        let secrets = self.secrets(ctx.headers);
-        let rules = &self.catalog.rules.redaction;
+        let secrets = self.parts.secrets(ctx.headers);
+        let rules = &self.parts.catalog.rules.redaction;
         Value::Array(
             plan.writes()
                 .into_iter()
@@ -391,10 +396,10 @@ impl Broker {
             });
         }
         let mut shown_args = Value::Object(arguments.clone());
-        let secrets = self.secrets(ctx.headers);
+        let secrets = self.parts.secrets(ctx.headers);
         crate::answer::redact::redact(
             &mut shown_args,
-            &self.catalog.rules.redaction,
+            &self.parts.catalog.rules.redaction,
             &[],
             &secrets,
         );
@@ -436,10 +441,20 @@ impl Broker {
             Err(e) => return Err(e),
         };
         let mut arguments = shown_args;
-        let secrets = self.secrets(ctx.headers);
-        crate::answer::redact::redact(&mut arguments, &self.catalog.rules.redaction, &[], &secrets);
+        let secrets = self.parts.secrets(ctx.headers);
+        crate::answer::redact::redact(
+            &mut arguments,
+            &self.parts.catalog.rules.redaction,
+            &[],
+            &secrets,
+        );
         let mut request = request;
-        crate::answer::redact::redact(&mut request, &self.catalog.rules.redaction, &[], &secrets);
+        crate::answer::redact::redact(
+            &mut request,
+            &self.parts.catalog.rules.redaction,
+            &[],
+            &secrets,
+        );
         Ok(json!({
             "title": tool.title,
             "risk": tool.risk.as_str(),

@@ -25,7 +25,7 @@ impl Broker {
         ctx: &RequestCtx<'_>,
         max_response: usize,
     ) -> Result<Exec, CallError> {
-        let (owner, args) = endpoint_tool(&self.catalog, tool, request);
+        let (owner, args) = endpoint_tool(&self.parts.catalog, tool, request);
         // 2. authorize, 3. price, 4. decide: as the tool the request belongs to.
         ctx.caller.check(owner)?;
         let priced = self.estimate(owner, &args)?;
@@ -35,7 +35,7 @@ impl Broker {
             Cleared::Send(permit) => permit,
             Cleared::Planned(exec) => return Ok(exec),
         };
-        let scope = Scope::new(self.template_context(tool, &args, ctx.headers));
+        let scope = Scope::new(self.parts.template_context(tool, &args, ctx.headers));
         // 7. send; 8. read the answer; 9. redact: as the endpoint tool's answer.
         let exchange = Exchange {
             request,

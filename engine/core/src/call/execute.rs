@@ -83,9 +83,10 @@ impl Broker {
         // Built only if a template reads it (`routed_context` copies the arguments).
         let (arguments, routed_to) = (&args, routed.as_deref());
         let scope = Scope::lazy(arguments, move || {
-            self.routed_context(tool, arguments, ctx.headers, routed_to)
+            self.parts
+                .routed_context(tool, arguments, ctx.headers, routed_to)
         });
-        let templates = &self.catalog.templates;
+        let templates = &self.parts.catalog.templates;
         for rule in &tool.require {
             let ok = templates.truthy(&rule.check, &scope).map_err(|e| {
                 tracing::error!(template = %e.name, kind = %e.kind, "precondition failed to evaluate");
@@ -168,7 +169,7 @@ impl Broker {
         ctx: &RequestCtx<'_>,
     ) -> Result<Verdict, CallError> {
         if !ctx.cover.by_the_door() {
-            return decide(tool, args, &self.catalog.rules.confirmation);
+            return decide(tool, args, &self.parts.catalog.rules.confirmation);
         }
         let asked = tool
             .preview_arg
@@ -192,7 +193,11 @@ impl Broker {
         ctx: &RequestCtx<'_>,
     ) -> Exec {
         let mut exec = priced.charge(self.preview(tool, request, reason));
-        if let Some(cost) = exec.cost.as_mut().filter(|_| !self.budgets.is_empty()) {
+        if let Some(cost) = exec
+            .cost
+            .as_mut()
+            .filter(|_| !self.parts.budgets.is_empty())
+        {
             cost.budgets = crate::run::budgets::standing(
                 &self.parts,
                 ctx.caller,
@@ -209,17 +214,21 @@ impl Broker {
     fn preview(&self, tool: &Tool, mut request: Value, reason: PreviewReason) -> Exec {
         // Credential-like fields of the request (an `apiKey` the caller passes on to the
         // upstream) are shown redacted, as everywhere else in an answer.
-        let redacted =
-            crate::answer::redact::redact(&mut request, &self.catalog.rules.redaction, &[], &[]);
+        let redacted = crate::answer::redact::redact(
+            &mut request,
+            &self.parts.catalog.rules.redaction,
+            &[],
+            &[],
+        );
         let needs_confirm = matches!(
             tool.confirmation,
             ConfirmationMode::ConfirmFlag | ConfirmationMode::DryRunDefault
         );
-        let next = self.render_shared(
+        let next = self.parts.render_shared(
             "dry_run_next_action.j2",
             &json!({
                 "tool": { "name": tool.full_name, "title": tool.title },
-                "confirm_arg": self.catalog.rules.confirmation.confirm_arg,
+                "confirm_arg": self.parts.catalog.rules.confirmation.confirm_arg,
                 "preview_arg": (reason == PreviewReason::Requested).then_some(tool.preview_arg.clone()).flatten(),
                 "needs_confirm": needs_confirm,
             }),

@@ -175,23 +175,23 @@ impl Broker {
             if let Some(write) = write {
                 // Each write of a call carries a key of its own, derived from the call's.
                 idempotency = idempotency.map(|key| format!("{key}-w{place}"));
-                inner_write = Some((write, self.now(), std::time::Instant::now()));
+                inner_write = Some((write, self.parts.now(), std::time::Instant::now()));
             }
         }
         // Its rate limit.
         if let Some(limit) = &tool.rate_limit {
             crate::call::ratelimit::check(
-                &self.store,
+                &self.parts.store,
                 &tool.full_name,
-                &self.job_owner(&tool.service, ctx),
+                &self.parts.job_owner(&tool.service, ctx),
                 limit,
-                self.now(),
+                self.parts.now(),
             )
             .await?;
         }
         // Its reservation. Budgets: boxed, so an unpriced call's future does not carry them.
         let hold = match decided.priced().0 {
-            Some(p) if !self.budgets.is_empty() => {
+            Some(p) if !self.parts.budgets.is_empty() => {
                 Box::pin(self.reserve(tool, p, ctx, idempotency.as_deref())).await?
             }
             _ => None,
@@ -242,8 +242,13 @@ impl Broker {
     /// What a write under a preview answers its tool: planned, nothing sent.
     fn planned(&self, tool: &Tool, request: &RenderedRequest, ctx: &RequestCtx<'_>) -> Exec {
         let mut shown = request.preview();
-        let secrets = self.secrets(ctx.headers);
-        crate::answer::redact::redact(&mut shown, &self.catalog.rules.redaction, &[], &secrets);
+        let secrets = self.parts.secrets(ctx.headers);
+        crate::answer::redact::redact(
+            &mut shown,
+            &self.parts.catalog.rules.redaction,
+            &[],
+            &secrets,
+        );
         Exec {
             data:
                 json!({ "dryRun": true, "planned": true, "tool": tool.full_name, "request": shown })

@@ -35,8 +35,12 @@ impl Broker {
             Ok(None) => return Claim::Go(None),
             Err(e) => return Claim::Refused(e),
         };
-        let owner = self.job_owner(&call.tool.service, ctx);
-        match begin(&self.store, call.tool, &owner, &key, sha, || self.now()).await {
+        let owner = self.parts.job_owner(&call.tool.service, ctx);
+        match begin(&self.parts.store, call.tool, &owner, &key, sha, || {
+            self.parts.now()
+        })
+        .await
+        {
             Ok(Begin::Replay(response)) => Claim::Replay(response),
             Ok(Begin::Run(held)) => {
                 ctx.idempotency = Some(held.upstream.clone());

@@ -66,7 +66,7 @@ use crate::caller::Caller;
 use crate::hooks;
 use crate::run::{Elicitation, TaskWatch};
 
-/// The broker: the parts every stage reads ([`crate::run::Parts`], also reached through `Deref`),
+/// The broker: the parts every stage reads ([`crate::run::Parts`], its field `parts`),
 /// who may call, this deployment's confirmation settings, the hooks' caches, what the
 /// endpoints keep, and the upstream client. It drives each call ([`Broker::call`]) and
 /// is the [`crate::run::Pipeline`] the stages it drives run tools through.
@@ -203,7 +203,7 @@ impl Broker {
             audit::write_outcome(&settled.result) == Some(crate::store::audit::Outcome::Executed);
         let response = self.respond(&mut call, &admission.ruling, settled);
         if let Some(held) = &held {
-            crate::confirm::idempotency::finish(&self.store, held, ran, &response).await;
+            crate::confirm::idempotency::finish(&self.parts.store, held, ran, &response).await;
         }
         response
     }

@@ -81,7 +81,7 @@ impl Broker {
             return Ok(None);
         };
         let dry_run = matches!(
-            decide(tool, args, &self.catalog.rules.confirmation),
+            decide(tool, args, &self.parts.catalog.rules.confirmation),
             Ok(Flagged::Preview(_))
         );
         self.decision(policies, tool, caller, args, dry_run, priced)
@@ -97,7 +97,7 @@ impl Broker {
             && self
                 .validate_and_price(tool, arguments.cloned())
                 .is_ok_and(|(args, priced)| {
-                    let policies = self.policy_set();
+                    let policies = self.parts.policy_set();
                     self.decide_door(policies.as_deref(), tool, caller, &args, priced)
                         .is_ok_and(|d| d.is_none_or(|d| d.allowed))
                 })
@@ -142,7 +142,7 @@ impl Broker {
     ) -> Result<Decision, CallError> {
         let cost = priced.units().map(|(unit, n)| (unit.as_str(), n));
         policies
-            .decide(tool, caller, args, dry_run, cost, || self.now())
+            .decide(tool, caller, args, dry_run, cost, || self.parts.now())
             .map_err(|Unreadable(pointer)| unreadable(tool, &pointer))
     }
 }

@@ -19,7 +19,7 @@ impl Broker {
         tool: &Tool,
         args: &Map<String, Value>,
     ) -> Result<Priced<'p>, CallError> {
-        let Some(price) = self.costs.price(&self.catalog, tool) else {
+        let Some(price) = self.parts.costs.price(&self.parts.catalog, tool) else {
             return Ok(Priced(None));
         };
         match price.estimate(args) {

@@ -107,8 +107,8 @@ impl Broker {
                 crate::confirm::APPROVAL_ARG,
             ),
         };
-        let trace = self.traces.start(input.trace_parent.take());
-        let Some(tool) = self.catalog.resolve(input.name) else {
+        let trace = self.parts.traces.start(input.trace_parent.take());
+        let Some(tool) = self.parts.catalog.resolve(input.name) else {
             return Err(Box::new(self.unknown(&input, &trace, started)));
         };
         let args_sha256 = (tool.risk == Risk::Write).then(|| audit_hash(input.arguments.as_ref()));
@@ -125,24 +125,25 @@ impl Broker {
             descriptor_hash: input.descriptor_hash,
             elicitation: input.elicitation,
             task_watch: input.task_watch,
-            policies: self.policy_set(),
+            policies: self.parts.policy_set(),
             trace,
             started,
-            started_at: self.now(),
+            started_at: self.parts.now(),
         })
     }
 
     /// The answer to a name no tool has: `unknown_tool` with the nearest names, in the
     /// portal's envelope for a `portal.` name.
     fn unknown(&self, input: &CallInput<'_>, trace: &CallTrace, started: Instant) -> Response {
-        let err = crate::catalog::unknown_tool(&self.catalog, input.name);
+        let err = crate::catalog::unknown_tool(&self.parts.catalog, input.name);
         let meta = Meta {
             request_id: input.request_id.clone(),
             trace_id: trace.id.clone(),
             duration_ms: super::span::elapsed_ms(started),
             ..Meta::default()
         };
-        self.metrics
+        self.parts
+            .metrics
             .record_call("unknown", err.classification.as_str(), meta.duration_ms);
         trace.finish(
             || "tools/call".into(),
@@ -157,7 +158,7 @@ impl Broker {
         if input.name.starts_with("portal.") {
             self.portal_response(input.name, &trace.id, Err(err))
         } else {
-            envelope::standard_err(&err, meta, &self.catalog.rules)
+            envelope::standard_err(&err, meta, &self.parts.catalog.rules)
         }
     }
 }

@@ -35,7 +35,8 @@ impl Broker {
             Ok(_) => "ok",
             Err(e) => e.classification.as_str(),
         };
-        self.metrics
+        self.parts
+            .metrics
             .record_call(&tool.full_name, outcome, duration_ms);
         tracing::info!(
             tool = %tool.full_name,
@@ -78,7 +79,8 @@ impl Broker {
     /// traced as replayed.
     pub(super) fn replayed(&self, call: &Call<'_>, response: Response) -> Response {
         let tool = call.tool;
-        self.metrics
+        self.parts
+            .metrics
             .record_call(&tool.full_name, "replayed", elapsed_ms(call.started));
         tracing::info!(tool = %tool.full_name, caller = %call.caller.name, "idempotent repeat answered from the store");
         call.trace.finish(
@@ -94,7 +96,12 @@ impl Broker {
     /// The envelope of a finished call (portal or standard, by the tool's service);
     /// `meta` holds the call's ids, duration and a failed call's cost.
     fn envelope(&self, tool: &Tool, mut meta: Meta, result: Result<Exec, CallError>) -> Response {
-        if self.catalog.services.get(&tool.service).map(|s| s.envelope)
+        if self
+            .parts
+            .catalog
+            .services
+            .get(&tool.service)
+            .map(|s| s.envelope)
             == Some(EnvelopeKind::Portal)
         {
             return self.portal_response(&tool.full_name, &meta.trace_id, result);
@@ -122,7 +129,7 @@ impl Broker {
             }
             Err(err) => {
                 meta.upstream_status = err.upstream_status;
-                envelope::standard_err(&err, meta, &self.catalog.rules)
+                envelope::standard_err(&err, meta, &self.parts.catalog.rules)
             }
         }
     }
@@ -136,7 +143,7 @@ impl Broker {
         result: Result<Exec, CallError>,
     ) -> Response {
         let (service_id, tool_name) = name.split_once('.').unwrap_or(("portal", name));
-        let rules = &self.catalog.rules;
+        let rules = &self.parts.catalog.rules;
         match result {
             Ok(exec) => envelope::portal(
                 Portal {

@@ -60,7 +60,7 @@ impl Broker {
         exchange: &Exchange<'_, '_>,
         ctx: &RequestCtx<'_>,
     ) -> Result<Exec, CallError> {
-        let Some(base_url) = self.routes.base_url(&tool.service) else {
+        let Some(base_url) = self.parts.routes.base_url(&tool.service) else {
             return Err(CallError::new(
                 Classification::NotConfigured,
                 format!(
@@ -71,6 +71,7 @@ impl Broker {
             ));
         };
         let service = self
+            .parts
             .catalog
             .services
             .get(&tool.service)
@@ -85,14 +86,14 @@ impl Broker {
             timeout: tool.timeout,
             max_body_bytes: exchange
                 .max_response
-                .unwrap_or(self.catalog.rules.limits.max_upstream_body_bytes),
+                .unwrap_or(self.parts.catalog.rules.limits.max_upstream_body_bytes),
             trace: ctx.trace,
             path_template: match &tool.action {
                 crate::catalog::Action::Http(plan) => plan.path.as_str(),
                 _ => "",
             },
         };
-        let mut secrets = self.secrets(ctx.headers);
+        let mut secrets = self.parts.secrets(ctx.headers);
         if let Some(stored) = &keyed.stored {
             secrets.push(stored.as_str());
         }
@@ -101,9 +102,12 @@ impl Broker {
             .send(exchange.permit, exchange.request, target)
             .await?
         {
-            Outcome::Refusal(refusal) => {
-                Err(refusal_error(tool, refusal, &self.catalog.rules, &secrets))
-            }
+            Outcome::Refusal(refusal) => Err(refusal_error(
+                tool,
+                refusal,
+                &self.parts.catalog.rules,
+                &secrets,
+            )),
             Outcome::Answer(answer) => {
                 self.read_answer(tool, &answer, exchange, &secrets, ctx)
                     .await
@@ -122,12 +126,13 @@ impl Broker {
         args: &Map<String, Value>,
         ctx: &'k RequestCtx<'_>,
     ) -> Result<Keyed<'k>, CallError> {
-        let profile = self
-            .routes
-            .profile_key(&self.catalog, tool, args, &ctx.caller.profiles)?;
+        let profile =
+            self.parts
+                .routes
+                .profile_key(&self.parts.catalog, tool, args, &ctx.caller.profiles)?;
         let header = match profile {
             Some(_) => None,
-            None => self.routes.caller_key(service, ctx.headers),
+            None => self.parts.routes.caller_key(service, ctx.headers),
         };
         let stored = match (profile.or(header), &self.hub, &ctx.caller.user) {
             (None, Some(hub), Some(user)) if hub.holds(&tool.service) => {
@@ -137,7 +142,7 @@ impl Broker {
         };
         let given = profile.or(header);
         let server = match (given, &stored) {
-            (None, None) => self.routes.server_key(service),
+            (None, None) => self.parts.routes.server_key(service),
             _ => None,
         };
         let keyed = Keyed {
@@ -161,7 +166,7 @@ impl Broker {
                 &cred.header,
                 user,
                 ctx.headers,
-                self.now().as_millisecond(),
+                self.parts.now().as_millisecond(),
             ));
         }
         Err(CallError::new(
@@ -186,7 +191,8 @@ impl Broker {
     ) -> Result<Exec, CallError> {
         let asked = Asked::of(&tool.response, exchange.args, tool.item_budget);
         // A price settled from the answer reads it as a value.
-        let price = (self.costs.price(&self.catalog, tool)).filter(|p| p.reads_answer());
+        let price =
+            (self.parts.costs.price(&self.parts.catalog, tool)).filter(|p| p.reads_answer());
         if exchange.want == Want::Text && price.is_none() && asked.one_pass(&tool.response) {
             return self.one_pass(tool, answer, secrets, asked.budget);
         }
@@ -232,7 +238,7 @@ impl Broker {
     ) -> Result<usize, CallError> {
         let mut paths: Vec<&JsonPath> = tool.response.redact.iter().collect();
         for (unless, extra) in &tool.response.redact_unless {
-            let keep = self.catalog.templates.truthy(unless, scope).map_err(|e| {
+            let keep = self.parts.catalog.templates.truthy(unless, scope).map_err(|e| {
                 tracing::error!(template = %e.name, kind = %e.kind, "redaction condition failed");
                 CallError::internal()
             })?;
@@ -240,7 +246,12 @@ impl Broker {
                 paths.extend(extra.iter());
             }
         }
-        Ok(redact(body, &self.catalog.rules.redaction, &paths, secrets))
+        Ok(redact(
+            body,
+            &self.parts.catalog.rules.redaction,
+            &paths,
+            secrets,
+        ))
     }
 
     /// A job the answer started, recorded for its caller, and the status a job status
@@ -250,13 +261,14 @@ impl Broker {
         if let Some(path) = &tool.response.job_id
             && let Some(Value::String(id)) = select(path, body)
             && let Err(e) = self
+                .parts
                 .store
                 .record_job(
                     &tool.service,
-                    &self.job_owner(&tool.service, ctx),
+                    &self.parts.job_owner(&tool.service, ctx),
                     &id,
                     &tool.name,
-                    self.now(),
+                    self.parts.now(),
                 )
                 .await
         {
@@ -283,7 +295,7 @@ impl Broker {
                 truncation: Vec::new(),
             }
         } else {
-            let rules = &self.catalog.rules.redaction;
+            let rules = &self.parts.catalog.rules.redaction;
             crate::answer::scan::scan(&answer.bytes, rules, secrets, budget)
                 .map_err(|_| crate::upstream::not_json(&tool.service, answer.status))?
         };
@@ -307,7 +319,7 @@ impl Broker {
         scope: &Scope<'_>,
         ctx: &RequestCtx<'_>,
     ) {
-        let job = match self.catalog.templates.eval(id, scope) {
+        let job = match self.parts.catalog.templates.eval(id, scope) {
             Ok(Some(Value::String(s))) if !s.is_empty() => s,
             Ok(Some(Value::Number(n))) => n.to_string(),
             _ => return,
@@ -316,10 +328,11 @@ impl Broker {
             Some(Value::String(s)) if !s.is_empty() => s,
             _ => return,
         };
-        let owner = self.job_owner(&tool.service, ctx);
+        let owner = self.parts.job_owner(&tool.service, ctx);
         if let Err(e) = self
+            .parts
             .store
-            .update_job(&tool.service, &owner, &job, &status, self.now())
+            .update_job(&tool.service, &owner, &job, &status, self.parts.now())
             .await
         {
             tracing::error!(error = %e, tool = %tool.full_name, "job status not recorded");

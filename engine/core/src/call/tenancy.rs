@@ -37,7 +37,7 @@ pub fn route(
     args: &mut Map<String, Value>,
     headers: &hyper::HeaderMap,
 ) -> Result<Option<String>, CallError> {
-    let Some(service) = broker.catalog.services.get(&tool.service) else {
+    let Some(service) = broker.parts.catalog.services.get(&tool.service) else {
         return Ok(None);
     };
     let Some(tenancy) = &service.tenancy else {
@@ -55,6 +55,7 @@ pub fn route(
         .filter(|v| !v.is_empty())
         .map(String::from);
     let public = broker
+        .parts
         .setting(&tool.service, &tenancy.mode_setting)
         .and_then(Value::as_str)
         == Some("public");
@@ -82,6 +83,7 @@ pub fn route(
     if let Some(tenant_id) = args.get(&tenancy.tenant_arg).and_then(Value::as_str) {
         let strict = args.get(&tenancy.strict_arg) != Some(&Value::Bool(false));
         let tenants = broker
+            .parts
             .setting(&tool.service, &tenancy.tenants_setting)
             .and_then(Value::as_array);
         let tenant = tenants

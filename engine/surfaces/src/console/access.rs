@@ -83,7 +83,7 @@ pub async fn viewer(broker: &Broker, headers: &hyper::HeaderMap) -> Result<Viewe
     if let Some(authorization) = headers.get(hyper::header::AUTHORIZATION) {
         let principal = broker
             .callers
-            .authenticate(authorization.to_str().ok(), broker.now())
+            .authenticate(authorization.to_str().ok(), broker.parts.now())
             .await
             .map_err(|e| Refusal::new(401, "unauthorized", e.message))?;
         let Some(user) = &principal.user else {
@@ -110,11 +110,12 @@ pub async fn viewer(broker: &Broker, headers: &hyper::HeaderMap) -> Result<Viewe
             "send an access token (Authorization: Bearer) of a person with an admin or auditor role; this broker has no sign-in for pages (docs/console.md)",
         ));
     };
-    let now = broker.now().as_millisecond();
-    let session = crate::hub::signin::session(&broker.store, hub.site, hub.times, headers, now)
-        .await
-        .filter(|s| s.issuer == oauth.issuer())
-        .ok_or_else(|| Refusal::new(401, "unauthorized", "sign in to open the console"))?;
+    let now = broker.parts.now().as_millisecond();
+    let session =
+        crate::hub::signin::session(&broker.parts.store, hub.site, hub.times, headers, now)
+            .await
+            .filter(|s| s.issuer == oauth.issuer())
+            .ok_or_else(|| Refusal::new(401, "unauthorized", "sign in to open the console"))?;
     let role = role_of(admin, &session.roles).ok_or_else(|| no_role(admin))?;
     Ok(Viewer {
         principal: crate::hub::principal_name(&session.user()),

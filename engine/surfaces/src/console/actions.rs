@@ -86,13 +86,14 @@ pub async fn act(broker: &Broker, viewer: &Viewer, action: &Action) -> Result<Va
                 ));
             }
             let ended = broker
+                .parts
                 .store
                 .end_sessions_of(user)
                 .await
                 .map_err(|e| unchanged("sessions not ended", &e))?;
             let record = crate::store::audit::AuditRecord {
                 seq: 0,
-                at: broker.now().to_string(),
+                at: broker.parts.now().to_string(),
                 key_name: user.clone(),
                 tool: "hub/sessions".into(),
                 descriptor_hash: String::new(),
@@ -108,7 +109,7 @@ pub async fn act(broker: &Broker, viewer: &Viewer, action: &Action) -> Result<Va
                 cost: None,
             };
             tracing::info!(user = %user, ended, by = %by, "sessions ended in the console");
-            if let Err(e) = broker.store.append_audit(&record).await {
+            if let Err(e) = broker.parts.store.append_audit(&record).await {
                 tracing::error!(error = %e, "console: ended sessions not audited");
                 return Err((
                     503,
@@ -220,11 +221,12 @@ async fn decide(
         return Err((403, "forbidden", "deciding an approval takes the approver role ([oauth.sign_in] approver_role) as well as an admin role".into()));
     }
     let unavailable = |e: crate::store::StoreError| unchanged("approval not decided", &e);
-    let Some(approval) = broker.store.approval(id).await.map_err(unavailable)? else {
+    let Some(approval) = broker.parts.store.approval(id).await.map_err(unavailable)? else {
         return Err((404, "not_found", format!("no approval `{id}`")));
     };
-    let now = broker.now().as_millisecond();
+    let now = broker.parts.now().as_millisecond();
     if !broker
+        .parts
         .store
         .decide_approval(id, &viewer.principal, approve, now)
         .await

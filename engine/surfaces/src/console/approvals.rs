@@ -80,7 +80,7 @@ async fn list(
     query: &str,
 ) -> Result<(Selection, Vec<Approval>, Option<String>), Answer> {
     let s = selection(query).map_err(|m| Answer::error(400, "invalid_request", &m))?;
-    let now = broker.now().as_millisecond();
+    let now = broker.parts.now().as_millisecond();
     let mut rows = super::store(broker)
         .list_approvals(
             s.shown,
@@ -100,7 +100,7 @@ async fn list(
 
 /// `GET /admin/api/approvals?state=&cursor=&limit=`.
 pub async fn api_list(broker: &Broker, query: &str) -> Answer {
-    let now = broker.now().as_millisecond();
+    let now = broker.parts.now().as_millisecond();
     match list(broker, query).await {
         Ok((_, rows, next)) => Answer::ok(json!({
             "approvals": rows.iter().map(|a| entry(a, now)).collect::<Vec<_>>(),
@@ -126,7 +126,7 @@ async fn one(broker: &Broker, id: &str) -> Result<Approval, Answer> {
 pub async fn api_one(broker: &Broker, id: &str) -> Answer {
     match one(broker, id).await {
         Ok(a) => {
-            let mut shown = entry(&a, broker.now().as_millisecond());
+            let mut shown = entry(&a, broker.parts.now().as_millisecond());
             shown["preview"] = preview(&broker.confirmations, &a);
             Answer::ok(shown)
         }
@@ -158,7 +158,7 @@ pub async fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html:
             );
         }
     };
-    let now = broker.now().as_millisecond();
+    let now = broker.parts.now().as_millisecond();
     let mut body = super::shell::filter_links(
         "Which approvals",
         &["all", "pending", "decided", "expired"],
@@ -222,7 +222,7 @@ pub async fn page_one(
             );
         }
     };
-    let now = broker.now().as_millisecond();
+    let now = broker.parts.now().as_millisecond();
     let state = state_at(&a, now);
     let mut body = String::new();
     if super::field(&super::query(query), "done").as_deref() == Some("decided") {

@@ -215,7 +215,7 @@ async fn reach(broker: &Broker) -> Value {
 /// `GET /admin/api/audit`: the page as JSON, or an export.
 pub async fn api(broker: &Broker, query: &str) -> Answer {
     let fields = super::query(query);
-    let (filter, format) = match filter_of(&fields, broker.now()) {
+    let (filter, format) = match filter_of(&fields, broker.parts.now()) {
         Ok(f) => f,
         Err(message) => return Answer::error(400, "invalid_request", &message),
     };
@@ -241,7 +241,7 @@ pub async fn api(broker: &Broker, query: &str) -> Answer {
             ),
         ));
     }
-    let stamp = broker.now().strftime("%Y%m%dT%H%M%SZ").to_string();
+    let stamp = broker.parts.now().strftime("%Y%m%dT%H%M%SZ").to_string();
     match format {
         Format::Json => Answer::Json(
             200,
@@ -281,7 +281,13 @@ pub async fn api(broker: &Broker, query: &str) -> Answer {
 pub async fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html::Page {
     let fields = super::query(query);
     let value = |name: &str| fields.get(name).map(String::as_str).unwrap_or("");
-    let services: Vec<&str> = broker.catalog.services.keys().map(String::as_str).collect();
+    let services: Vec<&str> = broker
+        .parts
+        .catalog
+        .services
+        .keys()
+        .map(String::as_str)
+        .collect();
     let mut body = format!(
         "<form class=\"filters\" method=\"get\" action=\"/admin/audit\" role=\"search\" aria-label=\"Filter the audit\">\
 <label>Since<input name=\"since\" value=\"{}\" placeholder=\"24h or 2026-11-01T00:00:00Z\"></label>\
@@ -308,7 +314,7 @@ pub async fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html:
         ),
         escape(value("policy")),
     );
-    let (filter, _) = match filter_of(&fields, broker.now()) {
+    let (filter, _) = match filter_of(&fields, broker.parts.now()) {
         Ok(f) => f,
         Err(message) => {
             body.push_str(&format!(
@@ -381,7 +387,7 @@ fn row(broker: &Broker, r: &AuditRecord) -> String {
             .unwrap_or(0);
     let encode = |t: &str| url::form_urlencoded::byte_serialize(t.as_bytes()).collect::<String>();
     // A catalog tool links to its page; a hub key change is no tool.
-    let tool = if broker.catalog.resolve(&r.tool).is_some() {
+    let tool = if broker.parts.catalog.resolve(&r.tool).is_some() {
         format!(
             "<a href=\"/admin/tools/{}\"><code>{}</code></a>",
             escape(&encode(&r.tool)),

@@ -81,7 +81,7 @@ fn class_word(c: crate::catalog::descriptor::Class) -> String {
 
 /// The tools `s` selects, best first when searched, by name otherwise.
 fn select<'a>(broker: &'a Broker, s: &Selection) -> Result<Vec<&'a Tool>, String> {
-    let catalog = &broker.catalog;
+    let catalog = &broker.parts.catalog;
     if let Some(service) = &s.service
         && !catalog.services.contains_key(service)
     {
@@ -113,7 +113,7 @@ fn select<'a>(broker: &'a Broker, s: &Selection) -> Result<Vec<&'a Tool>, String
 }
 
 fn row(broker: &Broker, tool: &Tool) -> Value {
-    let mut row = crate::catalog::describe::summary(&broker.catalog, tool);
+    let mut row = crate::catalog::describe::summary(&broker.parts.catalog, tool);
     if let Some(map) = row.as_object_mut() {
         map.insert("service".into(), json!(tool.service));
         map.insert("descriptorHash".into(), json!(tool.descriptor_hash));
@@ -141,7 +141,7 @@ pub fn api_list(broker: &Broker, query: &str) -> Answer {
         "tools": page,
         "total": total,
         "nextCursor": next,
-        "snapshotId": broker.catalog.snapshot_id,
+        "snapshotId": broker.parts.catalog.snapshot_id,
     }))
 }
 
@@ -170,7 +170,7 @@ fn price_json(price: &Price) -> Value {
 
 /// The policies whose scope can reach `tool`: id, effect, where, text.
 fn policies_of(broker: &Broker, tool: &Tool) -> Option<Value> {
-    let policies = broker.policy_set()?;
+    let policies = broker.parts.policy_set()?;
     let list: Vec<Value> = policies
         .sources()
         .iter()
@@ -190,7 +190,7 @@ fn policies_of(broker: &Broker, tool: &Tool) -> Option<Value> {
 
 /// Everything the console shows of one tool.
 fn detail(broker: &Broker, tool: &Tool) -> Value {
-    let catalog = &broker.catalog;
+    let catalog = &broker.parts.catalog;
     let redaction: Vec<&str> = tool
         .response
         .redact
@@ -217,7 +217,7 @@ fn detail(broker: &Broker, tool: &Tool) -> Value {
 
 /// `GET /admin/api/tools/<name>`.
 pub fn api_tool(broker: &Broker, name: &str) -> Answer {
-    match broker.catalog.resolve(name) {
+    match broker.parts.catalog.resolve(name) {
         Some(tool) => Answer::ok(detail(broker, tool)),
         None => Answer::error(
             404,
@@ -231,7 +231,13 @@ pub fn api_tool(broker: &Broker, name: &str) -> Answer {
 pub fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html::Page {
     let fields = super::query(query);
     let value = |n: &str| fields.get(n).map(String::as_str);
-    let services: Vec<&str> = broker.catalog.services.keys().map(String::as_str).collect();
+    let services: Vec<&str> = broker
+        .parts
+        .catalog
+        .services
+        .keys()
+        .map(String::as_str)
+        .collect();
     let mut body = format!(
         "<form class=\"filters\" method=\"get\" action=\"/admin/tools\" role=\"search\" aria-label=\"Search the catalog\">\
 <label>Search<input type=\"search\" name=\"q\" value=\"{}\" placeholder=\"refund a payment\"></label>{}{}{}{}\
@@ -261,20 +267,20 @@ pub fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html::Page 
     body.push_str(&format!(
         "<p class=\"muted\">{} of {} tools{}. Snapshot <code>{}</code>.</p>",
         tools.len(),
-        broker.catalog.tools.len(),
+        broker.parts.catalog.tools.len(),
         if s.q.is_some() {
             ", best match first"
         } else {
             ", by name"
         },
-        escape(&broker.catalog.snapshot_id)
+        escape(&broker.parts.catalog.snapshot_id)
     ));
     if tools.is_empty() {
         body.push_str("<p class=\"empty\">No tool matches. Try fewer words or clear a filter.</p>");
     } else {
         body.push_str("<div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>Tool</th><th>Title</th><th>Risk</th><th>Classes</th><th>Tier</th><th>Confirmation</th></tr></thead><tbody>");
         for tool in tools.iter().skip(s.offset).take(s.limit) {
-            let confirmation = crate::catalog::describe::confirmation(&broker.catalog, tool);
+            let confirmation = crate::catalog::describe::confirmation(&broker.parts.catalog, tool);
             body.push_str(&format!(
                 "<tr><td><a href=\"/admin/tools/{}\"><code>{}</code></a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 escape(&tool.full_name),
@@ -305,7 +311,7 @@ pub fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html::Page 
 
 /// `GET /admin/tools/<name>`.
 pub fn tool_page(broker: &Broker, viewer: &Viewer, name: &str) -> crate::html::Page {
-    let Some(tool) = broker.catalog.resolve(name) else {
+    let Some(tool) = broker.parts.catalog.resolve(name) else {
         let body = format!(
             "<p class=\"empty\">No tool <code>{}</code> in the catalog. <a href=\"/admin/tools\">Search the catalog</a>.</p>",
             escape(name)

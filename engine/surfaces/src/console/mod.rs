@@ -69,7 +69,12 @@ impl Viewer {
     /// session (an access token posts no form) or a hub.
     pub fn form_token(&self, broker: &Broker, action: &str) -> Option<String> {
         let (session, hub) = self.session.as_ref().zip(broker.hub.as_ref())?;
-        crate::hub::signin::form_token(&hub.cipher, session, action, broker.now().as_millisecond())
+        crate::hub::signin::form_token(
+            &hub.cipher,
+            session,
+            action,
+            broker.parts.now().as_millisecond(),
+        )
     }
 
     /// Whether `token` is a live CSRF token of this viewer's session for `action`.
@@ -83,7 +88,7 @@ impl Viewer {
                     session,
                     action,
                     token,
-                    broker.now().as_millisecond(),
+                    broker.parts.now().as_millisecond(),
                 )
             })
     }
@@ -132,7 +137,7 @@ pub fn store(broker: &Broker) -> &crate::store::Store {
         .endpoints
         .console_store
         .as_ref()
-        .unwrap_or(&broker.store)
+        .unwrap_or(&broker.parts.store)
 }
 
 /// Query parameters of a request, decoded; a name given twice keeps the last.

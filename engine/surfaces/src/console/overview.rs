@@ -21,8 +21,9 @@ fn health(calls: u64, failures: u64) -> &'static str {
 
 async fn overview(broker: &Broker) -> Value {
     let now = jiff::Timestamp::now();
-    let hour = broker.metrics.last_hour(now.as_second());
+    let hour = broker.parts.metrics.last_hour(now.as_second());
     let services: Vec<Value> = broker
+        .parts
         .catalog
         .services
         .values()
@@ -45,15 +46,15 @@ async fn overview(broker: &Broker) -> Value {
             })
         })
         .collect();
-    let store_ready = broker.store.ping().await;
+    let store_ready = broker.parts.store.ping().await;
     json!({
         "now": now.to_string(),
         "startedAt": broker.endpoints.started.to_string(),
         "lastHour": hour,
         "upstreams": services,
-        "catalog": { "snapshotId": broker.catalog.snapshot_id, "tools": broker.catalog.tools.len() },
-        "store": { "kind": broker.store.kind(), "ready": store_ready },
-        "policies": broker.policy_set().map(|p| p.sources().len()),
+        "catalog": { "snapshotId": broker.parts.catalog.snapshot_id, "tools": broker.parts.catalog.tools.len() },
+        "store": { "kind": broker.parts.store.kind(), "ready": store_ready },
+        "policies": broker.parts.policy_set().map(|p| p.sources().len()),
     })
 }
 

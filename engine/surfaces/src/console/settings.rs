@@ -10,7 +10,7 @@ use crate::call::Broker;
 use crate::html::{escape, folded_json, time};
 
 fn settings(broker: &Broker) -> Value {
-    let policies = broker.policies.as_ref().map(|state| {
+    let policies = broker.parts.policies.as_ref().map(|state| {
         let current = state.current();
         let (loaded_at, last) = state.history();
         json!({
@@ -29,12 +29,12 @@ fn settings(broker: &Broker) -> Value {
         "config": broker.endpoints.config_view,
         "policy": policies,
         "catalog": {
-            "snapshotId": broker.catalog.snapshot_id,
-            "tools": broker.catalog.tools.len(),
-            "origin": broker.catalog.origin,
-            "services": broker.catalog.services.values().map(|s| json!({ "service": s.id, "catalogVersion": s.catalog_version })).collect::<Vec<_>>(),
+            "snapshotId": broker.parts.catalog.snapshot_id,
+            "tools": broker.parts.catalog.tools.len(),
+            "origin": broker.parts.catalog.origin,
+            "services": broker.parts.catalog.services.values().map(|s| json!({ "service": s.id, "catalogVersion": s.catalog_version })).collect::<Vec<_>>(),
         },
-        "store": { "kind": broker.store.kind() },
+        "store": { "kind": broker.parts.store.kind() },
     })
 }
 

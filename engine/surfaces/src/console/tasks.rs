@@ -151,7 +151,7 @@ struct Listed {
 async fn list(broker: &Broker, query: &str) -> Result<Listed, Answer> {
     let s = selection(query).map_err(|m| Answer::error(400, "invalid_request", &m))?;
     let store = super::store(broker);
-    let now = broker.now().as_millisecond();
+    let now = broker.parts.now().as_millisecond();
     let unavailable = |e: crate::store::StoreError| Answer::store_down("tasks and jobs", &e);
     let limit = usize::try_from(s.limit).unwrap_or(usize::MAX);
     let mut tasks = store
@@ -195,7 +195,7 @@ async fn list(broker: &Broker, query: &str) -> Result<Listed, Answer> {
 
 /// `GET /admin/api/tasks?status=&taskCursor=&jobCursor=&limit=`.
 pub async fn api(broker: &Broker, query: &str) -> Answer {
-    let now = broker.now().as_millisecond();
+    let now = broker.parts.now().as_millisecond();
     match list(broker, query).await {
         Ok(l) => Answer::ok(json!({
             "tasks": l.tasks.iter().map(|t| task_json(t, now)).collect::<Vec<_>>(),
@@ -231,7 +231,7 @@ pub async fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html:
             );
         }
     };
-    let now = broker.now().as_millisecond();
+    let now = broker.parts.now().as_millisecond();
     let mut words = vec!["all"];
     words.extend(STATUSES);
     let mut body = super::shell::filter_links(

@@ -129,7 +129,7 @@ fn strings(value: Option<&Value>) -> Vec<String> {
 
 async fn gather(broker: &Broker) -> Result<Gathered, String> {
     let store = super::store(broker);
-    let now_ms = broker.now().as_millisecond();
+    let now_ms = broker.parts.now().as_millisecond();
     let mut g = Gathered {
         people: BTreeMap::new(),
         approvers: BTreeMap::new(),

@@ -92,7 +92,7 @@ pub fn take_round(
         hub.cipher.open_statement(
             ROUND_PURPOSE,
             state.as_deref()?,
-            broker.now().as_millisecond(),
+            broker.parts.now().as_millisecond(),
         )
     });
     let Some(claims) = opened.filter(|c| c["caller"] == principal.name.as_str()) else {
@@ -124,6 +124,7 @@ pub fn round(
     let url = details.get("connectUrl")?.as_str()?;
     let service = details.get("service")?.as_str()?;
     let title = broker
+        .parts
         .catalog
         .services
         .get(service)
@@ -147,7 +148,7 @@ pub fn round(
                 &json!({
                     "caller": principal.name,
                     "svc": service,
-                    "exp": broker.now().as_millisecond() + CONNECT_TTL_MS,
+                    "exp": broker.parts.now().as_millisecond() + CONNECT_TTL_MS,
                 }),
             )?;
             Some(result(

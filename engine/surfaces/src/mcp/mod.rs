@@ -138,7 +138,7 @@ pub fn error(id: &Value, code: i64, message: impl Into<String>, data: Option<Val
 /// classification's status otherwise (the issuer's keys unavailable); the envelope's
 /// error object as `data`.
 fn refused(broker: &Broker, id: &Value, err: &CallError) -> Reply {
-    let rules = &broker.catalog.rules;
+    let rules = &broker.parts.catalog.rules;
     let (code, status) = match err.classification {
         crate::error::Classification::Unauthorized => (code::UNAUTHORIZED, 401),
         crate::error::Classification::Forbidden => (code::FORBIDDEN, 403),
@@ -771,7 +771,7 @@ fn checked<'a>(
             None,
         ));
     }
-    let max_id = broker.catalog.rules.limits.max_request_id_chars;
+    let max_id = broker.parts.catalog.rules.limits.max_request_id_chars;
     let request_id = match id {
         Value::String(s) => s.clone(),
         other => other.to_string(),
@@ -799,7 +799,14 @@ fn checked<'a>(
 /// the catalog snapshot it was made on.
 fn list_tools(broker: &Broker, caller: &Caller, id: &Value, params: &Value, modern: bool) -> Reply {
     let visible = tools::visible(broker, caller);
-    let snapshot: String = broker.catalog.snapshot_id.chars().rev().take(8).collect();
+    let snapshot: String = broker
+        .parts
+        .catalog
+        .snapshot_id
+        .chars()
+        .rev()
+        .take(8)
+        .collect();
     let offset = match params.get("cursor") {
         None | Some(Value::Null) => 0,
         Some(Value::String(c)) => match c.split_once(':') {

@@ -65,7 +65,7 @@ fn target<'a>(broker: &'a Broker, input: &CallInput<'_>) -> Option<&'a Tool> {
     } else {
         input.name
     };
-    broker.catalog.resolve(name)
+    broker.parts.catalog.resolve(name)
 }
 
 /// Whether a call is run as a task: a tool that waits, which the caller may use with
@@ -131,12 +131,12 @@ pub async fn start<'a>(
     let Some(tool) = target(broker, &input).filter(|t| runs_as_task(broker, t, &input)) else {
         return Err(input);
     };
-    let now = broker.now().as_millisecond();
+    let now = broker.parts.now().as_millisecond();
     let task = StoredTask {
         id: new_id(),
         owner: crate::store::jobs::owner(
             &input.caller.name,
-            broker.upstream_key(&tool.service, input.headers),
+            broker.parts.upstream_key(&tool.service, input.headers),
         ),
         tool: tool.full_name.clone(),
         status: "working".into(),
@@ -146,7 +146,7 @@ pub async fn start<'a>(
         heartbeat_ms: now,
         expires_ms: now + TTL_MS,
     };
-    if let Err(e) = broker.store.create_task(&task).await {
+    if let Err(e) = broker.parts.store.create_task(&task).await {
         tracing::error!(error = %e, "task not recorded; the call runs without a task");
         return Err(input);
     }
@@ -227,7 +227,7 @@ async fn run(broker: Arc<Broker>, task: String, call: Owned) {
                 }
             },
             _ = beat.tick() => {
-                match broker.store.task_heartbeat(&task, broker.now().as_millisecond()).await {
+                match broker.parts.store.task_heartbeat(&task, broker.parts.now().as_millisecond()).await {
                     Ok(false) => {
                         // Never aborted: a submit in flight finishes and is audited;
                         // the watch ends at its next read, its answer is dropped.
@@ -243,8 +243,14 @@ async fn run(broker: Arc<Broker>, task: String, call: Owned) {
         }
     };
     match broker
+        .parts
         .store
-        .settle_task(&task, status, Some(&text), broker.now().as_millisecond())
+        .settle_task(
+            &task,
+            status,
+            Some(&text),
+            broker.parts.now().as_millisecond(),
+        )
         .await
     {
         Ok(true) => tracing::info!(task = %task, status, "task settled"),
@@ -261,7 +267,7 @@ async fn prune_now_and_then(broker: &Broker, now: i64) {
     if !PRUNED.due(now, PRUNE_EVERY_MS) {
         return;
     }
-    match broker.store.prune_tasks(now).await {
+    match broker.parts.store.prune_tasks(now).await {
         Ok(n) if n > 0 => tracing::info!(pruned = n, "expired tasks pruned"),
         Ok(_) => {}
         Err(e) => tracing::warn!(error = %e, "expired tasks not pruned"),
@@ -280,10 +286,10 @@ fn unknown(id: &Value) -> Reply {
 /// Where to read the job the task watched, for status messages: the check tool of the
 /// tool's poll plan, or of its task's watch tool.
 fn reader(broker: &Broker, tool: &str) -> String {
-    let resolved = broker.catalog.resolve(tool);
+    let resolved = broker.parts.catalog.resolve(tool);
     let watch = resolved
         .and_then(|t| Some((t, t.task.as_ref()?)))
-        .and_then(|(t, plan)| broker.catalog.resolve_in(&t.service, &plan.watch));
+        .and_then(|(t, plan)| broker.parts.catalog.resolve_in(&t.service, &plan.watch));
     watch
         .or(resolved)
         .and_then(|t| Some((t, t.poll.as_ref()?.check_tool.as_deref()?)))
@@ -318,8 +324,8 @@ pub async fn handle(
             None,
         );
     };
-    let now = broker.now().as_millisecond();
-    let task = match broker.store.task(task_id, now).await {
+    let now = broker.parts.now().as_millisecond();
+    let task = match broker.parts.store.task(task_id, now).await {
         Ok(Some(t)) => t,
         Ok(None) => return unknown(id),
         Err(e) => {
@@ -332,10 +338,9 @@ pub async fn handle(
             );
         }
     };
-    let owner = broker
-        .catalog
-        .resolve(&task.tool)
-        .map(|t| crate::store::jobs::owner(&caller.name, broker.upstream_key(&t.service, headers)));
+    let owner = broker.parts.catalog.resolve(&task.tool).map(|t| {
+        crate::store::jobs::owner(&caller.name, broker.parts.upstream_key(&t.service, headers))
+    });
     if owner.as_deref() != Some(task.owner.as_str()) {
         return unknown(id);
     }
@@ -343,6 +348,7 @@ pub async fn handle(
         "tasks/cancel" => {
             if task.status == "working" {
                 match broker
+                    .parts
                     .store
                     .settle_task(task_id, "cancelled", None, now)
                     .await
@@ -378,6 +384,7 @@ async fn detailed(broker: &Broker, mut task: StoredTask, now: i64) -> Value {
         })
         .to_string();
         if let Ok(true) = broker
+            .parts
             .store
             .settle_task(&task.id, "failed", Some(&error), now)
             .await
@@ -385,7 +392,7 @@ async fn detailed(broker: &Broker, mut task: StoredTask, now: i64) -> Value {
             task.status = "failed".into();
             task.result = Some(error);
             task.updated_ms = now;
-        } else if let Ok(Some(fresh)) = broker.store.task(&task.id, now).await {
+        } else if let Ok(Some(fresh)) = broker.parts.store.task(&task.id, now).await {
             task = fresh;
         }
     }

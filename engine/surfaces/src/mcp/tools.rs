@@ -101,7 +101,7 @@ fn entries(broker: &Broker) -> &[EntryText] {
     broker
         .endpoints
         .mcp_entries
-        .get_or_init(|| all_entries(&broker.catalog))
+        .get_or_init(|| all_entries(&broker.parts.catalog))
 }
 
 fn discovery_entries() -> &'static [EntryText] {
@@ -188,9 +188,9 @@ fn listed(tool: &Tool, caller: &Caller, policies: Option<&Policies>) -> bool {
 /// The entries a caller sees, in a stable order: its toolset, what its key or role
 /// fields allow, and with `[policy]` the tools some call could be permitted.
 pub fn visible<'a>(broker: &'a Broker, caller: &Caller) -> Vec<&'a EntryText> {
-    let policies = broker.policy_set();
+    let policies = broker.parts.policy_set();
     listing(
-        &broker.catalog,
+        &broker.parts.catalog,
         entries(broker),
         caller,
         policies.as_deref(),
@@ -229,7 +229,7 @@ fn meta(broker: &Broker, request_id: &str, trace: &CallTrace, tool: &str) -> Met
         request_id: request_id.to_string(),
         trace_id: trace.id.clone(),
         tool: Some(tool.into()),
-        snapshot_id: Some(broker.catalog.snapshot_id.as_str().into()),
+        snapshot_id: Some(broker.parts.catalog.snapshot_id.as_str().into()),
         ..Meta::default()
     }
 }
@@ -244,7 +244,7 @@ fn invalid(
     let err = CallError::validation(message.to_string())
         .with_details(json!([{ "pointer": "", "message": message }]));
     let meta = meta(broker, request_id, trace, tool);
-    envelope::standard_err(&err, meta, &broker.catalog.rules)
+    envelope::standard_err(&err, meta, &broker.parts.catalog.rules)
 }
 
 /// Runs a discovery tool; gives the input back when its name is not one. `find_tools`
@@ -257,7 +257,7 @@ pub async fn call_discovery<'a>(
     if ![FIND, REFERENCE, CALL].contains(&name) {
         return Err(input);
     }
-    let trace = broker.traces.start(input.trace_parent.clone());
+    let trace = broker.parts.traces.start(input.trace_parent.clone());
     let (endpoint, caller) = (input.endpoint, input.caller);
     let request_id = input.request_id.clone();
     let response = discovery(broker, &trace, input).await;
@@ -294,7 +294,7 @@ fn find(
     caller: &Caller,
     args: &Map<String, Value>,
 ) -> Response {
-    let (name, catalog) = (FIND, &broker.catalog);
+    let (name, catalog) = (FIND, &broker.parts.catalog);
     let Some(query) = text(args, "query") else {
         return invalid(
             broker,
@@ -306,12 +306,11 @@ fn find(
     };
     let service = text(args, "service");
     let filters = FindFilters::from_args(args);
-    let policies = broker.policy_set();
+    let policies = broker.parts.policy_set();
     let keep = |i: usize| {
-        catalog
-            .tools
-            .get(i)
-            .is_some_and(|t| broker.may_see(policies.as_deref(), caller, t) && filters.admits(t))
+        catalog.tools.get(i).is_some_and(|t| {
+            broker.parts.may_see(policies.as_deref(), caller, t) && filters.admits(t)
+        })
     };
     // One corpus across services, so scores of two services compare.
     let hits = catalog.search().search_all(service, query, keep);
@@ -336,13 +335,12 @@ fn reference(
     caller: &Caller,
     args: &Map<String, Value>,
 ) -> Response {
-    let (name, catalog) = (REFERENCE, &broker.catalog);
+    let (name, catalog) = (REFERENCE, &broker.parts.catalog);
     let wanted = text(args, "name").unwrap_or_default();
     match catalog.resolve(wanted) {
-        Some(tool) => match caller
-            .check_permission(tool)
-            .and_then(|()| (broker.policy_set()).map_or(Ok(()), |p| p.check_visible(tool, caller)))
-        {
+        Some(tool) => match caller.check_permission(tool).and_then(|()| {
+            (broker.parts.policy_set()).map_or(Ok(()), |p| p.check_visible(tool, caller))
+        }) {
             Ok(()) => envelope::standard_ok(
                 descriptor(catalog, tool),
                 meta(broker, request_id, trace, name),

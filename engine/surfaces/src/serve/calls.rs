@@ -148,7 +148,7 @@ pub async fn answer_call(
     } else {
         dispatch(broker, request).await
     };
-    broker.metrics.record_status(answer.status);
+    broker.parts.metrics.record_status(answer.status);
     answer
 }
 
@@ -176,7 +176,7 @@ pub(super) async fn answer_hyper(
             dispatch(broker, request).await
         }
     };
-    broker.metrics.record_status(response.status);
+    broker.parts.metrics.record_status(response.status);
     response
 }
 
@@ -205,7 +205,7 @@ async fn mcp(
     let bytes = match body {
         Ok(bytes) => bytes,
         Err(e) => {
-            let status = broker.catalog.rules.status(e.classification);
+            let status = broker.parts.catalog.rules.status(e.classification);
             return mcp_reply(crate::mcp::Reply {
                 status,
                 ..error(&Value::Null, code::INVALID_REQUEST, e.message, None)
@@ -240,12 +240,12 @@ async fn rest(
         .and_then(|rest| rest.split_once('/'))
         .filter(|(s, t)| !s.is_empty() && !t.is_empty() && !t.contains('/'))
         .map(|(s, t)| format!("{s}.{t}"));
-    let max_id = broker.catalog.rules.limits.max_request_id_chars;
+    let max_id = broker.parts.catalog.rules.limits.max_request_id_chars;
     let request_id = headers
         .get("x-request-id")
         .and_then(|v| v.to_str().ok())
         .filter(|v| !v.is_empty() && v.chars().count() <= max_id)
-        .map_or_else(|| broker.traces.next_request_id(), String::from);
+        .map_or_else(|| broker.parts.traces.next_request_id(), String::from);
     let bytes = match body {
         Ok(bytes) => bytes,
         Err(e) => return failure(broker, headers, &request_id, e),
@@ -323,10 +323,14 @@ fn failure(
 ) -> CallResponse {
     let meta = Meta {
         request_id: request_id.to_string(),
-        trace_id: broker.traces.answer_trace_id(Some(headers)),
+        trace_id: broker.parts.traces.answer_trace_id(Some(headers)),
         ..Meta::default()
     };
-    send(envelope::standard_err(&err, meta, &broker.catalog.rules))
+    send(envelope::standard_err(
+        &err,
+        meta,
+        &broker.parts.catalog.rules,
+    ))
 }
 
 /// `POST /`.
@@ -339,7 +343,7 @@ async fn rpc(
         Ok(bytes) => bytes,
         Err(e) => return failure(broker, headers, "", e),
     };
-    let max_id = broker.catalog.rules.limits.max_request_id_chars;
+    let max_id = broker.parts.catalog.rules.limits.max_request_id_chars;
     let crate::serve::jsonrpc::Read { shown_id, call } =
         crate::serve::jsonrpc::read(&bytes, max_id);
     let caller = match authenticate(broker, headers).await {

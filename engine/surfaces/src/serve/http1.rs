@@ -283,7 +283,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
 
 fn handover<S>(broker: &Broker, io: Watched<S>, buf: BytesMut, why: &'static str) -> Ended<S> {
     tracing::trace!(why, "connection handed to hyper's server");
-    broker.metrics.record_handover();
+    broker.parts.metrics.record_handover();
     Ended::Hyper(io.put_back(buf.freeze()))
 }
 

@@ -51,8 +51,8 @@ pub async fn approval_provider(
     };
     let approver = match &sign_in.approver_role {
         Some(role) => {
-            let now = broker.now().as_millisecond();
-            signin::session(&broker.store, hub.site, hub.times, headers, now)
+            let now = broker.parts.now().as_millisecond();
+            signin::session(&broker.parts.store, hub.site, hub.times, headers, now)
                 .await
                 .filter(|session| session.roles.contains(role))
                 .map(|session| crate::hub::principal_name(&session.user()))
@@ -90,7 +90,7 @@ pub async fn route(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
         return match authenticate(&broker, req.headers()).await {
             Ok(principal) => budget(&broker, req.method(), &principal).await,
             Err(e) => {
-                let status = broker.catalog.rules.status(e.classification);
+                let status = broker.parts.catalog.rules.status(e.classification);
                 json_response(
                     status,
                     &json!({ "error": { "classification": e.classification.as_str(), "message": e.message } }),
@@ -213,17 +213,17 @@ async fn api(
             }
         },
     };
-    let now = broker.now().as_millisecond();
+    let now = broker.parts.now().as_millisecond();
     let session = if headers.contains_key(hyper::header::AUTHORIZATION) {
         None
     } else {
-        signin::session(&broker.store, hub.site, hub.times, headers, now).await
+        signin::session(&broker.parts.store, hub.site, hub.times, headers, now).await
     };
     let principal = if session.is_none() {
         match authenticate(broker, headers).await {
             Ok(p) => p,
             Err(e) => {
-                let status = broker.catalog.rules.status(e.classification);
+                let status = broker.parts.catalog.rules.status(e.classification);
                 let extra: Vec<(&'static str, String)> = e
                     .challenge
                     .iter()
@@ -257,7 +257,7 @@ async fn api(
         match read_limited(broker, headers, path, body, MAX_BODY).await {
             Ok(b) => b,
             Err(e) => {
-                let status = broker.catalog.rules.status(e.classification);
+                let status = broker.parts.catalog.rules.status(e.classification);
                 return json_response(
                     status,
                     &json!({ "error": { "classification": e.classification.as_str(), "message": e.message } }),
@@ -312,7 +312,7 @@ async fn login(
             &base,
             hub.site,
             &next,
-            broker.now().as_millisecond(),
+            broker.parts.now().as_millisecond(),
         )
         .await
     {
@@ -350,10 +350,15 @@ async fn callback(
         headers,
         query,
     };
-    match sign_in.finish(&hub.cipher, oauth, back, broker.now()).await {
+    match sign_in
+        .finish(&hub.cipher, oauth, back, broker.parts.now())
+        .await
+    {
         Ok((session, next)) => {
-            let now = broker.now().as_millisecond();
-            match signin::start_session(&broker.store, hub.site, hub.times, &session, now).await {
+            let now = broker.parts.now().as_millisecond();
+            match signin::start_session(&broker.parts.store, hub.site, hub.times, &session, now)
+                .await
+            {
                 Some(cookie) => {
                     tracing::info!(user = %crate::hub::principal_name(&session.user()), "signed in to the hub");
                     let [_, clear_login] = signin::cleared_cookies(hub.site);

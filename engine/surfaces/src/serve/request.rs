@@ -120,7 +120,7 @@ pub(super) async fn authenticate(
             headers
                 .get(hyper::header::AUTHORIZATION)
                 .and_then(|v| v.to_str().ok()),
-            broker.now(),
+            broker.parts.now(),
         )
         .await
 }

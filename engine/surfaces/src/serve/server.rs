@@ -98,8 +98,11 @@ impl Serving {
                 _ = stop.wait_for(|stopped| *stopped) => break,
             };
             let Ok(permit) = self.permits.clone().try_acquire_owned() else {
-                self.broker.metrics.record_status(429);
-                if self.refused.due(self.broker.now().as_millisecond(), 1_000) {
+                self.broker.parts.metrics.record_status(429);
+                if self
+                    .refused
+                    .due(self.broker.parts.now().as_millisecond(), 1_000)
+                {
                     tracing::warn!(
                         max_connections = self.broker.endpoints.bounds.max_connections,
                         "connection refused: the broker is at its connection cap (429)"
@@ -468,7 +471,7 @@ pub async fn serve_workers(
 /// Starts the span exporter when `OTEL_*` sets one (on the calling runtime, beside the
 /// store's work); what it needs to flush at stop.
 fn export_spans(broker: &Broker) -> Option<Arc<crate::telemetry::otlp::export::Exporter>> {
-    let exporter = broker.traces.exporter()?;
+    let exporter = broker.parts.traces.exporter()?;
     exporter.spawn();
     Some(exporter.clone())
 }
@@ -493,10 +496,10 @@ fn over_cap_body(broker: &Broker) -> Value {
         ),
     );
     let meta = Meta {
-        trace_id: broker.traces.answer_trace_id(None),
+        trace_id: broker.parts.traces.answer_trace_id(None),
         ..Meta::default()
     };
-    envelope::standard_err(&err, meta, &broker.catalog.rules).envelope()
+    envelope::standard_err(&err, meta, &broker.parts.catalog.rules).envelope()
 }
 
 /// Routes one HTTP request. `loopback`: the broker listens on a loopback address.
@@ -507,7 +510,7 @@ pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool)
         loopback,
     ) {
         let response = calls::refuse_origin(&broker, req.uri().path(), req.headers(), refusal.0);
-        broker.metrics.record_status(403);
+        broker.parts.metrics.record_status(403);
         return into_hyper(response);
     }
     if req.method() == Method::POST
@@ -517,30 +520,12 @@ pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool)
     }
     match (req.method(), req.uri().path()) {
         (&Method::GET, "/healthz") => json_response(200, &json!({ "status": "ok" }), &[]),
-        (&Method::GET, "/readyz") => {
-            // Ready: the catalog is compiled and the store answers. Never the store's
-            // location: only its kind.
-            let draining = broker
-                .endpoints
-                .draining
-                .load(std::sync::atomic::Ordering::Acquire);
-            let store_ready = !draining && broker.store.ping().await;
-            json_response(
-                if store_ready { 200 } else { 503 },
-                &json!({
-                    "status": if draining { "shutting down" } else if store_ready { "ready" } else { "store unreachable" },
-                    "snapshotId": broker.catalog.snapshot_id,
-                    "tools": broker.catalog.tools.len(),
-                    "store": { "kind": broker.store.kind(), "ready": store_ready },
-                }),
-                &[],
-            )
-        }
+        (&Method::GET, "/readyz") => readiness(&broker).await,
         (&Method::GET, "/metrics") => {
-            let text = broker.metrics.render(
-                &broker.catalog.snapshot_id,
-                broker.catalog.tools.len(),
-                broker.traces.exporter().map(|e| e.counts()),
+            let text = broker.parts.metrics.render(
+                &broker.parts.catalog.snapshot_id,
+                broker.parts.catalog.tools.len(),
+                broker.parts.traces.exporter().map(|e| e.counts()),
             );
             let mut response = hyper::Response::new(Full::new(Bytes::from(text)));
             response.headers_mut().insert(
@@ -554,51 +539,41 @@ pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool)
                 .uri()
                 .query()
                 .is_some_and(|q| q.split('&').any(|p| p == "include_legacy=true"));
-            let slot = &broker.endpoints.projection[usize::from(include_legacy)];
-            let text = match slot.get() {
-                Some(text) => text,
-                None => match crate::serve::projection::text(&broker.catalog, include_legacy) {
-                    Ok(text) => slot.get_or_init(|| Bytes::from(text)),
-                    Err(e) => {
-                        // Every key is a string, so this does not happen; if it did, the
-                        // answer says so and nothing is cached.
-                        tracing::error!(error = %e, "the OpenAPI projection did not serialise");
-                        return json_response(
-                            500,
-                            &json!({ "error": "the OpenAPI projection could not be written; see the broker's log" }),
-                            &[],
-                        );
-                    }
-                },
-            };
-            let mut response = hyper::Response::new(Full::new(text.clone()));
-            response.headers_mut().insert(
-                hyper::header::CONTENT_TYPE,
-                hyper::header::HeaderValue::from_static("application/json"),
-            );
-            response
+            projection(&broker, include_legacy)
         }
         (&Method::GET, path) if crate::caller::oauth::METADATA_PATHS.contains(&path) => {
             protected_resource_metadata(&broker)
         }
         (_, path) if path == "/admin" || path.starts_with("/admin/") => {
             let response = super::admin::route(broker.clone(), req).await;
-            broker.metrics.record_status(response.status().as_u16());
+            broker
+                .parts
+                .metrics
+                .record_status(response.status().as_u16());
             response
         }
         (_, path) if path == "/hub" || path.starts_with("/hub/") => {
             let response = super::hub::route(broker.clone(), req).await;
-            broker.metrics.record_status(response.status().as_u16());
+            broker
+                .parts
+                .metrics
+                .record_status(response.status().as_u16());
             response
         }
         (&Method::GET | &Method::POST, path) if path.starts_with("/approvals/") => {
             let response = approvals(broker.clone(), req).await;
-            broker.metrics.record_status(response.status().as_u16());
+            broker
+                .parts
+                .metrics
+                .record_status(response.status().as_u16());
             response
         }
         (&Method::POST, path) if path.starts_with("/webhooks/") => {
             let response = webhook(broker.clone(), req).await;
-            broker.metrics.record_status(response.status().as_u16());
+            broker
+                .parts
+                .metrics
+                .record_status(response.status().as_u16());
             response
         }
         (_, "/mcp") => json_response(
@@ -617,6 +592,55 @@ pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool)
             &[],
         ),
     }
+}
+
+/// `GET /readyz`: ready when the catalog is compiled, the store answers and the broker
+/// is not draining. Never the store's location: only its kind.
+async fn readiness(broker: &Broker) -> HttpResponse {
+    // Ready: the catalog is compiled and the store answers. Never the store's
+    // location: only its kind.
+    let draining = broker
+        .endpoints
+        .draining
+        .load(std::sync::atomic::Ordering::Acquire);
+    let store_ready = !draining && broker.parts.store.ping().await;
+    json_response(
+        if store_ready { 200 } else { 503 },
+        &json!({
+            "status": if draining { "shutting down" } else if store_ready { "ready" } else { "store unreachable" },
+            "snapshotId": broker.parts.catalog.snapshot_id,
+            "tools": broker.parts.catalog.tools.len(),
+            "store": { "kind": broker.parts.store.kind(), "ready": store_ready },
+        }),
+        &[],
+    )
+}
+
+/// `GET /openapi.json`: the projection's text, built once per form and shared.
+fn projection(broker: &Broker, include_legacy: bool) -> HttpResponse {
+    let slot = &broker.endpoints.projection[usize::from(include_legacy)];
+    let text = match slot.get() {
+        Some(text) => text,
+        None => match crate::serve::projection::text(&broker.parts.catalog, include_legacy) {
+            Ok(text) => slot.get_or_init(|| Bytes::from(text)),
+            Err(e) => {
+                // Every key is a string, so this does not happen; if it did, the
+                // answer says so and nothing is cached.
+                tracing::error!(error = %e, "the OpenAPI projection did not serialise");
+                return json_response(
+                    500,
+                    &json!({ "error": "the OpenAPI projection could not be written; see the broker's log" }),
+                    &[],
+                );
+            }
+        },
+    };
+    let mut response = hyper::Response::new(Full::new(text.clone()));
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 /// With `[oauth]`, fetches the issuer's keys once at start, so the first token is
@@ -716,7 +740,7 @@ async fn webhook(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
     let bytes = match read_limited(&broker, &parts.headers, parts.uri.path(), body, limit).await {
         Ok(bytes) => bytes,
         Err(e) => {
-            let status = broker.catalog.rules.status(e.classification);
+            let status = broker.parts.catalog.rules.status(e.classification);
             let message = if status == 413 {
                 "the callback body is over 256 KiB".to_string()
             } else {
@@ -726,6 +750,6 @@ async fn webhook(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
         }
     };
     let answer =
-        crate::webhook::receive(&broker, &service, &parts.uri, &parts.headers, &bytes).await;
+        crate::webhook::receive(&broker.parts, &service, &parts.uri, &parts.headers, &bytes).await;
     json_response(answer.status, &answer.body, &[])
 }
