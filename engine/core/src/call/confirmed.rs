@@ -161,12 +161,26 @@ impl Broker {
         }
         // What the person will see: the preview of exactly this request.
         let preview = self.approval_preview(tool, door, ctx).await?;
-        Err(match elicitation {
+        Err(self.ask_person(tool, ctx, caller, bind, &preview).await)
+    }
+
+    /// Asks a person to approve `preview`: in the MCP client where it can ask, else on
+    /// the approval page. The answer is the refusal that says where.
+    async fn ask_person(
+        &self,
+        tool: &Tool,
+        ctx: &RequestCtx<'_>,
+        caller: &str,
+        bind: Bind<'_>,
+        preview: &Value,
+    ) -> CallError {
+        let cx = self.confirming();
+        match ctx.elicitation.filter(|e| e.applies()) {
             Some(_) => {
-                crate::confirm::approval::elicit::ask(cx, tool, ctx, caller, bind, &preview).await
+                crate::confirm::approval::elicit::ask(cx, tool, ctx, caller, bind, preview).await
             }
-            None => crate::confirm::approval::ask(cx, tool, ctx, caller, bind, &preview).await,
-        })
+            None => crate::confirm::approval::ask(cx, tool, ctx, caller, bind, preview).await,
+        }
     }
 
     /// Mode `bound`: a token bound to exactly this request lets it run (spent when the
@@ -412,13 +426,7 @@ impl Broker {
             "arguments": shown_args,
             "plan": shown,
         });
-        let cx = self.confirming();
-        Err(match ctx.elicitation.filter(|e| e.applies()) {
-            Some(_) => {
-                crate::confirm::approval::elicit::ask(cx, tool, ctx, caller, bind, &preview).await
-            }
-            None => crate::confirm::approval::ask(cx, tool, ctx, caller, bind, &preview).await,
-        })
+        Err(self.ask_person(tool, ctx, caller, bind, &preview).await)
     }
 
     /// What an approver is shown: the tool's preview of this request (a hook tool's
