@@ -148,10 +148,10 @@ impl Pipeline for Broker {
 
     fn stored_keys<'a>(
         &'a self,
-        principal: &'a crate::caller::Caller,
+        caller: &'a crate::caller::Caller,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Vec<String>> + Send + 'a>> {
         Box::pin(async move {
-            match (&self.hub, &principal.user) {
+            match (&self.hub, &caller.user) {
                 (Some(hub), Some(user)) => hub.stored_services(&self.parts, user).await,
                 _ => Vec::new(),
             }

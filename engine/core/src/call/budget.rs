@@ -198,14 +198,14 @@ impl Broker {
 
     /// Whether a call costs more than the `confirm_over` of a budget binding its
     /// caller (so a person, or a bound token, must confirm it).
-    pub(super) fn over_confirm_limit(&self, principal: &Caller, priced: Priced<'_>) -> bool {
+    pub(super) fn over_confirm_limit(&self, caller: &Caller, priced: Priced<'_>) -> bool {
         let Some((unit, cost)) = priced.units() else {
             return false;
         };
         if self.parts.budgets.iter().all(|b| b.confirm_over.is_none()) {
             return false;
         }
-        binding(&self.parts.budgets, principal, Some(unit), 0)
+        binding(&self.parts.budgets, caller, Some(unit), 0)
             .iter()
             .any(|b| b.budget.confirm_over.is_some_and(|over| cost > over))
     }

@@ -41,19 +41,19 @@ fn refused(e: &Refused) -> ApiResponse {
 pub async fn handle(
     hub: &Hub,
     parts: &Parts,
-    principal: &Caller,
+    caller: &Caller,
     method: &hyper::Method,
     service: Option<&str>,
     body: &[u8],
 ) -> ApiResponse {
-    let Some(user) = &principal.user else {
+    let Some(user) = &caller.user else {
         return refusal(
             403,
             "forbidden",
             "the hub keeps keys of people signed in at this broker's identity provider; an API key has no hub (send the key in its header instead)",
         );
     };
-    let may_use = |s: &str| principal.may_use_service(s);
+    let may_use = |s: &str| caller.may_use_service(s);
     match (method, service) {
         (&hyper::Method::GET, None) => match hub.list(parts, user, &may_use).await {
             Ok(entries) => ApiResponse {

@@ -44,10 +44,10 @@ impl HubCx<'_> {
     }
 
     fn may_use(&self, session: &Session) -> impl Fn(&str) -> bool {
-        let principal = self
+        let caller = self
             .oauth
             .signed_in_principal(&session.subject, &session.roles);
-        move |service: &str| principal.may_use_service(service)
+        move |service: &str| caller.may_use_service(service)
     }
 
     fn title_of(&self, service: &str) -> String {
@@ -143,10 +143,10 @@ pub async fn home(cx: HubCx<'_>, headers: &hyper::HeaderMap) -> Page {
     let Some(logout) = signin::form_token(&cx.hub.cipher, &session, "logout", now) else {
         return unavailable("no randomness available");
     };
-    let principal = cx
+    let caller = cx
         .oauth
         .signed_in_principal(&session.subject, &session.roles);
-    let budgets: String = crate::run::budgets::standing(cx.parts, &principal, None, None)
+    let budgets: String = crate::run::budgets::standing(cx.parts, &caller, None, None)
         .await
         .iter()
         .map(|r| {

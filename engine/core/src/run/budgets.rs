@@ -18,23 +18,23 @@ pub struct Binding<'b> {
     pub window: (i64, i64),
 }
 
-/// Who a principal is counted as on its own: `user:<issuer>#<subject>` or
+/// Who a caller is counted as on its own: `user:<issuer>#<subject>` or
 /// `key:<name>`.
-pub fn own_scope(principal: &Caller) -> String {
-    match &principal.user {
+pub fn own_scope(caller: &Caller) -> String {
+    match &caller.user {
         Some(u) => format!("user:{}#{}", u.issuer, u.subject),
-        None => format!("key:{}", principal.name),
+        None => format!("key:{}", caller.name),
     }
 }
 
-/// The budgets binding `principal` (in `unit`, or in any unit), in the config's order.
+/// The budgets binding `caller` (in `unit`, or in any unit), in the config's order.
 pub fn binding<'b>(
     budgets: &'b [Budget],
-    principal: &Caller,
+    caller: &Caller,
     unit: Option<&str>,
     now_ms: i64,
 ) -> Vec<Binding<'b>> {
-    let user = principal
+    let user = caller
         .user
         .as_ref()
         .map(|u| format!("{}#{}", u.issuer, u.subject));
@@ -42,21 +42,19 @@ pub fn binding<'b>(
         .iter()
         .filter(|b| unit.is_none_or(|u| b.unit == u))
         .filter_map(|budget| {
-            let own = || own_scope(principal);
+            let own = || own_scope(caller);
             let scope = match &budget.binds {
                 Binds::EachUser => user.is_some().then(own),
                 Binds::EachKey => user.is_none().then(own),
-                Binds::Role { role, shared } => {
-                    principal.roles.iter().any(|r| r == role).then(|| {
-                        if *shared {
-                            format!("role:{role}")
-                        } else {
-                            own()
-                        }
-                    })
-                }
+                Binds::Role { role, shared } => caller.roles.iter().any(|r| r == role).then(|| {
+                    if *shared {
+                        format!("role:{role}")
+                    } else {
+                        own()
+                    }
+                }),
                 Binds::User(id) => (user.as_deref() == Some(id.as_str())).then(own),
-                Binds::Key(name) => (user.is_none() && principal.name == *name).then(own),
+                Binds::Key(name) => (user.is_none() && caller.name == *name).then(own),
             }?;
             Some(Binding {
                 budget,
@@ -72,18 +70,18 @@ pub fn rfc3339(ms: i64) -> String {
     jiff::Timestamp::from_millisecond(ms).map_or_else(|_| ms.to_string(), |t| t.to_string())
 }
 
-/// What each budget binding `principal` (in `unit`, or all) holds now and, given a
+/// What each budget binding `caller` (in `unit`, or all) holds now and, given a
 /// call's estimate, would hold after it. A budget the store cannot read is left out
 /// (logged).
 pub async fn standing(
     parts: &Parts,
-    principal: &Caller,
+    caller: &Caller,
     unit: Option<&str>,
     estimate: Option<u64>,
 ) -> Vec<Room> {
     let now_ms = parts.now().as_millisecond();
     let mut rooms = Vec::new();
-    for bound in binding(&parts.budgets, principal, unit, now_ms) {
+    for bound in binding(&parts.budgets, caller, unit, now_ms) {
         let used = match parts
             .store
             .budget_used(&bound.budget.name, &bound.scope, bound.window.0)

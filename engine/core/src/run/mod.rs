@@ -71,7 +71,7 @@ pub trait Pipeline: Send + Sync {
     /// deployments without a hub, or when the store does not answer (logged).
     fn stored_keys<'a>(
         &'a self,
-        principal: &'a Caller,
+        caller: &'a Caller,
     ) -> Pin<Box<dyn Future<Output = Vec<String>> + Send + 'a>>;
 }
 

@@ -139,15 +139,15 @@ impl Parts {
             .map(crate::policy::PolicyState::current)
     }
 
-    /// Whether `principal` sees `tool` in lists, searches and references: its key or
+    /// Whether `caller` sees `tool` in lists, searches and references: its key or
     /// role fields allow it and, with `[policy]`, some call of it could be permitted.
     pub fn may_see(
         &self,
         policies: Option<&crate::policy::Policies>,
-        principal: &crate::caller::Caller,
+        caller: &crate::caller::Caller,
         tool: &Tool,
     ) -> bool {
-        principal.may_see(tool) && policies.is_none_or(|p| p.may_see(tool, principal))
+        caller.may_see(tool) && policies.is_none_or(|p| p.may_see(tool, caller))
     }
 
     /// Reads the policy folder again (SIGHUP): a valid set decides every call that

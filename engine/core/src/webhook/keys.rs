@@ -56,11 +56,11 @@ async fn fetch(cx: &dyn Pipeline, service: &str, api_key: &str) -> Result<Vec<u8
     let value = hyper::header::HeaderValue::from_str(api_key)
         .map_err(|_| "the API key is not a valid header value")?;
     headers.insert(name, value);
-    let principal = crate::caller::Caller::unrestricted("webhook-key-refresh");
+    let caller = crate::caller::Caller::unrestricted("webhook-key-refresh");
     let trace = cx.traces.start(None);
     // The broker's own refresh of callback keys, not a caller's call: no policy, and
     // a read of the service's key tool, so nothing here may write.
-    let ctx = crate::run::RequestCtx::own(&principal, &headers, &trace);
+    let ctx = crate::run::RequestCtx::own(&caller, &headers, &trace);
     let mut exec = cx
         .execute(tool, Some(serde_json::json!({})), &ctx)
         .await
