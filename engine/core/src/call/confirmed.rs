@@ -225,13 +225,7 @@ impl Broker {
     ) -> Result<Exec, CallError> {
         if matches!(tool.action, Action::Hook(_)) {
             let mut shown = arguments.shown();
-            let secrets = self.parts.secrets(ctx.headers);
-            crate::answer::redact::redact(
-                &mut shown,
-                &self.parts.catalog.rules.redaction,
-                &[],
-                &secrets,
-            );
+            self.redact_shown(&mut shown, ctx.headers);
             return Ok(Exec {
                 data: json!({ "dryRun": true, "arguments": shown }).into(),
                 dry_run: true,
@@ -344,14 +338,12 @@ impl Broker {
     /// The plan's writes as a preview shows them: tool, method, path, query and body,
     /// redacted as any preview is.
     fn shown_plan(&self, plan: &Plan, ctx: &RequestCtx<'_>) -> Value {
-        let secrets = self.parts.secrets(ctx.headers);
-        let rules = &self.parts.catalog.rules.redaction;
         Value::Array(
             plan.writes()
                 .into_iter()
                 .map(|write| {
                     let mut request = write.request;
-                    crate::answer::redact::redact(&mut request, rules, &[], &secrets);
+                    self.redact_shown(&mut request, ctx.headers);
                     let mut shown = json!({ "tool": write.tool });
                     if let (Value::Object(shown), Value::Object(request)) = (&mut shown, request) {
                         shown.extend(request);
@@ -410,22 +402,9 @@ impl Broker {
             });
         }
         let mut shown_args = Value::Object(arguments.clone());
-        let secrets = self.parts.secrets(ctx.headers);
-        crate::answer::redact::redact(
-            &mut shown_args,
-            &self.parts.catalog.rules.redaction,
-            &[],
-            &secrets,
-        );
-        let preview = json!({
-            "title": tool.title,
-            "risk": tool.risk.as_str(),
-            "classes": json!(tool.classes),
-            "consumesCredits": tool.classes.iter().any(|c| matches!(c, Class::Spend | Class::Credits)),
-            "request": Value::Null,
-            "arguments": shown_args,
-            "plan": shown,
-        });
+        self.redact_shown(&mut shown_args, ctx.headers);
+        let mut preview = approver_view(tool, Value::Null, shown_args);
+        preview["plan"] = shown;
         Err(self.ask_person(tool, ctx, caller, bind, &preview).await)
     }
 
@@ -448,29 +427,10 @@ impl Broker {
             Err(e) if e.classification == Classification::ConfirmationRequired => Value::Null,
             Err(e) => return Err(e),
         };
-        let mut arguments = shown_args;
-        let secrets = self.parts.secrets(ctx.headers);
-        crate::answer::redact::redact(
-            &mut arguments,
-            &self.parts.catalog.rules.redaction,
-            &[],
-            &secrets,
-        );
-        let mut request = request;
-        crate::answer::redact::redact(
-            &mut request,
-            &self.parts.catalog.rules.redaction,
-            &[],
-            &secrets,
-        );
-        Ok(json!({
-            "title": tool.title,
-            "risk": tool.risk.as_str(),
-            "classes": json!(tool.classes),
-            "consumesCredits": tool.classes.iter().any(|c| matches!(c, Class::Spend | Class::Credits)),
-            "request": request,
-            "arguments": arguments,
-        }))
+        let (mut arguments, mut request) = (shown_args, request);
+        self.redact_shown(&mut arguments, ctx.headers);
+        self.redact_shown(&mut request, ctx.headers);
+        Ok(approver_view(tool, request, arguments))
     }
 }
 
@@ -516,4 +476,17 @@ fn with_token(
             Err(e)
         }
     }
+}
+
+/// What an approver is shown of a call of `tool`: its words, its risk and classes, the
+/// request it would send and its arguments (both redacted already).
+fn approver_view(tool: &Tool, request: Value, arguments: Value) -> Value {
+    json!({
+        "title": tool.title,
+        "risk": tool.risk.as_str(),
+        "classes": json!(tool.classes),
+        "consumesCredits": tool.classes.iter().any(|c| matches!(c, Class::Spend | Class::Credits)),
+        "request": request,
+        "arguments": arguments,
+    })
 }

@@ -39,20 +39,13 @@ impl Broker {
         // 7. send; 8. read the answer; 9. redact: as the endpoint tool's answer.
         let exchange = Exchange {
             request,
-            permit: &permit,
             args: &args,
             scope: &scope,
             max_response: Some(max_response),
             want: Want::Value,
         };
-        let result = self
-            .send(tool, &exchange, ctx)
+        // ... and 10. settle.
+        self.send_cleared(tool, &exchange, permit, priced, ctx)
             .await
-            .map(|exec| priced.charge(exec));
-        // 10. settle.
-        if permit.leaves_work() {
-            self.finish(permit, &result, ctx).await;
-        }
-        result
     }
 }

@@ -141,21 +141,14 @@ impl Broker {
         };
         let exchange = Exchange {
             request: &request,
-            permit: &permit,
             args: &args,
             scope: &scope,
             max_response: None,
             want,
         };
-        let result = self
-            .send(tool, &exchange, ctx)
+        // ... and 10. settle its reservation (and audit a write inside another tool).
+        self.send_cleared(tool, &exchange, permit, priced, ctx)
             .await
-            .map(|exec| priced.charge(exec));
-        // 10. settle its reservation (and audit a write sent inside another tool).
-        if permit.leaves_work() {
-            self.finish(permit, &result, ctx).await;
-        }
-        result
     }
 
     /// Whether a call runs, answers a preview or is refused, by its tool's confirmation

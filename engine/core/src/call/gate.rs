@@ -242,13 +242,7 @@ impl Broker {
     /// What a write under a preview answers its tool: planned, nothing sent.
     fn planned(&self, tool: &Tool, request: &RenderedRequest, ctx: &RequestCtx<'_>) -> Exec {
         let mut shown = request.preview();
-        let secrets = self.parts.secrets(ctx.headers);
-        crate::answer::redact::redact(
-            &mut shown,
-            &self.parts.catalog.rules.redaction,
-            &[],
-            &secrets,
-        );
+        self.redact_shown(&mut shown, ctx.headers);
         Exec {
             data:
                 json!({ "dryRun": true, "planned": true, "tool": tool.full_name, "request": shown })

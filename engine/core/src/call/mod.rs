@@ -208,3 +208,13 @@ impl Broker {
         response
     }
 }
+
+impl Broker {
+    /// Redacts what a preview or an approver is shown (a request, arguments, a plan's
+    /// writes) as every answer is: the rules' secret names and every secret this
+    /// request's headers carry. How many values it replaced.
+    fn redact_shown(&self, shown: &mut Value, headers: &hyper::HeaderMap) -> usize {
+        let secrets = self.parts.secrets(headers);
+        crate::answer::redact::redact(shown, &self.parts.catalog.rules.redaction, &[], &secrets)
+    }
+}

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use super::Broker;
 use super::gate::Permit;
+use super::price::Priced;
 use crate::answer::redact::redact;
 use crate::answer::response::{extract_data, extract_pagination, refusal_error, select, truncate};
 use crate::catalog::template::Scope;
@@ -22,8 +23,6 @@ use crate::upstream::{Outcome, Target};
 pub(super) struct Exchange<'x, 's> {
     /// The request, rendered.
     pub(super) request: &'x RenderedRequest,
-    /// The gate's leave for it.
-    pub(super) permit: &'x Permit<'x>,
     /// The tool's validated arguments (its key fields, how its answer is shaped).
     pub(super) args: &'x Map<String, Value>,
     /// What its templates read (conditions on redaction, a job's id).
@@ -52,12 +51,34 @@ impl Keyed<'_> {
 }
 
 impl Broker {
-    /// Phase 7's exchange, then phases 8 and 9: `exchange.request` of `tool` sent
-    /// through the gate with the key it carries, and its answer made the tool's result.
-    pub(super) async fn send(
+    /// Phases 7 to 10 for a request the gate cleared: sent with its `permit`, its
+    /// answer read, redacted and charged at `priced`, then the permit ended (its
+    /// reservation settled, a write inside another tool audited).
+    pub(super) async fn send_cleared(
         &self,
         tool: &Tool,
         exchange: &Exchange<'_, '_>,
+        permit: Permit<'_>,
+        priced: Priced<'_>,
+        ctx: &RequestCtx<'_>,
+    ) -> Result<Exec, CallError> {
+        let result = self
+            .send(tool, exchange, &permit, ctx)
+            .await
+            .map(|exec| priced.charge(exec));
+        if permit.leaves_work() {
+            self.finish(permit, &result, ctx).await;
+        }
+        result
+    }
+
+    /// Phase 7's exchange, then phases 8 and 9: `exchange.request` of `tool` sent
+    /// through the gate with the key it carries, and its answer made the tool's result.
+    async fn send(
+        &self,
+        tool: &Tool,
+        exchange: &Exchange<'_, '_>,
+        permit: &Permit<'_>,
         ctx: &RequestCtx<'_>,
     ) -> Result<Exec, CallError> {
         let Some(base_url) = self.parts.routes.base_url(&tool.service) else {
@@ -97,11 +118,7 @@ impl Broker {
         if let Some(stored) = &keyed.stored {
             secrets.push(stored.as_str());
         }
-        match self
-            .gate
-            .send(exchange.permit, exchange.request, target)
-            .await?
-        {
+        match self.gate.send(permit, exchange.request, target).await? {
             Outcome::Refusal(refusal) => Err(refusal_error(
                 tool,
                 refusal,

@@ -610,6 +610,7 @@ impl Data {
         }
         match self {
             Self::Value(value) => value,
+            // Made a value just above: this arm is never taken (and ends at once if it were).
             Self::Text(_) => self.value_mut(),
         }
     }
