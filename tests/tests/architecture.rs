@@ -28,6 +28,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("error", &[]),
     ("net", &[]),
     ("html", &[]),
+    ("reply", &["html"]),
     ("catalog", &["error"]),
     ("config", &["catalog", "error"]),
     ("telemetry", &["error", "net"]),
@@ -58,6 +59,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "catalog",
             "config",
             "error",
+            "reply",
             "run",
             "store",
             "telemetry",
@@ -82,7 +84,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "hub",
         &[
-            "caller", "catalog", "config", "confirm", "error", "html", "net", "run", "store",
+            "caller", "catalog", "config", "confirm", "error", "html", "net", "reply", "run",
+            "store",
         ],
     ),
     (
@@ -119,6 +122,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "webhook",
         ],
     ),
+    ("served", &["call", "caller", "catalog", "config", "store"]),
     (
         "mcp",
         &[
@@ -132,7 +136,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "hooks",
             "hub",
             "policy",
+            "reply",
             "run",
+            "served",
             "store",
             "telemetry",
             "upstream",
@@ -151,7 +157,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "hub",
             "mcp",
             "policy",
+            "reply",
             "run",
+            "served",
             "store",
             "telemetry",
         ],
@@ -171,7 +179,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "html",
             "hub",
             "mcp",
+            "reply",
             "run",
+            "served",
             "store",
             "telemetry",
             "upstream",
@@ -203,6 +213,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "policy",
             "run",
             "serve",
+            "served",
             "store",
             "telemetry",
             "upstream",
@@ -231,7 +242,9 @@ const CRATES: &[(&str, &[&str], &[&str])] = &[
     ),
     (
         "core",
-        &["call", "confirm", "hooks", "html", "hub", "run", "webhook"],
+        &[
+            "call", "confirm", "hooks", "html", "hub", "reply", "run", "webhook",
+        ],
         &[
             "catalog",
             "config",
@@ -243,7 +256,7 @@ const CRATES: &[(&str, &[&str], &[&str])] = &[
     ),
     (
         "surfaces",
-        &["console", "mcp", "serve"],
+        &["console", "mcp", "serve", "served"],
         &[
             "catalog",
             "config",

@@ -1,7 +1,7 @@
 //! The write audit as the console reads it (engine/store/src/store/audit_query.rs): filters,
 //! newest-first pages by cursor, the oldest record kept, and retention pruning that
 //! removes only what is past its bound and over a day old, while the audit otherwise
-//! stays append-only; and the console's other lists (principals, stored keys,
+//! stays append-only; and the console's other lists (callers, stored keys,
 //! approvals, tasks, jobs). One suite, on SQLite and (ignored without a server) PostgreSQL.
 
 use tool_broker::store::approvals::{Approval, ApprovalState, Shown};
@@ -77,7 +77,7 @@ async fn suite(config: &StoreConfig) {
     // Each filter selects exactly its records, and the reader sees what was written.
     assert_eq!(count(&reader, filter()).await, 300);
     let who = AuditFilter {
-        principal: Some("https://idp#dana".into()),
+        caller: Some("https://idp#dana".into()),
         ..filter()
     };
     assert_eq!(count(&reader, who).await, 100);

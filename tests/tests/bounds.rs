@@ -285,7 +285,7 @@ async fn shutdown_lets_the_call_in_flight_finish(workers: Option<usize>) {
     b.stop();
     b.stopped().await;
     assert!(
-        b.broker
+        b.served
             .endpoints
             .draining
             .load(std::sync::atomic::Ordering::Acquire),
@@ -391,7 +391,7 @@ async fn worker_threads_serve_many_connections_at_once() {
 #[tokio::test]
 async fn readiness_says_shutting_down_while_draining() {
     let b = broker("").await;
-    b.broker
+    b.served
         .endpoints
         .draining
         .store(true, std::sync::atomic::Ordering::Release);

@@ -316,7 +316,7 @@ async fn a_timeout_keeps_the_estimate_since_the_upstream_may_have_done_the_work(
 }
 
 #[tokio::test]
-async fn budget_list_prints_what_each_principal_spent_from_the_store() {
+async fn budget_list_prints_what_each_caller_spent_from_the_store() {
     let server = upstream(200).await;
     let dir = tempfile::tempdir().unwrap();
     let mut setup = Setup::all_upstreams(&server.uri());

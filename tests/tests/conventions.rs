@@ -211,3 +211,59 @@ fn g() { super::super::answer::envelope(); }
     // One level down, a single `super::` is the module's own root, not the crate's.
     assert!(imports("fn g() { super::x(); }", 2).is_empty());
 }
+
+/// Every refusal outside a call's envelope and JSON-RPC is `reply::Reply::error`: no
+/// other code writes an `"error"` body, and each classification it names is the
+/// contract's (rules/errors.toml) or one of the surfaces' own two (`not_found`,
+/// `store_unavailable`; docs/behaviour.md, "Error bodies").
+#[test]
+fn every_error_body_has_one_shape_and_a_known_classification() {
+    let errors: toml::Table = toml::from_str(
+        &std::fs::read_to_string(engine_dir().join("../rules/errors.toml")).unwrap(),
+    )
+    .unwrap();
+    let mut known: BTreeSet<&str> = errors.keys().map(String::as_str).collect();
+    known.extend(["not_found", "store_unavailable"]);
+    let mut files = Vec::new();
+    for src in crate_sources() {
+        rust_files(&src, &mut files);
+    }
+    let mut found = Vec::new();
+    let mut named = 0;
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let code = without_tests(&text);
+        let at = |offset: usize| {
+            format!(
+                "{}:{}",
+                relative(file).display(),
+                code[..offset].lines().count()
+            )
+        };
+        for (offset, _) in code.match_indices("json!({ \"error\"") {
+            let line = &code[offset..code[offset..].find('\n').map_or(code.len(), |n| offset + n)];
+            if !line.contains("jsonrpc") && !relative(file).ends_with("reply.rs") {
+                found.push(format!("{}: an error body of its own: {line}", at(offset)));
+            }
+        }
+        for (offset, _) in code.match_indices("Reply::error(") {
+            let args = &code[offset + "Reply::error(".len()..];
+            let Some(second) = args.split(',').nth(1) else {
+                continue;
+            };
+            let word = second.trim();
+            if let Some(literal) = word.strip_prefix('"').and_then(|w| w.strip_suffix('"')) {
+                named += 1;
+                if !known.contains(literal) {
+                    found.push(format!("{}: classification `{literal}`", at(offset)));
+                }
+            }
+        }
+    }
+    assert!(named > 20, "the scan reads the calls ({named} found)");
+    assert!(
+        found.is_empty(),
+        "error bodies outside the one shape or its words:\n{}",
+        found.join("\n")
+    );
+}

@@ -501,7 +501,7 @@ async fn tools_call_answers_the_envelope_as_structured_content() {
     assert_eq!(text, result["structuredContent"]);
     assert_eq!(result["content"][0]["type"], "text");
     // A read whose answer is written in one pass (its envelope's `ok` and `error` kept
-    // apart from the body, `envelope::Response::ok_members`) is no error either.
+    // apart from the body, `envelope::Enveloped::ok_members`) is no error either.
     Mock::given(method("GET"))
         .and(path("/api/billing/v1/catalog"))
         .respond_with(ResponseTemplate::new(200).set_body_json(json!([{ "id": "c1" }])))

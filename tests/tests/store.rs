@@ -351,12 +351,12 @@ async fn suite(config: &StoreConfig) {
     );
 
     // Sessions: started on one replica, found on the other; touched at most once a
-    // minute; ended by idle time, lifetime, sign-out or a principal's revoke.
+    // minute; ended by idle time, lifetime, sign-out or a caller's revoke.
     use tool_broker::store::sessions::SessionRow;
-    let session = |id: &str, principal: &str, at: i64| SessionRow {
+    let session = |id: &str, caller: &str, at: i64| SessionRow {
         id_sha256: id.into(),
         kind: "hub".into(),
-        principal: principal.into(),
+        caller: caller.into(),
         claims: "{}".into(),
         created_ms: at,
         seen_ms: at,
@@ -384,7 +384,7 @@ async fn suite(config: &StoreConfig) {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(touched.principal, "iss#u1");
+    assert_eq!(touched.caller, "iss#u1");
     assert_eq!(
         a.session("s1", "hub", 40 * 60_000, idle)
             .await

@@ -1,7 +1,7 @@
 //! The console's audit page over 100,000 records: one filtered page (50 records,
 //! newest first) per filter the console offers, read through the console's own store
 //! handle, on each backend; and the users page's read of who the audit names. The worst cases are a filter matching few records spread
-//! over the whole audit (a rare principal, a rare policy) and a page deep in the audit.
+//! over the whole audit (a rare caller, a rare policy) and a page deep in the audit.
 //!
 //! Run: `cargo bench -p tool-broker --bench audit` (SQLite in a temporary folder);
 //! with `TOOL_BROKER_BENCH_DATABASE_URL=postgres://...` also PostgreSQL (in a schema
@@ -24,12 +24,12 @@ const OUTCOMES: [Outcome; 4] = [
     Outcome::TokenIssued,
 ];
 
-/// Record `i`: 50 principals (one rare: every 10,000th), 45 tools over 9 services,
+/// Record `i`: 50 callers (one rare: every 10,000th), 45 tools over 9 services,
 /// outcomes mostly executed, a policy on 20% (one rare policy), a record a minute
 /// back from `now_ms`.
 fn record(i: i64, now_ms: i64) -> AuditRecord {
     let n = usize::try_from(i).unwrap_or(0);
-    let principal = if i % 10_000 == 7 {
+    let caller = if i % 10_000 == 7 {
         "rare-principal".to_string()
     } else {
         format!("agent-{}", n % 49)
@@ -40,7 +40,7 @@ fn record(i: i64, now_ms: i64) -> AuditRecord {
         at: jiff::Timestamp::from_millisecond(now_ms - (RECORDS - i) * 60_000)
             .map(|t| t.to_string())
             .unwrap_or_default(),
-        key_name: principal,
+        key_name: caller,
         tool: format!("{service}.tool_{}", n % 5),
         descriptor_hash: "ab".repeat(32),
         catalog_version: "2026-11-28.1".into(),
@@ -115,14 +115,14 @@ fn backend(c: &mut Criterion, name: &str, config: &StoreConfig) {
         (
             "principal",
             page(AuditFilter {
-                principal: Some("agent-17".into()),
+                caller: Some("agent-17".into()),
                 ..AuditFilter::default()
             }),
         ),
         (
             "rare principal (10 records)",
             page(AuditFilter {
-                principal: Some("rare-principal".into()),
+                caller: Some("rare-principal".into()),
                 ..AuditFilter::default()
             }),
         ),

@@ -30,10 +30,14 @@ fn discovery(c: &mut Criterion) {
     let store = runtime
         .block_on(Store::open(&StoreConfig::Memory))
         .unwrap_or_else(|e| panic!("{e}"));
-    let broker = Broker::new(catalog.clone(), &ConfigFile::default(), &env, store)
+    let broker = std::sync::Arc::new(
+        Broker::new(catalog.clone(), &ConfigFile::default(), &env, store)
+            .unwrap_or_else(|e| panic!("{e}")),
+    );
+    let served = tool_broker::served::Served::new(broker.clone(), &ConfigFile::default(), &env)
         .unwrap_or_else(|e| panic!("{e}"));
     // Every tool listed: what a `toolset = "all"` key pages through.
-    let principal = Caller {
+    let listing = Caller {
         toolset: Toolset::Named(ToolsetName::All),
         ..Caller::unrestricted("bench")
     };
@@ -100,10 +104,10 @@ fn discovery(c: &mut Criterion) {
             })
         },
     );
-    let _ = visible(&broker, &principal); // build the entry cache once
+    let _ = visible(&served, &listing); // build the entry cache once
     c.bench_function("mcp tools/list: one page of 100 (entries cached)", |b| {
         b.iter(|| {
-            let all = visible(&broker, &principal);
+            let all = visible(&served, &listing);
             let page: Vec<_> = all.iter().skip(black_box(800)).take(100).collect();
             serde_json::to_string(&page).map(|s| s.len()).unwrap_or(0)
         })

@@ -19,7 +19,7 @@ use tool_broker::policy::{Policies, load, schema};
 
 /// One permit per tool for one of 20 roles (capping `amount` where the tool has it),
 /// then role-wide rules until `total`: a few for every tool, the rest one team per
-/// service (`permit(principal in Role::"team-7", action in Action::"payments", ...)`).
+/// service (`permit(caller in Role::"team-7", action in Action::"payments", ...)`).
 fn policy_text(catalog: &Catalog, total: usize) -> String {
     let mut out = String::new();
     let wide = [

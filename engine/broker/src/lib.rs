@@ -17,7 +17,7 @@
 //! | `broker-identity` | [`caller`], [`policy`] |
 //! | `broker-upstream` | [`upstream`], [`answer`] |
 //! | `broker-core` | [`run`], [`webhook`], [`confirm`], [`html`], [`hub`], [`hooks`], [`call`] |
-//! | `broker-surfaces` | [`mcp`], [`console`], [`serve`] |
+//! | `broker-surfaces` | [`served`], [`mcp`], [`console`], [`serve`] |
 //! | `broker-import` | [`import`] |
 //! | `tool-broker` | [`cli`] |
 
@@ -25,10 +25,10 @@ pub mod cli;
 
 pub use broker_catalog::{catalog, error};
 pub use broker_config::config;
-pub use broker_core::{call, confirm, hooks, html, hub, run, webhook};
+pub use broker_core::{call, confirm, hooks, html, hub, reply, run, webhook};
 pub use broker_identity::{caller, policy};
 pub use broker_import::import;
 pub use broker_store::store;
-pub use broker_surfaces::{console, mcp, serve};
+pub use broker_surfaces::{console, mcp, serve, served};
 pub use broker_telemetry::{net, telemetry};
 pub use broker_upstream::{answer, upstream};

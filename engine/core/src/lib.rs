@@ -7,6 +7,7 @@ pub mod confirm;
 pub mod hooks;
 pub mod html;
 pub mod hub;
+pub mod reply;
 pub mod run;
 pub mod webhook;
 

@@ -12,6 +12,7 @@ use tool_broker::catalog::Catalog;
 use tool_broker::catalog::compile::compile;
 use tool_broker::catalog::source::Sources;
 use tool_broker::config::ConfigFile;
+use tool_broker::served::Served;
 use tool_broker::store::{Store, StoreConfig};
 
 pub mod approval;
@@ -159,11 +160,13 @@ pub struct TestBroker {
     pub url: String,
     /// The broker itself, for direct inspection.
     pub broker: Arc<Broker>,
+    /// The broker with the endpoints' state, as the servers hold it.
+    pub served: Arc<Served>,
     /// The TLS pair of a `[tls]` config, as `serve` holds it (a test reloads it).
     pub tls: Option<Arc<tool_broker::serve::tls::Tls>>,
     client: reqwest::Client,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    served: Option<tokio::task::JoinHandle<()>>,
+    serving: Option<tokio::task::JoinHandle<()>>,
 }
 
 /// How to build a test broker.
@@ -254,13 +257,14 @@ impl TestBroker {
             broker = broker.with_clock(clock);
         }
         let broker = Arc::new(broker);
+        let served = Arc::new(Served::new(broker.clone(), &config, &lookup).unwrap());
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let serving = broker.clone();
+        let serving = served.clone();
         let shutdown = async {
             let _ = rx.await;
         };
         let workers = setup.workers.unwrap_or(1);
-        let served = if setup.on_test_runtime {
+        let serving_task = if setup.on_test_runtime {
             let tls = tls.clone();
             tokio::spawn(async move {
                 let _ =
@@ -278,10 +282,11 @@ impl TestBroker {
         Self {
             url,
             broker,
+            served,
             tls,
             client: reqwest::Client::new(),
             shutdown: Some(tx),
-            served: Some(served),
+            serving: Some(serving_task),
         }
     }
 
@@ -294,8 +299,8 @@ impl TestBroker {
 
     /// Waits until `serve` has returned (after [`TestBroker::stop`]).
     pub async fn stopped(&mut self) {
-        if let Some(served) = self.served.take() {
-            served.await.unwrap();
+        if let Some(serving) = self.serving.take() {
+            serving.await.unwrap();
         }
     }
 
@@ -459,11 +464,16 @@ pub fn scratch_root() -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
-/// The error `Broker::new` gives for a deployment config (fails the test when it builds).
+/// The error a deployment config is refused with, by the broker or by the endpoints
+/// (fails the test when both accept it).
 pub async fn config_error(config: &str) -> String {
     let config: ConfigFile = toml::from_str(config).unwrap();
     let store = Store::open(&StoreConfig::Memory).await.unwrap();
-    match Broker::new(embedded_catalog(), &config, &|_| None, store) {
+    let broker = match Broker::new(embedded_catalog(), &config, &|_| None, store) {
+        Ok(broker) => broker,
+        Err(e) => return e,
+    };
+    match Served::new(Arc::new(broker), &config, &|_| None) {
         Ok(_) => panic!("the config was accepted"),
         Err(e) => e,
     }

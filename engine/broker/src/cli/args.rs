@@ -178,7 +178,7 @@ pub enum AuditCommand {
 /// `tool-broker budget ...`.
 #[derive(Debug, Subcommand)]
 pub enum BudgetCommand {
-    /// What each budget spent per principal and window, newest window first: units
+    /// What each budget spent per caller and window, newest window first: units
     /// settled and reserved (calls still upstream), calls charged, the last charge.
     List {
         /// Only charges at or after this time: RFC 3339 (`2026-11-23T00:00:00Z`) or an

@@ -1,4 +1,4 @@
-//! `budget list`: what each budget has spent, per principal and window, read from the
+//! `budget list`: what each budget has spent, per caller and window, read from the
 //! store every replica shares (docs/budgets.md).
 
 use super::args::{BudgetCommand, Format, StoreArgs};

@@ -12,6 +12,7 @@ use crate::catalog::source::Sources;
 use crate::catalog::start_cache::StartCache;
 use crate::config::ConfigFile;
 use crate::serve::tls::Tls;
+use crate::served::{EndpointState, Served};
 
 /// Runs `serve`; the process exit code.
 pub(super) fn serve(
@@ -88,7 +89,8 @@ fn serve_inner(
         None => None,
     };
     let mut broker = Broker::new(Arc::new(catalog), &config, &env, store)?;
-    broker.endpoints.console_store = console_store;
+    let mut endpoints = EndpointState::new(&config, &env, &broker.parts.catalog)?;
+    endpoints.console_store = console_store;
     // With `[oauth]`, users sign in; a key is generated only where no one else could call.
     if broker.callers.keys.is_empty() && broker.callers.oauth.is_none() {
         let key = crate::caller::generate_key()?;
@@ -109,7 +111,7 @@ fn serve_inner(
         let listener = tokio::net::TcpListener::bind(&listen)
             .await
             .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
-        let workers = broker.endpoints.bounds.worker_threads();
+        let workers = endpoints.bounds.worker_threads();
         tracing::info!(
             listen = %listen,
             tls = tls.is_some(),
@@ -139,16 +141,17 @@ fn serve_inner(
         // SIGTERM (an orchestrator stopping the broker) or Ctrl-C: drain, then stop.
         let shutdown = stop_requested();
         let broker = Arc::new(broker);
-        prune_in_background(&broker);
+        prune_in_background(&broker, endpoints.audit_retention_days);
         reload_on_hangup(&broker, tls.as_ref());
-        let served = crate::serve::server::serve_workers(broker, listener, workers, tls, shutdown)
+        let served = Arc::new(Served { broker, endpoints });
+        let ran = crate::serve::server::serve_workers(served, listener, workers, tls, shutdown)
             .await
             .map_err(|e| format!("server failed: {e}"));
         // A broker stopped right after its start still leaves its cache whole.
         if let Some(saving) = saving {
             let _ = saving.join();
         }
-        served
+        ran
     })
 }
 
@@ -206,8 +209,7 @@ fn reload_on_hangup(broker: &Arc<Broker>, tls: Option<&Arc<Tls>>) {
 /// Prunes the audit, tasks, jobs and approvals past `audit_retention_days` (none when 0): a
 /// minute after the start, then hourly. Every replica may run it; the deletes are
 /// idempotent and each batch is its own transaction.
-fn prune_in_background(broker: &Arc<Broker>) {
-    let days = broker.endpoints.audit_retention_days;
+fn prune_in_background(broker: &Arc<Broker>, days: u32) {
     if days == 0 {
         return;
     }

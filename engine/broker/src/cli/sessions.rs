@@ -49,7 +49,7 @@ async fn run(command: SessionsCommand, store: &StoreArgs) -> Result<String, Stri
                     out,
                     "{:<9} {:<50} started {} last used {}",
                     r.kind,
-                    r.principal,
+                    r.caller,
                     at(r.created_ms),
                     at(r.seen_ms)
                 );

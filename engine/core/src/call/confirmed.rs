@@ -68,15 +68,15 @@ impl Broker {
     pub(super) fn confirmation_of(
         &self,
         tool: &Tool,
-        principal: &Caller,
+        caller: &Caller,
         priced: Priced<'_>,
     ) -> WriteConfirmation {
         let own = if tool.risk == Risk::Write {
-            principal.confirmation
+            caller.confirmation
         } else {
             WriteConfirmation::Flag
         };
-        if self.over_confirm_limit(principal, priced) {
+        if self.over_confirm_limit(caller, priced) {
             own.max(self.confirmations.strongest())
         } else {
             own

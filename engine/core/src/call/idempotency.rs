@@ -5,7 +5,7 @@
 
 use super::Broker;
 use super::resolve::Call;
-use crate::answer::envelope::Response;
+use crate::answer::envelope::Enveloped;
 use crate::confirm::idempotency::{Begin, Held, begin, key_of};
 use crate::error::CallError;
 use crate::run::RequestCtx;
@@ -17,7 +17,7 @@ pub(super) enum Claim {
     /// The key is refused (malformed, or held for other arguments): nothing runs.
     Refused(CallError),
     /// A repeat of a finished call: its kept answer.
-    Replay(Response),
+    Replay(Enveloped),
 }
 
 impl Broker {

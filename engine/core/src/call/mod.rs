@@ -28,7 +28,7 @@
 //!
 //! [`Broker`] (`broker.rs`) holds everything a call needs that is not in the request: the
 //! parts every stage reads ([`crate::run::Parts`]), the caller keys, the confirmation
-//! settings, the hooks' caches, the upstream client and what the endpoints keep. It is
+//! settings, the hooks' caches and the upstream client. It is
 //! the [`crate::run::Pipeline`] hooks and webhooks run tools through. What only the
 //! driver uses: `args`, `tenancy`, `ratelimit`.
 //!
@@ -57,7 +57,6 @@ mod span;
 pub mod tenancy;
 
 pub use admit::check_pin;
-pub use broker::EndpointState;
 pub use span::call_span;
 
 use serde_json::Value;
@@ -67,8 +66,8 @@ use crate::hooks;
 use crate::run::{Elicitation, TaskWatch};
 
 /// The broker: the parts every stage reads ([`crate::run::Parts`], its field `parts`),
-/// who may call, this deployment's confirmation settings, the hooks' caches, what the
-/// endpoints keep, and the upstream client. It drives each call ([`Broker::call`]) and
+/// who may call, this deployment's confirmation settings, the hooks' caches and the
+/// upstream client. It drives each call ([`Broker::call`]) and
 /// is the [`crate::run::Pipeline`] the stages it drives run tools through.
 pub struct Broker {
     /// What every stage may read: the catalog, the store, routes, settings, counters,
@@ -82,8 +81,6 @@ pub struct Broker {
     pub hub: Option<crate::hub::Hub>,
     /// The hooks' own caches.
     pub hooks: hooks::State,
-    /// What the HTTP endpoints keep with the broker.
-    pub endpoints: broker::EndpointState,
     /// The one way out: the upstream client behind the gate (decision 017).
     gate: gate::Gate,
 }
@@ -155,7 +152,7 @@ impl Endpoint {
 impl Broker {
     /// Runs one `tools/call` through the phases, in order, and returns the response to
     /// send.
-    pub async fn call(&self, input: CallInput<'_>) -> crate::answer::envelope::Response {
+    pub async fn call(&self, input: CallInput<'_>) -> crate::answer::envelope::Enveloped {
         // 1. resolve.
         let mut call = match self.resolve(input) {
             Ok(call) => call,

@@ -11,7 +11,7 @@ use std::time::Instant;
 use serde_json::{Map, Value};
 
 use super::{Broker, CallInput, Endpoint};
-use crate::answer::envelope::{self, Meta, Response};
+use crate::answer::envelope::{self, Enveloped, Meta};
 use crate::caller::Caller;
 use crate::catalog::Tool;
 use crate::catalog::descriptor::Risk;
@@ -97,7 +97,7 @@ impl Broker {
     pub(super) fn resolve<'a>(
         &'a self,
         mut input: CallInput<'a>,
-    ) -> Result<Call<'a>, Box<Response>> {
+    ) -> Result<Call<'a>, Box<Enveloped>> {
         let started = Instant::now();
         // The broker's own arguments: taken out before anything hashes or validates.
         let brought = Brought {
@@ -134,7 +134,7 @@ impl Broker {
 
     /// The answer to a name no tool has: `unknown_tool` with the nearest names, in the
     /// portal's envelope for a `portal.` name.
-    fn unknown(&self, input: &CallInput<'_>, trace: &CallTrace, started: Instant) -> Response {
+    fn unknown(&self, input: &CallInput<'_>, trace: &CallTrace, started: Instant) -> Enveloped {
         let err = crate::catalog::unknown_tool(&self.parts.catalog, input.name);
         let meta = Meta {
             request_id: input.request_id.clone(),

@@ -10,7 +10,7 @@ use super::admit::Ruling;
 use super::resolve::Call;
 use super::settle::Settled;
 use super::span::{cost_span, elapsed_ms, result_span, tool_span};
-use crate::answer::envelope::{self, Meta, Portal, Response};
+use crate::answer::envelope::{self, Enveloped, Meta, Portal};
 use crate::catalog::Tool;
 use crate::catalog::descriptor::{Class, EnvelopeKind};
 use crate::error::CallError;
@@ -24,7 +24,7 @@ impl Broker {
         call: &mut Call<'_>,
         ruling: &Ruling,
         settled: Settled,
-    ) -> Response {
+    ) -> Enveloped {
         let tool = call.tool;
         let Settled {
             result,
@@ -77,7 +77,7 @@ impl Broker {
 
     /// A repeat of a finished write, answered from the store: counted, logged and
     /// traced as replayed.
-    pub(super) fn replayed(&self, call: &Call<'_>, response: Response) -> Response {
+    pub(super) fn replayed(&self, call: &Call<'_>, response: Enveloped) -> Enveloped {
         let tool = call.tool;
         self.parts
             .metrics
@@ -95,7 +95,7 @@ impl Broker {
 
     /// The envelope of a finished call (portal or standard, by the tool's service);
     /// `meta` holds the call's ids, duration and a failed call's cost.
-    fn envelope(&self, tool: &Tool, mut meta: Meta, result: Result<Exec, CallError>) -> Response {
+    fn envelope(&self, tool: &Tool, mut meta: Meta, result: Result<Exec, CallError>) -> Enveloped {
         if self
             .parts
             .catalog
@@ -141,7 +141,7 @@ impl Broker {
         name: &str,
         trace_id: &str,
         result: Result<Exec, CallError>,
-    ) -> Response {
+    ) -> Enveloped {
         let (service_id, tool_name) = name.split_once('.').unwrap_or(("portal", name));
         let rules = &self.parts.catalog.rules;
         match result {

@@ -23,7 +23,7 @@ use std::time::Duration;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::answer::envelope::Response;
+use crate::answer::envelope::Enveloped;
 use crate::catalog::Tool;
 use crate::error::{CallError, Classification};
 use crate::store::Store;
@@ -55,7 +55,7 @@ pub enum Begin {
     /// Run it, holding the key.
     Run(Held),
     /// Answer this (a kept answer).
-    Replay(Response),
+    Replay(Enveloped),
 }
 
 /// The key of a call: given explicitly (MCP `_meta`) or in the `Idempotency-Key`
@@ -139,7 +139,7 @@ pub async fn begin(
             Claim::Completed { status, envelope } => {
                 let body: Value =
                     serde_json::from_str(&envelope).map_err(|_| CallError::internal())?;
-                return Ok(Begin::Replay(Response {
+                return Ok(Begin::Replay(Enveloped {
                     status,
                     body,
                     meta: None,
@@ -172,7 +172,7 @@ pub async fn begin(
 }
 
 /// Ends a held key: the answer is kept when the write ran, else the key is freed.
-pub async fn finish(store: &Store, held: &Held, ran: bool, response: &Response) {
+pub async fn finish(store: &Store, held: &Held, ran: bool, response: &Enveloped) {
     let done = if ran {
         store
             .complete_idempotency(

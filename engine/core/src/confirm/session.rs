@@ -119,13 +119,13 @@ fn digest(id: &str) -> String {
     crate::catalog::identity::sha256_hex(id.as_bytes())
 }
 
-/// Starts a session of `kind` for `principal` with what its page needs (`claims`);
+/// Starts a session of `kind` for `caller` with what its page needs (`claims`);
 /// the cookie's value (the session's id), or `None` when no randomness or store is
 /// available.
 pub async fn start(
     store: &Store,
     kind: Kind,
-    principal: &str,
+    caller: &str,
     claims: &Value,
     times: Times,
     now_ms: i64,
@@ -136,7 +136,7 @@ pub async fn start(
     let row = SessionRow {
         id_sha256: digest(&id),
         kind: kind.as_str().to_string(),
-        principal: principal.to_string(),
+        caller: caller.to_string(),
         claims: claims.to_string(),
         created_ms: now_ms,
         seen_ms: now_ms,
@@ -151,7 +151,7 @@ pub async fn start(
     }
 }
 
-/// The live session of `kind` whose id the cookie `base` holds: its principal and
+/// The live session of `kind` whose id the cookie `base` holds: its caller and
 /// claims.
 pub async fn find(
     store: &Store,
@@ -182,7 +182,7 @@ pub async fn find(
         }
     };
     let claims = serde_json::from_str(&row.claims).unwrap_or(Value::Null);
-    Some((row.principal, claims))
+    Some((row.caller, claims))
 }
 
 /// Ends the session whose id the cookie `base` holds, if any.

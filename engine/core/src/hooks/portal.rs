@@ -109,15 +109,15 @@ pub const MAX_ANSWERS: usize = 256;
 
 /// Who the broker saw: a user's issuer, subject and scopes, or a key's name; never a
 /// token or a key.
-fn identity(principal: &crate::caller::Caller) -> Value {
-    match &principal.user {
+fn identity(caller: &crate::caller::Caller) -> Value {
+    match &caller.user {
         Some(user) => json!({
             "kind": "user",
             "issuer": user.issuer,
             "subject": user.subject,
-            "scopes": principal.scopes.as_ref().map(crate::caller::oauth::scopes::Scopes::names),
+            "scopes": caller.scopes.as_ref().map(crate::caller::oauth::scopes::Scopes::names),
         }),
-        None => json!({ "kind": "key", "name": principal.name }),
+        None => json!({ "kind": "key", "name": caller.name }),
     }
 }
 

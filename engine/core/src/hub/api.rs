@@ -7,29 +7,18 @@
 //! hub (403). A service the user may not use, or whose calls take no caller key, is 404.
 //! A stored key is never answered.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{Hub, Refused, entry_json};
 use crate::caller::Caller;
+use crate::reply::Reply;
 use crate::run::Parts;
 
-/// A response of the API: status and JSON body (none for 204).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ApiResponse {
-    /// HTTP status.
-    pub status: u16,
-    /// JSON body.
-    pub body: Option<Value>,
+fn refusal(status: u16, classification: &str, message: &str) -> Reply {
+    Reply::error(status, classification, message)
 }
 
-fn refusal(status: u16, classification: &str, message: &str) -> ApiResponse {
-    ApiResponse {
-        status,
-        body: Some(json!({ "error": { "classification": classification, "message": message } })),
-    }
-}
-
-fn refused(e: &Refused) -> ApiResponse {
+fn refused(e: &Refused) -> Reply {
     match e {
         Refused::UnknownService(_) => refusal(404, "not_found", &e.message()),
         Refused::BadKey(_) => refusal(400, "validation_error", &e.message()),
@@ -45,7 +34,7 @@ pub async fn handle(
     method: &hyper::Method,
     service: Option<&str>,
     body: &[u8],
-) -> ApiResponse {
+) -> Reply {
     let Some(user) = &caller.user else {
         return refusal(
             403,
@@ -56,10 +45,9 @@ pub async fn handle(
     let may_use = |s: &str| caller.may_use_service(s);
     match (method, service) {
         (&hyper::Method::GET, None) => match hub.list(parts, user, &may_use).await {
-            Ok(entries) => ApiResponse {
-                status: 200,
-                body: Some(Value::Array(entries.iter().map(entry_json).collect())),
-            },
+            Ok(entries) => {
+                Reply::json(200, &Value::Array(entries.iter().map(entry_json).collect()))
+            }
             Err(e) => refused(&e),
         },
         (&hyper::Method::PUT | &hyper::Method::DELETE, Some(service)) => {
@@ -95,10 +83,7 @@ pub async fn handle(
                     .map(|_| ())
             };
             match result {
-                Ok(()) => ApiResponse {
-                    status: 204,
-                    body: None,
-                },
+                Ok(()) => Reply::empty(204),
                 Err(e) => refused(&e),
             }
         }

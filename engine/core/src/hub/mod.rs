@@ -292,7 +292,7 @@ impl Hub {
             Outcome::KeyStored
         };
         audit(parts, user, service, outcome, via).await;
-        tracing::info!(user = %principal_name(user), service, replaced, via, "hub key stored");
+        tracing::info!(user = %caller_name(user), service, replaced, via, "hub key stored");
         Ok(replaced)
     }
 
@@ -325,7 +325,7 @@ impl Hub {
                 via,
             )
             .await;
-            tracing::info!(user = %principal_name(user), service, via, "hub key deleted");
+            tracing::info!(user = %caller_name(user), service, via, "hub key deleted");
         }
         Ok(deleted)
     }
@@ -437,7 +437,7 @@ pub struct Rekeyed {
 }
 
 /// `<issuer>#<subject>`: how the audit and the log name a user.
-pub fn principal_name(user: &User) -> String {
+pub fn caller_name(user: &User) -> String {
     format!("{}#{}", user.issuer, user.subject)
 }
 
@@ -470,7 +470,7 @@ async fn audit(
     let record = AuditRecord {
         seq: 0,
         at: parts.now().to_string(),
-        key_name: principal_name(user),
+        key_name: caller_name(user),
         tool: format!("hub/keys/{service}"),
         descriptor_hash: String::new(),
         catalog_version: parts

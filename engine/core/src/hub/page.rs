@@ -46,7 +46,7 @@ impl HubCx<'_> {
     fn may_use(&self, session: &Session) -> impl Fn(&str) -> bool {
         let caller = self
             .oauth
-            .signed_in_principal(&session.subject, &session.roles);
+            .signed_in_caller(&session.subject, &session.roles);
         move |service: &str| caller.may_use_service(service)
     }
 
@@ -143,9 +143,7 @@ pub async fn home(cx: HubCx<'_>, headers: &hyper::HeaderMap) -> Page {
     let Some(logout) = signin::form_token(&cx.hub.cipher, &session, "logout", now) else {
         return unavailable("no randomness available");
     };
-    let caller = cx
-        .oauth
-        .signed_in_principal(&session.subject, &session.roles);
+    let caller = cx.oauth.signed_in_caller(&session.subject, &session.roles);
     let budgets: String = crate::run::budgets::standing(cx.parts, &caller, None, None)
         .await
         .iter()

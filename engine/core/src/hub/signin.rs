@@ -447,14 +447,14 @@ pub async fn start_session(
     session: &Session,
     now_ms: i64,
 ) -> Option<String> {
-    let principal = super::principal_name(&session.user());
+    let caller = super::caller_name(&session.user());
     let claims = json!({
         "iss": session.issuer,
         "sub": session.subject,
         "name": session.name,
         "roles": session.roles,
     });
-    let id = page_session::start(store, Kind::Hub, &principal, &claims, times, now_ms).await?;
+    let id = page_session::start(store, Kind::Hub, &caller, &claims, times, now_ms).await?;
     Some(site.cookie(SESSION_COOKIE, &id, "Lax", times.lifetime_ms / 1000))
 }
 

@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 
 use crate::answer::response::select;
+use crate::reply::Reply;
 use crate::run::Parts;
 
 pub mod keys;
@@ -27,21 +28,16 @@ use crate::catalog::webhook::MessagePart;
 /// Largest callback body read.
 pub const MAX_BODY_BYTES: usize = 256 * 1024;
 
-/// The response to a callback: status and JSON body.
-#[derive(Debug, Clone, PartialEq)]
-pub struct WebhookResponse {
-    /// HTTP status.
-    pub status: u16,
-    /// Body.
-    pub body: Value,
-}
-
-fn respond(status: u16, body: Value) -> WebhookResponse {
-    WebhookResponse { status, body }
-}
-
-fn refuse(status: u16, message: &str) -> WebhookResponse {
-    respond(status, json!({ "error": message }))
+/// A refused callback: the one error body, its classification read off the status.
+fn refuse(status: u16, message: &str) -> Reply {
+    let classification = match status {
+        400 => "invalid_request",
+        401 => "unauthorized",
+        404 => "not_found",
+        413 => "payload_too_large",
+        _ => "not_configured",
+    };
+    Reply::error(status, classification, message)
 }
 
 /// The text at a JSONPath, as a string (numbers too).
@@ -175,7 +171,7 @@ pub async fn receive(
     uri: &hyper::Uri,
     headers: &hyper::HeaderMap,
     body: &[u8],
-) -> WebhookResponse {
+) -> Reply {
     let Some(webhook) = parts
         .catalog
         .services
@@ -187,14 +183,14 @@ pub async fn receive(
     if parts.callbacks.get(service_id).is_none() {
         return refuse(
             503,
-            "this parts has no webhook secret or key configured for the service; callbacks are refused",
+            "this broker has no webhook secret or key configured for the service; callbacks are refused",
         );
     }
     if !parts.callbacks.ready(service_id) {
         // The key is fetched in the background; the upstream retries the callback.
         return refuse(
             503,
-            "this parts has not yet fetched the service's webhook public key; send the callback again",
+            "this broker has not yet fetched the service's webhook public key; send the callback again",
         );
     }
     if body.len() > MAX_BODY_BYTES {
@@ -240,7 +236,7 @@ pub async fn receive(
             tracing::error!(error = %e, service = %service_id, "webhook event not stored");
             return refuse(
                 503,
-                "the parts cannot store the callback right now; send it again",
+                "the broker cannot store the callback right now; send it again",
             );
         }
     };
@@ -256,14 +252,14 @@ pub async fn receive(
                 tracing::error!(error = %e, service = %service_id, "job not updated from a webhook");
                 return refuse(
                     503,
-                    "the parts cannot store the callback right now; send it again",
+                    "the broker cannot store the callback right now; send it again",
                 );
             }
         }
     }
     tracing::info!(service = %service_id, duplicate = !new, jobs_updated = updated, "webhook received");
-    respond(
+    Reply::json(
         200,
-        json!({ "received": true, "duplicate": !new, "jobsUpdated": updated }),
+        &json!({ "received": true, "duplicate": !new, "jobsUpdated": updated }),
     )
 }

@@ -72,7 +72,7 @@ pub struct User {
 }
 
 impl Caller {
-    /// A principal allowed everything, listing the default toolset.
+    /// A caller allowed everything, listing the default toolset.
     pub fn unrestricted(name: &str) -> Self {
         Self {
             name: name.to_string(),
@@ -90,7 +90,7 @@ impl Caller {
         }
     }
 
-    /// Refuses a tool this principal may not use, or one not exposed, with `forbidden`;
+    /// Refuses a tool this caller may not use, or one not exposed, with `forbidden`;
     /// one the access token's scopes do not cover with `forbidden` and a step-up
     /// challenge.
     pub fn check(&self, tool: &Tool) -> Result<(), CallError> {
@@ -101,7 +101,7 @@ impl Caller {
         }
     }
 
-    /// Whether this principal sees a tool in lists and searches: its permission set
+    /// Whether this caller sees a tool in lists and searches: its permission set
     /// allows it. Scopes are not asked: a client sees a write tool and steps up when it
     /// calls it.
     pub fn may_see(&self, tool: &Tool) -> bool {
@@ -140,7 +140,7 @@ impl Caller {
         ))
     }
 
-    /// Whether any of this principal's permission sets allows a service.
+    /// Whether any of this caller's permission sets allows a service.
     pub fn may_use_service(&self, service: &str) -> bool {
         let allows = |s: &Option<BTreeSet<String>>| s.as_ref().is_none_or(|s| s.contains(service));
         allows(&self.services) || self.other_grants.iter().any(|g| allows(&g.services))
@@ -152,7 +152,7 @@ impl Caller {
     }
 }
 
-/// One more permission set of a principal (a user's further roles): services, tiers
+/// One more permission set of a caller (a user's further roles): services, tiers
 /// and risks, `None` meaning all.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Grant {
@@ -322,17 +322,17 @@ impl Keys {
 
     /// Adds an unrestricted key given in clear (from `TOOL_BROKER_API_KEY` or generated).
     pub fn add_plain(&mut self, name: &str, token: &str) {
-        let principal = Caller {
+        let caller = Caller {
             toolset: self.default_toolset.clone(),
             confirmation: self.default_confirmation,
             ..Caller::unrestricted(name)
         };
-        self.entries.push((hash_token(token), Arc::new(principal)));
+        self.entries.push((hash_token(token), Arc::new(caller)));
     }
 
-    /// Every key's principal (never its hash), in the config's order.
-    pub fn principals(&self) -> impl Iterator<Item = &Caller> {
-        self.entries.iter().map(|(_, principal)| principal.as_ref())
+    /// Every key's caller (never its hash), in the config's order.
+    pub fn callers(&self) -> impl Iterator<Item = &Caller> {
+        self.entries.iter().map(|(_, caller)| caller.as_ref())
     }
 
     /// Whether no key is configured.
@@ -344,9 +344,9 @@ impl Keys {
     /// time, whatever matches.
     pub fn find(&self, hash: &[u8; 32]) -> Option<&Arc<Caller>> {
         let mut found = None;
-        for (stored, principal) in &self.entries {
+        for (stored, caller) in &self.entries {
             if bool::from(stored.ct_eq(hash)) && found.is_none() {
-                found = Some(principal);
+                found = Some(caller);
             }
         }
         found
@@ -432,12 +432,12 @@ impl Callers {
         // first, without the sha256 a key look-up costs (20k instructions on a JWT).
         let jwt = memchr::memchr_iter(b'.', token.as_bytes()).take(3).count() == 2;
         if let Some(oauth) = self.oauth.as_ref().filter(|_| jwt)
-            && let Some(principal) = oauth.kept(token, now)
+            && let Some(caller) = oauth.kept(token, now)
         {
-            return Ok(principal);
+            return Ok(caller);
         }
-        if let Some(principal) = self.keys.find(&hash_token(token)) {
-            return Ok(Arc::clone(principal));
+        if let Some(caller) = self.keys.find(&hash_token(token)) {
+            return Ok(Arc::clone(caller));
         }
         match &self.oauth {
             Some(oauth) if jwt => oauth.authenticate(token, now).await,

@@ -106,7 +106,7 @@ struct Kept {
     decided: [Option<Decision>; 2],
 }
 
-/// The parts of a principal policies read: its uid (a user's issuer and subject, or a
+/// The parts of a caller policies read (as Cedar's principal): its uid (a user's issuer and subject, or a
 /// key's name), its roles and its claims. A user's next token may carry others.
 #[derive(Debug)]
 struct Who {
@@ -359,25 +359,24 @@ impl Policies {
         Some((i, self.tools.get(i)?))
     }
 
-    fn caller_hash(&self, principal: &Caller) -> u64 {
+    fn caller_hash(&self, caller: &Caller) -> u64 {
         let mut h = self.hash_key.build_hasher();
-        hash_who(principal, &mut h);
+        hash_who(caller, &mut h);
         h.finish()
     }
 
-    /// What is kept of `principal`, made at its first question.
-    fn caller(&self, principal: &Caller) -> Arc<CallerEntry> {
-        let hash = self.caller_hash(principal);
+    /// What is kept of `caller`, made at its first question.
+    fn known(&self, caller: &Caller) -> Arc<CallerEntry> {
+        let hash = self.caller_hash(caller);
         if let Ok(kept) = self.callers.read()
-            && let Some(caller) =
-                (kept.get(&hash).into_iter().flatten()).find(|c| c.who.is(principal))
+            && let Some(known) = (kept.get(&hash).into_iter().flatten()).find(|c| c.who.is(caller))
         {
-            return Arc::clone(caller);
+            return Arc::clone(known);
         }
-        let caller = Arc::new(CallerEntry {
-            who: Who::of(principal),
-            uid: self.types.principal_uid(principal),
-            entity: self.types.principal(principal).ok(),
+        let known = Arc::new(CallerEntry {
+            who: Who::of(caller),
+            uid: self.types.principal_uid(caller),
+            entity: self.types.principal(caller).ok(),
             cuts: RwLock::new(HashMap::new()),
             tools: RwLock::new(HashMap::default()),
             visible: (0..self.tools.len()).map(|_| AtomicU8::new(0)).collect(),
@@ -387,30 +386,30 @@ impl Policies {
                 kept.clear();
             }
             let same = kept.entry(hash).or_default();
-            same.retain(|c| !c.who.is(principal));
-            same.push(Arc::clone(&caller));
+            same.retain(|c| !c.who.is(caller));
+            same.push(Arc::clone(&known));
         }
-        caller
+        known
     }
 
     /// The decision kept for this caller, tool and flag, if there is one: two read
     /// locks, no copy.
-    fn kept_decision(&self, index: usize, principal: &Caller, dry_run: bool) -> Option<Decision> {
-        let hash = self.caller_hash(principal);
+    fn kept_decision(&self, index: usize, caller: &Caller, dry_run: bool) -> Option<Decision> {
+        let hash = self.caller_hash(caller);
         let callers = self.callers.read().ok()?;
-        let caller = callers.get(&hash)?.iter().find(|c| c.who.is(principal))?;
-        let tools = caller.tools.read().ok()?;
+        let known = callers.get(&hash)?.iter().find(|c| c.who.is(caller))?;
+        let tools = known.tools.read().ok()?;
         tools.get(&index)?.decided[usize::from(dry_run)].clone()
     }
 
-    /// Decides a call of `tool` by `principal` with `arguments` (validated, defaults
+    /// Decides a call of `tool` by `caller` with `arguments` (validated, defaults
     /// applied) and its estimated `cost` (unit and units, when priced); `now` is read
     /// only when a policy of the caller's cut reads `context.now`. A forbid that fails
     /// to evaluate refuses the call (Cedar would skip it).
     pub fn decide(
         &self,
         tool: &Tool,
-        principal: &Caller,
+        caller: &Caller,
         arguments: &Map<String, Value>,
         dry_run: bool,
         cost: Option<(&str, u64)>,
@@ -419,11 +418,11 @@ impl Policies {
         let Some((index, entry)) = self.entry(tool) else {
             return Ok(refused());
         };
-        if let Some(decision) = self.kept_decision(index, principal, dry_run) {
+        if let Some(decision) = self.kept_decision(index, caller, dry_run) {
             return Ok(decision);
         }
-        let caller = self.caller(principal);
-        let cut = self.cut_set(entry, &caller, principal, false);
+        let known = self.known(caller);
+        let cut = self.cut_set(entry, &known, caller, false);
         let args = read_record(&entry.arguments, arguments).map_err(Unreadable)?;
         let mut pairs = vec![
             ("arguments".to_string(), args),
@@ -442,24 +441,24 @@ impl Policies {
             ));
         }
         let context = Context::from_pairs(pairs);
-        let decision = self.ask(index, entry, &caller, context, &cut.set);
+        let decision = self.ask(index, entry, &known, context, &cut.set);
         if cut.kept {
-            caller.keep(index, |kept| {
+            known.keep(index, |kept| {
                 kept.decided[usize::from(dry_run)] = Some(decision.clone());
             });
         }
         Ok(decision)
     }
 
-    /// Whether some call of `tool` by `principal` could be permitted: lists and
+    /// Whether some call of `tool` by `caller` could be permitted: lists and
     /// searches show it.
     /// The answer is kept per caller and tool: a list asks of every tool.
-    pub fn may_see(&self, tool: &Tool, principal: &Caller) -> bool {
+    pub fn may_see(&self, tool: &Tool, caller: &Caller) -> bool {
         let Some((index, entry)) = self.entry(tool) else {
             return false;
         };
-        let caller = self.caller(principal);
-        let Some(kept) = caller.visible.get(index) else {
+        let known = self.known(caller);
+        let Some(kept) = known.visible.get(index) else {
             return false;
         };
         match kept.load(Ordering::Relaxed) {
@@ -467,8 +466,8 @@ impl Policies {
             2 => return true,
             _ => {}
         }
-        let set = self.cut_set(entry, &caller, principal, true);
-        let shown = (self.ask(index, entry, &caller, Ok(Context::empty()), &set.set)).allowed;
+        let set = self.cut_set(entry, &known, caller, true);
+        let shown = (self.ask(index, entry, &known, Ok(Context::empty()), &set.set)).allowed;
         kept.store(if shown { 2 } else { 1 }, Ordering::Relaxed);
         shown
     }
@@ -476,8 +475,8 @@ impl Policies {
     /// [`Policies::may_see`] as a refusal: `forbidden` (`details.reason = "policy"`,
     /// no ids) for a tool no call of which could be permitted, as its reference is
     /// refused.
-    pub fn check_visible(&self, tool: &Tool, principal: &Caller) -> Result<(), CallError> {
-        if self.may_see(tool, principal) {
+    pub fn check_visible(&self, tool: &Tool, caller: &Caller) -> Result<(), CallError> {
+        if self.may_see(tool, caller) {
             return Ok(());
         }
         Err(CallError::new(
@@ -494,18 +493,18 @@ impl Policies {
         &self,
         index: usize,
         entry: &ToolPolicies,
-        caller: &CallerEntry,
+        known: &CallerEntry,
         context: Result<Context, cedar_policy::ContextCreationError>,
         set: &PolicySet,
     ) -> Decision {
         let Ok(context) = context else {
             return refused();
         };
-        let Some(entities) = Self::entities(index, entry, caller) else {
+        let Some(entities) = Self::entities(index, entry, known) else {
             return refused();
         };
         let request = Request::new(
-            caller.uid.clone(),
+            known.uid.clone(),
             entry.action.clone(),
             entry.resource.clone(),
             context,
@@ -556,13 +555,13 @@ impl Policies {
     }
 
     /// The entities of a call of a tool by a caller, gathered at the first and kept.
-    fn entities(index: usize, entry: &ToolPolicies, caller: &CallerEntry) -> Option<Arc<Entities>> {
-        if let Ok(kept) = caller.tools.read()
+    fn entities(index: usize, entry: &ToolPolicies, known: &CallerEntry) -> Option<Arc<Entities>> {
+        if let Ok(kept) = known.tools.read()
             && let Some(entities) = kept.get(&index).and_then(|k| k.entities.as_ref())
         {
             return Some(Arc::clone(entities));
         }
-        let who = caller.entity.clone()?;
+        let who = known.entity.clone()?;
         let entities = Arc::new(
             Entities::from_entities(
                 [who, entry.action_entity.clone(), entry.tool_entity.clone()],
@@ -570,7 +569,7 @@ impl Policies {
             )
             .ok()?,
         );
-        caller.keep(index, |kept| kept.entities = Some(Arc::clone(&entities)));
+        known.keep(index, |kept| kept.entities = Some(Arc::clone(&entities)));
         Some(entities)
     }
 
@@ -579,22 +578,22 @@ impl Policies {
     fn cut_set(
         &self,
         entry: &ToolPolicies,
-        caller: &CallerEntry,
-        principal: &Caller,
+        known: &CallerEntry,
+        caller: &Caller,
         discovery: bool,
     ) -> Arc<Cut> {
         let key = (entry.slice, discovery);
-        if let Ok(kept) = caller.cuts.read()
+        if let Ok(kept) = known.cuts.read()
             && let Some(set) = kept.get(&key)
         {
             return Arc::clone(set);
         }
-        let roles: Vec<EntityUid> = principal.roles.iter().map(|r| self.types.role(r)).collect();
+        let roles: Vec<EntityUid> = caller.roles.iter().map(|r| self.types.role(r)).collect();
         let chosen: Vec<usize> = (self.slices.get(entry.slice).into_iter().flatten())
             .filter(|&&i| {
                 self.principals
                     .get(i)
-                    .is_some_and(|c| principal_may_match(c, &caller.uid, &roles))
+                    .is_some_and(|c| principal_may_match(c, &known.uid, &roles))
             })
             .copied()
             .collect();
@@ -617,7 +616,7 @@ impl Policies {
             reads_now,
             kept,
         });
-        if let Ok(mut kept) = caller.cuts.write() {
+        if let Ok(mut kept) = known.cuts.write() {
             kept.insert(key, Arc::clone(&set));
         }
         set
@@ -873,8 +872,8 @@ mod tests {
         }
         // The trainee's cut reads only `dryRun`: kept; the support caller's is not.
         let kept = |role: &str| {
-            let caller = policies.caller(&who(role));
-            let tools = caller.tools.read().unwrap();
+            let known = policies.known(&who(role));
+            let tools = known.tools.read().unwrap();
             tools
                 .values()
                 .flat_map(|k| k.decided.iter().flatten())

@@ -18,7 +18,7 @@ pub struct AuditFilter {
     /// Records before this time (Unix ms).
     pub until_ms: Option<i64>,
     /// Who: a key's name or a user's `<issuer>#<subject>`, exactly.
-    pub principal: Option<String>,
+    pub caller: Option<String>,
     /// One tool (full name).
     pub tool: Option<String>,
     /// One service's tools (`<service>.*`).
@@ -81,7 +81,7 @@ impl AuditFilter {
         if let Some(until) = self.until_ms {
             add("+at_ms < ?", Bind::Int(until));
         }
-        if let Some(p) = &self.principal {
+        if let Some(p) = &self.caller {
             add("key_name = ?", Bind::Text(p.clone()));
         }
         if let Some(t) = &self.tool {
@@ -174,7 +174,7 @@ impl Store {
         .bind(limit)
         .fetch_all(pool)
         .await
-        .map_err(|e| self.failed("read the write audit's principals", &e)))?;
+        .map_err(|e| self.failed("read the write audit's callers", &e)))?;
         Ok(rows
             .into_iter()
             .map(|(name, last_ms, records)| AuditCaller {

@@ -232,16 +232,13 @@ pub struct Job {
 }
 
 /// The owner of a job: caller key name plus upstream key fingerprint.
-pub fn owner(principal: &str, upstream_key: Option<&str>) -> String {
+pub fn owner(caller: &str, upstream_key: Option<&str>) -> String {
     match upstream_key {
         Some(key) => {
             let digest = Sha256::digest(key.as_bytes());
-            format!(
-                "{principal}:{}",
-                crate::catalog::identity::hex(&digest[..8])
-            )
+            format!("{caller}:{}", crate::catalog::identity::hex(&digest[..8]))
         }
-        None => principal.to_string(),
+        None => caller.to_string(),
     }
 }
 

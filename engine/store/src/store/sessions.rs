@@ -13,7 +13,7 @@ pub struct SessionRow {
     /// `hub` or `approver`.
     pub kind: String,
     /// Who: `<issuer>#<subject>` for a user, the approver credential's name otherwise.
-    pub principal: String,
+    pub caller: String,
     /// What the page needs of them (JSON text: name, roles...).
     pub claims: String,
     /// When it began (Unix ms).
@@ -34,7 +34,7 @@ fn row(r: Row) -> SessionRow {
     SessionRow {
         id_sha256: r.0,
         kind: r.1,
-        principal: r.2,
+        caller: r.2,
         claims: r.3,
         created_ms: r.4,
         seen_ms: r.5,
@@ -58,7 +58,7 @@ impl Store {
         on_pool!(self, pool => sqlx::query(sql)
             .bind(&s.id_sha256)
             .bind(&s.kind)
-            .bind(&s.principal)
+            .bind(&s.caller)
             .bind(&s.claims)
             .bind(s.created_ms)
             .bind(s.seen_ms)
@@ -118,11 +118,11 @@ impl Store {
             .map_err(|e| self.failed("end a session", &e)))
     }
 
-    /// Ends every session of `principal` (of any kind); how many there were.
-    pub async fn end_sessions_of(&self, principal: &str) -> Result<u64, StoreError> {
+    /// Ends every session of `caller` (of any kind); how many there were.
+    pub async fn end_sessions_of(&self, caller: &str) -> Result<u64, StoreError> {
         let sql = "DELETE FROM sessions WHERE principal = $1";
         on_pool!(self, pool => sqlx::query(sql)
-            .bind(principal)
+            .bind(caller)
             .execute(pool)
             .await
             .map(|r| r.rows_affected())

@@ -7,6 +7,7 @@
 use super::{Role, Viewer};
 use crate::call::Broker;
 use crate::config::admin::AdminConfig;
+use crate::served::Served;
 
 /// Why the console is not shown.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,8 +73,9 @@ fn may_approve(broker: &Broker, role: Role, roles: &[String]) -> bool {
 }
 
 /// The viewer of a request, or why there is none.
-pub async fn viewer(broker: &Broker, headers: &hyper::HeaderMap) -> Result<Viewer, Refusal> {
-    let Some(admin) = &broker.endpoints.admin else {
+pub async fn viewer(served: &Served, headers: &hyper::HeaderMap) -> Result<Viewer, Refusal> {
+    let broker = &served.broker;
+    let Some(admin) = &served.endpoints.admin else {
         return Err(Refusal::new(
             404,
             "not_found",
@@ -81,25 +83,25 @@ pub async fn viewer(broker: &Broker, headers: &hyper::HeaderMap) -> Result<Viewe
         ));
     };
     if let Some(authorization) = headers.get(hyper::header::AUTHORIZATION) {
-        let principal = broker
+        let caller = broker
             .callers
             .authenticate(authorization.to_str().ok(), broker.parts.now())
             .await
             .map_err(|e| Refusal::new(401, "unauthorized", e.message))?;
-        let Some(user) = &principal.user else {
+        let Some(user) = &caller.user else {
             return Err(Refusal::new(
                 403,
                 "forbidden",
                 "an API key does not open the console: sign in, or send the access token of a person with an admin or auditor role",
             ));
         };
-        let role = role_of(admin, &principal.roles).ok_or_else(|| no_role(admin))?;
-        let principal_name = crate::hub::principal_name(user);
+        let role = role_of(admin, &caller.roles).ok_or_else(|| no_role(admin))?;
+        let caller_name = crate::hub::caller_name(user);
         return Ok(Viewer {
             name: user.subject.clone(),
-            principal: principal_name,
+            caller: caller_name,
             role,
-            may_approve: may_approve(broker, role, &principal.roles),
+            may_approve: may_approve(broker, role, &caller.roles),
             session: None,
         });
     }
@@ -118,7 +120,7 @@ pub async fn viewer(broker: &Broker, headers: &hyper::HeaderMap) -> Result<Viewe
             .ok_or_else(|| Refusal::new(401, "unauthorized", "sign in to open the console"))?;
     let role = role_of(admin, &session.roles).ok_or_else(|| no_role(admin))?;
     Ok(Viewer {
-        principal: crate::hub::principal_name(&session.user()),
+        caller: crate::hub::caller_name(&session.user()),
         name: session.name.clone(),
         role,
         may_approve: may_approve(broker, role, &session.roles),

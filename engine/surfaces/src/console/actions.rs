@@ -74,7 +74,7 @@ pub async fn act(broker: &Broker, viewer: &Viewer, action: &Action) -> Result<Va
             "an auditor's view is read only; an admin role may act".into(),
         ));
     }
-    let by = format!("console:{}", viewer.principal);
+    let by = format!("console:{}", viewer.caller);
     match action {
         Action::Decide { id, approve } => decide(broker, viewer, id, *approve, by).await,
         Action::EndSessions { user } => {
@@ -228,7 +228,7 @@ async fn decide(
     if !broker
         .parts
         .store
-        .decide_approval(id, &viewer.principal, approve, now)
+        .decide_approval(id, &viewer.caller, approve, now)
         .await
         .map_err(unavailable)?
     {
@@ -241,7 +241,7 @@ async fn decide(
             ),
         ));
     }
-    tracing::info!(approval = %id, approver = %viewer.principal, approved = approve, "approval decided in the console");
+    tracing::info!(approval = %id, approver = %viewer.caller, approved = approve, "approval decided in the console");
     crate::confirm::audit::decided(
         &broker.parts,
         crate::confirm::audit::Decided {

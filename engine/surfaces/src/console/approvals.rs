@@ -6,12 +6,13 @@
 
 use serde_json::{Value, json};
 
+use super::Viewer;
 use super::actions::{Action, button};
-use super::{Answer, Viewer};
-use crate::call::Broker;
 use crate::confirm::approval::{preview, state_at};
 use crate::html::{escape, time};
+use crate::reply::Reply;
 use crate::run::budgets::rfc3339;
+use crate::served::Served;
 use crate::store::approvals::{Approval, Shown};
 
 /// The most a page holds.
@@ -76,12 +77,13 @@ fn entry(a: &Approval, now_ms: i64) -> Value {
 
 /// A page of approvals and the cursor of the next, or why there is none.
 async fn list(
-    broker: &Broker,
+    served: &Served,
     query: &str,
-) -> Result<(Selection, Vec<Approval>, Option<String>), Answer> {
-    let s = selection(query).map_err(|m| Answer::error(400, "invalid_request", &m))?;
+) -> Result<(Selection, Vec<Approval>, Option<String>), Reply> {
+    let broker = &served.broker;
+    let s = selection(query).map_err(|m| Reply::error(400, "invalid_request", &m))?;
     let now = broker.parts.now().as_millisecond();
-    let mut rows = super::store(broker)
+    let mut rows = super::store(served)
         .list_approvals(
             s.shown,
             now,
@@ -89,7 +91,7 @@ async fn list(
             s.limit + 1,
         )
         .await
-        .map_err(|e| Answer::store_down("approvals", &e))?;
+        .map_err(|e| super::store_down("approvals", &e))?;
     let more = rows.len() > usize::try_from(s.limit).unwrap_or(usize::MAX);
     rows.truncate(usize::try_from(s.limit).unwrap_or(usize::MAX));
     let next = more
@@ -99,10 +101,11 @@ async fn list(
 }
 
 /// `GET /admin/api/approvals?state=&cursor=&limit=`.
-pub async fn api_list(broker: &Broker, query: &str) -> Answer {
+pub async fn api_list(served: &Served, query: &str) -> Reply {
+    let broker = &served.broker;
     let now = broker.parts.now().as_millisecond();
-    match list(broker, query).await {
-        Ok((_, rows, next)) => Answer::ok(json!({
+    match list(served, query).await {
+        Ok((_, rows, next)) => Reply::ok(&json!({
             "approvals": rows.iter().map(|a| entry(a, now)).collect::<Vec<_>>(),
             "nextCursor": next,
         })),
@@ -110,25 +113,26 @@ pub async fn api_list(broker: &Broker, query: &str) -> Answer {
     }
 }
 
-async fn one(broker: &Broker, id: &str) -> Result<Approval, Answer> {
-    match super::store(broker).approval(id).await {
+async fn one(served: &Served, id: &str) -> Result<Approval, Reply> {
+    match super::store(served).approval(id).await {
         Ok(Some(a)) => Ok(a),
-        Ok(None) => Err(Answer::error(
+        Ok(None) => Err(Reply::error(
             404,
             "not_found",
             &format!("no approval `{id}`"),
         )),
-        Err(e) => Err(Answer::store_down("an approval", &e)),
+        Err(e) => Err(super::store_down("an approval", &e)),
     }
 }
 
 /// `GET /admin/api/approvals/<id>`: the entry and what its approver is shown.
-pub async fn api_one(broker: &Broker, id: &str) -> Answer {
-    match one(broker, id).await {
+pub async fn api_one(served: &Served, id: &str) -> Reply {
+    let broker = &served.broker;
+    match one(served, id).await {
         Ok(a) => {
             let mut shown = entry(&a, broker.parts.now().as_millisecond());
             shown["preview"] = preview(&broker.confirmations, &a);
-            Answer::ok(shown)
+            Reply::ok(&shown)
         }
         Err(answer) => answer,
     }
@@ -144,8 +148,9 @@ fn state_tag(state: &str) -> String {
 }
 
 /// `GET /admin/approvals`.
-pub async fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html::Page {
-    let (s, rows, next) = match list(broker, query).await {
+pub async fn page(served: &Served, viewer: &Viewer, query: &str) -> crate::html::Page {
+    let broker = &served.broker;
+    let (s, rows, next) = match list(served, query).await {
         Ok(listed) => listed,
         Err(answer) => {
             return super::shell::failed(
@@ -204,12 +209,13 @@ pub async fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html:
 /// `GET /admin/approvals/<id>`: what its approver is shown, and the decision buttons
 /// for an admin who may approve.
 pub async fn page_one(
-    broker: &Broker,
+    served: &Served,
     viewer: &Viewer,
     id: &str,
     query: &str,
 ) -> crate::html::Page {
-    let a = match one(broker, id).await {
+    let broker = &served.broker;
+    let a = match one(served, id).await {
         Ok(a) => a,
         Err(answer) => {
             return super::shell::failed(

@@ -9,9 +9,11 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use super::{Answer, Viewer};
+use super::Viewer;
 use crate::call::Broker;
 use crate::html::{escape, time};
+use crate::reply::Reply;
+use crate::served::Served;
 use crate::store::audit::AuditRecord;
 use crate::store::audit_query::AuditFilter;
 
@@ -133,7 +135,7 @@ pub fn filter_of(
     let filter = AuditFilter {
         since_ms: time_of("since")?,
         until_ms: time_of("until")?,
-        principal: text("principal"),
+        caller: text("principal"),
         tool: text("tool"),
         service: text("service"),
         outcome,
@@ -207,23 +209,24 @@ fn csv_row(out: &mut String, r: &AuditRecord) {
 }
 
 /// How far back the audit reaches: the retention and the oldest record kept.
-async fn reach(broker: &Broker) -> Value {
-    let oldest = super::store(broker).oldest_audit().await.ok().flatten();
-    json!({ "days": broker.endpoints.audit_retention_days, "oldest": oldest })
+async fn reach(served: &Served) -> Value {
+    let oldest = super::store(served).oldest_audit().await.ok().flatten();
+    json!({ "days": served.endpoints.audit_retention_days, "oldest": oldest })
 }
 
 /// `GET /admin/api/audit`: the page as JSON, or an export.
-pub async fn api(broker: &Broker, query: &str) -> Answer {
+pub async fn api(served: &Served, query: &str) -> Reply {
+    let broker = &served.broker;
     let fields = super::query(query);
     let (filter, format) = match filter_of(&fields, broker.parts.now()) {
         Ok(f) => f,
-        Err(message) => return Answer::error(400, "invalid_request", &message),
+        Err(message) => return Reply::error(400, "invalid_request", &message),
     };
-    let (records, more) = match super::store(broker).audit_page(&filter).await {
+    let (records, more) = match super::store(served).audit_page(&filter).await {
         Ok(page) => page,
         Err(e) => {
             tracing::error!(error = %e, "console: the audit could not be read");
-            return Answer::error(
+            return Reply::error(
                 503,
                 "not_configured",
                 "the store does not answer; try again shortly",
@@ -243,15 +246,14 @@ pub async fn api(broker: &Broker, query: &str) -> Answer {
     }
     let stamp = broker.parts.now().strftime("%Y%m%dT%H%M%SZ").to_string();
     match format {
-        Format::Json => Answer::Json(
-            200,
-            json!({
+        Format::Json => Reply {
+            headers,
+            ..Reply::ok(&json!({
                 "records": records,
                 "nextCursor": next.map(|n| n.to_string()),
-                "retention": reach(broker).await,
-            }),
-            headers,
-        ),
+                "retention": reach(served).await,
+            }))
+        },
         Format::Jsonl => {
             let mut out = String::new();
             for r in &records {
@@ -261,7 +263,10 @@ pub async fn api(broker: &Broker, query: &str) -> Answer {
                 "content-disposition",
                 format!("attachment; filename=\"audit-{stamp}.jsonl\""),
             ));
-            Answer::File(200, "application/jsonl; charset=utf-8", out, headers)
+            Reply {
+                headers,
+                ..Reply::typed(200, "application/jsonl; charset=utf-8", out)
+            }
         }
         Format::Csv => {
             let mut out = String::from(CSV_HEADER);
@@ -272,13 +277,17 @@ pub async fn api(broker: &Broker, query: &str) -> Answer {
                 "content-disposition",
                 format!("attachment; filename=\"audit-{stamp}.csv\""),
             ));
-            Answer::File(200, "text/csv; charset=utf-8", out, headers)
+            Reply {
+                headers,
+                ..Reply::typed(200, "text/csv; charset=utf-8", out)
+            }
         }
     }
 }
 
 /// `GET /admin/audit`.
-pub async fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html::Page {
+pub async fn page(served: &Served, viewer: &Viewer, query: &str) -> crate::html::Page {
+    let broker = &served.broker;
     let fields = super::query(query);
     let value = |name: &str| fields.get(name).map(String::as_str).unwrap_or("");
     let services: Vec<&str> = broker
@@ -324,7 +333,7 @@ pub async fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html:
             return super::shell::page(broker, viewer, "/admin/audit", 400, "Audit", &body);
         }
     };
-    let (records, more) = match super::store(broker).audit_page(&filter).await {
+    let (records, more) = match super::store(served).audit_page(&filter).await {
         Ok(page) => page,
         Err(e) => {
             tracing::error!(error = %e, "console: the audit could not be read");
@@ -332,8 +341,8 @@ pub async fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html:
             return super::shell::page(broker, viewer, "/admin/audit", 503, "Audit", &body);
         }
     };
-    let reach = reach(broker).await;
-    let kept = match broker.endpoints.audit_retention_days {
+    let reach = reach(served).await;
+    let kept = match served.endpoints.audit_retention_days {
         0 => "Records are kept forever".to_string(),
         days => format!("Records are kept {days} days"),
     };

@@ -8,11 +8,12 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::{Answer, Viewer};
+use super::Viewer;
 use crate::call::Broker;
 use crate::catalog::Tool;
 use crate::catalog::costs::{Count, Price};
 use crate::html::{escape, folded_json};
+use crate::reply::Reply;
 
 /// Tools a list shows by default, and at most.
 const LIST_ROWS: (usize, usize) = (100, 2_000);
@@ -122,12 +123,12 @@ fn row(broker: &Broker, tool: &Tool) -> Value {
 }
 
 /// `GET /admin/api/tools`.
-pub fn api_list(broker: &Broker, query: &str) -> Answer {
+pub fn api_list(broker: &Broker, query: &str) -> Reply {
     let fields = super::query(query);
     let selected = selection(&fields).and_then(|s| Ok((select(broker, &s)?, s)));
     let (tools, s) = match selected {
         Ok(x) => x,
-        Err(message) => return Answer::error(400, "invalid_request", &message),
+        Err(message) => return Reply::error(400, "invalid_request", &message),
     };
     let total = tools.len();
     let page: Vec<Value> = tools
@@ -137,7 +138,7 @@ pub fn api_list(broker: &Broker, query: &str) -> Answer {
         .map(|t| row(broker, t))
         .collect();
     let next = (s.offset + s.limit < total).then(|| (s.offset + s.limit).to_string());
-    Answer::ok(json!({
+    Reply::ok(&json!({
         "tools": page,
         "total": total,
         "nextCursor": next,
@@ -216,10 +217,10 @@ fn detail(broker: &Broker, tool: &Tool) -> Value {
 }
 
 /// `GET /admin/api/tools/<name>`.
-pub fn api_tool(broker: &Broker, name: &str) -> Answer {
+pub fn api_tool(broker: &Broker, name: &str) -> Reply {
     match broker.parts.catalog.resolve(name) {
-        Some(tool) => Answer::ok(detail(broker, tool)),
-        None => Answer::error(
+        Some(tool) => Reply::ok(&detail(broker, tool)),
+        None => Reply::error(
             404,
             "not_found",
             &format!("no tool `{name}` in the catalog (full names: <service>.<tool>)"),

@@ -10,7 +10,7 @@
 //! - `actions`: what an admin may change (end sessions, delete a stored key, decide an
 //!   approval), each audited with who took it.
 //!
-//! Reads through the console's own store handle (`EndpointState::console_store`), never
+//! Reads through the console's own store handle (`crate::served::EndpointState::console_store`), never
 //! the calls' connections; nothing here runs on the call path. May import everything
 //! below the endpoints: the broker, the hub's sign-in, the store, the catalog, policies.
 
@@ -25,10 +25,9 @@ pub mod shell;
 pub mod tasks;
 pub mod users;
 
-use serde_json::{Value, json};
-
 use crate::call::Broker;
-use crate::html::Page;
+use crate::reply::Reply;
+use crate::served::Served;
 
 /// What a viewer may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,7 +52,7 @@ impl Role {
 #[derive(Debug, Clone)]
 pub struct Viewer {
     /// `<issuer>#<subject>`: how the audit names them.
-    pub principal: String,
+    pub caller: String,
     /// What the pages call them.
     pub name: String,
     /// Their console role.
@@ -94,50 +93,23 @@ impl Viewer {
     }
 }
 
-/// What a console route answers.
-#[derive(Debug)]
-pub enum Answer {
-    /// JSON with a status and extra headers.
-    Json(u16, Value, Vec<(&'static str, String)>),
-    /// An export: status, content type, body, extra headers.
-    File(u16, &'static str, String, Vec<(&'static str, String)>),
-    /// A page.
-    Page(Page),
-}
-
-impl Answer {
-    /// A JSON error: `{"error": {"classification", "message"}}`.
-    pub fn error(status: u16, classification: &str, message: &str) -> Self {
-        Self::Json(
-            status,
-            json!({ "error": { "classification": classification, "message": message } }),
-            Vec::new(),
-        )
-    }
-
-    /// 503: the store did not answer while reading `what` (logged, never shown).
-    pub fn store_down(what: &str, error: &dyn std::fmt::Display) -> Self {
-        tracing::error!(error = %error, "console: {what} not read");
-        Self::error(
-            503,
-            "store_unavailable",
-            "the store did not answer; try again",
-        )
-    }
-
-    /// JSON with status 200.
-    pub fn ok(body: Value) -> Self {
-        Self::Json(200, body, Vec::new())
-    }
+/// 503: the store did not answer while reading `what` (logged, never shown).
+pub fn store_down(what: &str, error: &dyn std::fmt::Display) -> Reply {
+    tracing::error!(error = %error, "console: {what} not read");
+    Reply::error(
+        503,
+        "store_unavailable",
+        "the store did not answer; try again",
+    )
 }
 
 /// The store the console reads: its own handle when `serve` opened one.
-pub fn store(broker: &Broker) -> &crate::store::Store {
-    broker
+pub fn store(served: &Served) -> &crate::store::Store {
+    served
         .endpoints
         .console_store
         .as_ref()
-        .unwrap_or(&broker.parts.store)
+        .unwrap_or(&served.broker.parts.store)
 }
 
 /// Query parameters of a request, decoded; a name given twice keeps the last.

@@ -5,9 +5,10 @@
 
 use serde_json::{Value, json};
 
-use super::{Answer, Viewer};
-use crate::call::Broker;
+use super::Viewer;
 use crate::html::{escape, time};
+use crate::reply::Reply;
+use crate::served::Served;
 
 /// How an upstream fared in the last hour.
 fn health(calls: u64, failures: u64) -> &'static str {
@@ -19,7 +20,8 @@ fn health(calls: u64, failures: u64) -> &'static str {
     }
 }
 
-async fn overview(broker: &Broker) -> Value {
+async fn overview(served: &Served) -> Value {
+    let broker = &served.broker;
     let now = jiff::Timestamp::now();
     let hour = broker.parts.metrics.last_hour(now.as_second());
     let services: Vec<Value> = broker
@@ -49,7 +51,7 @@ async fn overview(broker: &Broker) -> Value {
     let store_ready = broker.parts.store.ping().await;
     json!({
         "now": now.to_string(),
-        "startedAt": broker.endpoints.started.to_string(),
+        "startedAt": served.endpoints.started.to_string(),
         "lastHour": hour,
         "upstreams": services,
         "catalog": { "snapshotId": broker.parts.catalog.snapshot_id, "tools": broker.parts.catalog.tools.len() },
@@ -59,8 +61,8 @@ async fn overview(broker: &Broker) -> Value {
 }
 
 /// `GET /admin/api/overview`.
-pub async fn api(broker: &Broker) -> Answer {
-    Answer::ok(overview(broker).await)
+pub async fn api(served: &Served) -> Reply {
+    Reply::ok(&overview(served).await)
 }
 
 /// Calls (bars) and errors (red bars over them) per minute.
@@ -123,8 +125,9 @@ fn figure(label: &str, value: &str) -> String {
 }
 
 /// `GET /admin`.
-pub async fn page(broker: &Broker, viewer: &Viewer) -> crate::html::Page {
-    let o = overview(broker).await;
+pub async fn page(served: &Served, viewer: &Viewer) -> crate::html::Page {
+    let broker = &served.broker;
+    let o = overview(served).await;
     let hour = &o["lastHour"];
     let ms = |v: &Value| {
         v.as_f64()

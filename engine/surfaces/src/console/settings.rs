@@ -5,11 +5,13 @@
 
 use serde_json::{Value, json};
 
-use super::{Answer, Viewer};
-use crate::call::Broker;
+use super::Viewer;
 use crate::html::{escape, folded_json, time};
+use crate::reply::Reply;
+use crate::served::Served;
 
-fn settings(broker: &Broker) -> Value {
+fn settings(served: &Served) -> Value {
+    let broker = &served.broker;
     let policies = broker.parts.policies.as_ref().map(|state| {
         let current = state.current();
         let (loaded_at, last) = state.history();
@@ -26,7 +28,7 @@ fn settings(broker: &Broker) -> Value {
         })
     });
     json!({
-        "config": broker.endpoints.config_view,
+        "config": served.endpoints.config_view,
         "policy": policies,
         "catalog": {
             "snapshotId": broker.parts.catalog.snapshot_id,
@@ -39,13 +41,14 @@ fn settings(broker: &Broker) -> Value {
 }
 
 /// `GET /admin/api/config`.
-pub fn api(broker: &Broker) -> Answer {
-    Answer::ok(settings(broker))
+pub fn api(served: &Served) -> Reply {
+    Reply::ok(&settings(served))
 }
 
 /// `GET /admin/config`.
-pub fn page(broker: &Broker, viewer: &Viewer) -> crate::html::Page {
-    let s = settings(broker);
+pub fn page(served: &Served, viewer: &Viewer) -> crate::html::Page {
+    let broker = &served.broker;
+    let s = settings(served);
     let text = |v: &Value| escape(v.as_str().unwrap_or(""));
     let mut body = String::from("<h2>In effect</h2><dl>");
     for (k, v) in s["config"]["inEffect"].as_object().into_iter().flatten() {

@@ -8,6 +8,7 @@ use base64::Engine as _;
 use super::{Role, Viewer};
 use crate::call::Broker;
 use crate::html::{Page, document, escape};
+use crate::reply::Reply;
 
 /// The console's pages, in the bar's order: path and name.
 pub const PAGES: [(&str, &str); 7] = [
@@ -165,16 +166,14 @@ pub fn failed(
     viewer: &Viewer,
     current: &str,
     title: &str,
-    answer: &super::Answer,
+    answer: &Reply,
     after: &str,
 ) -> Page {
-    let (status, message) = match answer {
-        super::Answer::Json(status, body, _) => (
-            *status,
-            body["error"]["message"].as_str().unwrap_or("").to_string(),
-        ),
-        _ => (500, String::new()),
-    };
+    let message = answer
+        .json_body()
+        .and_then(|body| body["error"]["message"].as_str().map(String::from))
+        .unwrap_or_default();
+    let status = answer.status;
     page(
         broker,
         viewer,

@@ -10,10 +10,11 @@
 
 use serde_json::{Value, json};
 
-use super::{Answer, Viewer};
-use crate::call::Broker;
+use super::Viewer;
 use crate::html::{escape, time};
+use crate::reply::Reply;
 use crate::run::budgets::rfc3339;
+use crate::served::Served;
 use crate::store::jobs::{JobCursor, ListedJob};
 use crate::store::tasks::StoredTask;
 
@@ -148,11 +149,12 @@ struct Listed {
     next_job: Option<String>,
 }
 
-async fn list(broker: &Broker, query: &str) -> Result<Listed, Answer> {
-    let s = selection(query).map_err(|m| Answer::error(400, "invalid_request", &m))?;
-    let store = super::store(broker);
+async fn list(served: &Served, query: &str) -> Result<Listed, Reply> {
+    let broker = &served.broker;
+    let s = selection(query).map_err(|m| Reply::error(400, "invalid_request", &m))?;
+    let store = super::store(served);
     let now = broker.parts.now().as_millisecond();
-    let unavailable = |e: crate::store::StoreError| Answer::store_down("tasks and jobs", &e);
+    let unavailable = |e: crate::store::StoreError| super::store_down("tasks and jobs", &e);
     let limit = usize::try_from(s.limit).unwrap_or(usize::MAX);
     let mut tasks = store
         .list_tasks(
@@ -194,10 +196,11 @@ async fn list(broker: &Broker, query: &str) -> Result<Listed, Answer> {
 }
 
 /// `GET /admin/api/tasks?status=&taskCursor=&jobCursor=&limit=`.
-pub async fn api(broker: &Broker, query: &str) -> Answer {
+pub async fn api(served: &Served, query: &str) -> Reply {
+    let broker = &served.broker;
     let now = broker.parts.now().as_millisecond();
-    match list(broker, query).await {
-        Ok(l) => Answer::ok(json!({
+    match list(served, query).await {
+        Ok(l) => Reply::ok(&json!({
             "tasks": l.tasks.iter().map(|t| task_json(t, now)).collect::<Vec<_>>(),
             "nextTaskCursor": l.next_task,
             "jobs": l.jobs.iter().map(job_json).collect::<Vec<_>>(),
@@ -217,8 +220,9 @@ fn status_tag(status: &str) -> String {
 }
 
 /// `GET /admin/tasks`.
-pub async fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html::Page {
-    let l = match list(broker, query).await {
+pub async fn page(served: &Served, viewer: &Viewer, query: &str) -> crate::html::Page {
+    let broker = &served.broker;
+    let l = match list(served, query).await {
         Ok(l) => l,
         Err(answer) => {
             return super::shell::failed(

@@ -16,15 +16,17 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use super::Viewer;
 use super::actions::{Action, button};
-use super::{Answer, Viewer};
 use crate::call::Broker;
 use crate::html::{escape, time};
+use crate::reply::Reply;
 use crate::run::budgets::rfc3339;
+use crate::served::Served;
 use crate::store::Store;
 use crate::store::budgets::Spending;
 
-/// Rows each source gives at most (the audit's principals, stored keys, sessions).
+/// Rows each source gives at most (the audit's callers, stored keys, sessions).
 const MOST: i64 = 2_000;
 
 /// A user as the console lists them.
@@ -53,9 +55,9 @@ impl Person {
         .max()
     }
 
-    fn json(&self, principal: &str) -> Value {
+    fn json(&self, caller: &str) -> Value {
         json!({
-            "user": principal,
+            "user": caller,
             "name": self.name,
             "roles": self.roles,
             "lastSeen": self.last_seen_ms().map(rfc3339),
@@ -71,7 +73,7 @@ impl Person {
 /// What the store holds about people and keys, read once per page.
 struct Gathered {
     people: BTreeMap<String, Person>,
-    /// Approver credentials' sessions (principals without `#`), by name.
+    /// Approver credentials' sessions (callers without `#`), by name.
     approvers: BTreeMap<String, Vec<Value>>,
     /// Audit records per static key name: (last, count).
     key_writes: BTreeMap<String, (i64, u64)>,
@@ -127,8 +129,9 @@ fn strings(value: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-async fn gather(broker: &Broker) -> Result<Gathered, String> {
-    let store = super::store(broker);
+async fn gather(served: &Served) -> Result<Gathered, String> {
+    let broker = &served.broker;
+    let store = super::store(served);
     let now_ms = broker.parts.now().as_millisecond();
     let mut g = Gathered {
         people: BTreeMap::new(),
@@ -167,11 +170,11 @@ async fn gather(broker: &Broker) -> Result<Gathered, String> {
             "lastUsed": rfc3339(s.seen_ms),
             "expires": rfc3339(s.expires_ms),
         });
-        if !s.principal.contains('#') {
-            g.approvers.entry(s.principal).or_default().push(shown);
+        if !s.caller.contains('#') {
+            g.approvers.entry(s.caller).or_default().push(shown);
             continue;
         }
-        let person = g.people.entry(s.principal).or_default();
+        let person = g.people.entry(s.caller).or_default();
         // Sessions come newest first: the newest one's claims name the person.
         if person.sessions.is_empty() {
             let claims: Value = serde_json::from_str(&s.claims).unwrap_or(Value::Null);
@@ -193,15 +196,15 @@ async fn gather(broker: &Broker) -> Result<Gathered, String> {
     Ok(g)
 }
 
-/// The users matching `q` (in the principal or the name, any case), last seen first.
+/// The users matching `q` (in the caller or the name, any case), last seen first.
 fn users_json(g: &Gathered, q: Option<&str>) -> Vec<Value> {
     let q = q.map(str::to_lowercase);
     let mut people: Vec<(&String, &Person)> = g
         .people
         .iter()
-        .filter(|(principal, p)| {
+        .filter(|(caller, p)| {
             q.as_deref().is_none_or(|q| {
-                principal.to_lowercase().contains(q)
+                caller.to_lowercase().contains(q)
                     || p.name
                         .as_deref()
                         .is_some_and(|n| n.to_lowercase().contains(q))
@@ -211,7 +214,7 @@ fn users_json(g: &Gathered, q: Option<&str>) -> Vec<Value> {
     people.sort_by_key(|(_, p)| std::cmp::Reverse(p.last_seen_ms()));
     people
         .into_iter()
-        .map(|(principal, p)| p.json(principal))
+        .map(|(caller, p)| p.json(caller))
         .collect()
 }
 
@@ -219,7 +222,7 @@ fn keys_json(broker: &Broker, g: &Gathered) -> Vec<Value> {
     broker
         .callers
         .keys
-        .principals()
+        .callers()
         .map(|k| {
             let (last, writes) = g
                 .key_writes
@@ -243,30 +246,31 @@ fn keys_json(broker: &Broker, g: &Gathered) -> Vec<Value> {
 }
 
 /// `GET /admin/api/users` (`?q=` filters by user or name).
-pub async fn api_users(broker: &Broker, query: &str) -> Answer {
+pub async fn api_users(served: &Served, query: &str) -> Reply {
     let fields = super::query(query);
     if let Err(message) = super::only(&fields, &["q"]) {
-        return Answer::error(400, "invalid_request", &message);
+        return Reply::error(400, "invalid_request", &message);
     }
-    match gather(broker).await {
-        Ok(g) => Answer::ok(json!({
+    match gather(served).await {
+        Ok(g) => Reply::ok(&json!({
             "users": users_json(&g, super::field(&fields, "q").as_deref()),
             "approvers": g.approvers.iter().map(|(name, sessions)| json!({ "name": name, "sessions": sessions })).collect::<Vec<_>>(),
             "sharedBudgets": g.scoped.iter().filter_map(|(scope, b)| scope.strip_prefix("role:").map(|role| json!({ "role": role, "budgets": b }))).collect::<Vec<_>>(),
         })),
-        Err(e) => Answer::store_down("users and keys", &e),
+        Err(e) => super::store_down("users and keys", &e),
     }
 }
 
 /// `GET /admin/api/keys`: the static keys, and which stored-key services the hub holds.
-pub async fn api_keys(broker: &Broker) -> Answer {
-    match gather(broker).await {
-        Ok(g) => Answer::ok(json!({
+pub async fn api_keys(served: &Served) -> Reply {
+    let broker = &served.broker;
+    match gather(served).await {
+        Ok(g) => Reply::ok(&json!({
             "keys": keys_json(broker, &g),
             "hub": broker.hub.as_ref().map(|h| json!({ "services": h.services() })),
             "storedKeys": g.people.iter().flat_map(|(user, p)| p.stored.iter().map(move |s| json!({ "user": user, "service": s["service"], "setAt": s["setAt"] }))).collect::<Vec<_>>(),
         })),
-        Err(e) => Answer::store_down("users and keys", &e),
+        Err(e) => super::store_down("users and keys", &e),
     }
 }
 
@@ -412,10 +416,11 @@ fn done_note(done: Option<&str>) -> &'static str {
 }
 
 /// `GET /admin/users` (`?q=` filters the users).
-pub async fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html::Page {
+pub async fn page(served: &Served, viewer: &Viewer, query: &str) -> crate::html::Page {
+    let broker = &served.broker;
     let fields = super::query(query);
     let q = super::field(&fields, "q");
-    let g = match gather(broker).await {
+    let g = match gather(served).await {
         Ok(g) => g,
         Err(e) => {
             tracing::error!(error = %e, "console: users not read");

@@ -18,10 +18,11 @@
 
 use serde_json::{Value, json};
 
-use super::{Reply, SERVER_INFO_KEY, code, error, result, server_info};
+use super::{SERVER_INFO_KEY, code, error, result, server_info};
 use crate::call::Broker;
 use crate::caller::Caller;
 use crate::hub::{CONNECT_TTL_MS, ROUND_PURPOSE};
+use crate::reply::Reply;
 use crate::run::Elicitation;
 
 /// The key of the input request of a connect round.
@@ -67,7 +68,7 @@ pub fn ask_of(modern: bool, params: &Value, version_header: Option<&str>) -> Ask
 /// `-32602` reply.
 pub fn take_round(
     broker: &Broker,
-    principal: &Caller,
+    caller: &Caller,
     elicitation: &mut Elicitation,
     id: &Value,
 ) -> Result<bool, Reply> {
@@ -95,7 +96,7 @@ pub fn take_round(
             broker.parts.now().as_millisecond(),
         )
     });
-    let Some(claims) = opened.filter(|c| c["caller"] == principal.name.as_str()) else {
+    let Some(claims) = opened.filter(|c| c["caller"] == caller.name.as_str()) else {
         return Err(error(
             id,
             code::INVALID_PARAMS,
@@ -111,9 +112,9 @@ pub fn take_round(
 /// missing key with a connect link, or `ask` is [`Ask::No`].
 pub fn round(
     broker: &Broker,
-    principal: &Caller,
+    caller: &Caller,
     id: &Value,
-    response: &crate::answer::envelope::Response,
+    response: &crate::answer::envelope::Enveloped,
     ask: Ask,
 ) -> Option<Reply> {
     if ask == Ask::No {
@@ -146,7 +147,7 @@ pub fn round(
             let state = broker.hub.as_ref()?.cipher.seal_statement(
                 ROUND_PURPOSE,
                 &json!({
-                    "caller": principal.name,
+                    "caller": caller.name,
                     "svc": service,
                     "exp": broker.parts.now().as_millisecond() + CONNECT_TTL_MS,
                 }),

@@ -41,7 +41,9 @@ use serde_json::{Map, Value, json};
 use crate::call::{Broker, CallInput};
 use crate::caller::Caller;
 use crate::error::CallError;
+use crate::reply::{Body, Reply};
 use crate::run::Elicitation;
+use crate::served::Served;
 use crate::telemetry::trace::Parent;
 
 /// Handshake revisions, oldest first.
@@ -86,17 +88,9 @@ pub mod code {
     pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
 }
 
-/// What to send back.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Reply {
-    /// HTTP status.
-    pub status: u16,
-    /// JSON body text; `None` for 202. Bytes, not a `String`: a call's answer is
-    /// written as bytes and would be checked for UTF-8 again, 1.6 KB per call, to
-    /// become one.
-    pub body: Option<Vec<u8>>,
-    /// Extra headers.
-    pub headers: Vec<(&'static str, String)>,
+/// A JSON-RPC message's text as a reply's body.
+fn json_bytes(text: Vec<u8>) -> Body {
+    Body::Json(text.into())
 }
 
 fn status_of(code: i64) -> u16 {
@@ -125,7 +119,7 @@ pub fn error(id: &Value, code: i64, message: impl Into<String>, data: Option<Val
     }
     Reply {
         status: status_of(code),
-        body: Some(
+        body: json_bytes(
             serde_json::to_vec(&json!({ "jsonrpc": "2.0", "id": id, "error": error }))
                 .unwrap_or_default(),
         ),
@@ -190,7 +184,7 @@ fn list_result(id: &Value, page: &[&tools::EntryText], rest: &Map<String, Value>
     body.push_str("}}");
     Reply {
         status: 200,
-        body: Some(body.into_bytes()),
+        body: json_bytes(body.into_bytes()),
         headers: Vec::new(),
     }
 }
@@ -198,7 +192,7 @@ fn list_result(id: &Value, page: &[&tools::EntryText], rest: &Map<String, Value>
 fn result(id: &Value, result: Value) -> Reply {
     Reply {
         status: 200,
-        body: Some(
+        body: json_bytes(
             serde_json::to_vec(&crate::answer::envelope::object([
                 ("jsonrpc", json!("2.0")),
                 ("id", id.clone()),
@@ -228,7 +222,7 @@ fn complete(id: &Value, mut value: Value) -> Reply {
 fn accepted() -> Reply {
     Reply {
         status: 202,
-        body: None,
+        body: Body::Empty,
         headers: Vec::new(),
     }
 }
@@ -499,7 +493,7 @@ fn round(id: &Value, envelope: &Value) -> Option<Reply> {
 pub(crate) async fn run_call(
     broker: &Broker,
     input: CallInput<'_>,
-) -> crate::answer::envelope::Response {
+) -> crate::answer::envelope::Enveloped {
     match tools::call_discovery(broker, input).await {
         Ok(r) => r,
         Err(input) => broker.call(input).await,
@@ -507,7 +501,7 @@ pub(crate) async fn run_call(
 }
 
 /// A `CallToolResult` as JSON text (see [`write_tool_result`]).
-pub(crate) fn tool_result(response: &crate::answer::envelope::Response, modern: bool) -> String {
+pub(crate) fn tool_result(response: &crate::answer::envelope::Enveloped, modern: bool) -> String {
     let text = response.to_json();
     let mut out = Vec::with_capacity(result_capacity(&text));
     write_tool_result(&mut out, response, &text, modern);
@@ -521,11 +515,11 @@ fn result_capacity(text: &[u8]) -> usize {
 }
 
 /// Appends a `CallToolResult` to `out`, written by hand so the envelope is serialised
-/// once: the same `text` ([`Response::to_json`](crate::answer::envelope::Response::to_json)) is
+/// once: the same `text` ([`Enveloped::to_json`](crate::answer::envelope::Enveloped::to_json)) is
 /// `structuredContent` and, as a JSON string, `content[0].text`.
 fn write_tool_result(
     out: &mut Vec<u8>,
-    response: &crate::answer::envelope::Response,
+    response: &crate::answer::envelope::Enveloped,
     text: &[u8],
     modern: bool,
 ) {
@@ -576,14 +570,14 @@ async fn call_reply(
     out.push(b'}');
     Reply {
         status: 200,
-        body: Some(out),
+        body: json_bytes(out),
         headers: Vec::new(),
     }
 }
 
 /// The 403 answer of a call refused for a missing scope: a JSON-RPC error carrying the
 /// envelope's error object, and the challenge.
-fn step_up(id: &Value, response: &crate::answer::envelope::Response) -> Option<Reply> {
+fn step_up(id: &Value, response: &crate::answer::envelope::Enveloped) -> Option<Reply> {
     let challenge = response
         .headers
         .iter()
@@ -604,11 +598,12 @@ fn step_up(id: &Value, response: &crate::answer::envelope::Response) -> Option<R
 /// Handles one message posted to `/mcp` by an authenticated caller: the message read
 /// and checked ([`checked`]), its protocol era, then the method.
 pub async fn handle(
-    broker: &std::sync::Arc<Broker>,
+    served: &Served,
     headers: &HeaderMap,
     bytes: &[u8],
     caller: Result<&Caller, &CallError>,
 ) -> Reply {
+    let broker = &served.broker;
     let mut read = message::read(bytes);
     // The id to answer with, and what the message's `id` member was.
     let id_member = read.as_mut().ok().and_then(|m| m.id.take());
@@ -677,7 +672,7 @@ pub async fn handle(
             "ttlMs": 300_000,
         })),
         "ping" => finish(json!({})),
-        "tools/list" => list_tools(broker, caller, &id, &params, modern),
+        "tools/list" => list_tools(served, caller, &id, &params, modern),
         "tools/call" => {
             call_tool(
                 broker,
@@ -797,8 +792,9 @@ fn checked<'a>(
 
 /// `tools/list`: one page of the tools this caller sees, paged by a cursor that names
 /// the catalog snapshot it was made on.
-fn list_tools(broker: &Broker, caller: &Caller, id: &Value, params: &Value, modern: bool) -> Reply {
-    let visible = tools::visible(broker, caller);
+fn list_tools(served: &Served, caller: &Caller, id: &Value, params: &Value, modern: bool) -> Reply {
+    let broker = &served.broker;
+    let visible = tools::visible(served, caller);
     let snapshot: String = broker
         .parts
         .catalog

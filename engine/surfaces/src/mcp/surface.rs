@@ -62,11 +62,11 @@ pub fn surfaces(catalog: &Catalog) -> Vec<Surface> {
     toolsets
         .into_iter()
         .map(|toolset| {
-            let principal = Caller {
+            let caller = Caller {
                 toolset: toolset.clone(),
                 ..Caller::unrestricted("surface")
             };
-            measure(&toolset, &listing(catalog, &entries, &principal, None))
+            measure(&toolset, &listing(catalog, &entries, &caller, None))
         })
         .collect()
 }

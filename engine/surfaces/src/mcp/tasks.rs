@@ -27,12 +27,13 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{Reply, code, complete, error, result, server_info};
+use super::{code, complete, error, result, server_info};
 use crate::call::{Broker, CallInput};
 use crate::caller::Caller;
 use crate::catalog::Tool;
 use crate::catalog::descriptor::Risk;
 use crate::config::WriteConfirmation;
+use crate::reply::Reply;
 use crate::run::TaskWatch;
 use crate::store::tasks::StoredTask;
 

@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 use serde_json::{Map, Value, json};
 
 use super::schemas::{compact_envelope_schema, published_input};
-use crate::answer::envelope::{self, Meta, Response};
+use crate::answer::envelope::{self, Enveloped, Meta};
 use crate::call::{Broker, CallInput};
 use crate::caller::Caller;
 use crate::catalog::describe::{descriptor, summary};
@@ -25,6 +25,7 @@ use crate::config::{Toolset, ToolsetName};
 use crate::error::CallError;
 use crate::hooks::{FindFilters, text};
 use crate::policy::Policies;
+use crate::served::Served;
 use crate::telemetry::trace::CallTrace;
 
 /// Names of the discovery tools (no service prefix, so they never collide with a
@@ -96,12 +97,12 @@ pub fn all_entries(catalog: &Catalog) -> Vec<EntryText> {
         .collect()
 }
 
-/// Entries of every catalog tool, built on first use and kept by the broker.
-fn entries(broker: &Broker) -> &[EntryText] {
-    broker
+/// Entries of every catalog tool, built on first use and kept with the endpoints.
+fn entries(served: &Served) -> &[EntryText] {
+    served
         .endpoints
         .mcp_entries
-        .get_or_init(|| all_entries(&broker.parts.catalog))
+        .get_or_init(|| all_entries(&served.broker.parts.catalog))
 }
 
 fn discovery_entries() -> &'static [EntryText] {
@@ -187,11 +188,11 @@ fn listed(tool: &Tool, caller: &Caller, policies: Option<&Policies>) -> bool {
 
 /// The entries a caller sees, in a stable order: its toolset, what its key or role
 /// fields allow, and with `[policy]` the tools some call could be permitted.
-pub fn visible<'a>(broker: &'a Broker, caller: &Caller) -> Vec<&'a EntryText> {
-    let policies = broker.parts.policy_set();
+pub fn visible<'a>(served: &'a Served, caller: &Caller) -> Vec<&'a EntryText> {
+    let policies = served.broker.parts.policy_set();
     listing(
-        &broker.parts.catalog,
-        entries(broker),
+        &served.broker.parts.catalog,
+        entries(served),
         caller,
         policies.as_deref(),
     )
@@ -240,7 +241,7 @@ fn invalid(
     trace: &CallTrace,
     tool: &str,
     message: &str,
-) -> Response {
+) -> Enveloped {
     let err = CallError::validation(message.to_string())
         .with_details(json!([{ "pointer": "", "message": message }]));
     let meta = meta(broker, request_id, trace, tool);
@@ -252,7 +253,7 @@ fn invalid(
 pub async fn call_discovery<'a>(
     broker: &Broker,
     input: CallInput<'a>,
-) -> Result<Response, CallInput<'a>> {
+) -> Result<Enveloped, CallInput<'a>> {
     let name = input.name;
     if ![FIND, REFERENCE, CALL].contains(&name) {
         return Err(input);
@@ -293,7 +294,7 @@ fn find(
     request_id: &str,
     caller: &Caller,
     args: &Map<String, Value>,
-) -> Response {
+) -> Enveloped {
     let (name, catalog) = (FIND, &broker.parts.catalog);
     let Some(query) = text(args, "query") else {
         return invalid(
@@ -334,7 +335,7 @@ fn reference(
     request_id: &str,
     caller: &Caller,
     args: &Map<String, Value>,
-) -> Response {
+) -> Enveloped {
     let (name, catalog) = (REFERENCE, &broker.parts.catalog);
     let wanted = text(args, "name").unwrap_or_default();
     match catalog.resolve(wanted) {
@@ -358,7 +359,7 @@ fn reference(
 }
 
 /// A discovery tool's answer.
-async fn discovery(broker: &Broker, trace: &CallTrace, input: CallInput<'_>) -> Response {
+async fn discovery(broker: &Broker, trace: &CallTrace, input: CallInput<'_>) -> Enveloped {
     let name = input.name;
     let CallInput {
         request_id,

@@ -22,43 +22,16 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Method, Request};
 
 use crate::call::Broker;
 use crate::console::actions::Action;
-use crate::console::{Answer, Viewer, access};
+use crate::console::{Viewer, access};
 use crate::html::Page;
+use crate::reply::Reply;
 use crate::serve::request::read_limited;
-use crate::serve::response::{HttpResponse, json_response, page_response};
-
-fn answer(a: Answer) -> HttpResponse {
-    match a {
-        Answer::Json(status, body, headers) => json_response(status, &body, &headers),
-        Answer::Page(page) => page_response(page),
-        Answer::File(status, content_type, body, extra) => {
-            let mut response = hyper::Response::new(Full::new(Bytes::from(body)));
-            *response.status_mut() =
-                hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::OK);
-            let headers = response.headers_mut();
-            for (name, value) in [
-                ("content-type", content_type),
-                ("cache-control", "no-store"),
-                ("x-content-type-options", "nosniff"),
-            ] {
-                headers.insert(name, hyper::header::HeaderValue::from_static(value));
-            }
-            for (name, value) in extra {
-                if let Ok(v) = hyper::header::HeaderValue::from_str(&value) {
-                    headers.append(name, v);
-                }
-            }
-            response
-        }
-    }
-}
+use crate::served::Served;
 
 /// A tool's name from a path segment (percent-decoded).
 fn tool_name(segment: &str) -> String {
@@ -172,9 +145,9 @@ fn form_action(
 }
 
 /// The decision of an API request's JSON body: `{"decision": "approve" | "decline"}`.
-fn api_decision(id: String, body: &[u8]) -> Result<Action, Answer> {
+fn api_decision(id: String, body: &[u8]) -> Result<Action, Reply> {
     let refuse = || {
-        Answer::error(
+        Reply::error(
             400,
             "invalid_request",
             "send {\"decision\": \"approve\"} or {\"decision\": \"decline\"}",
@@ -189,12 +162,12 @@ fn api_decision(id: String, body: &[u8]) -> Result<Action, Answer> {
 }
 
 /// Takes an action and answers it: JSON for the API, a redirect back for a form.
-async fn take(broker: &Broker, viewer: &Viewer, action: Action, api: bool) -> HttpResponse {
+async fn take(broker: &Broker, viewer: &Viewer, action: Action, api: bool) -> Reply {
     let result = crate::console::actions::act(broker, viewer, &action).await;
     match (result, api) {
-        (Ok(done), true) => answer(Answer::ok(done)),
+        (Ok(done), true) => Reply::ok(&done),
         (Err((status, classification, message)), true) => {
-            answer(Answer::error(status, classification, &message))
+            Reply::error(status, classification, &message)
         }
         (Ok(_), false) => {
             let back = match &action {
@@ -215,13 +188,13 @@ async fn take(broker: &Broker, viewer: &Viewer, action: Action, api: bool) -> Ht
                     format!("/admin/users?{q}")
                 }
             };
-            page_response(Page {
+            Reply::from(Page {
                 status: 303,
                 headers: vec![("location", back)],
                 body: String::new(),
             })
         }
-        (Err((status, _, message)), false) => page_response(crate::html::message(
+        (Err((status, _, message)), false) => Reply::from(crate::html::message(
             status,
             "Not changed",
             &format!("{message}."),
@@ -230,7 +203,8 @@ async fn take(broker: &Broker, viewer: &Viewer, action: Action, api: bool) -> Ht
 }
 
 /// Routes one request under `/admin`.
-pub async fn route(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
+pub async fn route(served: Arc<Served>, req: Request<Incoming>) -> Reply {
+    let broker = &served.broker;
     let path = req.uri().path().to_string();
     let query = req.uri().query().unwrap_or("").to_string();
     let api = path == "/admin/api" || path.starts_with("/admin/api/");
@@ -238,56 +212,52 @@ pub async fn route(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
     if let Some(Err(())) = acting {
         let message = "the console's pages and API answer GET; an admin acts with the users page's forms (POST) or the API's DELETE (docs/console.md)";
         return if api {
-            answer(Answer::error(405, "invalid_request", message))
+            Reply::error(405, "invalid_request", message)
         } else {
-            page_response(crate::html::message(405, "Not allowed", message))
+            Reply::from(crate::html::message(405, "Not allowed", message))
         };
     }
-    let viewer = match access::viewer(&broker, req.headers()).await {
+    let viewer = match access::viewer(&served, req.headers()).await {
         Ok(v) => v,
         Err(refusal) => {
             if refusal.status >= 401 && refusal.status < 404 {
                 tracing::info!(path = %path, status = refusal.status, "console refused");
             }
             return if api {
-                answer(Answer::error(
-                    refusal.status,
-                    refusal.classification,
-                    &refusal.message,
-                ))
+                Reply::error(refusal.status, refusal.classification, &refusal.message)
             } else {
                 let here = if query.is_empty() {
                     path.clone()
                 } else {
                     format!("{path}?{query}")
                 };
-                page_response(crate::console::shell::refused(&refusal, &here))
+                Reply::from(crate::console::shell::refused(&refusal, &here))
             };
         }
     };
     if let Some(Ok(acting)) = acting {
         let through_api = !matches!(acting, Acting::Form(_));
         if through_api && viewer.session.is_some() {
-            return answer(Answer::error(
+            return Reply::error(
                 403,
                 "forbidden",
                 "the API's actions take an access token (Authorization: Bearer); in a browser, use the console's forms",
-            ));
+            );
         }
         let action = match acting {
             Acting::Api(action) => action,
             acting => {
                 let (parts, body) = req.into_parts();
-                let Ok(body) = read_limited(&broker, &parts.headers, &path, body, MAX_FORM).await
+                let Ok(body) = read_limited(&served, &parts.headers, &path, body, MAX_FORM).await
                 else {
                     return if through_api {
-                        answer(Answer::error(
+                        Reply::error(
                             413,
                             "invalid_request",
                             "the body is too large or broken; nothing was changed",
-                        ))
+                        )
                     } else {
-                        page_response(crate::html::message(
+                        Reply::from(crate::html::message(
                             413,
                             "Too large",
                             "The form is too large; nothing was changed.",
@@ -296,9 +266,9 @@ pub async fn route(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
                 };
                 let read = match acting {
                     Acting::Form(form) => {
-                        form_action(&broker, &viewer, form, &body).map_err(page_response)
+                        form_action(broker, &viewer, form, &body).map_err(Reply::from)
                     }
-                    Acting::ApiDecision(id) => api_decision(id, &body).map_err(answer),
+                    Acting::ApiDecision(id) => api_decision(id, &body),
                     Acting::Api(action) => Ok(action),
                 };
                 match read {
@@ -307,57 +277,60 @@ pub async fn route(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
                 }
             }
         };
-        return take(&broker, &viewer, action, through_api).await;
+        return take(broker, &viewer, action, through_api).await;
     }
-    answer(read(&broker, &viewer, &path, &query, api).await)
+    read(&served, &viewer, &path, &query, api).await
 }
 
 /// What a read of the console answers: a page, or the API's JSON.
-async fn read(broker: &Broker, viewer: &Viewer, path: &str, query: &str, api: bool) -> Answer {
-    let (b, v) = (broker, viewer);
+async fn read(served: &Served, viewer: &Viewer, path: &str, query: &str, api: bool) -> Reply {
+    let (b, v) = (&served.broker, viewer);
     match path {
-        "/admin/api/users" => crate::console::users::api_users(b, query).await,
-        "/admin/api/keys" => crate::console::users::api_keys(b).await,
-        "/admin/users" => Answer::Page(crate::console::users::page(b, v, query).await),
-        "/admin/api/approvals" => crate::console::approvals::api_list(b, query).await,
-        "/admin/approvals" => Answer::Page(crate::console::approvals::page(b, v, query).await),
-        "/admin/api/tasks" => crate::console::tasks::api(b, query).await,
-        "/admin/tasks" => Answer::Page(crate::console::tasks::page(b, v, query).await),
+        "/admin/api/users" => crate::console::users::api_users(served, query).await,
+        "/admin/api/keys" => crate::console::users::api_keys(served).await,
+        "/admin/users" => Reply::from(crate::console::users::page(served, v, query).await),
+        "/admin/api/approvals" => crate::console::approvals::api_list(served, query).await,
+        "/admin/approvals" => Reply::from(crate::console::approvals::page(served, v, query).await),
+        "/admin/api/tasks" => crate::console::tasks::api(served, query).await,
+        "/admin/tasks" => Reply::from(crate::console::tasks::page(served, v, query).await),
         p if p.starts_with("/admin/api/approvals/") => {
-            crate::console::approvals::api_one(b, &tool_name(&p["/admin/api/approvals/".len()..]))
-                .await
+            crate::console::approvals::api_one(
+                served,
+                &tool_name(&p["/admin/api/approvals/".len()..]),
+            )
+            .await
         }
-        p if p.starts_with("/admin/approvals/") => Answer::Page(
+        p if p.starts_with("/admin/approvals/") => Reply::from(
             crate::console::approvals::page_one(
-                b,
+                served,
                 v,
                 &tool_name(&p["/admin/approvals/".len()..]),
                 query,
             )
             .await,
         ),
-        "/admin/api/overview" => crate::console::overview::api(b).await,
+        "/admin/api/overview" => crate::console::overview::api(served).await,
         "/admin/api/tools" => crate::console::catalog::api_list(b, query),
-        "/admin/api/audit" => crate::console::audit::api(b, query).await,
-        "/admin/api/config" => crate::console::settings::api(b),
+        "/admin/api/audit" => crate::console::audit::api(served, query).await,
+        "/admin/api/config" => crate::console::settings::api(served),
         p if p.starts_with("/admin/api/tools/") => {
             crate::console::catalog::api_tool(b, &tool_name(&p["/admin/api/tools/".len()..]))
         }
-        _ if api => Answer::error(
+        _ if api => Reply::error(
             404,
             "not_found",
             "no such console API: overview, tools, tools/<name>, users, keys, approvals, approvals/<id>, tasks, audit, config (docs/console.md)",
         ),
-        "/admin" | "/admin/" => Answer::Page(crate::console::overview::page(b, v).await),
-        "/admin/tools" => Answer::Page(crate::console::catalog::page(b, v, query)),
-        "/admin/audit" => Answer::Page(crate::console::audit::page(b, v, query).await),
-        "/admin/config" => Answer::Page(crate::console::settings::page(b, v)),
-        p if p.starts_with("/admin/tools/") => Answer::Page(crate::console::catalog::tool_page(
+        "/admin" | "/admin/" => Reply::from(crate::console::overview::page(served, v).await),
+        "/admin/tools" => Reply::from(crate::console::catalog::page(b, v, query)),
+        "/admin/audit" => Reply::from(crate::console::audit::page(served, v, query).await),
+        "/admin/config" => Reply::from(crate::console::settings::page(served, v)),
+        p if p.starts_with("/admin/tools/") => Reply::from(crate::console::catalog::tool_page(
             b,
             v,
             &tool_name(&p["/admin/tools/".len()..]),
         )),
-        _ => Answer::Page(crate::console::shell::page(
+        _ => Reply::from(crate::console::shell::page(
             b,
             v,
             "",

@@ -6,20 +6,19 @@
 //! a bug that panics becomes an `internal_error` envelope (500), never a dropped
 //! connection.
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use futures_util::FutureExt;
 use hyper::Request;
 use hyper::body::Incoming;
 use hyper::header::HeaderMap;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::answer::envelope::{self, Meta, Response};
+use crate::answer::envelope::{self, Enveloped, Meta};
 use crate::call::{Broker, CallInput, Endpoint};
 use crate::error::{CallError, Classification};
+use crate::reply::Reply;
 use crate::serve::request::{authenticate, read_limited};
-use crate::serve::response::CallResponse;
+use crate::served::Served;
 use crate::telemetry::trace::Parent;
 
 /// A call endpoint's request read whole (by either HTTP/1.1 server), to be answered.
@@ -34,9 +33,12 @@ pub struct CallRequest<'a> {
     pub body: Result<Bytes, CallError>,
 }
 
-fn send(r: Response) -> CallResponse {
+fn send(r: Enveloped) -> Reply {
     let body = r.to_json();
-    CallResponse::json(r.status, body, r.headers)
+    Reply {
+        headers: r.headers,
+        ..Reply::json_text(r.status, body)
+    }
 }
 
 /// Refuses a request whose `Origin` or `Host` fails [`crate::caller::origin`], in the shape its
@@ -46,7 +48,7 @@ pub(super) fn refuse_origin(
     path: &str,
     headers: &hyper::HeaderMap,
     reason: String,
-) -> CallResponse {
+) -> Reply {
     tracing::warn!(path = %path, "request refused by the Origin/Host rules");
     if path == "/mcp" {
         let reply = crate::mcp::error(
@@ -55,10 +57,10 @@ pub(super) fn refuse_origin(
             reason,
             None,
         );
-        return mcp_reply(crate::mcp::Reply {
+        return Reply {
             status: 403,
             ..reply
-        });
+        };
     }
     if path == "/" || path.starts_with("/mcp/") {
         return failure(
@@ -68,34 +70,18 @@ pub(super) fn refuse_origin(
             CallError::new(Classification::Forbidden, reason),
         );
     }
-    CallResponse::json(
-        403,
-        serde_json::to_vec(&json!({ "error": reason })).unwrap_or_default(),
-        Vec::new(),
-    )
-}
-
-fn mcp_reply(reply: crate::mcp::Reply) -> CallResponse {
-    match reply.body {
-        Some(body) => CallResponse::json(reply.status, body, reply.headers),
-        None => CallResponse {
-            status: 202,
-            json: false,
-            headers: Vec::new(),
-            body: Bytes::new(),
-        },
-    }
+    Reply::error(403, "forbidden", &reason)
 }
 
 /// A call endpoint's request answered from its head alone, before its body is read: `POST
 /// /mcp` without a JSON `Accept` (406) or with another `Content-Type` (415).
-fn precheck(endpoint: Endpoint, headers: &hyper::HeaderMap) -> Option<CallResponse> {
+fn precheck(endpoint: Endpoint, headers: &hyper::HeaderMap) -> Option<Reply> {
     use crate::mcp::{code, error};
     if endpoint != Endpoint::Mcp {
         return None;
     }
     if !crate::mcp::accepts_json(headers) {
-        return Some(mcp_reply(crate::mcp::Reply {
+        return Some(Reply {
             status: 406,
             ..error(
                 &Value::Null,
@@ -103,7 +89,7 @@ fn precheck(endpoint: Endpoint, headers: &hyper::HeaderMap) -> Option<CallRespon
                 "this broker answers MCP as application/json: accept it (with or without text/event-stream)",
                 None,
             )
-        }));
+        });
     }
     let content_type_ok = headers
         .get(hyper::header::CONTENT_TYPE)
@@ -115,7 +101,7 @@ fn precheck(endpoint: Endpoint, headers: &hyper::HeaderMap) -> Option<CallRespon
                 .is_some_and(|start| start.eq_ignore_ascii_case(b"application/json"))
         });
     if !content_type_ok {
-        return Some(mcp_reply(crate::mcp::Reply {
+        return Some(Reply {
             status: 415,
             ..error(
                 &Value::Null,
@@ -123,7 +109,7 @@ fn precheck(endpoint: Endpoint, headers: &hyper::HeaderMap) -> Option<CallRespon
                 "send MCP messages as Content-Type: application/json",
                 None,
             )
-        }));
+        });
     }
     None
 }
@@ -131,13 +117,10 @@ fn precheck(endpoint: Endpoint, headers: &hyper::HeaderMap) -> Option<CallRespon
 /// Answers a call endpoint's request read whole by the broker's own HTTP/1.1 server
 /// ([`crate::serve::http1`]): the `Origin`/`Host` rules and [`precheck`] first, as
 /// [`answer_hyper`] does for hyper's server. Counts the response's status.
-pub async fn answer_call(
-    broker: &Arc<Broker>,
-    loopback: bool,
-    request: CallRequest<'_>,
-) -> CallResponse {
+pub async fn answer_call(served: &Served, loopback: bool, request: CallRequest<'_>) -> Reply {
+    let broker = &served.broker;
     let answer = if let Err(refusal) =
-        broker
+        served
             .endpoints
             .origins
             .check(request.headers, None, loopback)
@@ -146,7 +129,7 @@ pub async fn answer_call(
     } else if let Some(refused) = precheck(request.endpoint, request.headers) {
         refused
     } else {
-        dispatch(broker, request).await
+        dispatch(served, request).await
     };
     broker.parts.metrics.record_status(answer.status);
     answer
@@ -156,32 +139,33 @@ pub async fn answer_call(
 /// checked: [`precheck`], then the body read within its limits, then [`dispatch`].
 /// Counts the response's status.
 pub(super) async fn answer_hyper(
-    broker: &Arc<Broker>,
+    served: &Served,
     endpoint: Endpoint,
     req: Request<Incoming>,
-) -> CallResponse {
+) -> Reply {
     let response = match precheck(endpoint, req.headers()) {
         Some(refused) => refused,
         None => {
             let (parts, body) = req.into_parts();
             let path = parts.uri.path();
-            let limit = broker.endpoints.max_body_bytes;
-            let body = read_limited(broker, &parts.headers, path, body, limit).await;
+            let limit = served.endpoints.max_body_bytes;
+            let body = read_limited(served, &parts.headers, path, body, limit).await;
             let request = CallRequest {
                 endpoint,
                 path,
                 headers: &parts.headers,
                 body,
             };
-            dispatch(broker, request).await
+            dispatch(served, request).await
         }
     };
-    broker.parts.metrics.record_status(response.status);
+    served.broker.parts.metrics.record_status(response.status);
     response
 }
 
 /// The three call endpoints, past the checks of the request's head.
-async fn dispatch(broker: &Arc<Broker>, request: CallRequest<'_>) -> CallResponse {
+async fn dispatch(served: &Served, request: CallRequest<'_>) -> Reply {
+    let broker = &served.broker;
     let CallRequest {
         endpoint,
         path,
@@ -190,40 +174,36 @@ async fn dispatch(broker: &Arc<Broker>, request: CallRequest<'_>) -> CallRespons
     } = request;
     match endpoint {
         Endpoint::Rpc => rpc(broker, headers, body).await,
-        Endpoint::Mcp => mcp(broker, headers, body).await,
+        Endpoint::Mcp => mcp(served, headers, body).await,
         Endpoint::Rest => rest(broker, path, headers, body).await,
     }
 }
 
 /// `POST /mcp`, past [`precheck`].
-async fn mcp(
-    broker: &Arc<Broker>,
-    headers: &hyper::HeaderMap,
-    body: Result<Bytes, CallError>,
-) -> CallResponse {
+async fn mcp(served: &Served, headers: &hyper::HeaderMap, body: Result<Bytes, CallError>) -> Reply {
     use crate::mcp::{code, error};
     let bytes = match body {
         Ok(bytes) => bytes,
         Err(e) => {
-            let status = broker.parts.catalog.rules.status(e.classification);
-            return mcp_reply(crate::mcp::Reply {
+            let status = served.broker.parts.catalog.rules.status(e.classification);
+            return Reply {
                 status,
                 ..error(&Value::Null, code::INVALID_REQUEST, e.message, None)
-            });
+            };
         }
     };
-    let caller = authenticate(broker, headers).await;
-    let handled = crate::mcp::handle(broker, headers, &bytes, caller.as_deref());
+    let caller = authenticate(&served.broker, headers).await;
+    let handled = crate::mcp::handle(served, headers, &bytes, caller.as_deref());
     match std::panic::AssertUnwindSafe(handled).catch_unwind().await {
-        Ok(reply) => mcp_reply(reply),
+        Ok(reply) => reply,
         Err(_) => {
             tracing::error!("an MCP request panicked; answered internal error");
-            mcp_reply(error(
+            error(
                 &Value::Null,
                 -32603,
                 "the broker failed to handle this request; the cause is in its log",
                 None,
-            ))
+            )
         }
     }
 }
@@ -234,7 +214,7 @@ async fn rest(
     path: &str,
     headers: &hyper::HeaderMap,
     body: Result<Bytes, CallError>,
-) -> CallResponse {
+) -> Reply {
     let name = path
         .strip_prefix("/mcp/")
         .and_then(|rest| rest.split_once('/'))
@@ -301,7 +281,7 @@ async fn rest(
 
 /// Runs one call; a panic becomes an `internal_error` envelope, never a dropped
 /// connection. Shared by `POST /` and the projection's REST paths.
-async fn guarded_call(broker: &Broker, input: CallInput<'_>) -> CallResponse {
+async fn guarded_call(broker: &Broker, input: CallInput<'_>) -> Reply {
     let (request_id, headers) = (input.request_id.clone(), input.headers);
     let call = broker.call(input);
     match std::panic::AssertUnwindSafe(call).catch_unwind().await {
@@ -315,12 +295,7 @@ async fn guarded_call(broker: &Broker, input: CallInput<'_>) -> CallResponse {
 
 /// The envelope of a request refused before its call (body, caller, JSON-RPC): the
 /// caller's trace id when it brought a `traceparent`.
-fn failure(
-    broker: &Broker,
-    headers: &hyper::HeaderMap,
-    request_id: &str,
-    err: CallError,
-) -> CallResponse {
+fn failure(broker: &Broker, headers: &hyper::HeaderMap, request_id: &str, err: CallError) -> Reply {
     let meta = Meta {
         request_id: request_id.to_string(),
         trace_id: broker.parts.traces.answer_trace_id(Some(headers)),
@@ -334,11 +309,7 @@ fn failure(
 }
 
 /// `POST /`.
-async fn rpc(
-    broker: &Broker,
-    headers: &hyper::HeaderMap,
-    body: Result<Bytes, CallError>,
-) -> CallResponse {
+async fn rpc(broker: &Broker, headers: &hyper::HeaderMap, body: Result<Bytes, CallError>) -> Reply {
     let bytes = match body {
         Ok(bytes) => bytes,
         Err(e) => return failure(broker, headers, "", e),

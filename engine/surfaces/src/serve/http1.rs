@@ -32,6 +32,7 @@ use crate::error::CallError;
 use crate::serve::bounds::{ConnState, Watched};
 use crate::serve::calls::{CallRequest, answer_call};
 use crate::serve::request::{body_timed_out, too_large};
+use crate::served::Served;
 
 /// Header lines this server parses on the stack; a request with more goes to hyper, which
 /// applies the `[server]` `max_headers`.
@@ -183,13 +184,14 @@ pub enum Ended<S> {
 /// Serves a connection's call requests until it closes or brings something this server
 /// leaves to hyper. `stopped` turning true closes it between requests.
 pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
-    broker: &Arc<Broker>,
+    served: &Served,
     loopback: bool,
     mut io: Watched<S>,
     state: &Arc<ConnState>,
     mut stopped: tokio::sync::watch::Receiver<bool>,
 ) -> Ended<S> {
-    let bounds = &broker.endpoints.bounds;
+    let broker = &served.broker;
+    let bounds = &served.endpoints.bounds;
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     let mut out = Vec::with_capacity(2 * 1024);
     let mut lines = Vec::with_capacity(16);
@@ -229,7 +231,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             }
         };
         let in_flight = state.request();
-        let (headers, body, close) = match body(broker, &mut io, &mut buf, &head).await {
+        let (headers, body, close) = match body(served, &mut io, &mut buf, &head).await {
             Read::Whole(head_bytes, body) => {
                 (header_map(&head_bytes, &lines), Ok(body), head.close)
             }
@@ -241,7 +243,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             Read::Ended => return Ended::Closed,
         };
         let response = answer_call(
-            broker,
+            served,
             loopback,
             CallRequest {
                 endpoint: head.endpoint,
@@ -253,7 +255,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         .await;
         let close = close || *stopped.borrow();
         out.clear();
-        response.write(&mut out, close);
+        crate::serve::response::write(&response, &mut out, close);
         // As with hyper, the call ends before its answer is written: a client that does
         // not read it is closed by the idle timeout, not held while the write waits.
         drop(in_flight);
@@ -301,13 +303,13 @@ enum Read {
 /// Reads the body `head` declares, within the body read timeout; one over the limit is
 /// read and dropped up to the drain bound, or refused at once past it.
 async fn body<S: AsyncRead + Unpin>(
-    broker: &Broker,
+    served: &Served,
     io: &mut Watched<S>,
     buf: &mut BytesMut,
     head: &Head,
 ) -> Read {
-    let bounds = &broker.endpoints.bounds;
-    let limit = broker.endpoints.max_body_bytes;
+    let bounds = &served.endpoints.bounds;
+    let limit = served.endpoints.max_body_bytes;
     let head_bytes = buf.split_to(head.len).freeze();
     if head.body > limit {
         if head.body - limit > bounds.over_limit_drain_bytes {

@@ -12,7 +12,6 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Method, Request};
 use serde_json::json;
@@ -21,8 +20,10 @@ use crate::call::Broker;
 use crate::confirm::approval::page::{Page, message};
 use crate::hub::page::HubCx;
 use crate::hub::signin;
+use crate::reply::Reply;
 use crate::serve::request::{authenticate, read_limited};
-use crate::serve::response::{HttpResponse, json_response, page_response};
+use crate::serve::response::refused;
+use crate::served::Served;
 
 /// The largest hub form or API body.
 const MAX_BODY: usize = 16 * 1024;
@@ -55,7 +56,7 @@ pub async fn approval_provider(
             signin::session(&broker.parts.store, hub.site, hub.times, headers, now)
                 .await
                 .filter(|session| session.roles.contains(role))
-                .map(|session| crate::hub::principal_name(&session.user()))
+                .map(|session| crate::hub::caller_name(&session.user()))
         }
         None => None,
     };
@@ -66,44 +67,34 @@ pub async fn approval_provider(
 }
 
 /// `GET /hub/budget`: the caller's budgets (docs/budgets.md).
-async fn budget(
-    broker: &Broker,
-    method: &Method,
-    principal: &crate::caller::Caller,
-) -> HttpResponse {
+async fn budget(broker: &Broker, method: &Method, caller: &crate::caller::Caller) -> Reply {
     if method != Method::GET {
-        return json_response(
+        return Reply::error(
             405,
-            &json!({ "error": { "classification": "invalid_request", "message": "GET /hub/budget answers your budgets" } }),
-            &[],
+            "invalid_request",
+            "GET /hub/budget answers your budgets",
         );
     }
-    let rooms = crate::run::budgets::standing(&broker.parts, principal, None, None).await;
+    let rooms = crate::run::budgets::standing(&broker.parts, caller, None, None).await;
     let budgets = crate::run::budgets::as_json(&rooms);
-    json_response(200, &json!({ "budgets": budgets }), &[])
+    Reply::ok(&json!({ "budgets": budgets }))
 }
 
 /// Routes one request under `/hub`.
-pub async fn route(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
+pub async fn route(served: Arc<Served>, req: Request<Incoming>) -> Reply {
+    let broker = &served.broker;
     // A broker without a hub still answers a bearer its budgets.
     if broker.hub.is_none() && req.uri().path() == "/hub/budget" {
-        return match authenticate(&broker, req.headers()).await {
-            Ok(principal) => budget(&broker, req.method(), &principal).await,
-            Err(e) => {
-                let status = broker.parts.catalog.rules.status(e.classification);
-                json_response(
-                    status,
-                    &json!({ "error": { "classification": e.classification.as_str(), "message": e.message } }),
-                    &[],
-                )
-            }
+        return match authenticate(broker, req.headers()).await {
+            Ok(caller) => budget(broker, req.method(), &caller).await,
+            Err(e) => refused(broker, &e),
         };
     }
     let (Some(hub), Some(oauth)) = (&broker.hub, &broker.callers.oauth) else {
-        return json_response(
+        return Reply::error(
             404,
-            &json!({ "error": "this broker has no hub: its config sets no vault_key_env (docs/hub.md)" }),
-            &[],
+            "not_found",
+            "this broker has no hub: its config sets no vault_key_env (docs/hub.md)",
         );
     };
     let (parts, body) = req.into_parts();
@@ -118,7 +109,7 @@ pub async fn route(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
     let method = &parts.method;
     // The JSON API.
     if path == "/hub/keys" || path.starts_with("/hub/keys/") || path == "/hub/budget" {
-        return api(&broker, hub, oauth, &parts, body).await;
+        return api(&served, hub, oauth, &parts, body).await;
     }
     let (section, rest) = path
         .trim_start_matches("/hub")
@@ -145,20 +136,20 @@ pub async fn route(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
         .await
         {
             tracing::warn!(client = %client, "hub sign-in attempts over the limit");
-            return page_response(page);
+            return Reply::from(page);
         }
     }
     let page: Page = match (method, section, rest) {
         (&Method::GET, "", "") => crate::hub::page::home(cx, headers).await,
-        (&Method::GET, "login", "") => login(&broker, hub, headers, query).await,
-        (&Method::GET, "callback", "") => callback(&broker, hub, oauth, headers, query).await,
+        (&Method::GET, "login", "") => login(broker, hub, headers, query).await,
+        (&Method::GET, "callback", "") => callback(broker, hub, oauth, headers, query).await,
         (&Method::POST, "set" | "delete" | "logout" | "connect", _)
         | (&Method::GET, "connect", _) => {
             let body = if method == Method::POST {
-                match read_limited(&broker, headers, path, body, MAX_BODY).await {
+                match read_limited(&served, headers, path, body, MAX_BODY).await {
                     Ok(b) => b,
                     Err(_) => {
-                        return page_response(message(413, "Too large", "The form is too large."));
+                        return Reply::from(message(413, "Too large", "The form is too large."));
                     }
                 }
             } else {
@@ -185,18 +176,19 @@ pub async fn route(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
         }
         _ => message(404, "Not found", "No such hub page."),
     };
-    page_response(page)
+    Reply::from(page)
 }
 
 /// `/hub/keys[/<service>]` and `/hub/budget`: the JSON API, for a bearer token or a
 /// signed-in session.
 async fn api(
-    broker: &Arc<Broker>,
+    served: &Served,
     hub: &crate::hub::Hub,
     oauth: &crate::caller::oauth::OAuth,
     parts: &hyper::http::request::Parts,
     body: Incoming,
-) -> HttpResponse {
+) -> Reply {
+    let broker = &served.broker;
     let path = parts.uri.path();
     let headers = &parts.headers;
     let method = &parts.method;
@@ -205,11 +197,7 @@ async fn api(
         Some(s) => match service_segment(s) {
             Some(s) => Some(s),
             None => {
-                return json_response(
-                    404,
-                    &json!({ "error": { "classification": "not_found", "message": "no such service" } }),
-                    &[],
-                );
+                return Reply::error(404, "not_found", "no such service");
             }
         },
     };
@@ -219,66 +207,33 @@ async fn api(
     } else {
         signin::session(&broker.parts.store, hub.site, hub.times, headers, now).await
     };
-    let principal = if session.is_none() {
+    let caller = if session.is_none() {
         match authenticate(broker, headers).await {
             Ok(p) => p,
-            Err(e) => {
-                let status = broker.parts.catalog.rules.status(e.classification);
-                let extra: Vec<(&'static str, String)> = e
-                    .challenge
-                    .iter()
-                    .map(|c| ("www-authenticate", c.clone()))
-                    .collect();
-                return json_response(
-                    status,
-                    &json!({ "error": { "classification": e.classification.as_str(), "message": e.message } }),
-                    &extra,
-                );
-            }
+            Err(e) => return refused(broker, &e),
         }
     } else {
         match session {
             Some(s) if s.issuer == oauth.issuer() => {
-                Arc::new(oauth.signed_in_principal(&s.subject, &s.roles))
+                Arc::new(oauth.signed_in_caller(&s.subject, &s.roles))
             }
             _ => {
-                return json_response(
-                    401,
-                    &json!({ "error": { "classification": "unauthorized", "message": "sign in again" } }),
-                    &[],
-                );
+                return Reply::error(401, "unauthorized", "sign in again");
             }
         }
     };
     if path == "/hub/budget" {
-        return budget(broker, method, &principal).await;
+        return budget(broker, method, &caller).await;
     }
     let body = if method == Method::PUT {
-        match read_limited(broker, headers, path, body, MAX_BODY).await {
+        match read_limited(served, headers, path, body, MAX_BODY).await {
             Ok(b) => b,
-            Err(e) => {
-                let status = broker.parts.catalog.rules.status(e.classification);
-                return json_response(
-                    status,
-                    &json!({ "error": { "classification": e.classification.as_str(), "message": e.message } }),
-                    &[],
-                );
-            }
+            Err(e) => return refused(broker, &e),
         }
     } else {
         Bytes::new()
     };
-    let answer =
-        crate::hub::api::handle(hub, &broker.parts, &principal, method, service, &body).await;
-    match answer.body {
-        Some(body) => json_response(answer.status, &body, &[]),
-        None => {
-            let mut response = hyper::Response::new(Full::new(Bytes::new()));
-            *response.status_mut() =
-                hyper::StatusCode::from_u16(answer.status).unwrap_or(hyper::StatusCode::NO_CONTENT);
-            response
-        }
-    }
+    crate::hub::api::handle(hub, &broker.parts, &caller, method, service, &body).await
 }
 
 /// The page of a hub without `[oauth.sign_in]`.
@@ -360,7 +315,7 @@ async fn callback(
                 .await
             {
                 Some(cookie) => {
-                    tracing::info!(user = %crate::hub::principal_name(&session.user()), "signed in to the hub");
+                    tracing::info!(user = %crate::hub::caller_name(&session.user()), "signed in to the hub");
                     let [_, clear_login] = signin::cleared_cookies(hub.site);
                     Page {
                         status: 303,

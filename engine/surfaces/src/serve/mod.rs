@@ -10,8 +10,8 @@
 //!   answered alike by either server;
 //! - `jsonrpc`: the `POST /` reader; `projection`: the OpenAPI projection;
 //! - `request`: a request's body within its limits and its caller;
-//! - `response`: what goes back (a call endpoint's [`response::CallResponse`], JSON and
-//!   page responses); `bounds`: what a connection may cost; `tls`: the certificate
+//! - `response`: a [`crate::reply::Reply`] on the wire (the own server's text, hyper's
+//!   response) and the one error body of a refused request; `bounds`: what a connection may cost; `tls`: the certificate
 //!   and key of `[tls]`, reloaded on `SIGHUP`.
 //!
 //! May import everything below it: the call driver, the MCP endpoint, webhooks, and the

@@ -9,6 +9,7 @@ use hyper::body::Incoming;
 
 use crate::call::Broker;
 use crate::error::{CallError, Classification};
+use crate::served::Served;
 
 /// How a body read ended, short of the body itself.
 enum Unread {
@@ -27,13 +28,13 @@ enum Unread {
 /// the body and will not). A body that does not arrive in time is `invalid_request`, and
 /// the connection closes (the log says so).
 pub(super) async fn read_limited(
-    broker: &Broker,
+    served: &Served,
     headers: &hyper::HeaderMap,
     path: &str,
     mut body: Incoming,
     limit: usize,
 ) -> Result<Bytes, CallError> {
-    let drain = broker.endpoints.bounds.over_limit_drain_bytes;
+    let drain = served.endpoints.bounds.over_limit_drain_bytes;
     let declared = headers
         .get(hyper::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -44,7 +45,7 @@ pub(super) async fn read_limited(
     if declared.is_some_and(|n| n > limit && (waits_to_send || n - limit > drain)) {
         return Err(too_large(limit));
     }
-    let timeout = broker.endpoints.bounds.body_read_timeout();
+    let timeout = served.endpoints.bounds.body_read_timeout();
     let read = async {
         // A body that comes in one frame (the usual case) is kept as it came, uncopied.
         let mut first: Option<Bytes> = None;
@@ -80,7 +81,7 @@ pub(super) async fn read_limited(
         Ok(Err(Unread::Broken)) => Err(CallError::invalid_request(
             "the request body could not be read",
         )),
-        Err(_) => Err(body_timed_out(&broker.endpoints.bounds, path)),
+        Err(_) => Err(body_timed_out(&served.endpoints.bounds, path)),
     }
 }
 

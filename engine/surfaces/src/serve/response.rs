@@ -1,7 +1,6 @@
-//! What the broker sends back over HTTP, in one place: the response of a call endpoint
-//! ([`CallResponse`], written as wire text by the broker's own HTTP/1.1 server or made a
-//! hyper response), JSON and page responses of hyper's server, and the `date` header.
-//! Imports nothing else of `serve/`: every file of the folder may use it.
+//! A [`Reply`] written on the wire: as HTTP/1.1 text by the broker's own server
+//! ([`write`]), or as hyper's response ([`into_hyper`]), with the same headers; and the
+//! `date` header. Imports nothing else of `serve/`: every file of the folder may use it.
 
 use std::cell::RefCell;
 
@@ -9,74 +8,51 @@ use bytes::Bytes;
 use http_body_util::Full;
 use hyper::StatusCode;
 use hyper::header::HeaderValue;
-use serde_json::Value;
+
+use crate::reply::Reply;
 
 /// What hyper's server answers.
 pub(super) type HttpResponse = hyper::Response<Full<Bytes>>;
 
-/// The response of a call endpoint, written by either HTTP/1.1 server: the broker's own
-/// writes it as wire text ([`CallResponse::write`]), hyper's takes it as a `Response`
-/// ([`into_hyper`]).
-#[derive(Debug)]
-pub struct CallResponse {
-    /// HTTP status.
-    pub status: u16,
-    /// The body is JSON (`content-type: application/json`, `cache-control: no-store`);
-    /// false only for MCP's bodiless 202.
-    pub json: bool,
-    /// Headers beyond those (`retry-after`, `mcp-session-id`...): a value HTTP cannot
-    /// carry is left out, as hyper's `HeaderValue` would refuse it.
-    pub headers: Vec<(&'static str, String)>,
-    /// The body.
-    pub body: Bytes,
+/// The status as HTTP has it: one outside 100-999 is 500.
+pub fn status_code(reply: &Reply) -> StatusCode {
+    StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
-impl CallResponse {
-    /// A JSON response.
-    pub fn json(status: u16, body: impl Into<Bytes>, headers: Vec<(&'static str, String)>) -> Self {
-        Self {
-            status,
-            json: true,
-            headers,
-            body: body.into(),
+/// Appends `reply` as HTTP/1.1 wire text (head and body) to `out`; `close` adds
+/// `connection: close`. The headers are [`into_hyper`]'s, in the same order.
+pub fn write(reply: &Reply, out: &mut Vec<u8>, close: bool) {
+    let status = status_code(reply);
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(status.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for (name, value) in reply.defaults() {
+        header(out, name, value);
+    }
+    for (name, value) in &reply.headers {
+        if HeaderValue::from_str(value).is_ok() {
+            header(out, name, value);
         }
     }
+    let body = reply.bytes();
+    out.extend_from_slice(b"content-length: ");
+    let _ = serde_json::to_writer(&mut *out, &body.len());
+    out.extend_from_slice(b"\r\ndate: ");
+    date(out);
+    if close {
+        out.extend_from_slice(b"\r\nconnection: close");
+    }
+    out.extend_from_slice(b"\r\n\r\n");
+    out.extend_from_slice(&body);
+}
 
-    /// The status as HTTP has it: one outside 100-999 is 500.
-    pub fn status_code(&self) -> hyper::StatusCode {
-        hyper::StatusCode::from_u16(self.status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR)
-    }
-
-    /// Appends the response as HTTP/1.1 wire text (head and body) to `out`; `close` adds
-    /// `connection: close`.
-    pub fn write(&self, out: &mut Vec<u8>, close: bool) {
-        let status = self.status_code();
-        out.extend_from_slice(b"HTTP/1.1 ");
-        out.extend_from_slice(status.as_str().as_bytes());
-        out.push(b' ');
-        out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
-        out.extend_from_slice(b"\r\n");
-        if self.json {
-            out.extend_from_slice(b"content-type: application/json\r\ncache-control: no-store\r\n");
-        }
-        for (name, value) in &self.headers {
-            if HeaderValue::from_str(value).is_ok() {
-                out.extend_from_slice(name.as_bytes());
-                out.extend_from_slice(b": ");
-                out.extend_from_slice(value.as_bytes());
-                out.extend_from_slice(b"\r\n");
-            }
-        }
-        out.extend_from_slice(b"content-length: ");
-        let _ = serde_json::to_writer(&mut *out, &self.body.len());
-        out.extend_from_slice(b"\r\ndate: ");
-        date(out);
-        if close {
-            out.extend_from_slice(b"\r\nconnection: close");
-        }
-        out.extend_from_slice(b"\r\n\r\n");
-        out.extend_from_slice(&self.body);
-    }
+fn header(out: &mut Vec<u8>, name: &str, value: &str) {
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value.as_bytes());
+    out.extend_from_slice(b"\r\n");
 }
 
 thread_local! {
@@ -100,82 +76,38 @@ fn http_date(at: jiff::Timestamp) -> String {
     at.strftime("%a, %d %b %Y %H:%M:%S GMT").to_string()
 }
 
-/// A call endpoint's response as hyper's.
-pub(super) fn into_hyper(answer: CallResponse) -> HttpResponse {
-    if answer.json {
-        return json_text_response(answer.status, answer.body, &answer.headers);
+/// The one error body for a refusal read off a call error (a credential refused, a
+/// body over its limit): the contract's status for its classification, and its
+/// challenge (`WWW-Authenticate`) where it has one.
+pub(super) fn refused(broker: &crate::call::Broker, e: &crate::error::CallError) -> Reply {
+    let status = broker.parts.catalog.rules.status(e.classification);
+    let reply = Reply::error(status, e.classification.as_str(), &e.message);
+    match &e.challenge {
+        Some(challenge) => reply.with_header("www-authenticate", challenge.clone()),
+        None => reply,
     }
-    let status = answer.status_code();
-    let mut response = hyper::Response::new(Full::new(answer.body));
-    *response.status_mut() = status;
-    response
 }
 
-/// A JSON response to a request outside the call endpoints.
-pub(super) fn json_response(
-    status: u16,
-    body: &Value,
-    extra: &[(&'static str, String)],
-) -> HttpResponse {
-    // Straight into bytes: `Value`'s `Display` goes through `fmt` and is slower.
-    let text = serde_json::to_vec(body).unwrap_or_default();
-    let mut response = json_text_response(status, text, extra);
-    // A browser never reads these answers (the console's API, the hub's, health) as
-    // anything but JSON. The call endpoints answer programs, alike on both servers.
-    response.headers_mut().insert(
-        hyper::header::X_CONTENT_TYPE_OPTIONS,
-        hyper::header::HeaderValue::from_static("nosniff"),
-    );
-    response
-}
-
-/// A JSON response whose text is already serialised.
-pub(super) fn json_text_response(
-    status: u16,
-    body: impl Into<Bytes>,
-    extra: &[(&'static str, String)],
-) -> HttpResponse {
-    let mut response = hyper::Response::new(Full::new(body.into()));
-    *response.status_mut() =
-        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+/// A reply as hyper's response: its body's headers ([`Reply::defaults`]), then its own
+/// (a value HTTP cannot carry is left out).
+pub(super) fn into_hyper(reply: Reply) -> HttpResponse {
+    let mut response = hyper::Response::new(Full::new(Bytes::new()));
+    *response.status_mut() = status_code(&reply);
     let headers = response.headers_mut();
-    headers.insert(
-        hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static("application/json"),
-    );
-    headers.insert(
-        hyper::header::CACHE_CONTROL,
-        hyper::header::HeaderValue::from_static("no-store"),
-    );
-    for (name, value) in extra {
-        if let Ok(v) = hyper::header::HeaderValue::from_str(value) {
-            headers.insert(*name, v);
+    for (name, value) in reply.defaults() {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    let Reply {
+        headers: given,
+        body,
+        ..
+    } = reply;
+    for (name, value) in given {
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            headers.append(name, v);
         }
     }
-    response
-}
-
-/// A server-rendered page (approvals, the hub) as hyper's response, with the headers
-/// every page carries.
-pub(super) fn page_response(answer: crate::html::Page) -> HttpResponse {
-    let mut response = hyper::Response::new(Full::new(Bytes::from(answer.body)));
-    *response.status_mut() =
-        hyper::StatusCode::from_u16(answer.status).unwrap_or(hyper::StatusCode::OK);
-    let headers = response.headers_mut();
-    for (name, value) in crate::html::PAGE_HEADERS {
-        headers.insert(name, hyper::header::HeaderValue::from_static(value));
-    }
-    for (name, value) in answer.headers {
-        if let Ok(v) = hyper::header::HeaderValue::from_str(&value) {
-            // A page with a script gives its own policy (its nonce) instead of the
-            // default one; two policies would both apply.
-            if name == "content-security-policy" {
-                headers.insert(name, v);
-            } else {
-                headers.append(name, v);
-            }
-        }
-    }
+    *response.body_mut() = Full::new(body.into_bytes());
     response
 }
 
@@ -184,27 +116,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_response_is_written_as_hyper_writes_it() {
-        let answer = CallResponse::json(
-            429,
-            &b"{\"ok\":false}"[..],
-            vec![
-                ("retry-after", "3".to_string()),
-                ("x-bad", "a\r\nx-injected: 1".to_string()),
-            ],
-        );
+    fn a_reply_is_written_as_hyper_writes_it() {
+        let reply = Reply::json_text(429, &b"{\"ok\":false}"[..])
+            .with_header("retry-after", "3")
+            .with_header("x-bad", "a\r\nx-injected: 1");
         let mut out = Vec::new();
-        answer.write(&mut out, true);
+        write(&reply, &mut out, true);
         let text = String::from_utf8(out).unwrap();
         let (head, body) = text.split_once("\r\n\r\n").unwrap();
         let mut lines: Vec<&str> = head.split("\r\n").collect();
-        let date = lines.remove(5);
+        let date = lines.remove(6);
         assert_eq!(
             lines,
             [
                 "HTTP/1.1 429 Too Many Requests",
                 "content-type: application/json",
                 "cache-control: no-store",
+                "x-content-type-options: nosniff",
                 "retry-after: 3",
                 "content-length: 12",
                 "connection: close",
@@ -216,22 +144,28 @@ mod tests {
             "{date}"
         );
         assert_eq!(body, "{\"ok\":false}");
-        let empty = CallResponse {
-            status: 202,
-            json: false,
-            headers: Vec::new(),
-            body: Bytes::new(),
-        };
+        let hyper = into_hyper(reply);
+        let names: Vec<&str> = hyper.headers().keys().map(|n| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "content-type",
+                "cache-control",
+                "x-content-type-options",
+                "retry-after"
+            ],
+            "hyper's response carries the same headers"
+        );
         let mut out = Vec::new();
-        empty.write(&mut out, false);
+        write(&Reply::empty(202), &mut out, false);
         let text = String::from_utf8(out).unwrap();
         assert!(
             text.starts_with("HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\ndate: ")
                 && text.ends_with(" GMT\r\n\r\n"),
             "{text}"
         );
-        let odd = CallResponse::json(1000, Bytes::new(), Vec::new());
-        assert_eq!(odd.status_code(), hyper::StatusCode::INTERNAL_SERVER_ERROR);
+        let odd = Reply::json_text(1000, Bytes::new());
+        assert_eq!(status_code(&odd), StatusCode::INTERNAL_SERVER_ERROR);
     }
 
     #[test]
@@ -240,12 +174,37 @@ mod tests {
         assert_eq!(http_date(at), "Sun, 06 Nov 1994 08:49:37 GMT");
         for n in [0usize, 7, 10, 1_234_567] {
             let mut out = Vec::new();
-            CallResponse::json(200, vec![b' '; n], Vec::new()).write(&mut out, false);
+            write(&Reply::json_text(200, vec![b' '; n]), &mut out, false);
             let text = String::from_utf8(out).unwrap();
             assert!(
                 text.contains(&format!("\r\ncontent-length: {n}\r\n")),
                 "{n}"
             );
         }
+    }
+
+    #[test]
+    fn a_page_keeps_its_cookies_and_its_own_policy() {
+        let page = crate::html::Page {
+            status: 200,
+            headers: vec![
+                ("set-cookie", "a=1".into()),
+                ("set-cookie", "b=2".into()),
+                ("content-security-policy", "script-src 'nonce-x'".into()),
+            ],
+            body: "<p>".into(),
+        };
+        let hyper = into_hyper(Reply::from(page));
+        assert_eq!(hyper.headers().get_all("set-cookie").iter().count(), 2);
+        let policies: Vec<_> = hyper
+            .headers()
+            .get_all("content-security-policy")
+            .iter()
+            .collect();
+        assert_eq!(
+            policies,
+            ["script-src 'nonce-x'"],
+            "one policy: the page's own"
+        );
     }
 }

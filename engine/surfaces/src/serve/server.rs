@@ -19,7 +19,6 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Method, Request};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -29,18 +28,18 @@ use tokio::net::TcpListener;
 use crate::answer::envelope::{self, Meta};
 use crate::call::{Broker, Endpoint};
 use crate::error::{CallError, Classification};
+use crate::reply::Reply;
 use crate::serve::calls;
 use crate::serve::http1;
 use crate::serve::request::read_limited;
-use crate::serve::response::{
-    HttpResponse, into_hyper, json_response, json_text_response, page_response,
-};
+use crate::serve::response::{HttpResponse, into_hyper};
 use crate::serve::tls::Tls;
+use crate::served::Served;
 
 /// What every accept loop of one server shares: the broker, the connection cap, the
 /// connection builder and the stop signal.
 struct Serving {
-    broker: Arc<Broker>,
+    served: Arc<Served>,
     /// The broker listens on a loopback address (the Host rule of [`crate::caller::origin`]
     /// applies: DNS rebinding is the way in).
     loopback: bool,
@@ -56,11 +55,11 @@ struct Serving {
 
 impl Serving {
     fn new(
-        broker: Arc<Broker>,
+        served: Arc<Served>,
         loopback: bool,
         tls: Option<Arc<Tls>>,
     ) -> (Arc<Self>, tokio::sync::watch::Sender<bool>) {
-        let bounds = &broker.endpoints.bounds;
+        let bounds = &served.endpoints.bounds;
         let permits = Arc::new(tokio::sync::Semaphore::new(bounds.max_connections));
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
@@ -72,7 +71,7 @@ impl Serving {
             .http2()
             .max_header_list_size(u32::try_from(bounds.max_header_bytes).unwrap_or(u32::MAX));
         let serving = Self {
-            broker,
+            served,
             loopback,
             permits,
             builder,
@@ -98,19 +97,19 @@ impl Serving {
                 _ = stop.wait_for(|stopped| *stopped) => break,
             };
             let Ok(permit) = self.permits.clone().try_acquire_owned() else {
-                self.broker.parts.metrics.record_status(429);
+                self.served.broker.parts.metrics.record_status(429);
                 if self
                     .refused
-                    .due(self.broker.parts.now().as_millisecond(), 1_000)
+                    .due(self.served.broker.parts.now().as_millisecond(), 1_000)
                 {
                     tracing::warn!(
-                        max_connections = self.broker.endpoints.bounds.max_connections,
+                        max_connections = self.served.endpoints.bounds.max_connections,
                         "connection refused: the broker is at its connection cap (429)"
                     );
                 }
                 tokio::spawn(crate::serve::bounds::refuse_connection(
                     stream,
-                    over_cap_body(&self.broker).to_string(),
+                    over_cap_body(&self.served).to_string(),
                 ));
                 continue;
             };
@@ -131,7 +130,7 @@ impl Serving {
             peer,
             permit: _permit,
         } = accepted;
-        let bounds = &self.broker.endpoints.bounds;
+        let bounds = &self.served.endpoints.bounds;
         if bounds.http1_server == crate::config::server::Http1Server::Own {
             // Pipelined answers go out at once, not after the last one's ACK.
             let _ = stream.set_nodelay(true);
@@ -159,15 +158,15 @@ impl Serving {
     where
         S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
-        let broker = &self.broker;
+        let served = &self.served;
         let state = crate::serve::bounds::ConnState::new();
-        let watchdog = crate::serve::bounds::watchdog(state.clone(), &broker.endpoints.bounds);
+        let watchdog = crate::serve::bounds::watchdog(state.clone(), &served.endpoints.bounds);
         tokio::pin!(watchdog);
         let watched = crate::serve::bounds::Watched::new(stream, state.clone());
-        let io = match broker.endpoints.bounds.http1_server {
+        let io = match served.endpoints.bounds.http1_server {
             crate::config::server::Http1Server::Own => {
                 let own =
-                    http1::serve(broker, self.loopback, watched, &state, self.stopped.clone());
+                    http1::serve(served, self.loopback, watched, &state, self.stopped.clone());
                 // Pinned out here, so a connection the watchdog closes is logged before
                 // it closes (select! drops its own futures before running a branch).
                 tokio::pin!(own);
@@ -177,7 +176,7 @@ impl Serving {
                         http1::Ended::Hyper(io) => io,
                     },
                     expired = &mut watchdog => {
-                        log_expired(expired, peer, &broker.endpoints.bounds);
+                        log_expired(expired, peer, &served.endpoints.bounds);
                         return;
                     }
                 }
@@ -185,16 +184,16 @@ impl Serving {
             crate::config::server::Http1Server::Hyper => watched,
         };
         let service = {
-            let broker = broker.clone();
+            let served = served.clone();
             let state = state.clone();
             let loopback = self.loopback;
             hyper::service::service_fn(move |mut req: Request<Incoming>| {
-                let broker = broker.clone();
+                let served = served.clone();
                 let in_flight = state.request();
                 req.extensions_mut()
                     .insert(crate::caller::origin::Peer(peer));
                 async move {
-                    let response = handle(broker, req, loopback).await;
+                    let response = handle(served, req, loopback).await;
                     drop(in_flight);
                     Ok::<_, Infallible>(response)
                 }
@@ -214,7 +213,7 @@ impl Serving {
                 }
                 expired = &mut watchdog => {
                     // Dropping the connection closes it.
-                    log_expired(expired, peer, &broker.endpoints.bounds);
+                    log_expired(expired, peer, &served.endpoints.bounds);
                     break;
                 }
                 changed = stopped.wait_for(|stopped| *stopped), if !draining => {
@@ -230,8 +229,8 @@ impl Serving {
     /// After the accept loops have ended: `/readyz` goes false, every connection
     /// finishes its calls in flight and closes, for up to the shutdown grace.
     async fn drain(&self, stop: tokio::sync::watch::Sender<bool>) {
-        let bounds = &self.broker.endpoints.bounds;
-        self.broker
+        let bounds = &self.served.endpoints.bounds;
+        self.served
             .endpoints
             .draining
             .store(true, std::sync::atomic::Ordering::Release);
@@ -312,21 +311,22 @@ fn is_loopback(addr: std::io::Result<std::net::SocketAddr>) -> bool {
 /// `shutdown_grace_ms`. The layout of tests and embedders; `tool-broker serve` uses
 /// [`serve_workers`].
 pub async fn serve(
-    broker: Arc<Broker>,
+    served: Arc<Served>,
     listener: TcpListener,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
-    serve_tls(broker, listener, None, shutdown).await
+    serve_tls(served, listener, None, shutdown).await
 }
 
 /// [`serve`], each connection a TLS handshake first when `tls` is given.
 pub async fn serve_tls(
-    broker: Arc<Broker>,
+    served: Arc<Served>,
     listener: TcpListener,
     tls: Option<Arc<Tls>>,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let (serving, stop) = Serving::new(broker.clone(), is_loopback(listener.local_addr()), tls);
+    let broker = served.broker.clone();
+    let (serving, stop) = Serving::new(served, is_loopback(listener.local_addr()), tls);
     // Webhook public keys the deployment has the broker fetch: now, then hourly.
     warm_oauth(&broker);
     let spans = export_spans(&broker);
@@ -353,14 +353,15 @@ pub async fn serve_tls(
 /// has finished or its grace ran out. With `tls`, each connection is a TLS handshake
 /// first, on its worker.
 pub async fn serve_workers(
-    broker: Arc<Broker>,
+    served: Arc<Served>,
     listener: TcpListener,
     workers: usize,
     tls: Option<Arc<Tls>>,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
     use std::sync::atomic::Ordering;
-    let (serving, stop) = Serving::new(broker.clone(), is_loopback(listener.local_addr()), tls);
+    let broker = served.broker.clone();
+    let (serving, stop) = Serving::new(served, is_loopback(listener.local_addr()), tls);
     let (cut, cut_seen) = tokio::sync::watch::channel(false);
     let mut threads = Vec::with_capacity(workers);
     let mut pool = Vec::with_capacity(workers);
@@ -487,12 +488,13 @@ async fn flush_spans(exporter: Option<Arc<crate::telemetry::otlp::export::Export
 }
 
 /// The envelope of a connection over the cap.
-fn over_cap_body(broker: &Broker) -> Value {
+fn over_cap_body(served: &Served) -> Value {
+    let broker = &served.broker;
     let err = CallError::new(
         Classification::RateLimited,
         format!(
             "the broker is at its limit of {} open connections; retry in a moment",
-            broker.endpoints.bounds.max_connections
+            served.endpoints.bounds.max_connections
         ),
     );
     let meta = Meta {
@@ -503,108 +505,110 @@ fn over_cap_body(broker: &Broker) -> Value {
 }
 
 /// Routes one HTTP request. `loopback`: the broker listens on a loopback address.
-pub async fn handle(broker: Arc<Broker>, req: Request<Incoming>, loopback: bool) -> HttpResponse {
-    if let Err(refusal) = broker.endpoints.origins.check(
+pub async fn handle(served: Arc<Served>, req: Request<Incoming>, loopback: bool) -> HttpResponse {
+    into_hyper(route(served, req, loopback).await)
+}
+
+/// The reply to one HTTP request: the `Origin`/`Host` rules, then the route.
+async fn route(served: Arc<Served>, req: Request<Incoming>, loopback: bool) -> Reply {
+    let broker = &served.broker;
+    if let Err(refusal) = served.endpoints.origins.check(
         req.headers(),
         req.uri().authority().map(|a| a.as_str()),
         loopback,
     ) {
-        let response = calls::refuse_origin(&broker, req.uri().path(), req.headers(), refusal.0);
+        let response = calls::refuse_origin(broker, req.uri().path(), req.headers(), refusal.0);
         broker.parts.metrics.record_status(403);
-        return into_hyper(response);
+        return response;
     }
     if req.method() == Method::POST
         && let Some(endpoint) = Endpoint::of(req.uri().path())
     {
-        return into_hyper(calls::answer_hyper(&broker, endpoint, req).await);
+        return calls::answer_hyper(&served, endpoint, req).await;
     }
     match (req.method(), req.uri().path()) {
-        (&Method::GET, "/healthz") => json_response(200, &json!({ "status": "ok" }), &[]),
-        (&Method::GET, "/readyz") => readiness(&broker).await,
+        (&Method::GET, "/healthz") => Reply::ok(&json!({ "status": "ok" })),
+        (&Method::GET, "/readyz") => readiness(&served).await,
         (&Method::GET, "/metrics") => {
             let text = broker.parts.metrics.render(
                 &broker.parts.catalog.snapshot_id,
                 broker.parts.catalog.tools.len(),
                 broker.parts.traces.exporter().map(|e| e.counts()),
             );
-            let mut response = hyper::Response::new(Full::new(Bytes::from(text)));
-            response.headers_mut().insert(
-                hyper::header::CONTENT_TYPE,
-                hyper::header::HeaderValue::from_static("text/plain; version=0.0.4"),
-            );
-            response
+            Reply::typed(200, "text/plain; version=0.0.4", text)
         }
         (&Method::GET, "/openapi.json") => {
             let include_legacy = req
                 .uri()
                 .query()
                 .is_some_and(|q| q.split('&').any(|p| p == "include_legacy=true"));
-            projection(&broker, include_legacy)
+            projection(&served, include_legacy)
         }
         (&Method::GET, path) if crate::caller::oauth::METADATA_PATHS.contains(&path) => {
-            protected_resource_metadata(&broker)
+            protected_resource_metadata(broker)
         }
         (_, path) if path == "/admin" || path.starts_with("/admin/") => {
-            let response = super::admin::route(broker.clone(), req).await;
+            let response = super::admin::route(served.clone(), req).await;
             broker
                 .parts
                 .metrics
-                .record_status(response.status().as_u16());
+                .record_status(response.status);
             response
         }
         (_, path) if path == "/hub" || path.starts_with("/hub/") => {
-            let response = super::hub::route(broker.clone(), req).await;
+            let response = super::hub::route(served.clone(), req).await;
             broker
                 .parts
                 .metrics
-                .record_status(response.status().as_u16());
+                .record_status(response.status);
             response
         }
         (&Method::GET | &Method::POST, path) if path.starts_with("/approvals/") => {
-            let response = approvals(broker.clone(), req).await;
+            let response = approvals(served.clone(), req).await;
             broker
                 .parts
                 .metrics
-                .record_status(response.status().as_u16());
+                .record_status(response.status);
             response
         }
         (&Method::POST, path) if path.starts_with("/webhooks/") => {
-            let response = webhook(broker.clone(), req).await;
+            let response = webhook(served.clone(), req).await;
             broker
                 .parts
                 .metrics
-                .record_status(response.status().as_u16());
+                .record_status(response.status);
             response
         }
-        (_, "/mcp") => json_response(
+        (_, "/mcp") => Reply::json(
             405,
             &json!({ "jsonrpc": "2.0", "id": null, "error": { "code": -32600, "message": "this broker answers MCP over POST only (no SSE stream, no session to delete)" } }),
-            &[("allow", "POST".to_string())],
-        ),
-        (_, "/" | "/healthz" | "/readyz" | "/metrics" | "/openapi.json") => json_response(
+        )
+        .with_header("allow", "POST"),
+        (_, "/" | "/healthz" | "/readyz" | "/metrics" | "/openapi.json") => Reply::error(
             405,
-            &json!({ "error": "method not allowed: use POST / for tools/call, POST /mcp for MCP; GET /healthz, /readyz, /metrics, /openapi.json" }),
-            &[],
+            "invalid_request",
+            "method not allowed: use POST / for tools/call, POST /mcp for MCP; GET /healthz, /readyz, /metrics, /openapi.json",
         ),
-        _ => json_response(
+        _ => Reply::error(
             404,
-            &json!({ "error": "not found: POST / takes JSON-RPC tools/call, POST /mcp speaks MCP, POST /mcp/<service>/<tool> runs one tool; GET /openapi.json lists them" }),
-            &[],
+            "not_found",
+            "not found: POST / takes JSON-RPC tools/call, POST /mcp speaks MCP, POST /mcp/<service>/<tool> runs one tool; GET /openapi.json lists them",
         ),
     }
 }
 
 /// `GET /readyz`: ready when the catalog is compiled, the store answers and the broker
 /// is not draining. Never the store's location: only its kind.
-async fn readiness(broker: &Broker) -> HttpResponse {
+async fn readiness(served: &Served) -> Reply {
+    let broker = &served.broker;
     // Ready: the catalog is compiled and the store answers. Never the store's
     // location: only its kind.
-    let draining = broker
+    let draining = served
         .endpoints
         .draining
         .load(std::sync::atomic::Ordering::Acquire);
     let store_ready = !draining && broker.parts.store.ping().await;
-    json_response(
+    Reply::json(
         if store_ready { 200 } else { 503 },
         &json!({
             "status": if draining { "shutting down" } else if store_ready { "ready" } else { "store unreachable" },
@@ -612,13 +616,13 @@ async fn readiness(broker: &Broker) -> HttpResponse {
             "tools": broker.parts.catalog.tools.len(),
             "store": { "kind": broker.parts.store.kind(), "ready": store_ready },
         }),
-        &[],
     )
 }
 
 /// `GET /openapi.json`: the projection's text, built once per form and shared.
-fn projection(broker: &Broker, include_legacy: bool) -> HttpResponse {
-    let slot = &broker.endpoints.projection[usize::from(include_legacy)];
+fn projection(served: &Served, include_legacy: bool) -> Reply {
+    let broker = &served.broker;
+    let slot = &served.endpoints.projection[usize::from(include_legacy)];
     let text = match slot.get() {
         Some(text) => text,
         None => match crate::serve::projection::text(&broker.parts.catalog, include_legacy) {
@@ -627,20 +631,15 @@ fn projection(broker: &Broker, include_legacy: bool) -> HttpResponse {
                 // Every key is a string, so this does not happen; if it did, the
                 // answer says so and nothing is cached.
                 tracing::error!(error = %e, "the OpenAPI projection did not serialise");
-                return json_response(
+                return Reply::error(
                     500,
-                    &json!({ "error": "the OpenAPI projection could not be written; see the broker's log" }),
-                    &[],
+                    "internal_error",
+                    "the OpenAPI projection could not be written; see the broker's log",
                 );
             }
         },
     };
-    let mut response = hyper::Response::new(Full::new(text.clone()));
-    response.headers_mut().insert(
-        hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static("application/json"),
-    );
-    response
+    Reply::json_text(200, text.clone())
 }
 
 /// With `[oauth]`, fetches the issuer's keys once at start, so the first token is
@@ -659,34 +658,30 @@ fn warm_oauth(broker: &Arc<Broker>) {
 /// `GET /.well-known/oauth-protected-resource[/mcp]`: the Protected Resource Metadata
 /// (RFC 9728) MCP clients discover the authorization server by; readable from any
 /// origin (it is public). 404 without `[oauth]`.
-fn protected_resource_metadata(broker: &Broker) -> HttpResponse {
+fn protected_resource_metadata(broker: &Broker) -> Reply {
     match &broker.callers.oauth {
-        Some(oauth) => json_text_response(
-            200,
-            oauth.metadata().to_string(),
-            &[
-                ("access-control-allow-origin", "*".to_string()),
-                ("cache-control", "max-age=3600".to_string()),
-            ],
-        ),
-        None => json_response(
+        Some(oauth) => Reply::json_text(200, oauth.metadata().to_string())
+            .with_header("access-control-allow-origin", "*")
+            .with_header("cache-control", "max-age=3600"),
+        None => Reply::error(
             404,
-            &json!({ "error": "this broker takes no OAuth access tokens: its config has no [oauth] table" }),
-            &[],
+            "not_found",
+            "this broker takes no OAuth access tokens: its config has no [oauth] table",
         ),
     }
 }
 
 /// The approval page (`crate::confirm::approval::page`): `GET /approvals/<id>`,
 /// `POST /approvals/<id>/sign-in`, `POST /approvals/<id>/decision`; forms of a few KB.
-async fn approvals(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
+async fn approvals(served: Arc<Served>, req: Request<Incoming>) -> Reply {
+    let broker = &served.broker;
     use crate::confirm::approval::page;
     let (parts, body) = req.into_parts();
     let path = parts.uri.path();
     let rest = path.trim_start_matches("/approvals/");
     let (id, action) = rest.split_once('/').unwrap_or((rest, ""));
     let well_formed = id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit());
-    let provider = super::hub::approval_provider(&broker, &parts.headers).await;
+    let provider = super::hub::approval_provider(broker, &parts.headers).await;
     let client = crate::caller::origin::client_address(
         parts
             .extensions
@@ -702,7 +697,7 @@ async fn approvals(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
                 Some(page::view(broker.confirming(), id, &parts.headers, &provider).await)
             }
             (&Method::POST, "sign-in" | "decision") => {
-                match read_limited(&broker, &parts.headers, path, body, 16 * 1024).await {
+                match read_limited(&served, &parts.headers, path, body, 16 * 1024).await {
                     Ok(body) => Some(if action == "sign-in" {
                         page::sign_in(broker.confirming(), id, &body, &client).await
                     } else {
@@ -719,7 +714,7 @@ async fn approvals(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
             _ => None,
         }
     };
-    page_response(answer.unwrap_or(page::Page {
+    Reply::from(answer.unwrap_or(page::Page {
         status: 404,
         headers: Vec::new(),
         body: "<!doctype html><title>Not found</title><p>No such approval page.</p>".into(),
@@ -728,7 +723,8 @@ async fn approvals(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse 
 
 /// `POST /webhooks/<service>`: upstream callbacks ([`crate::webhook`]), bodies up to the
 /// webhook limit.
-async fn webhook(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
+async fn webhook(served: Arc<Served>, req: Request<Incoming>) -> Reply {
+    let broker = &served.broker;
     let service = req
         .uri()
         .path()
@@ -737,7 +733,7 @@ async fn webhook(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
         .to_string();
     let (parts, body) = req.into_parts();
     let limit = crate::webhook::MAX_BODY_BYTES;
-    let bytes = match read_limited(&broker, &parts.headers, parts.uri.path(), body, limit).await {
+    let bytes = match read_limited(&served, &parts.headers, parts.uri.path(), body, limit).await {
         Ok(bytes) => bytes,
         Err(e) => {
             let status = broker.parts.catalog.rules.status(e.classification);
@@ -746,10 +742,8 @@ async fn webhook(broker: Arc<Broker>, req: Request<Incoming>) -> HttpResponse {
             } else {
                 e.message
             };
-            return json_response(status, &json!({ "error": message }), &[]);
+            return Reply::error(status, e.classification.as_str(), &message);
         }
     };
-    let answer =
-        crate::webhook::receive(&broker.parts, &service, &parts.uri, &parts.headers, &bytes).await;
-    json_response(answer.status, &answer.body, &[])
+    crate::webhook::receive(&broker.parts, &service, &parts.uri, &parts.headers, &bytes).await
 }

@@ -13,7 +13,7 @@ use crate::error::CallError;
 
 /// Safe metadata of a standard envelope. Never a header value, key or token.
 ///
-/// Serialised as the struct, in place in its envelope ([`Response::meta`]); the fields are
+/// Serialised as the struct, in place in its envelope ([`Enveloped::meta`]); the fields are
 /// declared in the order of their JSON names, so the text is the one a `Value` (whose
 /// keys are sorted) gave.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -226,18 +226,19 @@ pub struct Truncation {
     pub total: usize,
 }
 
-/// A finished response: HTTP status, body, extra headers.
+/// A call's envelope with its HTTP status and extra headers: what a call endpoint makes
+/// a reply of (`reply::Reply`, in broker-core).
 #[derive(Debug, Clone)]
-pub struct Response {
+pub struct Enveloped {
     /// HTTP status.
     pub status: u16,
-    /// The envelope, without the fields kept apart: `meta` when [`Response::meta`] holds
-    /// it, `data` when [`Response::data`] does, `error` and `ok` when
-    /// [`Response::ok_members`] says so. Readers ask [`Response::envelope`] for the whole
-    /// `Value`, [`Response::is_ok`] for `ok`, or [`Response::to_json`] for the text.
+    /// The envelope, without the fields kept apart: `meta` when [`Enveloped::meta`] holds
+    /// it, `data` when [`Enveloped::data`] does, `error` and `ok` when
+    /// [`Enveloped::ok_members`] says so. Readers ask [`Enveloped::envelope`] for the whole
+    /// `Value`, [`Enveloped::is_ok`] for `ok`, or [`Enveloped::to_json`] for the text.
     pub body: Value,
     /// A standard envelope's `meta`, kept as the struct and written in its place when the
-    /// envelope is serialised ([`Response::to_json`]): built as a `Value` it cost a tree
+    /// envelope is serialised ([`Enveloped::to_json`]): built as a `Value` it cost a tree
     /// of a dozen strings per call, built, written and dropped.
     pub meta: Option<Box<Meta>>,
     /// A result kept as JSON text, written in place of `data` (which `body` then lacks).
@@ -252,7 +253,7 @@ pub struct Response {
     pub headers: Vec<(&'static str, String)>,
 }
 
-impl Response {
+impl Enveloped {
     /// The envelope's JSON text: `body` with the fields kept apart written in their
     /// places, keys in the order a `Value` keeps them.
     pub fn to_json(&self) -> Vec<u8> {
@@ -472,7 +473,7 @@ impl Apart<'_> {
     fn value(&self) -> Value {
         match self {
             Apart::Meta(meta) => serde_json::to_value(meta).unwrap_or_default(),
-            // The text is whole JSON (see `Response::data`).
+            // The text is whole JSON (see `Enveloped::data`).
             Apart::Text(text) | Apart::Raw(text) => serde_json::from_str(text).unwrap_or_default(),
         }
     }
@@ -512,8 +513,8 @@ fn retry_headers(err: &CallError) -> Vec<(&'static str, String)> {
 }
 
 /// A standard success envelope.
-pub fn standard_ok(data: Value, meta: Meta) -> Response {
-    Response {
+pub fn standard_ok(data: Value, meta: Meta) -> Enveloped {
+    Enveloped {
         status: 200,
         body: object([
             ("ok", Value::Bool(true)),
@@ -528,7 +529,7 @@ pub fn standard_ok(data: Value, meta: Meta) -> Response {
 }
 
 /// A success envelope of a tool's result, in whichever form it has.
-pub fn standard_ok_data(data: Data, meta: Meta) -> Response {
+pub fn standard_ok_data(data: Data, meta: Meta) -> Enveloped {
     match data {
         Data::Value(value) => standard_ok(value, meta),
         Data::Text(text) => standard_ok_text(text, meta),
@@ -536,9 +537,9 @@ pub fn standard_ok_data(data: Data, meta: Meta) -> Response {
 }
 
 /// A standard success envelope whose `data` is kept as JSON text (an answer written in
-/// one pass, [`crate::answer::scan`]) and written in place by [`Response::to_json`].
-pub fn standard_ok_text(data: Arc<str>, meta: Meta) -> Response {
-    Response {
+/// one pass, [`crate::answer::scan`]) and written in place by [`Enveloped::to_json`].
+pub fn standard_ok_text(data: Arc<str>, meta: Meta) -> Enveloped {
+    Enveloped {
         status: 200,
         body: Value::Object(serde_json::Map::new()),
         meta: Some(Box::new(meta)),
@@ -560,8 +561,8 @@ pub fn object<const N: usize>(fields: [(&str, Value); N]) -> Value {
 }
 
 /// A standard failure envelope with the classification's status.
-pub fn standard_err(err: &CallError, meta: Meta, rules: &Rules) -> Response {
-    Response {
+pub fn standard_err(err: &CallError, meta: Meta, rules: &Rules) -> Enveloped {
+    Enveloped {
         status: rules.status(err.classification),
         body: object([
             ("ok", Value::Bool(false)),
@@ -646,7 +647,7 @@ pub struct Portal {
 }
 
 /// A portal envelope: success when `err` is `None`.
-pub fn portal(p: Portal, err: Option<&CallError>, rules: &Rules) -> Response {
+pub fn portal(p: Portal, err: Option<&CallError>, rules: &Rules) -> Enveloped {
     let (status, error, headers) = match err {
         None => (200, Value::Null, Vec::new()),
         Some(e) => (
@@ -676,10 +677,10 @@ pub fn portal(p: Portal, err: Option<&CallError>, rules: &Rules) -> Response {
         ("error", error),
     ]);
     if let (Some(_), Value::Object(map)) = (&data_text, &mut body) {
-        // Written in place from its text (`Response::data`).
+        // Written in place from its text (`Enveloped::data`).
         map.remove("data");
     }
-    Response {
+    Enveloped {
         status,
         meta: None,
         data: data_text,

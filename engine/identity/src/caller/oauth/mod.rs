@@ -6,7 +6,7 @@
 //! A token is checked once ([`OAuth::authenticate`]): decoded (`jwt`), its claims
 //! checked (`iss` exactly, `aud` naming the resource, `exp` and `nbf` within the
 //! leeway, `sub`), its signature verified with the issuer's published key (`jwks`),
-//! its scopes read (`scopes`) and its roles mapped. The principal it makes is kept
+//! its scopes read (`scopes`) and its roles mapped. The caller it makes is kept
 //! until `exp` under the token's tag (never the token): SipHash-2-4 with 128-bit output
 //! and a random key made at start, a pseudo-random function no one without the key can
 //! aim a forged token at. A repeated call then costs the tag and a look-up, like a
@@ -46,10 +46,10 @@ pub const METADATA_PATHS: [&str; 2] = [
     "/.well-known/oauth-protected-resource/mcp",
 ];
 
-/// A verified token's principal, kept until the token expires.
+/// A verified token's caller, kept until the token expires.
 #[derive(Debug, Clone)]
 struct Kept {
-    principal: Arc<Caller>,
+    caller: Arc<Caller>,
     /// `exp`, in seconds since the epoch.
     expires: i64,
 }
@@ -333,7 +333,7 @@ impl OAuth {
         siphasher::sip128::Hasher128::finish128(&hasher).as_bytes()
     }
 
-    /// The principal of a token verified before and not expired.
+    /// The caller of a token verified before and not expired.
     pub fn kept(&self, token: &str, now: jiff::Timestamp) -> Option<Arc<Caller>> {
         self.kept_by(&self.tag(token), now.as_second())
     }
@@ -341,10 +341,10 @@ impl OAuth {
     fn kept_by(&self, tag: &[u8; 16], now: i64) -> Option<Arc<Caller>> {
         let kept = self.kept.read().ok()?;
         let entry = kept.get(tag)?;
-        (now < entry.expires.saturating_add(self.leeway)).then(|| Arc::clone(&entry.principal))
+        (now < entry.expires.saturating_add(self.leeway)).then(|| Arc::clone(&entry.caller))
     }
 
-    fn keep(&self, tag: [u8; 16], principal: Arc<Caller>, expires: i64, now: i64) {
+    fn keep(&self, tag: [u8; 16], caller: Arc<Caller>, expires: i64, now: i64) {
         let Ok(mut kept) = self.kept.write() else {
             return;
         };
@@ -355,7 +355,7 @@ impl OAuth {
                 kept.clear();
             }
         }
-        kept.insert(tag, Kept { principal, expires });
+        kept.insert(tag, Kept { caller, expires });
     }
 
     /// The user an access token names, or why not: `unauthorized` (401) for a token
@@ -368,8 +368,8 @@ impl OAuth {
     ) -> Result<Arc<Caller>, CallError> {
         let now = now.as_second();
         let tag = self.tag(token);
-        if let Some(principal) = self.kept_by(&tag, now) {
-            return Ok(principal);
+        if let Some(caller) = self.kept_by(&tag, now) {
+            return Ok(caller);
         }
         let decoded = jwt::decode(token).map_err(|e| self.refused(e))?;
         decoded
@@ -392,9 +392,9 @@ impl OAuth {
         if !keys.iter().any(|k| k.verifies(&decoded)) {
             return Err(self.refused(Invalid::Signature));
         }
-        let principal = Arc::new(self.principal(&decoded.claims)?);
-        self.keep(tag, Arc::clone(&principal), expires, now);
-        Ok(principal)
+        let caller = Arc::new(self.caller(&decoded.claims)?);
+        self.keep(tag, Arc::clone(&caller), expires, now);
+        Ok(caller)
     }
 
     /// `iss`, `aud`, `exp`, `nbf` and `sub`; gives `exp`.
@@ -467,14 +467,14 @@ impl OAuth {
         roles
     }
 
-    /// The principal of a person signed in to the hub's pages (no access token, so no
+    /// The caller of a person signed in to the hub's pages (no access token, so no
     /// scopes): the user and what their roles allow.
-    pub fn signed_in_principal(&self, subject: &str, role_names: &[String]) -> Caller {
+    pub fn signed_in_caller(&self, subject: &str, role_names: &[String]) -> Caller {
         let roles = self.roles_named(role_names);
         let policy_roles = policy_roles(role_names.to_vec(), &roles);
-        let mut principal = self.with_roles(subject, roles, None);
-        principal.roles = policy_roles;
-        principal
+        let mut caller = self.with_roles(subject, roles, None);
+        caller.roles = policy_roles;
+        caller
     }
 
     /// Checks an OpenID Connect ID token issued to `client_id` (the hub's sign-in):
@@ -515,9 +515,9 @@ impl OAuth {
         Ok(decoded.claims)
     }
 
-    /// The principal of verified claims: the user, the roles' permission set (the
+    /// The caller of verified claims: the user, the roles' permission set (the
     /// union of the roles named, else the default role, else everything), the scopes.
-    fn principal(&self, claims: &Map<String, Value>) -> Result<Caller, CallError> {
+    fn caller(&self, claims: &Map<String, Value>) -> Result<Caller, CallError> {
         let subject = claims
             .get("sub")
             .and_then(Value::as_str)
@@ -534,15 +534,15 @@ impl OAuth {
         if scopes.is_empty() {
             return Err(scopes.none_held());
         }
-        let mut principal = self.with_roles(subject, roles, Some(scopes));
-        principal.roles = policy_roles;
-        principal.claims = self.policy_attributes(claims);
-        Ok(principal)
+        let mut caller = self.with_roles(subject, roles, Some(scopes));
+        caller.roles = policy_roles;
+        caller.claims = self.policy_attributes(claims);
+        Ok(caller)
     }
 
-    /// The principal of a user with these roles and scopes.
+    /// The caller of a user with these roles and scopes.
     fn with_roles(&self, subject: &str, roles: Vec<&RoleEntry>, scopes: Option<Scopes>) -> Caller {
-        let mut principal = Caller {
+        let mut caller = Caller {
             name: format!("{}#{subject}", self.issuer),
             toolset: self.default_toolset.clone(),
             confirmation: self.default_confirmation,
@@ -554,7 +554,7 @@ impl OAuth {
             ..Caller::unrestricted("")
         };
         if roles.is_empty() {
-            return principal;
+            return caller;
         }
         // The first role's permission set, then each other's: a tool any allows.
         let set = |list: Option<&Vec<String>>| list.map(|l| l.iter().cloned().collect());
@@ -568,20 +568,20 @@ impl OAuth {
             .collect();
         let mut grants = grants.into_iter();
         if let Some(first) = grants.next() {
-            principal.services = first.services;
-            principal.tiers = first.tiers;
-            principal.risks = first.risks;
+            caller.services = first.services;
+            caller.tiers = first.tiers;
+            caller.risks = first.risks;
         }
-        principal.other_grants = grants.collect();
+        caller.other_grants = grants.collect();
         let mut profiles: Vec<String> = roles.iter().flat_map(|r| r.profiles.clone()).collect();
         profiles.sort();
         profiles.dedup();
-        principal.profiles = profiles;
+        caller.profiles = profiles;
         if let Some(toolset) = roles.iter().find_map(|r| r.toolset.clone()) {
-            principal.toolset = toolset;
+            caller.toolset = toolset;
         }
         // The strictest confirmation of the roles named.
-        principal.confirmation = roles
+        caller.confirmation = roles
             .iter()
             .map(|r| r.confirmation.unwrap_or(self.default_confirmation))
             .max_by_key(|c| match c {
@@ -590,7 +590,7 @@ impl OAuth {
                 WriteConfirmation::Human => 2,
             })
             .unwrap_or(self.default_confirmation);
-        principal
+        caller
     }
 }
 
