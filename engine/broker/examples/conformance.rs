@@ -222,10 +222,27 @@ fn violation(envelope: &Value) -> String {
     }
 }
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "a script: start the mocks, call every tool, write the report, in that order"
-)]
+/// What every document's check reads: the catalog, where the documents and Prism are,
+/// and the rules of conformance/documents.toml.
+struct Run {
+    catalog: Arc<Catalog>,
+    specs_dir: PathBuf,
+    prism: String,
+    rules: DocumentRules,
+    /// Where pruned copies of documents are written.
+    scratch: PathBuf,
+}
+
+/// One document of a service: its path, its label (relative to the documents' folder)
+/// and the tools imported from it.
+struct Document<'c> {
+    service: &'c str,
+    path: PathBuf,
+    label: String,
+    tools: Vec<&'c tool_broker::catalog::Tool>,
+    key_header: Option<String>,
+}
+
 #[tokio::main]
 async fn main() {
     let root = PathBuf::from(arg("--catalog-dir").unwrap_or_else(|| ".".into()));
@@ -233,21 +250,24 @@ async fn main() {
         eprintln!("conformance: --specs-dir DIR (the upstreams' OpenAPI documents) is required");
         std::process::exit(2);
     };
-    let prism = arg("--prism").unwrap_or_else(|| "prism".into());
     let out = arg("--out");
     let only: Option<Vec<String>> =
         arg("--services").map(|s| s.split(',').map(String::from).collect());
     let skip: Vec<String> = arg("--skip-services")
         .map(|s| s.split(',').map(String::from).collect())
         .unwrap_or_default();
-    let catalog: Arc<Catalog> =
-        Arc::new(compile(&Sources::from_dir(&root).unwrap()).unwrap_or_else(|d| panic!("{d}")));
-
-    let rules: DocumentRules = toml::from_str(
-        &std::fs::read_to_string(root.join("conformance/documents.toml")).unwrap_or_default(),
-    )
-    .unwrap();
-    let scratch = root.join("target/conformance-pruned");
+    let run = Run {
+        catalog: Arc::new(
+            compile(&Sources::from_dir(&root).unwrap()).unwrap_or_else(|d| panic!("{d}")),
+        ),
+        specs_dir,
+        prism: arg("--prism").unwrap_or_else(|| "prism".into()),
+        rules: toml::from_str(
+            &std::fs::read_to_string(root.join("conformance/documents.toml")).unwrap_or_default(),
+        )
+        .unwrap(),
+        scratch: root.join("target/conformance-pruned"),
+    };
     let mut imports: Vec<PathBuf> = std::fs::read_dir(root.join("import"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -268,165 +288,241 @@ async fn main() {
                 .push(("all".into(), "skipped by --skip-services".into()));
             continue;
         }
-        let service_def = catalog.services.get(&service).unwrap();
-        let key_header = service_def.credential.as_ref().map(|c| c.header.clone());
         for spec in &config.specs {
-            for doc in expand_spec(&specs_dir, spec).unwrap() {
-                let label = doc.strip_prefix(&specs_dir).unwrap().display().to_string();
-                let tools: Vec<_> = catalog
-                    .tools
-                    .iter()
-                    .filter(|t| {
-                        t.service == service && t.exposed && matches!(t.action, Action::Http(_))
-                    })
-                    .filter(|t| t.provenance.as_ref().is_some_and(|p| p.spec == label))
-                    .collect();
-                if tools.is_empty() {
-                    continue;
-                }
-                let mut mock_doc = doc.clone();
-                if let Some(rule) = rules.pruned.iter().find(|r| r.spec == label) {
-                    let started = Instant::now();
-                    let (copy, cuts) =
-                        prune_document(&mut Documents::default(), &doc, rule.max_depth).unwrap();
-                    std::fs::create_dir_all(&scratch).unwrap();
-                    mock_doc = scratch.join(format!("{}.json", label.replace('/', "_")));
-                    std::fs::write(&mock_doc, serde_json::to_vec(&copy).unwrap()).unwrap();
-                    tally.pruned.push((
-                        label.clone(),
-                        format!(
-                            "{} (copy of {} operations, {:.1} s: {} recursive and {} deeper-than-{} references cut, dangling: {})",
-                            rule.reason,
-                            cuts.operations,
-                            started.elapsed().as_secs_f64(),
-                            cuts.recursive,
-                            cuts.too_deep,
-                            rule.max_depth,
-                            if cuts.dangling.is_empty() {
-                                "none".to_string()
-                            } else {
-                                cuts.dangling.join(", ")
-                            }
-                        ),
-                    ));
-                }
-                let port = free_port();
-                let Some(mut mock) = start_prism(&prism, &mock_doc, port) else {
-                    tally.unchecked.push((
-                        label.clone(),
-                        "Prism refused the document or did not start within 60 s".into(),
-                    ));
-                    continue;
-                };
-                tally.documents += 1;
-                let mut cfg = ConfigFile::default();
-                cfg.upstreams
-                    .insert(service.clone(), format!("http://127.0.0.1:{port}"));
-                let env = |name: &str| {
-                    (name == "TOOL_BROKER_API_KEY").then(|| "tb_conformance".to_string())
-                };
-                let store =
-                    tool_broker::store::Store::open(&tool_broker::store::StoreConfig::Memory)
-                        .await
-                        .unwrap();
-                let broker = Broker::new(catalog.clone(), &cfg, &env, store).unwrap();
-                let caller = Caller::unrestricted("conformance");
-                let mut headers = hyper::HeaderMap::new();
-                if let Some(h) = &key_header {
-                    headers.insert(
-                        hyper::header::HeaderName::from_bytes(h.as_bytes()).unwrap(),
-                        "conformance-key".parse().unwrap(),
-                    );
-                }
-                headers.insert("x-crm-location-id", "loc_conformance".parse().unwrap());
-                for tool in tools {
-                    let schema = tool.arguments.value();
-                    let mut args = sample(&schema);
-                    let props = schema
-                        .get("properties")
-                        .and_then(Value::as_object)
-                        .cloned()
-                        .unwrap_or_default();
-                    if let Some(obj) = args.as_object_mut() {
-                        if props.contains_key("confirm") {
-                            obj.insert("confirm".into(), json!(true));
-                        }
-                        if props.contains_key("confirmApply") {
-                            obj.insert("confirmApply".into(), json!("CONFIRM APPLY"));
-                        }
-                    }
-                    let response = broker
-                        .call(CallInput {
-                            request_id: "conformance".into(),
-                            name: &tool.full_name,
-                            arguments: Some(args.clone()),
-                            headers: &headers,
-                            caller: &caller,
-                            idempotency_key: None,
-                            elicitation: None,
-                            task_watch: None,
-                            descriptor_hash: None,
-                            trace_parent: None,
-                            endpoint: tool_broker::call::Endpoint::Rpc,
-                        })
-                        .await;
-                    let body = response.envelope();
-                    let violations = mock.new_violations();
-                    let status = body["meta"]["upstreamStatus"]
-                        .as_u64()
-                        .or(body["error"]["upstreamStatus"].as_u64());
-                    if body["ok"] == json!(true) {
-                        tally.accepted += 1;
-                    } else if status.is_some_and(|s| s >= 500) {
-                        tally.mock_failed += 1;
-                    } else if matches!(status, Some(422 | 404 | 400 | 405 | 415)) {
-                        if std::env::var("CONFORMANCE_DEBUG").is_ok() {
-                            eprintln!("{}: {body}", tool.full_name);
-                        }
-                        let violations = if violations.is_empty() {
-                            vec![violation(&body)]
-                        } else {
-                            violations
-                        };
-                        let known: Option<&ValidatorError> = violations
-                            .iter()
-                            .map(|v| rules.validator_errors.iter().find(|r| r.matches(v, &args)))
-                            .collect::<Option<Vec<_>>>()
-                            .and_then(|found| found.first().copied());
-                        match known {
-                            Some(rule) => tally
-                                .validator
-                                .push((tool.full_name.clone(), rule.name.clone())),
-                            None => tally
-                                .rejected
-                                .push((tool.full_name.clone(), violations[0].clone())),
-                        }
-                    } else {
-                        tally.other.push((
-                            tool.full_name.clone(),
-                            format!(
-                                "{}: {}",
-                                body["error"]["classification"].as_str().unwrap_or("?"),
-                                body["error"]["message"].as_str().unwrap_or("")
-                            ),
-                        ));
-                    }
+            for path in expand_spec(&run.specs_dir, spec).unwrap() {
+                if let Some(document) = run.document(&service, path) {
+                    run.check(&document, tally).await;
                 }
             }
         }
     }
+    let (text, totals) = written(&report);
+    print!("{text}");
+    println!(
+        "conformance: {} accepted, {} rejected by the validator's own error, {} rejected, {} other",
+        totals.accepted, totals.validator, totals.rejected, totals.other
+    );
+    if let Some(path) = out {
+        std::fs::write(path, &text).unwrap();
+    }
+    // A gate: a rejection or an unexplained outcome fails the run.
+    if totals.rejected + totals.other > 0 {
+        std::process::exit(1);
+    }
+}
 
+impl Run {
+    /// A document of `service` and the exposed HTTP tools imported from it (`None`
+    /// when none is).
+    fn document<'c>(&'c self, service: &'c str, path: PathBuf) -> Option<Document<'c>> {
+        let label = path
+            .strip_prefix(&self.specs_dir)
+            .unwrap()
+            .display()
+            .to_string();
+        let tools: Vec<_> = self
+            .catalog
+            .tools
+            .iter()
+            .filter(|t| t.service == service && t.exposed && matches!(t.action, Action::Http(_)))
+            .filter(|t| t.provenance.as_ref().is_some_and(|p| p.spec == label))
+            .collect();
+        let service_def = self.catalog.services.get(service).unwrap();
+        (!tools.is_empty()).then(|| Document {
+            service,
+            path,
+            label,
+            tools,
+            key_header: service_def.credential.as_ref().map(|c| c.header.clone()),
+        })
+    }
+
+    /// Every tool of one document called against a Prism mock of it.
+    async fn check(&self, document: &Document<'_>, tally: &mut Tally) {
+        let mock_doc = self.mock_document(document, tally);
+        let port = free_port();
+        let Some(mut mock) = start_prism(&self.prism, &mock_doc, port) else {
+            tally.unchecked.push((
+                document.label.clone(),
+                "Prism refused the document or did not start within 60 s".into(),
+            ));
+            return;
+        };
+        tally.documents += 1;
+        let mut cfg = ConfigFile::default();
+        cfg.upstreams.insert(
+            document.service.to_string(),
+            format!("http://127.0.0.1:{port}"),
+        );
+        let env =
+            |name: &str| (name == "TOOL_BROKER_API_KEY").then(|| "tb_conformance".to_string());
+        let store = tool_broker::store::Store::open(&tool_broker::store::StoreConfig::Memory)
+            .await
+            .unwrap();
+        let broker = Broker::new(self.catalog.clone(), &cfg, &env, store).unwrap();
+        let caller = Caller::unrestricted("conformance");
+        let mut headers = hyper::HeaderMap::new();
+        if let Some(h) = &document.key_header {
+            headers.insert(
+                hyper::header::HeaderName::from_bytes(h.as_bytes()).unwrap(),
+                "conformance-key".parse().unwrap(),
+            );
+        }
+        headers.insert("x-crm-location-id", "loc_conformance".parse().unwrap());
+        for tool in &document.tools {
+            let args = sample_arguments(tool);
+            let response = broker
+                .call(CallInput {
+                    request_id: "conformance".into(),
+                    name: &tool.full_name,
+                    arguments: Some(args.clone()),
+                    headers: &headers,
+                    caller: &caller,
+                    idempotency_key: None,
+                    elicitation: None,
+                    task_watch: None,
+                    descriptor_hash: None,
+                    trace_parent: None,
+                    endpoint: tool_broker::call::Endpoint::Rpc,
+                })
+                .await;
+            let body = response.envelope();
+            let violations = mock.new_violations();
+            self.tally_call(&tool.full_name, &body, violations, &args, tally);
+        }
+    }
+
+    /// The document Prism mocks: the document itself, or a pruned copy where
+    /// conformance/documents.toml says so (noted in the report).
+    fn mock_document(&self, document: &Document<'_>, tally: &mut Tally) -> PathBuf {
+        let Some(rule) = self.rules.pruned.iter().find(|r| r.spec == document.label) else {
+            return document.path.clone();
+        };
+        let started = Instant::now();
+        let (copy, cuts) =
+            prune_document(&mut Documents::default(), &document.path, rule.max_depth).unwrap();
+        std::fs::create_dir_all(&self.scratch).unwrap();
+        let mock_doc = self
+            .scratch
+            .join(format!("{}.json", document.label.replace('/', "_")));
+        std::fs::write(&mock_doc, serde_json::to_vec(&copy).unwrap()).unwrap();
+        tally.pruned.push((
+            document.label.clone(),
+            format!(
+                "{} (copy of {} operations, {:.1} s: {} recursive and {} deeper-than-{} references cut, dangling: {})",
+                rule.reason,
+                cuts.operations,
+                started.elapsed().as_secs_f64(),
+                cuts.recursive,
+                cuts.too_deep,
+                rule.max_depth,
+                if cuts.dangling.is_empty() {
+                    "none".to_string()
+                } else {
+                    cuts.dangling.join(", ")
+                }
+            ),
+        ));
+        mock_doc
+    }
+
+    /// Where one call's answer goes in the tally: accepted, the mock's own failure, a
+    /// rejection (the validator's known error, or not), or something else.
+    fn tally_call(
+        &self,
+        tool: &str,
+        body: &Value,
+        violations: Vec<String>,
+        args: &Value,
+        tally: &mut Tally,
+    ) {
+        let status = body["meta"]["upstreamStatus"]
+            .as_u64()
+            .or(body["error"]["upstreamStatus"].as_u64());
+        if body["ok"] == json!(true) {
+            tally.accepted += 1;
+        } else if status.is_some_and(|s| s >= 500) {
+            tally.mock_failed += 1;
+        } else if matches!(status, Some(422 | 404 | 400 | 405 | 415)) {
+            if std::env::var("CONFORMANCE_DEBUG").is_ok() {
+                eprintln!("{tool}: {body}");
+            }
+            let violations = if violations.is_empty() {
+                vec![violation(body)]
+            } else {
+                violations
+            };
+            let known: Option<&ValidatorError> = violations
+                .iter()
+                .map(|v| {
+                    self.rules
+                        .validator_errors
+                        .iter()
+                        .find(|r| r.matches(v, args))
+                })
+                .collect::<Option<Vec<_>>>()
+                .and_then(|found| found.first().copied());
+            match known {
+                Some(rule) => tally.validator.push((tool.to_string(), rule.name.clone())),
+                None => tally
+                    .rejected
+                    .push((tool.to_string(), violations[0].clone())),
+            }
+        } else {
+            tally.other.push((
+                tool.to_string(),
+                format!(
+                    "{}: {}",
+                    body["error"]["classification"].as_str().unwrap_or("?"),
+                    body["error"]["message"].as_str().unwrap_or("")
+                ),
+            ));
+        }
+    }
+}
+
+/// A minimal sample of a tool's argument schema, with its confirmation flags set.
+fn sample_arguments(tool: &tool_broker::catalog::Tool) -> Value {
+    let schema = tool.arguments.value();
+    let mut args = sample(&schema);
+    let props = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    if let Some(obj) = args.as_object_mut() {
+        if props.contains_key("confirm") {
+            obj.insert("confirm".into(), json!(true));
+        }
+        if props.contains_key("confirmApply") {
+            obj.insert("confirmApply".into(), json!("CONFIRM APPLY"));
+        }
+    }
+    args
+}
+
+/// The run's totals over every service.
+#[derive(Default)]
+struct Totals {
+    accepted: usize,
+    validator: usize,
+    rejected: usize,
+    other: usize,
+}
+
+/// The report: a table per service, then what was pruned, unchecked, or refused.
+fn written(report: &BTreeMap<String, Tally>) -> (String, Totals) {
     let mut text = String::from(
         "| service | documents | tools called | accepted | accepted, mock could not answer | rejected by the validator's own error | rejected | other |\n|---|---|---|---|---|---|---|---|\n",
     );
-    let (mut acc, mut rej, mut val, mut oth) = (0, 0, 0, 0);
-    for (service, t) in &report {
+    let mut totals = Totals::default();
+    for (service, t) in report {
         let called =
             t.accepted + t.mock_failed + t.validator.len() + t.rejected.len() + t.other.len();
-        acc += t.accepted + t.mock_failed;
-        rej += t.rejected.len();
-        val += t.validator.len();
-        oth += t.other.len();
+        totals.accepted += t.accepted + t.mock_failed;
+        totals.rejected += t.rejected.len();
+        totals.validator += t.validator.len();
+        totals.other += t.other.len();
         text.push_str(&format!(
             "| {service} | {} | {called} | {} | {} | {} | {} | {} |\n",
             t.documents,
@@ -437,7 +533,7 @@ async fn main() {
             t.other.len()
         ));
     }
-    for (service, t) in &report {
+    for (service, t) in report {
         for (what, why) in &t.pruned {
             text.push_str(&format!(
                 "\n- {service}: `{what}` checked through a pruned copy: {why}"
@@ -465,16 +561,5 @@ async fn main() {
         }
     }
     text.push('\n');
-    print!("{text}");
-    println!(
-        "conformance: {acc} accepted, {val} rejected by the validator's own error, {rej} rejected, {oth} other"
-    );
-    // A gate: a rejection or an unexplained outcome fails the run.
-    let failed = rej + oth > 0;
-    if let Some(path) = out {
-        std::fs::write(path, &text).unwrap();
-    }
-    if failed {
-        std::process::exit(1);
-    }
+    (text, totals)
 }

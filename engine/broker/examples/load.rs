@@ -88,12 +88,7 @@ struct Figures {
     p99_us: u64,
 }
 
-async fn drive(
-    make: Arc<dyn Fn(&reqwest::Client) -> reqwest::RequestBuilder + Send + Sync>,
-    seconds: u64,
-    concurrency: usize,
-    max_requests: usize,
-) -> Figures {
+async fn drive(make: Request, seconds: u64, concurrency: usize, max_requests: usize) -> Figures {
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let started = Instant::now();
     let mut tasks = Vec::new();
@@ -177,10 +172,20 @@ fn resident_mb(pid: u32) -> u64 {
         .map_or(0, |kb| kb / 1024)
 }
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "a script: each load phase in the order the report prints it"
-)]
+/// A request to send, built anew for each call.
+type Request = Arc<dyn Fn(&reqwest::Client) -> reqwest::RequestBuilder + Send + Sync>;
+
+/// What the load drives: the same read through `POST /`, `/mcp` and straight to the
+/// stub; a local tool; a write, and a write with a fresh `Idempotency-Key` each call.
+struct Targets {
+    via_broker: Request,
+    via_mcp: Request,
+    direct: Request,
+    local: Request,
+    write: Request,
+    write_idempotent: Request,
+}
+
 #[tokio::main]
 async fn main() {
     let binary = arg("--broker", "target/release/tool-broker");
@@ -217,104 +222,23 @@ async fn main() {
     // Resident memory at each step: after start, after one full `tools/list` and one
     // `GET /openapi.json` (both built on first use and kept), then after each load phase.
     let mut memory: Vec<(&str, u64)> = vec![("start", resident_mb(pid))];
-    let list = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})
-        .to_string();
-    probe
-        .post(format!("http://127.0.0.1:{port}/mcp"))
-        .header("authorization", format!("Bearer {KEY}"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-11-25")
-        .body(list)
-        .send()
-        .await
-        .expect("tools/list");
-    memory.push(("tools/list", resident_mb(pid)));
-    probe
-        .get(format!("http://127.0.0.1:{port}/openapi.json"))
-        .send()
-        .await
-        .expect("openapi.json");
-    memory.push(("openapi", resident_mb(pid)));
-    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "agent.list_agents", "arguments": {}}}).to_string();
-    let broker_url = format!("http://127.0.0.1:{port}/");
-    let via_broker: Arc<dyn Fn(&reqwest::Client) -> reqwest::RequestBuilder + Send + Sync> =
-        Arc::new(move |c: &reqwest::Client| {
-            c.post(&broker_url)
-                .header("authorization", format!("Bearer {KEY}"))
-                .header("x-agent-api-key", "ak_load_test")
-                .header("content-type", "application/json")
-                .body(body.clone())
-        });
-    // The same call through the MCP endpoint (a CallToolResult wrapping the envelope).
-    let mcp_url = format!("http://127.0.0.1:{port}/mcp");
-    let mcp_body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "agent.list_agents", "arguments": {}}}).to_string();
-    let via_mcp: Arc<dyn Fn(&reqwest::Client) -> reqwest::RequestBuilder + Send + Sync> =
-        Arc::new(move |c: &reqwest::Client| {
-            c.post(&mcp_url)
-                .header("authorization", format!("Bearer {KEY}"))
-                .header("x-agent-api-key", "ak_load_test")
-                .header("content-type", "application/json")
-                .header("accept", "application/json, text/event-stream")
-                .header("mcp-protocol-version", "2025-11-25")
-                .body(mcp_body.clone())
-        });
-    // A local tool (no upstream): portal.check_connection, readiness of every service.
-    let local_url = format!("http://127.0.0.1:{port}/");
-    let local_body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "portal.check_connection", "arguments": {}}}).to_string();
-    let local: Arc<dyn Fn(&reqwest::Client) -> reqwest::RequestBuilder + Send + Sync> =
-        Arc::new(move |c: &reqwest::Client| {
-            c.post(&local_url)
-                .header("authorization", format!("Bearer {KEY}"))
-                .header("content-type", "application/json")
-                .body(local_body.clone())
-        });
-    // A write through POST / (the stub answers it like any request): one audit record
-    // per call; and the same with a fresh Idempotency-Key per call (claim, complete and
-    // audit in the store).
-    let write_body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "agent.create_task", "arguments": {"message": {"content": "load"}, "confirm": true}}}).to_string();
-    let write_url = format!("http://127.0.0.1:{port}/");
-    let counter = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let make_write = |idempotent: bool| -> Arc<dyn Fn(&reqwest::Client) -> reqwest::RequestBuilder + Send + Sync> {
-        let (url, body, counter) = (write_url.clone(), write_body.clone(), counter.clone());
-        Arc::new(move |c: &reqwest::Client| {
-            let request = c
-                .post(&url)
-                .header("authorization", format!("Bearer {KEY}"))
-                .header("x-agent-api-key", "ak_load_test")
-                .header("content-type", "application/json")
-                .body(body.clone());
-            if idempotent {
-                let n = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                request.header("idempotency-key", format!("load-{n}"))
-            } else {
-                request
-            }
-        })
-    };
-    let write = make_write(false);
-    let write_idempotent = make_write(true);
-    let stub_url = format!("http://{stub}/v2/agent.list");
-    let direct: Arc<dyn Fn(&reqwest::Client) -> reqwest::RequestBuilder + Send + Sync> =
-        Arc::new(move |c: &reqwest::Client| {
-            c.get(&stub_url).header("x-manus-api-key", "ak_load_test")
-        });
-
+    build_caches(&probe, port, pid, &mut memory).await;
+    let t = targets(port, stub);
     // Warm up both paths, then measure.
-    drive(via_broker.clone(), 1, concurrency, 10_000).await;
-    drive(via_mcp.clone(), 1, concurrency, 10_000).await;
-    drive(direct.clone(), 1, concurrency, 10_000).await;
-    let d = drive(direct, seconds, concurrency, max_requests).await;
-    let b = drive(via_broker, seconds, concurrency, max_requests).await;
+    drive(t.via_broker.clone(), 1, concurrency, 10_000).await;
+    drive(t.via_mcp.clone(), 1, concurrency, 10_000).await;
+    drive(t.direct.clone(), 1, concurrency, 10_000).await;
+    let d = drive(t.direct, seconds, concurrency, max_requests).await;
+    let b = drive(t.via_broker, seconds, concurrency, max_requests).await;
     memory.push(("reads", resident_mb(pid)));
-    let m = drive(via_mcp, seconds, concurrency, max_requests).await;
+    let m = drive(t.via_mcp, seconds, concurrency, max_requests).await;
     memory.push(("mcp", resident_mb(pid)));
-    drive(local.clone(), 1, concurrency, 10_000).await;
-    let l = drive(local, seconds, concurrency, max_requests).await;
+    drive(t.local.clone(), 1, concurrency, 10_000).await;
+    let l = drive(t.local, seconds, concurrency, max_requests).await;
     memory.push(("local", resident_mb(pid)));
-    drive(write.clone(), 1, concurrency, 10_000).await;
-    let w = drive(write, seconds, concurrency, max_requests).await;
-    let wi = drive(write_idempotent, seconds, concurrency, max_requests).await;
+    drive(t.write.clone(), 1, concurrency, 10_000).await;
+    let w = drive(t.write, seconds, concurrency, max_requests).await;
+    let wi = drive(t.write_idempotent, seconds, concurrency, max_requests).await;
     memory.push(("writes", resident_mb(pid)));
     let _ = broker.kill();
     let _ = broker.wait();
@@ -364,4 +288,102 @@ async fn main() {
             .collect::<Vec<_>>()
             .join(", ")
     );
+}
+
+/// One full `tools/list` and one `GET /openapi.json` (both built on first use and
+/// kept), the resident memory after each.
+async fn build_caches(
+    probe: &reqwest::Client,
+    port: u16,
+    pid: u32,
+    memory: &mut Vec<(&'static str, u64)>,
+) {
+    let list = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})
+        .to_string();
+    probe
+        .post(format!("http://127.0.0.1:{port}/mcp"))
+        .header("authorization", format!("Bearer {KEY}"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(list)
+        .send()
+        .await
+        .expect("tools/list");
+    memory.push(("tools/list", resident_mb(pid)));
+    probe
+        .get(format!("http://127.0.0.1:{port}/openapi.json"))
+        .send()
+        .await
+        .expect("openapi.json");
+    memory.push(("openapi", resident_mb(pid)));
+}
+
+/// The requests of every target, for a broker on `port` and the stub at `stub`.
+fn targets(port: u16, stub: SocketAddr) -> Targets {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "agent.list_agents", "arguments": {}}}).to_string();
+    let broker_url = format!("http://127.0.0.1:{port}/");
+    let via_broker: Request = Arc::new(move |c: &reqwest::Client| {
+        c.post(&broker_url)
+            .header("authorization", format!("Bearer {KEY}"))
+            .header("x-agent-api-key", "ak_load_test")
+            .header("content-type", "application/json")
+            .body(body.clone())
+    });
+    // The same call through the MCP endpoint (a CallToolResult wrapping the envelope).
+    let mcp_url = format!("http://127.0.0.1:{port}/mcp");
+    let mcp_body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "agent.list_agents", "arguments": {}}}).to_string();
+    let via_mcp: Request = Arc::new(move |c: &reqwest::Client| {
+        c.post(&mcp_url)
+            .header("authorization", format!("Bearer {KEY}"))
+            .header("x-agent-api-key", "ak_load_test")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .body(mcp_body.clone())
+    });
+    // A local tool (no upstream): portal.check_connection, readiness of every service.
+    let local_url = format!("http://127.0.0.1:{port}/");
+    let local_body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "portal.check_connection", "arguments": {}}}).to_string();
+    let local: Request = Arc::new(move |c: &reqwest::Client| {
+        c.post(&local_url)
+            .header("authorization", format!("Bearer {KEY}"))
+            .header("content-type", "application/json")
+            .body(local_body.clone())
+    });
+    let stub_url = format!("http://{stub}/v2/agent.list");
+    let direct: Request = Arc::new(move |c: &reqwest::Client| {
+        c.get(&stub_url).header("x-manus-api-key", "ak_load_test")
+    });
+    Targets {
+        via_broker,
+        via_mcp,
+        direct,
+        local,
+        write: write_request(port, false),
+        write_idempotent: write_request(port, true),
+    }
+}
+
+/// A write through `POST /` (the stub answers it like any request): one audit record
+/// per call; `idempotent`: with a fresh `Idempotency-Key` per call (claim, complete and
+/// audit in the store).
+fn write_request(port: u16, idempotent: bool) -> Request {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "agent.create_task", "arguments": {"message": {"content": "load"}, "confirm": true}}}).to_string();
+    let url = format!("http://127.0.0.1:{port}/");
+    let counter = std::sync::atomic::AtomicU64::new(0);
+    Arc::new(move |c: &reqwest::Client| {
+        let request = c
+            .post(&url)
+            .header("authorization", format!("Bearer {KEY}"))
+            .header("x-agent-api-key", "ak_load_test")
+            .header("content-type", "application/json")
+            .body(body.clone());
+        if idempotent {
+            let n = counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            request.header("idempotency-key", format!("load-{n}"))
+        } else {
+            request
+        }
+    })
 }

@@ -95,17 +95,55 @@ impl Operation {
     }
 }
 
-/// Imports a service from its OpenAPI documents.
-#[expect(
-    clippy::too_many_lines,
-    reason = "documents read, operations listed, overrides and skips applied, the file written: one pass whose steps share the report it fills"
-)]
+/// Imports a service from its OpenAPI documents: the documents read and their
+/// operations listed, each made a tool (skips, defaults and overrides applied), the
+/// aliases that are no alias dropped, and the tool file written.
 pub fn import(
     config: &ImportFile,
     specs: &[PathBuf],
     root_for_labels: &Path,
 ) -> Result<Report, String> {
     let mut docs = Documents::default();
+    let listed = operations(&mut docs, specs, root_for_labels)?;
+    let mut report = Report {
+        path: format!("catalog/{}/{}", config.service, config.output),
+        ..Report::default()
+    };
+    let mut tools = tools(
+        config,
+        &mut docs,
+        &listed.operations,
+        root_for_labels,
+        &mut report,
+    );
+    keep_unique_aliases(&mut tools);
+    tools.sort_by(|a, b| {
+        let n = |t: &toml::Table| {
+            t.get("name")
+                .and_then(toml::Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        n(a).cmp(&n(b))
+    });
+    report.tools = tools.len();
+    report.text = written(config, tools, &listed.sources)?;
+    Ok(report)
+}
+
+/// The operations of a service's documents, in path and method order, and each
+/// document's label and hash for the file's header.
+struct Listed {
+    operations: Vec<Operation>,
+    sources: Vec<String>,
+}
+
+/// Reads each document and lists its operations.
+fn operations(
+    docs: &mut Documents,
+    specs: &[PathBuf],
+    root_for_labels: &Path,
+) -> Result<Listed, String> {
     let mut operations = Vec::new();
     let mut sources = Vec::new();
     for spec in specs {
@@ -149,56 +187,39 @@ pub fn import(
     operations.sort_by(|a, b| {
         (a.path.as_str(), a.method.as_str()).cmp(&(b.path.as_str(), b.method.as_str()))
     });
+    Ok(Listed {
+        operations,
+        sources,
+    })
+}
 
-    let mut report = Report {
-        path: format!("catalog/{}/{}", config.service, config.output),
-        ..Report::default()
-    };
+/// Each operation made a tool, unless the import file skips it, it cannot be made one,
+/// or its name is taken; the report says which, and which overrides matched nothing.
+fn tools(
+    config: &ImportFile,
+    docs: &mut Documents,
+    operations: &[Operation],
+    root_for_labels: &Path,
+    report: &mut Report,
+) -> Vec<toml::Table> {
     let mut used = BTreeSet::new();
     let mut tools: Vec<toml::Table> = Vec::new();
     let mut names: BTreeMap<String, String> = BTreeMap::new();
-    for op in &operations {
+    for op in operations {
         let keys: Vec<String> = std::iter::once(op.label()).chain(op.id.clone()).collect();
         if let Some((key, why)) = keys.iter().find_map(|k| config.skip.get_key_value(k)) {
             used.insert(key.clone());
             report.skipped.push((op.label(), why.clone()));
             continue;
         }
-        let mut tool = match generate::generate(config, &mut docs, op, root_for_labels) {
+        let mut tool = match generate::generate(config, docs, op, root_for_labels) {
             Ok(t) => t,
             Err(why) => {
                 report.dropped.push((op.label(), why));
                 continue;
             }
         };
-        let risk = tool
-            .get("risk")
-            .and_then(toml::Value::as_str)
-            .unwrap_or("read")
-            .to_string();
-        merge(&mut tool, &config.defaults.all);
-        merge(
-            &mut tool,
-            if risk == "read" {
-                &config.defaults.read
-            } else {
-                &config.defaults.write
-            },
-        );
-        for key in &keys {
-            if let Some(over) = config.operations.get(key) {
-                used.insert(key.clone());
-                // `notes` is not a tool field: it is added to the generated description.
-                let mut over = over.clone();
-                if let Some(toml::Value::String(notes)) = over.remove("notes")
-                    && let Some(toml::Value::String(d)) = tool.get_mut("description")
-                {
-                    d.push(' ');
-                    d.push_str(&notes);
-                }
-                merge(&mut tool, &over);
-            }
-        }
+        overridden(config, &mut tool, &keys, &mut used);
         let name = tool
             .get("name")
             .and_then(toml::Value::as_str)
@@ -214,19 +235,57 @@ pub fn import(
         names.insert(name, op.label());
         tools.push(tool);
     }
-    for key in config.operations.keys() {
+    for key in config.operations.keys().chain(config.skip.keys()) {
         if !used.contains(key) {
             report.unused_overrides.push(key.clone());
         }
     }
-    for key in config.skip.keys() {
-        if !used.contains(key) {
-            report.unused_overrides.push(key.clone());
+    tools
+}
+
+/// A generated tool with the import file's defaults (all, then read or write) and
+/// its own overrides merged in; `used` notes the overrides that matched.
+fn overridden(
+    config: &ImportFile,
+    tool: &mut toml::Table,
+    keys: &[String],
+    used: &mut BTreeSet<String>,
+) {
+    let risk = tool
+        .get("risk")
+        .and_then(toml::Value::as_str)
+        .unwrap_or("read")
+        .to_string();
+    merge(tool, &config.defaults.all);
+    merge(
+        tool,
+        if risk == "read" {
+            &config.defaults.read
+        } else {
+            &config.defaults.write
+        },
+    );
+    for key in keys {
+        if let Some(over) = config.operations.get(key) {
+            used.insert(key.clone());
+            // `notes` is not a tool field: it is added to the generated description.
+            let mut over = over.clone();
+            if let Some(toml::Value::String(notes)) = over.remove("notes")
+                && let Some(toml::Value::String(d)) = tool.get_mut("description")
+            {
+                d.push(' ');
+                d.push_str(&notes);
+            }
+            merge(tool, &over);
         }
     }
-    // An upstream operation id reused across documents is no alias at all.
+}
+
+/// Drops every alias two tools share: an upstream operation id reused across
+/// documents is no alias at all.
+fn keep_unique_aliases(tools: &mut [toml::Table]) {
     let mut alias_count: BTreeMap<String, usize> = BTreeMap::new();
-    for tool in &tools {
+    for tool in tools.iter() {
         for a in tool
             .get("aliases")
             .and_then(toml::Value::as_array)
@@ -240,7 +299,7 @@ pub fn import(
             }
         }
     }
-    for tool in &mut tools {
+    for tool in tools.iter_mut() {
         if let Some(toml::Value::Array(aliases)) = tool.get_mut("aliases") {
             aliases.retain(|a| {
                 a.as_str()
@@ -251,23 +310,21 @@ pub fn import(
             }
         }
     }
-    tools.sort_by(|a, b| {
-        let n = |t: &toml::Table| {
-            t.get("name")
-                .and_then(toml::Value::as_str)
-                .unwrap_or_default()
-                .to_string()
-        };
-        n(a).cmp(&n(b))
-    });
-    report.tools = tools.len();
+}
+
+/// The tool file's text: its header (the documents it was made from), then the tools.
+fn written(
+    config: &ImportFile,
+    tools: Vec<toml::Table>,
+    sources: &[String],
+) -> Result<String, String> {
     let mut file = toml::Table::new();
     file.insert(
         "tool".into(),
         toml::Value::Array(tools.into_iter().map(toml::Value::Table).collect()),
     );
     let body = toml::to_string(&file).map_err(|e| format!("cannot write TOML: {e}"))?;
-    report.text = format!(
+    Ok(format!(
         "#:schema ../../schemas/catalog-tools.schema.json\n\
          # Generated by `tool-broker catalog import-openapi --service {}` from:\n{}\
          # Do not edit: change import/{}.toml and import again.\n\n{body}",
@@ -277,8 +334,7 @@ pub fn import(
             .map(|s| format!("#   {s}\n"))
             .collect::<String>(),
         config.service,
-    );
-    Ok(report)
+    ))
 }
 
 /// A document's name for provenance: relative to the nearest `specs` folder (as the

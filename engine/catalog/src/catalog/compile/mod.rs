@@ -5,6 +5,7 @@
 //! schemas, confirmation arguments), computes descriptor hashes, and reports every
 //! problem together, each with its file and line. Nothing here runs on the request path.
 
+mod checks;
 mod normalize;
 mod tool;
 
@@ -72,16 +73,13 @@ impl Default for Options<'_> {
 }
 
 /// Compiles a catalog root with `options`; the map holds the normalized definitions
-/// when they were asked for.
-#[expect(
-    clippy::too_many_lines,
-    reason = "the catalog root compiled in its order (rules, templates, services, tools, checks, assembly), each step a call; what remains is the order itself"
-)]
+/// when they were asked for. In order: the rules, the templates, the services, every
+/// tool (its schemas checked as it comes), what is checked across tools, and the
+/// catalog assembled with its costs.
 pub fn compile_with(
     sources: &Sources,
     options: Options<'_>,
 ) -> Result<(Catalog, BTreeMap<String, serde_json::Value>), Diagnostics> {
-    let started = std::time::Instant::now();
     let mut definitions = BTreeMap::new();
     let mut c = Compiler {
         sources,
@@ -94,8 +92,44 @@ pub fn compile_with(
     templates.set_plain_expressions(options.plain_expressions);
     c.templates(&mut templates);
     let services = c.services();
-    let mut tools = Vec::new();
-    if let Some(rules) = &rules {
+    let tools = match &rules {
+        Some(rules) => c.tools(rules, &services, &mut templates, &options),
+        None => Vec::new(),
+    };
+    for tool in &tools {
+        c.check_steps(tool, &tools);
+        c.check_task(tool, &tools);
+        c.check_categories(tool, &tools);
+    }
+    c.check_webhook_keys(&services, &tools);
+    let Some(rules) = rules else {
+        c.diags.sort();
+        return Err(c.diags);
+    };
+    if !c.diags.is_empty() {
+        c.diags.sort();
+        return Err(c.diags);
+    }
+    let services = services.into_iter().map(|(k, (s, _))| (k, s)).collect();
+    let catalog = c.assembled(services, tools, rules, templates)?;
+    Ok((catalog, definitions))
+}
+
+impl<'a> Compiler<'a> {
+    /// Every tool file of a service folder compiled, its files parsed on a second thread
+    /// while this one compiles (`crate::catalog::tool_file`); each tool's schemas as
+    /// parsed go to the check as the tool is compiled, and are dropped there (the tools
+    /// keep them as text). With a start cache that holds the files, they are read from it
+    /// and not checked again.
+    fn tools(
+        &mut self,
+        rules: &Rules,
+        services: &BTreeMap<String, (Service, ServiceFile)>,
+        templates: &mut Templates,
+        options: &Options<'_>,
+    ) -> Vec<Tool> {
+        let started = std::time::Instant::now();
+        let mut tools = Vec::new();
         // Each tool's schemas as parsed go to the check as the tool is compiled, and are
         // dropped there (the tools keep them as text).
         let held = options.start.filter(|cache| cache.holds());
@@ -104,10 +138,10 @@ pub fn compile_with(
             .then(crate::catalog::schema_check::Checker::start);
         let mut seen: BTreeMap<String, (String, usize)> = BTreeMap::new();
         let mut files = Vec::new();
-        for (file, text) in c.tool_files() {
+        for (file, text) in self.tool_files() {
             match service_of(file).and_then(|id| services.get(id)) {
                 Some(service) => files.push((file, text, service)),
-                None => c.diags.push(
+                None => self.diags.push(
                     file,
                     0,
                     "tool file is not in a service folder with a `service.toml`",
@@ -135,11 +169,11 @@ pub fn compile_with(
                     return;
                 }
                 Parsed::Error(offset, e) => {
-                    c.parse_error(file, &lines, offset, &e);
+                    self.parse_error(file, &lines, offset, &e);
                     return;
                 }
                 Parsed::Unreadable(e) => {
-                    c.diags.push(
+                    self.diags.push(
                         file,
                         0,
                         format!(
@@ -153,7 +187,7 @@ pub fn compile_with(
             let line = lines.line(offset + raw.name.span().start);
             let full = format!("{}.{}", service.0.id, raw.name.get_ref());
             if let Some((f, l)) = seen.get(&full) {
-                c.diags.push(
+                self.diags.push(
                     file,
                     line,
                     format!("tool `{full}` is defined twice (first at {f}:{l})"),
@@ -162,14 +196,14 @@ pub fn compile_with(
             }
             seen.insert(full, (file.to_string(), line));
             let mut tc = ToolCompiler {
-                c: &mut c,
+                c: &mut *self,
                 file,
                 lines: &lines,
                 offset,
                 service: &service.0,
                 service_file: &service.1,
                 rules,
-                templates: &mut templates,
+                templates: &mut *templates,
             };
             if let Some((tool, parsed)) = tc.compile(*raw, line) {
                 if let Some(checker) = &mut checker {
@@ -191,7 +225,7 @@ pub fn compile_with(
         if let Some(checker) = checker {
             let checked = checker.finish();
             for (file, line, message) in crate::catalog::schema_check::problems(&tools, checked) {
-                c.diags.push(&file, line, message);
+                self.diags.push(&file, line, message);
             }
         }
         tracing::debug!(
@@ -199,167 +233,44 @@ pub fn compile_with(
             schemas_ms = (started.elapsed() - compiled).as_millis() as u64,
             "tools compiled and their schemas checked"
         );
+        tools
     }
-    for tool in &tools {
-        // Step tools of multi-step hooks: raw HTTP tools of the same service, of the
-        // risk their step needs.
-        use crate::catalog::descriptor::Risk;
-        // `(name, risk, must be an HTTP tool)`.
-        let mut steps: Vec<(&String, Risk, bool)> = Vec::new();
-        if let Some(r) = &tool.reschedule {
-            steps.push((&r.search_tool, Risk::Read, true));
-            steps.push((&r.update_tool, Risk::Write, true));
-            steps.extend(r.zone.iter().map(|(t, _, _)| (t, Risk::Read, true)));
-        }
-        if let Some(p) = &tool.poll {
-            steps.extend(p.submit.iter().map(|(_, t, _)| (t, Risk::Write, true)));
-            steps.push((&p.status_tool, Risk::Read, true));
-            // The tool named to check later may be local (a hook).
-            steps.extend(p.check_tool.iter().map(|t| (t, Risk::Read, false)));
-        }
-        {
-            for (name, risk, http) in steps {
-                let found = tools
-                    .iter()
-                    .find(|t| t.service == tool.service && &t.name == name);
-                match found {
-                    Some(t) if t.risk == risk && (!http || matches!(t.action, Action::Http(_))) => {
-                    }
-                    Some(_) => c.diags.push(
-                        &tool.source.0,
-                        tool.source.1,
-                        format!(
-                            "tool `{}`: step tool `{name}` must be a {} {}tool",
-                            tool.full_name,
-                            risk.as_str(),
-                            if http { "HTTP " } else { "" }
-                        ),
-                    ),
-                    None => c.diags.push_help(
-                        &tool.source.0,
-                        tool.source.1,
-                        format!(
-                            "tool `{}`: step tool `{name}` is not a tool of service `{}`",
-                            tool.full_name, tool.service
-                        ),
-                        did_you_mean(
-                            name,
-                            tools
-                                .iter()
-                                .filter(|t| t.service == tool.service)
-                                .map(|t| t.name.as_str()),
-                        ),
-                    ),
+
+    /// The catalog from its checked parts, with its costs compiled against its tools.
+    fn assembled(
+        mut self,
+        services: BTreeMap<String, Service>,
+        tools: Vec<Tool>,
+        rules: Rules,
+        templates: Templates,
+    ) -> Result<Catalog, Diagnostics> {
+        let origin = self.sources.origin.clone();
+        let mut catalog = match Catalog::assemble(services, tools, rules, templates, origin) {
+            Ok(catalog) => catalog,
+            Err(collisions) => {
+                let mut diags = Diagnostics::default();
+                for (file, line, message) in collisions {
+                    diags.push(&file, line, message);
                 }
+                diags.sort();
+                return Err(diags);
             }
-        }
-        // A task's watch: a read `submit_and_poll` tool of the same service that takes
-        // the job from its arguments (no submit choices).
-        if let Some(plan) = &tool.task {
-            let found = tools
-                .iter()
-                .find(|t| t.service == tool.service && t.name == plan.watch);
-            let fits = found.is_some_and(|t| {
-                t.risk == Risk::Read && t.poll.as_ref().is_some_and(|p| p.submit.is_empty())
-            });
-            if !fits {
-                c.diags.push_help(
-                    &tool.source.0,
-                    tool.source.1,
-                    format!(
-                        "tool `{}`: `[tool.task] watch = \"{}\"` must name a read `submit_and_poll` tool of service `{}` without submit choices{}",
-                        tool.full_name,
-                        plan.watch,
-                        tool.service,
-                        if found.is_some() { "" } else { " (no such tool)" }
-                    ),
-                    did_you_mean(
-                        &plan.watch,
-                        tools
-                            .iter()
-                            .filter(|t| t.service == tool.service && t.poll.is_some())
-                            .map(|t| t.name.as_str()),
-                    ),
-                );
-            }
-        }
-        for category in tool.dispatch.iter().flat_map(|d| &d.categories) {
-            let known = tools.iter().any(|t| {
-                t.service == tool.service && t.category.as_deref() == Some(category.as_str())
-            });
-            if !known {
-                let candidates: Vec<&str> = tools
-                    .iter()
-                    .filter(|t| t.service == tool.service)
-                    .filter_map(|t| t.category.as_deref())
-                    .collect();
-                c.diags.push_help(
-                    &tool.source.0,
-                    tool.source.1,
-                    format!(
-                        "tool `{}`: no tool of service `{}` has the category `{category}`",
-                        tool.full_name, tool.service
-                    ),
-                    did_you_mean(category, candidates),
-                );
-            }
-        }
-    }
-    // A webhook's verification key tool: a read HTTP tool of the same service.
-    for (id, (service, _)) in &services {
-        let Some((name, _)) = service.webhook.as_ref().and_then(|w| w.public_key.as_ref()) else {
-            continue;
         };
-        let ok = tools.iter().any(|t| {
-            &t.full_name == name
-                && t.risk == crate::catalog::descriptor::Risk::Read
-                && matches!(t.action, Action::Http(_))
-        });
-        if !ok {
-            c.diags.push(
-                &format!("catalog/{id}/service.toml"),
-                0,
-                format!(
-                    "[webhook] public_key.tool `{name}` must be a read HTTP tool of the service"
-                ),
-            );
-        }
-    }
-    let Some(rules) = rules else {
-        c.diags.sort();
-        return Err(c.diags);
-    };
-    if !c.diags.is_empty() {
-        c.diags.sort();
-        return Err(c.diags);
-    }
-    let services = services.into_iter().map(|(k, (s, _))| (k, s)).collect();
-    match Catalog::assemble(services, tools, rules, templates, sources.origin.clone()) {
-        Ok(mut catalog) => {
-            let (units, written) = c.cost_rules();
-            match crate::catalog::costs::compile(&catalog.tools, units.clone(), &written) {
-                Ok(costs) => catalog.costs = costs,
-                Err(problems) => {
-                    for (origin, message) in problems {
-                        c.diags.push(&origin.file, origin.line, message);
-                    }
+        let (units, written) = self.cost_rules();
+        match crate::catalog::costs::compile(&catalog.tools, units.clone(), &written) {
+            Ok(costs) => catalog.costs = costs,
+            Err(problems) => {
+                for (origin, message) in problems {
+                    self.diags.push(&origin.file, origin.line, message);
                 }
             }
-            if !c.diags.is_empty() {
-                c.diags.sort();
-                return Err(c.diags);
-            }
-            catalog.cost_rules = (units, written);
-            Ok((catalog, definitions))
         }
-        Err(collisions) => {
-            let mut diags = Diagnostics::default();
-            for (file, line, message) in collisions {
-                diags.push(&file, line, message);
-            }
-            diags.sort();
-            Err(diags)
+        if !self.diags.is_empty() {
+            self.diags.sort();
+            return Err(self.diags);
         }
+        catalog.cost_rules = (units, written);
+        Ok(catalog)
     }
 }
 

@@ -5,26 +5,29 @@ use super::*;
 
 impl ToolCompiler<'_, '_> {
     /// The normalized definition that the descriptor hash covers: every descriptor field
-    /// and every execution rule, with the text of any template used.
-    #[expect(
-        clippy::too_many_lines,
-        reason = "the normalized definition is one list of fields, in the order a descriptor hash covers them; split, the list an auditor reads would be in pieces"
-    )]
+    /// and every execution rule, with the text of any template used. The fields every
+    /// tool has ([`Self::declared`]), then those added only where present, so tools
+    /// without one keep their hashes ([`Self::present`], [`Self::answer_extras`]).
     pub(super) fn normalized(&self, raw: &RawTool, full: &str, resolved: &Resolved<'_>) -> Value {
+        let mut normalized = self.declared(raw, full, resolved);
+        if let Some(map) = normalized.as_object_mut() {
+            self.present(raw, resolved.arguments, map);
+            if let Some(response) = map.get_mut("response").and_then(Value::as_object_mut) {
+                self.answer_extras(&raw.response, response);
+            }
+        }
+        normalized
+    }
+
+    /// The fields every tool's definition has, in the order of the tool format.
+    fn declared(&self, raw: &RawTool, full: &str, resolved: &Resolved<'_>) -> Value {
         let Resolved {
-            arguments,
             confirmation,
             preview_arg,
             timeout_ms,
             item_budget,
+            ..
         } = *resolved;
-        let spanned_map = |m: &BTreeMap<String, SpannedStr>| -> Value {
-            m.iter()
-                .map(|(k, v)| (k.clone(), json!(v.get_ref())))
-                .collect::<serde_json::Map<_, _>>()
-                .into()
-        };
-        let opt = |s: &Option<SpannedStr>| s.as_ref().map(|v| v.get_ref().clone());
         let http = raw.http.as_ref().map(|h| {
             json!({
                 "method": h.method.get_ref(),
@@ -43,7 +46,7 @@ impl ToolCompiler<'_, '_> {
                 "context_headers": self.service.context_headers,
             })
         });
-        let mut normalized = json!({
+        json!({
             "name": full,
             "title": raw.title,
             "description": raw.description,
@@ -100,29 +103,30 @@ impl ToolCompiler<'_, '_> {
             "fill_defaults": raw.fill_defaults,
             "exposed": raw.exposed,
             "source": raw.source,
-        });
-        // Added only where present, so tools without one keep their hashes. A lookup's
-        // hash covers the table it reads, a compact answer's the table it keeps by.
-        if let (Some(text), Some(map)) = (&raw.documentation, normalized.as_object_mut()) {
+        })
+    }
+
+    /// The fields added only where the tool has them. A lookup's hash covers the table
+    /// it reads; a write's where its idempotency key goes; a tool that records jobs how
+    /// the service's callbacks update them.
+    fn present(&self, raw: &RawTool, arguments: &Value, map: &mut serde_json::Map<String, Value>) {
+        if let Some(text) = &raw.documentation {
             map.insert("documentation".into(), json!(text));
         }
-        if let (Some(allowlist), Some(map)) = (&raw.allowlist, normalized.as_object_mut()) {
+        if let Some(allowlist) = &raw.allowlist {
             map.insert("allowlist".into(), json!(allowlist));
         }
-        if let (Some(limit), Some(map)) = (&raw.rate_limit, normalized.as_object_mut()) {
+        if let Some(limit) = &raw.rate_limit {
             map.insert("rate_limit".into(), json!(limit));
         }
         // Where a write sends its idempotency key changes what it sends: hashed, for
         // HTTP writes of services that have one.
-        if let (Some(header), Some(map), Some(_), crate::catalog::descriptor::Risk::Write) = (
-            &self.service.idempotency_header,
-            normalized.as_object_mut(),
-            &raw.http,
-            raw.risk,
-        ) {
+        if let (Some(header), Some(_), crate::catalog::descriptor::Risk::Write) =
+            (&self.service.idempotency_header, &raw.http, raw.risk)
+        {
             map.insert("idempotency_header".into(), json!(header));
         }
-        if let (Some(tenancy), Some(map)) = (&self.service.tenancy, normalized.as_object_mut()) {
+        if let Some(tenancy) = &self.service.tenancy {
             let declares = |name: &str| {
                 arguments
                     .get("properties")
@@ -133,51 +137,10 @@ impl ToolCompiler<'_, '_> {
                 map.insert("tenancy".into(), json!(tenancy));
             }
         }
-        // A tool that records jobs: how the service's callbacks update them is part of
-        // what the tool does.
-        if let (Some(_), Some(webhook), Some(map)) = (
-            &raw.response.job_id,
-            &self.service.webhook,
-            normalized.as_object_mut(),
-        ) {
+        if let (Some(_), Some(webhook)) = (&raw.response.job_id, &self.service.webhook) {
             map.insert("webhook".into(), json!(webhook.spec));
         }
-        let r = &raw.response;
-        if let (Some(job_id), Some(response)) = (
-            &r.job_id,
-            normalized
-                .get_mut("response")
-                .and_then(Value::as_object_mut),
-        ) {
-            response.insert("job_id".into(), json!(job_id.get_ref()));
-        }
-        if let (Some(job), Some(response)) = (
-            &r.job_status,
-            normalized
-                .get_mut("response")
-                .and_then(Value::as_object_mut),
-        ) {
-            response.insert(
-                "job_status".into(),
-                json!({ "id": job.id.get_ref(), "status": job.status.get_ref() }),
-            );
-        }
-        if (r.mode_arg.is_some() || r.fields_arg.is_some() || r.compact_table.is_some())
-            && let Some(response) = normalized
-                .get_mut("response")
-                .and_then(Value::as_object_mut)
-        {
-            response.insert("mode_arg".into(), json!(r.mode_arg));
-            response.insert("fields_arg".into(), json!(r.fields_arg));
-            response.insert(
-                "compact_table".into(),
-                json!(r.compact_table.as_ref().map(|t| json!({
-                    "name": t,
-                    "data": self.service.tables.get(t),
-                }))),
-            );
-        }
-        if let (Some(l), Some(map)) = (&raw.lookup, normalized.as_object_mut()) {
+        if let Some(l) = &raw.lookup {
             map.insert(
                 "lookup".into(),
                 json!({
@@ -190,38 +153,40 @@ impl ToolCompiler<'_, '_> {
                 }),
             );
         }
-        if let (Some(t), Some(map)) = (&raw.task, normalized.as_object_mut()) {
+        if let Some(t) = &raw.task {
             map.insert(
                 "task".into(),
                 json!({ "watch": t.watch, "arguments": t.arguments.get_ref() }),
             );
         }
-        if let (Some(p), Some(map)) = (&raw.poll, normalized.as_object_mut()) {
-            map.insert(
-                "poll".into(),
-                json!({
-                    "submit": p.submit.iter().map(|s| json!({
-                        "when": opt(&s.when),
-                        "tool": s.tool,
-                        "arguments": s.arguments.get_ref(),
-                    })).collect::<Vec<_>>(),
-                    "id": p.id.get_ref(),
-                    "status_tool": p.status_tool,
-                    "status_arguments": p.status_arguments.get_ref(),
-                    "status": p.status.get_ref(),
-                    "done": p.done,
-                    "failed": p.failed,
-                    "waiting": p.waiting,
-                    "result": p.result.get_ref(),
-                    "interval_ms": p.interval_ms,
-                    "wait_arg": p.wait_arg,
-                    "default_wait_seconds": p.default_wait_seconds,
-                    "max_wait_seconds": p.max_wait_seconds,
-                    "check_tool": p.check_tool,
-                }),
+        if let Some(p) = &raw.poll {
+            map.insert("poll".into(), poll_fields(p));
+        }
+    }
+
+    /// The answer's fields added only where present: the job it records, and the
+    /// shaping arguments with the table a compact answer keeps by.
+    fn answer_extras(&self, r: &RawResponse, response: &mut serde_json::Map<String, Value>) {
+        if let Some(job_id) = &r.job_id {
+            response.insert("job_id".into(), json!(job_id.get_ref()));
+        }
+        if let Some(job) = &r.job_status {
+            response.insert(
+                "job_status".into(),
+                json!({ "id": job.id.get_ref(), "status": job.status.get_ref() }),
             );
         }
-        normalized
+        if r.mode_arg.is_some() || r.fields_arg.is_some() || r.compact_table.is_some() {
+            response.insert("mode_arg".into(), json!(r.mode_arg));
+            response.insert("fields_arg".into(), json!(r.fields_arg));
+            response.insert(
+                "compact_table".into(),
+                json!(r.compact_table.as_ref().map(|t| json!({
+                    "name": t,
+                    "data": self.service.tables.get(t),
+                }))),
+            );
+        }
     }
 
     /// A template's text and the text of everything it includes, for hashing.
@@ -243,4 +208,41 @@ impl ToolCompiler<'_, '_> {
         }
         json!({ "name": name, "texts": seen })
     }
+}
+
+/// A map of spanned texts as JSON.
+fn spanned_map(m: &BTreeMap<String, SpannedStr>) -> Value {
+    m.iter()
+        .map(|(k, v)| (k.clone(), json!(v.get_ref())))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
+/// An optional spanned text as JSON.
+fn opt(s: &Option<SpannedStr>) -> Option<String> {
+    s.as_ref().map(|v| v.get_ref().clone())
+}
+
+/// A `[tool.poll]` table as its definition hashes it.
+fn poll_fields(p: &crate::catalog::descriptor::RawPoll) -> Value {
+    json!({
+        "submit": p.submit.iter().map(|s| json!({
+            "when": opt(&s.when),
+            "tool": s.tool,
+            "arguments": s.arguments.get_ref(),
+        })).collect::<Vec<_>>(),
+        "id": p.id.get_ref(),
+        "status_tool": p.status_tool,
+        "status_arguments": p.status_arguments.get_ref(),
+        "status": p.status.get_ref(),
+        "done": p.done,
+        "failed": p.failed,
+        "waiting": p.waiting,
+        "result": p.result.get_ref(),
+        "interval_ms": p.interval_ms,
+        "wait_arg": p.wait_arg,
+        "default_wait_seconds": p.default_wait_seconds,
+        "max_wait_seconds": p.max_wait_seconds,
+        "check_tool": p.check_tool,
+    })
 }

@@ -53,11 +53,10 @@ impl ToolCompiler<'_, '_> {
         }
     }
 
-    /// The compiled tool and its schemas as parsed, for the schema check.
-    #[expect(
-        clippy::too_many_lines,
-        reason = "one tool's fields compiled in the order of the tool format, each diagnostic naming its field; to be cut by section (identity, arguments, request, answer) with the format's next change"
-    )]
+    /// The compiled tool and its schemas as parsed, for the schema check: each section
+    /// of the tool format in its order (arguments, confirmation, action and its tables,
+    /// preconditions, answer, limits), every problem reported with its line; a tool
+    /// with any problem is not built.
     pub(super) fn compile(
         &mut self,
         mut raw: RawTool,
@@ -72,8 +71,38 @@ impl ToolCompiler<'_, '_> {
                 format!("tool name `{name}` must be snake_case: lowercase letters, digits and `_`, starting with a letter"),
             );
         }
+        let arguments = self.arguments(&mut raw, &full, line);
+        let confirmation = self.confirmation(&raw, &full, line, &arguments);
+        let preview_arg = self.preview_arg(&raw, &full, &arguments);
+        let action = self.action(&raw, &full, line);
+        let tables = self.tables(&raw, &full, line, action.as_ref());
+        let require = self.preconditions(&raw, &full);
+        let response = self.response(&full, &raw.response, line);
+        self.check_answer_arguments(&full, &response, &arguments);
+        let limits = self.limits(&raw, &full, line);
+        if self.c.diags.0.len() > before {
+            return None;
+        }
+        let sections = Sections {
+            name,
+            full,
+            line,
+            arguments,
+            confirmation,
+            preview_arg,
+            action: action?,
+            tables,
+            require,
+            response,
+            limits,
+        };
+        Some(self.built(raw, sections))
+    }
 
-        // Argument schema, with the service's argument sets merged in.
+    /// The argument schema, with the service's argument sets merged in: it must be an
+    /// object schema (whether it is valid JSON Schema is checked once every tool is
+    /// compiled, `crate::catalog::schema_check`).
+    fn arguments(&mut self, raw: &mut RawTool, full: &str, line: usize) -> Arguments {
         let args_line = self.lines.line(self.offset + raw.arguments.span().start);
         // Taken, not copied: the definition hashes the schema apart (`schema_field`).
         let mut arguments = std::mem::take(raw.arguments.get_mut());
@@ -120,8 +149,6 @@ impl ToolCompiler<'_, '_> {
         if arguments.get("type") != Some(&json!("object")) {
             self.err(args_line, format!("tool `{full}`: the argument schema must be an object schema (`type = \"object\"`)"));
         }
-        // Whether the argument and output schemas are valid JSON Schema is checked once
-        // every tool is compiled (`crate::catalog::schema_check`).
         let properties: BTreeSet<String> = arguments
             .get("properties")
             .and_then(Value::as_object)
@@ -137,8 +164,23 @@ impl ToolCompiler<'_, '_> {
                     .collect()
             })
             .unwrap_or_default();
+        Arguments {
+            schema: arguments,
+            line: args_line,
+            properties,
+            defaults,
+        }
+    }
 
-        // Confirmation.
+    /// The confirmation mode (`auto`: the first rule of rules/confirmation.toml that
+    /// matches), and the argument it needs declared.
+    fn confirmation(
+        &mut self,
+        raw: &RawTool,
+        full: &str,
+        line: usize,
+        arguments: &Arguments,
+    ) -> ConfirmationMode {
         let confirmation = match raw.confirmation {
             ConfirmationMode::Auto => self
                 .rules
@@ -158,23 +200,31 @@ impl ToolCompiler<'_, '_> {
             _ => None,
         };
         if let Some(arg) = needed
-            && !properties.contains(&arg)
+            && !arguments.properties.contains(&arg)
         {
-            self.err(args_line, format!("tool `{full}`: its confirmation needs the argument `{arg}`, which its argument schema does not declare"));
+            self.err(arguments.line, format!("tool `{full}`: its confirmation needs the argument `{arg}`, which its argument schema does not declare"));
         }
+        confirmation
+    }
 
-        // Action.
+    /// The service's preview argument, for an upstream tool; it must be declared.
+    fn preview_arg(&mut self, raw: &RawTool, full: &str, arguments: &Arguments) -> Option<String> {
         let preview_arg = if raw.http.is_some() {
             self.service_file.defaults.preview_arg.clone()
         } else {
             None
         };
         if let Some(arg) = &preview_arg
-            && !properties.contains(arg)
+            && !arguments.properties.contains(arg)
         {
-            self.err(args_line, format!("tool `{full}`: service `{}` previews with `{arg}`, which the argument schema does not declare", self.service.id));
+            self.err(arguments.line, format!("tool `{full}`: service `{}` previews with `{arg}`, which the argument schema does not declare", self.service.id));
         }
-        let action = match (&raw.hook, &raw.http) {
+        preview_arg
+    }
+
+    /// What the tool does: a hook, or an upstream request (`[tool.http]`), never both.
+    fn action(&mut self, raw: &RawTool, full: &str, line: usize) -> Option<Action> {
+        match (&raw.hook, &raw.http) {
             (Some(_), Some(_)) => {
                 self.err(line, format!("tool `{full}` has both `hook` and `[tool.http]`; a tool is local or upstream, not both"));
                 None
@@ -199,35 +249,51 @@ impl ToolCompiler<'_, '_> {
                     None
                 }
             },
-            (None, Some(http)) => self.http(&full, http).map(|p| Action::Http(Box::new(p))),
+            (None, Some(http)) => self.http(full, http).map(|p| Action::Http(Box::new(p))),
+        }
+    }
+
+    /// The tables a hook reads (`[tool.dispatch]`, `[tool.allowlist]`, `[tool.poll]`,
+    /// `[tool.lookup]`, `[tool.reschedule]`), each only beside its hook and never
+    /// missing from it; `[tool.task]`; and no upstream request from a portal tool.
+    fn tables(
+        &mut self,
+        raw: &RawTool,
+        full: &str,
+        line: usize,
+        action: Option<&Action>,
+    ) -> HookTables {
+        let hook = match action {
+            Some(Action::Hook(hook)) => Some(*hook),
+            _ => None,
         };
-        match (&action, &raw.dispatch) {
-            (Some(Action::Hook(Hook::CategoryDispatch)), None) => {
+        match (hook, &raw.dispatch) {
+            (Some(Hook::CategoryDispatch), None) => {
                 self.err(line, format!("tool `{full}`: the `category_dispatch` hook needs a `[tool.dispatch]` table"));
             }
-            (Some(Action::Hook(Hook::CategoryDispatch)), Some(d)) if d.categories.is_empty() => {
+            (Some(Hook::CategoryDispatch), Some(d)) if d.categories.is_empty() => {
                 self.err(
                     line,
                     format!("tool `{full}`: `[tool.dispatch]` names no category"),
                 );
             }
-            (Some(Action::Hook(Hook::CategoryDispatch)), Some(_)) | (_, None) => {}
+            (Some(Hook::CategoryDispatch), Some(_)) | (_, None) => {}
             (_, Some(_)) => {
                 self.err(line, format!("tool `{full}`: `[tool.dispatch]` is only for `hook = \"category_dispatch\"`"));
             }
         }
-        match (&action, &raw.allowlist) {
-            (Some(Action::Hook(Hook::AllowlistedRequest)), None) => {
+        match (hook, &raw.allowlist) {
+            (Some(Hook::AllowlistedRequest), None) => {
                 self.err(line, format!("tool `{full}`: the `allowlisted_request` hook needs a `[tool.allowlist]` table"));
             }
-            (Some(Action::Hook(Hook::AllowlistedRequest)), Some(_)) | (_, None) => {}
+            (Some(Hook::AllowlistedRequest), Some(_)) | (_, None) => {}
             (_, Some(_)) => {
                 self.err(line, format!("tool `{full}`: `[tool.allowlist]` is only for `hook = \"allowlisted_request\"`"));
             }
         }
-        let poll = match (&action, &raw.poll) {
-            (Some(Action::Hook(Hook::SubmitAndPoll)), Some(p)) => self.poll(&full, p, line),
-            (Some(Action::Hook(Hook::SubmitAndPoll)), None) => {
+        let poll = match (hook, &raw.poll) {
+            (Some(Hook::SubmitAndPoll), Some(p)) => self.poll(full, p, line),
+            (Some(Hook::SubmitAndPoll), None) => {
                 self.err(
                     line,
                     format!(
@@ -252,15 +318,15 @@ impl ToolCompiler<'_, '_> {
                 self.err(line, format!("tool `{full}`: `[tool.task]` is for tools that answer a job at once; a `[tool.poll]` tool already watches its job"));
                 return None;
             }
-            let arguments = self.expr(&full, "task.arguments", &t.arguments)?;
+            let arguments = self.expr(full, "task.arguments", &t.arguments)?;
             Some(crate::catalog::TaskPlan {
                 watch: t.watch.clone(),
                 arguments,
             })
         });
-        let lookup = match (&action, &raw.lookup) {
-            (Some(Action::Hook(Hook::TableLookup)), Some(l)) => self.lookup(&full, l, line),
-            (Some(Action::Hook(Hook::TableLookup)), None) => {
+        let lookup = match (hook, &raw.lookup) {
+            (Some(Hook::TableLookup), Some(l)) => self.lookup(full, l, line),
+            (Some(Hook::TableLookup), None) => {
                 self.err(
                     line,
                     format!("tool `{full}`: the `table_lookup` hook needs a `[tool.lookup]` table"),
@@ -276,9 +342,9 @@ impl ToolCompiler<'_, '_> {
             }
             (_, None) => None,
         };
-        let reschedule = match (&action, &raw.reschedule) {
-            (Some(Action::Hook(Hook::RescheduleOverdue)), Some(r)) => self.reschedule(&full, r),
-            (Some(Action::Hook(Hook::RescheduleOverdue)), None) => {
+        let reschedule = match (hook, &raw.reschedule) {
+            (Some(Hook::RescheduleOverdue), Some(r)) => self.reschedule(full, r),
+            (Some(Hook::RescheduleOverdue), None) => {
                 self.err(line, format!("tool `{full}`: the `reschedule_overdue` hook needs a `[tool.reschedule]` table"));
                 None
             }
@@ -292,11 +358,20 @@ impl ToolCompiler<'_, '_> {
         {
             self.err(line, format!("tool `{full}`: portal tools are local hooks"));
         }
+        HookTables {
+            poll,
+            task,
+            lookup,
+            reschedule,
+        }
+    }
 
-        // Preconditions.
+    /// The preconditions (`[[tool.require]]`): an expression and the classification
+    /// a call that fails it is refused with.
+    fn preconditions(&mut self, raw: &RawTool, full: &str) -> Vec<Require> {
         let mut require = Vec::new();
         for (i, r) in raw.require.iter().enumerate() {
-            let check = self.expr(&full, &format!("require.{i}"), &r.check);
+            let check = self.expr(full, &format!("require.{i}"), &r.check);
             let classification = Classification::parse(&r.classification);
             if classification.is_none() {
                 let l = self.line(&r.check);
@@ -321,8 +396,16 @@ impl ToolCompiler<'_, '_> {
                 });
             }
         }
+        require
+    }
 
-        let response = self.response(&full, &raw.response, line);
+    /// The arguments the answer's plan reads must be declared.
+    fn check_answer_arguments(
+        &mut self,
+        full: &str,
+        response: &ResponsePlan,
+        arguments: &Arguments,
+    ) {
         for arg in [
             &response.compact_arg,
             &response.budget_arg,
@@ -331,10 +414,14 @@ impl ToolCompiler<'_, '_> {
         .into_iter()
         .flatten()
         {
-            if !properties.contains(arg) {
-                self.err(args_line, format!("tool `{full}`: its response names the argument `{arg}`, which its argument schema does not declare"));
+            if !arguments.properties.contains(arg) {
+                self.err(arguments.line, format!("tool `{full}`: its response names the argument `{arg}`, which its argument schema does not declare"));
             }
         }
+    }
+
+    /// The item budget and timeout: the tool's, else its service's, else the rules'.
+    fn limits(&mut self, raw: &RawTool, full: &str, line: usize) -> Limits {
         let item_budget = raw
             .item_budget
             .or(self.service_file.defaults.item_budget)
@@ -355,33 +442,55 @@ impl ToolCompiler<'_, '_> {
                 format!("tool `{full}`: item_budget must be at least 1"),
             );
         }
-
-        if self.c.diags.0.len() > before {
-            return None;
+        Limits {
+            item_budget,
+            timeout_ms,
         }
-        let action = action?;
+    }
+
+    /// The tool built from its checked sections, with its descriptor hash (and its
+    /// normalized definition kept where `catalog diff` asks for them).
+    fn built(
+        &mut self,
+        raw: RawTool,
+        sections: Sections,
+    ) -> (Tool, crate::catalog::schema_check::Schemas) {
+        let Sections {
+            name,
+            full,
+            line,
+            arguments,
+            confirmation,
+            preview_arg,
+            action,
+            tables,
+            require,
+            response,
+            limits,
+        } = sections;
         let resolved = Resolved {
-            arguments: &arguments,
+            arguments: &arguments.schema,
             confirmation,
             preview_arg: &preview_arg,
-            timeout_ms,
-            item_budget,
+            timeout_ms: limits.timeout_ms,
+            item_budget: limits.item_budget,
         };
         let mut normalized = self.normalized(&raw, &full, &resolved);
         // The schemas are most of a definition: hashed where they are, not copied in,
         // and from the compact text the tool keeps where that is their canonical text.
+        let schema = arguments.schema;
         let output = raw.output.as_ref().unwrap_or(&Value::Null);
-        let arguments_text = SchemaText::new(&arguments);
+        let arguments_text = SchemaText::new(&schema);
         let output_text = raw.output.as_ref().map(SchemaText::new);
         let hashed = [
-            ("arguments", schema_field(Some(&arguments_text), &arguments)),
+            ("arguments", schema_field(Some(&arguments_text), &schema)),
             ("output", schema_field(output_text.as_ref(), output)),
         ];
         let descriptor_hash = descriptor_hash_with(&normalized, &hashed);
         if let Some(definitions) = self.c.definitions.as_deref_mut() {
             if let Some(map) = normalized.as_object_mut() {
-                for (name, schema) in [("arguments", &arguments), ("output", output)] {
-                    map.insert(name.into(), schema.clone());
+                for (name, value) in [("arguments", &schema), ("output", output)] {
+                    map.insert(name.into(), value.clone());
                 }
             }
             definitions.insert(full.clone(), normalized);
@@ -400,27 +509,27 @@ impl ToolCompiler<'_, '_> {
             aliases: raw.aliases,
             confirmation,
             preview_arg,
-            timeout: Duration::from_millis(timeout_ms),
-            item_budget,
+            timeout: Duration::from_millis(limits.timeout_ms),
+            item_budget: limits.item_budget,
             action,
             dispatch: raw.dispatch.clone(),
-            reschedule,
-            poll,
-            task,
-            lookup,
+            reschedule: tables.reschedule,
+            poll: tables.poll,
+            task: tables.task,
+            lookup: tables.lookup,
             rate_limit: raw.rate_limit,
             allowlist: raw.allowlist.clone(),
             require,
             response,
             arguments: arguments_text,
-            argument_names: properties.into_iter().collect(),
+            argument_names: arguments.properties.into_iter().collect(),
             required_arguments: SchemaText::new(&Value::Object(
-                crate::catalog::describe::required_arguments(&arguments),
+                crate::catalog::describe::required_arguments(&schema),
             )),
-            closed_arguments: arguments.get("additionalProperties") == Some(&Value::Bool(false)),
+            closed_arguments: schema.get("additionalProperties") == Some(&Value::Bool(false)),
             validator: std::sync::OnceLock::new(),
             output: output_text,
-            defaults,
+            defaults: arguments.defaults,
             descriptor_hash,
             meta_names: Default::default(),
             listed_name: String::new(),
@@ -429,11 +538,11 @@ impl ToolCompiler<'_, '_> {
             exposed: raw.exposed,
         };
         let schemas = crate::catalog::schema_check::Schemas {
-            arguments,
+            arguments: schema,
             output: raw.output,
-            line: args_line,
+            line: arguments.line,
         };
-        Some((tool, schemas))
+        (tool, schemas)
     }
 
     fn http(&mut self, full: &str, http: &RawHttp) -> Option<HttpPlan> {
@@ -830,4 +939,45 @@ impl ToolCompiler<'_, '_> {
         }
         plan
     }
+}
+
+/// A tool's argument schema as compiled, and what the later sections read of it.
+struct Arguments {
+    /// The schema, argument sets merged in.
+    schema: Value,
+    /// Its line in the tool file.
+    line: usize,
+    /// Its declared argument names.
+    properties: BTreeSet<String>,
+    /// The defaults a call is filled with (`fill_defaults`).
+    defaults: Vec<(String, Value)>,
+}
+
+/// What a hook reads from the tool's own tables.
+struct HookTables {
+    poll: Option<crate::catalog::Poll>,
+    task: Option<crate::catalog::TaskPlan>,
+    lookup: Option<crate::catalog::Lookup>,
+    reschedule: Option<crate::catalog::Reschedule>,
+}
+
+/// A tool's item budget and timeout, resolved.
+struct Limits {
+    item_budget: usize,
+    timeout_ms: u64,
+}
+
+/// A tool's sections, each compiled and checked, from which it is built.
+struct Sections {
+    name: String,
+    full: String,
+    line: usize,
+    arguments: Arguments,
+    confirmation: ConfirmationMode,
+    preview_arg: Option<String>,
+    action: Action,
+    tables: HookTables,
+    require: Vec<Require>,
+    response: ResponsePlan,
+    limits: Limits,
 }

@@ -1,0 +1,155 @@
+//! What is checked across tools once every tool is compiled: the step tools a
+//! multi-step hook runs, a task's watch, a dispatcher's categories, and a webhook's
+//! verification key tool.
+
+use super::*;
+use crate::catalog::descriptor::Risk;
+
+/// A tool a multi-step hook runs as one of its steps.
+struct Step<'t> {
+    /// Its name in the hook's service.
+    name: &'t String,
+    /// The risk the step needs.
+    risk: Risk,
+    /// It must be an upstream (HTTP) tool, not a hook.
+    http: bool,
+}
+
+impl Compiler<'_> {
+    /// The step tools of a multi-step hook (`[tool.reschedule]`, `[tool.poll]`): tools of
+    /// the same service, of the risk their step needs, upstream tools where the step
+    /// sends a request.
+    pub(super) fn check_steps(&mut self, tool: &Tool, tools: &[Tool]) {
+        let step = |name, risk, http| Step { name, risk, http };
+        let mut steps: Vec<Step<'_>> = Vec::new();
+        if let Some(r) = &tool.reschedule {
+            steps.push(step(&r.search_tool, Risk::Read, true));
+            steps.push(step(&r.update_tool, Risk::Write, true));
+            steps.extend(r.zone.iter().map(|(t, _, _)| step(t, Risk::Read, true)));
+        }
+        if let Some(p) = &tool.poll {
+            steps.extend(p.submit.iter().map(|(_, t, _)| step(t, Risk::Write, true)));
+            steps.push(step(&p.status_tool, Risk::Read, true));
+            // The tool named to check later may be local (a hook).
+            steps.extend(p.check_tool.iter().map(|t| step(t, Risk::Read, false)));
+        }
+        for Step { name, risk, http } in steps {
+            let found = tools
+                .iter()
+                .find(|t| t.service == tool.service && &t.name == name);
+            match found {
+                Some(t) if t.risk == risk && (!http || matches!(t.action, Action::Http(_))) => {}
+                Some(_) => self.diags.push(
+                    &tool.source.0,
+                    tool.source.1,
+                    format!(
+                        "tool `{}`: step tool `{name}` must be a {} {}tool",
+                        tool.full_name,
+                        risk.as_str(),
+                        if http { "HTTP " } else { "" }
+                    ),
+                ),
+                None => self.diags.push_help(
+                    &tool.source.0,
+                    tool.source.1,
+                    format!(
+                        "tool `{}`: step tool `{name}` is not a tool of service `{}`",
+                        tool.full_name, tool.service
+                    ),
+                    did_you_mean(
+                        name,
+                        tools
+                            .iter()
+                            .filter(|t| t.service == tool.service)
+                            .map(|t| t.name.as_str()),
+                    ),
+                ),
+            }
+        }
+    }
+
+    /// A task's watch: a read `submit_and_poll` tool of the same service that takes the
+    /// job from its arguments (no submit choices).
+    pub(super) fn check_task(&mut self, tool: &Tool, tools: &[Tool]) {
+        let Some(plan) = &tool.task else {
+            return;
+        };
+        let found = tools
+            .iter()
+            .find(|t| t.service == tool.service && t.name == plan.watch);
+        let fits = found.is_some_and(|t| {
+            t.risk == Risk::Read && t.poll.as_ref().is_some_and(|p| p.submit.is_empty())
+        });
+        if !fits {
+            self.diags.push_help(
+                &tool.source.0,
+                tool.source.1,
+                format!(
+                    "tool `{}`: `[tool.task] watch = \"{}\"` must name a read `submit_and_poll` tool of service `{}` without submit choices{}",
+                    tool.full_name,
+                    plan.watch,
+                    tool.service,
+                    if found.is_some() { "" } else { " (no such tool)" }
+                ),
+                did_you_mean(
+                    &plan.watch,
+                    tools
+                        .iter()
+                        .filter(|t| t.service == tool.service && t.poll.is_some())
+                        .map(|t| t.name.as_str()),
+                ),
+            );
+        }
+    }
+
+    /// A dispatcher's categories: each the category of some tool of its service.
+    pub(super) fn check_categories(&mut self, tool: &Tool, tools: &[Tool]) {
+        for category in tool.dispatch.iter().flat_map(|d| &d.categories) {
+            let known = tools.iter().any(|t| {
+                t.service == tool.service && t.category.as_deref() == Some(category.as_str())
+            });
+            if !known {
+                let candidates: Vec<&str> = tools
+                    .iter()
+                    .filter(|t| t.service == tool.service)
+                    .filter_map(|t| t.category.as_deref())
+                    .collect();
+                self.diags.push_help(
+                    &tool.source.0,
+                    tool.source.1,
+                    format!(
+                        "tool `{}`: no tool of service `{}` has the category `{category}`",
+                        tool.full_name, tool.service
+                    ),
+                    did_you_mean(category, candidates),
+                );
+            }
+        }
+    }
+
+    /// A webhook's verification key tool: a read HTTP tool of the same service.
+    pub(super) fn check_webhook_keys(
+        &mut self,
+        services: &BTreeMap<String, (Service, ServiceFile)>,
+        tools: &[Tool],
+    ) {
+        for (id, (service, _)) in services {
+            let Some((name, _)) = service.webhook.as_ref().and_then(|w| w.public_key.as_ref())
+            else {
+                continue;
+            };
+            let ok = tools.iter().any(|t| {
+                &t.full_name == name && t.risk == Risk::Read && matches!(t.action, Action::Http(_))
+            });
+            if !ok {
+                self.diags.push(
+                    &format!("catalog/{id}/service.toml"),
+                    0,
+                    format!(
+                        "[webhook] public_key.tool `{name}` must be a read HTTP tool of the service"
+                    ),
+                );
+            }
+        }
+    }
+}
