@@ -44,6 +44,10 @@ const JSON_HEADERS: [(&str, &str); 3] = [
     ("x-content-type-options", "nosniff"),
 ];
 
+/// [`JSON_HEADERS`] as HTTP/1.1 header lines, written in one copy by the broker's own
+/// server for a JSON reply that overrides none of them (every call's).
+pub const JSON_HEAD: &str = "content-type: application/json\r\ncache-control: no-store\r\nx-content-type-options: nosniff\r\n";
+
 impl Reply {
     /// JSON text already written.
     pub fn json_text(status: u16, text: impl Into<Bytes>) -> Self {
@@ -118,6 +122,25 @@ impl Reply {
             .filter(|(name, _)| !self.headers.iter().any(|(given, _)| given == name))
     }
 
+    /// Whether this is a JSON reply whose headers override none of [`JSON_HEADERS`]:
+    /// its defaults are [`JSON_HEAD`].
+    pub fn plain_json(&self) -> bool {
+        matches!(self.body, Body::Json(_))
+            && !self
+                .headers
+                .iter()
+                .any(|(given, _)| JSON_HEADERS.iter().any(|(name, _)| name == given))
+    }
+
+    /// The body's bytes, borrowed.
+    pub fn body_bytes(&self) -> &[u8] {
+        match &self.body {
+            Body::Empty => &[],
+            Body::Json(b) | Body::Typed(_, b) => b,
+            Body::Page(text) => text.as_bytes(),
+        }
+    }
+
     /// The body's bytes.
     pub fn bytes(&self) -> Bytes {
         match &self.body {
@@ -180,6 +203,26 @@ mod tests {
             "a typed body says its own type"
         );
         assert_eq!(Reply::empty(204).defaults().count(), 0);
+    }
+
+    #[test]
+    fn the_json_head_is_the_json_headers() {
+        let lines: String = JSON_HEADERS
+            .iter()
+            .map(|(name, value)| format!("{name}: {value}\r\n"))
+            .collect();
+        assert_eq!(JSON_HEAD, lines);
+        assert!(
+            Reply::json_text(200, "{}")
+                .with_header("retry-after", "1")
+                .plain_json()
+        );
+        assert!(
+            !Reply::json_text(200, "{}")
+                .with_header("cache-control", "max-age=1")
+                .plain_json()
+        );
+        assert!(!Reply::empty(202).plain_json());
     }
 
     #[test]

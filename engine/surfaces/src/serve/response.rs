@@ -28,15 +28,20 @@ pub fn write(reply: &Reply, out: &mut Vec<u8>, close: bool) {
     out.push(b' ');
     out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
     out.extend_from_slice(b"\r\n");
-    for (name, value) in reply.defaults() {
-        header(out, name, value);
+    if reply.plain_json() {
+        // Every call's reply: its three header lines in one copy.
+        out.extend_from_slice(crate::reply::JSON_HEAD.as_bytes());
+    } else {
+        for (name, value) in reply.defaults() {
+            header(out, name, value);
+        }
     }
     for (name, value) in &reply.headers {
         if HeaderValue::from_str(value).is_ok() {
             header(out, name, value);
         }
     }
-    let body = reply.bytes();
+    let body = reply.body_bytes();
     out.extend_from_slice(b"content-length: ");
     let _ = serde_json::to_writer(&mut *out, &body.len());
     out.extend_from_slice(b"\r\ndate: ");
@@ -45,7 +50,7 @@ pub fn write(reply: &Reply, out: &mut Vec<u8>, close: bool) {
         out.extend_from_slice(b"\r\nconnection: close");
     }
     out.extend_from_slice(b"\r\n\r\n");
-    out.extend_from_slice(&body);
+    out.extend_from_slice(body);
 }
 
 fn header(out: &mut Vec<u8>, name: &str, value: &str) {
