@@ -44,7 +44,7 @@ const JSON_HEADERS: [(&str, &str); 3] = [
     ("x-content-type-options", "nosniff"),
 ];
 
-/// [`JSON_HEADERS`] as HTTP/1.1 header lines, written in one copy by the broker's own
+/// `JSON_HEADERS` as HTTP/1.1 header lines, written in one copy by the broker's own
 /// server for a JSON reply that overrides none of them (every call's).
 pub const JSON_HEAD: &str = "content-type: application/json\r\ncache-control: no-store\r\nx-content-type-options: nosniff\r\n";
 
@@ -122,7 +122,7 @@ impl Reply {
             .filter(|(name, _)| !self.headers.iter().any(|(given, _)| given == name))
     }
 
-    /// Whether this is a JSON reply whose headers override none of [`JSON_HEADERS`]:
+    /// Whether this is a JSON reply whose headers override none of `JSON_HEADERS`:
     /// its defaults are [`JSON_HEAD`].
     pub fn plain_json(&self) -> bool {
         matches!(self.body, Body::Json(_))

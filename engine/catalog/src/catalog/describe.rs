@@ -54,7 +54,7 @@ pub fn status(tool: &Tool) -> &'static str {
 /// Longest one-line summary, in characters.
 const SUMMARY_CHARS: usize = 160;
 
-/// The first sentence of a description, on one line, at most [`SUMMARY_CHARS`]
+/// The first sentence of a description, on one line, at most `SUMMARY_CHARS`
 /// characters (cut at a word, with `…`).
 pub fn one_line(description: &str) -> String {
     let flat = description.split_whitespace().collect::<Vec<_>>().join(" ");

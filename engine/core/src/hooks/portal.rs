@@ -99,9 +99,9 @@ pub async fn call_read_tool(
 
 /// `portal.check_connection` answers kept by what they depend on: who calls, their write
 /// confirmation, the `serviceId` asked for, and each service's caller part
-/// ([`super::check::CallerPart`]). The rest of an answer is fixed while the broker runs,
+/// (`check::CallerPart`). The rest of an answer is fixed while the broker runs,
 /// so an answer is built once per such state and then served as its text. Bounded: at
-/// [`MAX_ANSWERS`] states the map is emptied and refilled.
+/// `MAX_ANSWERS` states the map is emptied and refilled.
 pub type ConnectionAnswers = std::collections::HashMap<Vec<u8>, (std::sync::Arc<str>, usize)>;
 
 /// The most `portal.check_connection` answers a broker keeps.

@@ -10,7 +10,7 @@
 //! the call) and every forbid with one dropped (it might not apply), so a list shows
 //! exactly the tools some call could run.
 //!
-//! What a caller is asked about is kept per caller ([`CallerEntry`]): its entity, its cut
+//! What a caller is asked about is kept per caller (`CallerEntry`): its entity, its cut
 //! sets, the entities of each tool it called (Cedar closes their ancestors when they
 //! are gathered, most of a decision's cost), its decisions that depend on nothing of
 //! the call but `dryRun` and what discovery answered per tool. A call whose decision is
