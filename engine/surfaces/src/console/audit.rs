@@ -224,14 +224,7 @@ pub async fn api(served: &Served, query: &str) -> Reply {
     };
     let (records, more) = match super::store(served).audit_page(&filter).await {
         Ok(page) => page,
-        Err(e) => {
-            tracing::error!(error = %e, "console: the audit could not be read");
-            return Reply::error(
-                503,
-                "not_configured",
-                "the store does not answer; try again shortly",
-            );
-        }
+        Err(e) => return super::store_down("the audit", &e),
     };
     let next = more.then(|| records.last().map(|r| r.seq)).flatten();
     let mut headers = Vec::new();
