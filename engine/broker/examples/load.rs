@@ -321,48 +321,47 @@ async fn build_caches(
 
 /// The requests of every target, for a broker on `port` and the stub at `stub`.
 fn targets(port: u16, stub: SocketAddr) -> Targets {
-    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "agent.list_agents", "arguments": {}}}).to_string();
-    let broker_url = format!("http://127.0.0.1:{port}/");
-    let via_broker: Request = Arc::new(move |c: &reqwest::Client| {
-        c.post(&broker_url)
-            .header("authorization", format!("Bearer {KEY}"))
-            .header("x-agent-api-key", "ak_load_test")
-            .header("content-type", "application/json")
-            .body(body.clone())
-    });
-    // The same call through the MCP endpoint (a CallToolResult wrapping the envelope).
-    let mcp_url = format!("http://127.0.0.1:{port}/mcp");
-    let mcp_body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "agent.list_agents", "arguments": {}}}).to_string();
-    let via_mcp: Request = Arc::new(move |c: &reqwest::Client| {
-        c.post(&mcp_url)
-            .header("authorization", format!("Bearer {KEY}"))
-            .header("x-agent-api-key", "ak_load_test")
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2025-11-25")
-            .body(mcp_body.clone())
-    });
+    let read = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "agent.list_agents", "arguments": {}}}).to_string();
     // A local tool (no upstream): portal.check_connection, readiness of every service.
-    let local_url = format!("http://127.0.0.1:{port}/");
-    let local_body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "portal.check_connection", "arguments": {}}}).to_string();
-    let local: Request = Arc::new(move |c: &reqwest::Client| {
-        c.post(&local_url)
-            .header("authorization", format!("Bearer {KEY}"))
-            .header("content-type", "application/json")
-            .body(local_body.clone())
-    });
+    let local = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "portal.check_connection", "arguments": {}}}).to_string();
     let stub_url = format!("http://{stub}/v2/agent.list");
     let direct: Request = Arc::new(move |c: &reqwest::Client| {
         c.get(&stub_url).header("x-manus-api-key", "ak_load_test")
     });
     Targets {
-        via_broker,
-        via_mcp,
+        via_broker: call(port, "/", read.clone(), UPSTREAM_KEY),
+        // The same call through the MCP endpoint (a CallToolResult wrapping the envelope).
+        via_mcp: call(port, "/mcp", read, MCP_HEADERS),
         direct,
-        local,
+        local: call(port, "/", local, &[]),
         write: write_request(port, false),
         write_idempotent: write_request(port, true),
     }
+}
+
+/// The upstream key header of a proxied call.
+const UPSTREAM_KEY: &[(&str, &str)] = &[("x-agent-api-key", "ak_load_test")];
+
+/// A proxied call through `/mcp`: the key, and the MCP headers.
+const MCP_HEADERS: &[(&str, &str)] = &[
+    ("x-agent-api-key", "ak_load_test"),
+    ("accept", "application/json, text/event-stream"),
+    ("mcp-protocol-version", "2025-11-25"),
+];
+
+/// A `tools/call` posted to `path` with the broker key and `extra` headers.
+fn call(port: u16, path: &str, body: String, extra: &'static [(&str, &str)]) -> Request {
+    let url = format!("http://127.0.0.1:{port}{path}");
+    Arc::new(move |c: &reqwest::Client| {
+        let mut request = c
+            .post(&url)
+            .header("authorization", format!("Bearer {KEY}"))
+            .header("content-type", "application/json");
+        for (name, value) in extra {
+            request = request.header(*name, *value);
+        }
+        request.body(body.clone())
+    })
 }
 
 /// A write through `POST /` (the stub answers it like any request): one audit record
