@@ -141,15 +141,6 @@ impl Reply {
         }
     }
 
-    /// The body's bytes.
-    pub fn bytes(&self) -> Bytes {
-        match &self.body {
-            Body::Empty => Bytes::new(),
-            Body::Json(b) | Body::Typed(_, b) => b.clone(),
-            Body::Page(text) => Bytes::from(text.clone()),
-        }
-    }
-
     /// The body as JSON, where it is JSON (tests and the surfaces that read an answer
     /// back).
     pub fn json_body(&self) -> Option<Value> {
@@ -247,6 +238,6 @@ mod tests {
         assert_eq!(reply.status, 303);
         assert_eq!(reply.headers, [("location", "/hub".to_string())]);
         assert!(reply.defaults().any(|(name, _)| name == "x-frame-options"));
-        assert_eq!(&reply.bytes()[..], b"<p>moved");
+        assert_eq!(reply.body_bytes(), b"<p>moved");
     }
 }
