@@ -11,6 +11,9 @@
 #       broker's user and system time (/proc/<pid>/stat) and its voluntary and
 #       involuntary context switches (/proc/<pid>/task/*/status) across a 5 s
 #       `wrk -t1 -c32` run, after a warm-up run of the same length.
+#   bench/profile.sh nginx                     # the same figures for what the broker is
+#       compared with: compare.sh's nginx reverse proxy in a process of its own, in front
+#       of the same upstream, and that upstream's own CPU per call.
 #
 # HTTP1_SERVER=hyper (default own) sets the `[server]` `http1_server`: the broker's own
 # HTTP/1.1 server for the call endpoints, or hyper's server for everything (an A/B of the two).
@@ -36,9 +39,9 @@ mode=${1:-}
 path=${2:-/}
 out=${3:-target/bench/callgrind.out}
 case $mode in
-  callgrind | cpu) ;;
+  callgrind | cpu | nginx) ;;
   *)
-    echo "usage: bench/profile.sh callgrind [/|/mcp] [OUT] | bench/profile.sh cpu [/|/mcp]" >&2
+    echo "usage: bench/profile.sh callgrind [/|/mcp] [OUT] | bench/profile.sh cpu [/|/mcp] | bench/profile.sh nginx" >&2
     exit 2
     ;;
 esac
@@ -153,6 +156,60 @@ if [[ $mode == callgrind ]]; then
   wait "$broker" 2>/dev/null || true
   total=$(callgrind_annotate "$out" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
   echo "POST $path: $total instructions over 2,008 calls, $((total / 2008)) per call (profile: $out)"
+  exit 0
+fi
+
+# CPU ticks (user, system) of processes, from their /proc/<pid>/stat files.
+ticks_of() { cat "$@" 2>/dev/null | awk '{u += $14; s += $15} END {print u, s}'; }
+# Context switches (voluntary, involuntary) of processes, all their threads.
+switches_of() {
+  for p in "$@"; do cat /proc/"$p"/task/*/status; done |
+    awk '/^voluntary_ctxt/ {v += $2} /^nonvoluntary_ctxt/ {n += $2} END {print v, n}'
+}
+
+if [[ $mode == nginx ]]; then
+  proxy_port=$(free_port)
+  mkdir -p "$work/proxy"
+  {
+    nginx_head "$work/proxy"
+    cat <<EOF
+  upstream billing { server 127.0.0.1:$up_port; keepalive 64; }
+  server {
+    listen 127.0.0.1:$proxy_port;
+    location / {
+      proxy_pass http://billing;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }
+}
+EOF
+  } > "$work/proxy/nginx.conf"
+  "$nginx_bin" -c "$work/proxy/nginx.conf" -p "$work/proxy"
+  stop_proxy() { kill "$(cat "$work/proxy/nginx.pid")" 2>/dev/null || true; }
+  trap 'stop_proxy; cleanup' EXIT
+  wait_for "http://127.0.0.1:$proxy_port/"
+  # Every process of each nginx: its master and its workers.
+  processes() { echo "$(cat "$1")" $(pgrep -P "$(cat "$1")"); }
+  read -ra proxy < <(processes "$work/proxy/nginx.pid")
+  read -ra upstream < <(processes "$work/nginx.pid")
+  proxy_stat=("${proxy[@]/#//proc/}") && proxy_stat=("${proxy_stat[@]/%//stat}")
+  upstream_stat=("${upstream[@]/#//proc/}") && upstream_stat=("${upstream_stat[@]/%//stat}")
+  load() {
+    WRK_METHOD=POST WRK_BODY=$body WRK_HEADERS="content-type: application/json" \
+      wrk -t1 -c32 -d5s -s bench/wrk.lua "http://127.0.0.1:$proxy_port/api/billing/v1/catalog"
+  }
+  load > /dev/null # warm-up
+  read -r pu0 ps0 < <(ticks_of "${proxy_stat[@]}")
+  read -r uu0 us0 < <(ticks_of "${upstream_stat[@]}")
+  read -r v0 n0 < <(switches_of "${proxy[@]}")
+  calls=$(load | awk '/requests in/ {print $1}')
+  read -r pu1 ps1 < <(ticks_of "${proxy_stat[@]}")
+  read -r uu1 us1 < <(ticks_of "${upstream_stat[@]}")
+  read -r v1 n1 < <(switches_of "${proxy[@]}")
+  awk -v n="$calls" -v t=$((1000000 / $(getconf CLK_TCK))) -v pu=$((pu1 - pu0)) -v ps=$((ps1 - ps0)) \
+    -v uu=$((uu1 - uu0)) -v us=$((us1 - us0)) -v v=$((v1 - v0)) -v i=$((n1 - n0)) \
+    'BEGIN {printf "nginx proxy: %d calls in 5 s; per call: user %.1f us, system %.1f us, context switches %.2f voluntary, %.2f involuntary; its upstream: user %.1f us, system %.1f us\n", n, pu * t / n, ps * t / n, v / n, i / n, uu * t / n, us * t / n}'
   exit 0
 fi
 

@@ -199,6 +199,11 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         lines: bounds.max_headers,
         bytes: bounds.max_header_bytes,
     };
+    // The stop, waited for between requests by one future made once per connection
+    // (a future made per request registers and drops a waiter each time).
+    let stopping = stopped.clone();
+    let stop = stopped.wait_for(|stopped| *stopped);
+    tokio::pin!(stop);
     loop {
         // A whole head: what the buffer holds (pipelined), else read.
         let head = loop {
@@ -221,7 +226,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                     // The read first: no random pick of a branch per request.
                     biased;
                     read = io.read_buf(&mut buf) => read,
-                    _ = stopped.wait_for(|stopped| *stopped) => return Ended::Closed,
+                    _ = &mut stop => return Ended::Closed,
                 }
             } else {
                 io.read_buf(&mut buf).await
@@ -253,7 +258,7 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             },
         )
         .await;
-        let close = close || *stopped.borrow();
+        let close = close || *stopping.borrow();
         out.clear();
         crate::serve::response::write(&response, &mut out, close);
         // As with hyper, the call ends before its answer is written: a client that does
