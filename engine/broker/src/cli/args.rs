@@ -250,15 +250,15 @@ pub enum CatalogCommand {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
-    /// Generate catalog/<service>/openapi.toml from OpenAPI documents and import/<service>.toml.
+    /// Generate catalog/SERVICE/openapi.toml from OpenAPI documents and import/SERVICE.toml.
     ImportOpenapi {
-        /// The service id (reads import/<service>.toml).
+        /// The service id (reads import/SERVICE.toml).
         #[arg(long)]
         service: String,
         /// OpenAPI 3.0/3.1 documents, JSON or YAML (repeatable).
         #[arg(long = "spec")]
         specs: Vec<PathBuf>,
-        /// Take the documents named by `specs` in import/<service>.toml from this folder.
+        /// Take the documents named by `specs` in import/SERVICE.toml from this folder.
         #[arg(long)]
         specs_dir: Option<PathBuf>,
         /// Do not write: fail when the generated file would differ from the committed one.

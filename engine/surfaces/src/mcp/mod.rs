@@ -596,7 +596,7 @@ fn step_up(id: &Value, response: &crate::answer::envelope::Enveloped) -> Option<
 }
 
 /// Handles one message posted to `/mcp` by an authenticated caller: the message read
-/// and checked ([`checked`]), its protocol era, then the method.
+/// and checked (`checked`), its protocol era, then the method.
 pub async fn handle(
     served: &Served,
     headers: &HeaderMap,

@@ -115,8 +115,8 @@ fn precheck(endpoint: Endpoint, headers: &hyper::HeaderMap) -> Option<Reply> {
 }
 
 /// Answers a call endpoint's request read whole by the broker's own HTTP/1.1 server
-/// ([`crate::serve::http1`]): the `Origin`/`Host` rules and [`precheck`] first, as
-/// [`answer_hyper`] does for hyper's server. Counts the response's status.
+/// ([`crate::serve::http1`]): the `Origin`/`Host` rules and `precheck` first, as
+/// `answer_hyper` does for hyper's server. Counts the response's status.
 pub async fn answer_call(served: &Served, loopback: bool, request: CallRequest<'_>) -> Reply {
     let broker = &served.broker;
     let answer = if let Err(refusal) =

@@ -5,7 +5,7 @@
 //! `Value`: no tree of the envelope's own members, no copy of the tool's name. Anything
 //! else (not an object, a member of the wrong type, a repeated member, an escaped name,
 //! an id too long) is read again as a `Value` and checked member by member
-//! ([`check_request`]), which says exactly what is wrong. So the fast reading only ever
+//! (`check_request`), which says exactly what is wrong. So the fast reading only ever
 //! accepts what the checks accept; the tests hold the two to the same answers.
 
 use std::borrow::Cow;
@@ -47,7 +47,7 @@ pub fn read(body: &[u8], max_id: usize) -> Read<'_> {
     checked(body, max_id)
 }
 
-/// The reference reading: the body as a `Value`, checked member by member. [`fast`]
+/// The reference reading: the body as a `Value`, checked member by member. `fast`
 /// must answer the same wherever it answers (held by a property test).
 pub fn checked(body: &[u8], max_id: usize) -> Read<'_> {
     let parsed: Result<Value, _> = serde_json::from_slice(body);

@@ -1,5 +1,5 @@
 //! A [`Reply`] written on the wire: as HTTP/1.1 text by the broker's own server
-//! ([`write`]), or as hyper's response ([`into_hyper`]), with the same headers; and the
+//! ([`write()`]), or as hyper's response (`into_hyper`), with the same headers; and the
 //! `date` header. Imports nothing else of `serve/`: every file of the folder may use it.
 
 use std::cell::RefCell;
@@ -20,7 +20,7 @@ pub fn status_code(reply: &Reply) -> StatusCode {
 }
 
 /// Appends `reply` as HTTP/1.1 wire text (head and body) to `out`; `close` adds
-/// `connection: close`. The headers are [`into_hyper`]'s, in the same order.
+/// `connection: close`. The headers are `into_hyper`'s, in the same order.
 pub fn write(reply: &Reply, out: &mut Vec<u8>, close: bool) {
     let status = status_code(reply);
     out.extend_from_slice(b"HTTP/1.1 ");

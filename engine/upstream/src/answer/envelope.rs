@@ -335,8 +335,8 @@ const ESCAPE: [u8; 256] = {
 /// the short strings of `meta`. The text is UTF-8 (bytes from 0x80 up are copied as
 /// they are), taken as bytes so a text just written as bytes is not checked again.
 ///
-/// 32 bytes at a time: a mask of the bytes to escape ([`escape_mask`], vectorised); a
-/// block with none is copied whole, one with some is written through [`Spill`], each run
+/// 32 bytes at a time: a mask of the bytes to escape (`escape_mask`, vectorised); a
+/// block with none is copied whole, one with some is written through `Spill`, each run
 /// between escapes copied as one fixed-size load and store. For a 717-byte envelope with
 /// about a hundred quotes: 5.2k instructions, from 8.7k plus 1.9k in copy calls when the
 /// mask was built a byte at a time and each run was copied by a call (2026-11-25; a block

@@ -114,7 +114,7 @@ pub struct Target<'a> {
     pub path_template: &'a str,
 }
 
-/// A request for an upstream as a call builds it once ([`Upstream::build`]): written
+/// A request for an upstream as a call builds it once (`Upstream::build`): written
 /// straight onto a held connection ([`crate::upstream::held`]), or made an `http::Request` for the
 /// pooled client. Its headers are a list in the order they go out, not a map: a call
 /// sends a few, and no name is looked up. Not `Debug`: its URI may hold the key (query
