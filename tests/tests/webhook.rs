@@ -69,6 +69,27 @@ async fn post(broker: &TestBroker, body: &[u8], auth: Option<&str>) -> (u16, Val
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
 
+/// A refused callback's body: the one error shape (docs/behaviour.md, "Error bodies"),
+/// with `classification` and a message that says something.
+fn refusal(answer: &Value, classification: &str) {
+    assert_eq!(
+        answer["error"]["classification"], classification,
+        "{answer}"
+    );
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(!message.is_empty(), "{answer}");
+    assert_eq!(
+        answer.as_object().map(serde_json::Map::len),
+        Some(1),
+        "{answer}"
+    );
+    assert_eq!(
+        answer["error"].as_object().map(serde_json::Map::len),
+        Some(2),
+        "{answer}"
+    );
+}
+
 async fn jobs(broker: &TestBroker) -> Value {
     let (status, body) = broker
         .call("imagegen.list_generation_jobs", json!({}), &[IMAGEGEN_KEY])
@@ -98,6 +119,7 @@ async fn a_verified_callback_updates_the_job_once_and_nothing_else_is_stored() {
     for auth in [None, Some("wrong"), Some(&SECRET[..SECRET.len() - 1])] {
         let (status, answer) = post(&broker, &body, auth).await;
         assert_eq!(status, 401, "{answer}");
+        refusal(&answer, "unauthorized");
         assert!(!answer.to_string().contains(SECRET));
     }
     assert_eq!(
@@ -137,11 +159,13 @@ async fn a_verified_callback_updates_the_job_once_and_nothing_else_is_stored() {
     assert_eq!(calls, 1, "only the submit reached the upstream");
 
     // Not JSON, and too big.
-    let (status, _) = post(&broker, b"not json", Some(SECRET)).await;
+    let (status, answer) = post(&broker, b"not json", Some(SECRET)).await;
     assert_eq!(status, 400);
+    refusal(&answer, "invalid_request");
     let big = vec![b' '; 300 * 1024];
-    let (status, _) = post(&broker, &big, Some(SECRET)).await;
+    let (status, answer) = post(&broker, &big, Some(SECRET)).await;
     assert_eq!(status, 413);
+    refusal(&answer, "payload_too_large");
 
     // check_configuration says the receiver is ready, never the secret.
     let (_, config) = broker
@@ -178,7 +202,8 @@ async fn without_a_secret_or_a_webhook_spec_callbacks_are_refused() {
     let body = callback("gen-42", "COMPLETE").to_string().into_bytes();
     let (status, answer) = post(&broker, &body, Some(SECRET)).await;
     assert_eq!(status, 503, "{answer}");
-    let (status, _, _) = broker
+    refusal(&answer, "not_configured");
+    let (status, _, text) = broker
         .send(
             reqwest::Method::POST,
             "/webhooks/hosting",
@@ -187,6 +212,7 @@ async fn without_a_secret_or_a_webhook_spec_callbacks_are_refused() {
         )
         .await;
     assert_eq!(status, 404);
+    refusal(&serde_json::from_str(&text).unwrap(), "not_found");
     let (_, config) = broker
         .call("imagegen.check_configuration", json!({}), &[])
         .await;
@@ -404,6 +430,7 @@ async fn agent_task_events_are_verified_by_rsa_signature_over_the_stated_message
     for (signature, timestamp, case) in &cases {
         let (status, answer) = post_agent(&broker, &stopped, signature, timestamp).await;
         assert_eq!(status, 401, "{case}: {answer}");
+        refusal(&answer, "unauthorized");
     }
     assert_eq!(
         agent_tasks(&broker).await[0]["status"],
