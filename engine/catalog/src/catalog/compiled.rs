@@ -558,6 +558,11 @@ pub fn lookup_key(name: &str) -> String {
 }
 
 impl Catalog {
+    /// The ids of its services, in order (the console's service filters).
+    pub fn service_ids(&self) -> Vec<&str> {
+        self.services.keys().map(String::as_str).collect()
+    }
+
     /// The search index over every tool (`find_tools`, lookups), built at its first use.
     /// Building it is a fifth of a compile and no call but a search needs it, so a
     /// served broker builds it on a thread of its own once it listens

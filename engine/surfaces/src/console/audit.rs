@@ -283,13 +283,7 @@ pub async fn page(served: &Served, viewer: &Viewer, query: &str) -> crate::html:
     let broker = &served.broker;
     let fields = super::query(query);
     let value = |name: &str| fields.get(name).map(String::as_str).unwrap_or("");
-    let services: Vec<&str> = broker
-        .parts
-        .catalog
-        .services
-        .keys()
-        .map(String::as_str)
-        .collect();
+    let services = broker.parts.catalog.service_ids();
     let mut body = format!(
         "<form class=\"filters\" method=\"get\" action=\"/admin/audit\" role=\"search\" aria-label=\"Filter the audit\">\
 <label>Since<input name=\"since\" value=\"{}\" placeholder=\"24h or 2026-11-01T00:00:00Z\"></label>\

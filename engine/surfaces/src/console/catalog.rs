@@ -232,13 +232,7 @@ pub fn api_tool(broker: &Broker, name: &str) -> Reply {
 pub fn page(broker: &Broker, viewer: &Viewer, query: &str) -> crate::html::Page {
     let fields = super::query(query);
     let value = |n: &str| fields.get(n).map(String::as_str);
-    let services: Vec<&str> = broker
-        .parts
-        .catalog
-        .services
-        .keys()
-        .map(String::as_str)
-        .collect();
+    let services = broker.parts.catalog.service_ids();
     let mut body = format!(
         "<form class=\"filters\" method=\"get\" action=\"/admin/tools\" role=\"search\" aria-label=\"Search the catalog\">\
 <label>Search<input type=\"search\" name=\"q\" value=\"{}\" placeholder=\"refund a payment\"></label>{}{}{}{}\
