@@ -67,16 +67,9 @@ answer='[{"id":"hostingercom-domain-com","name":".COM Domain","category":"DOMAIN
     listen 127.0.0.1:$up_port;
     location / { default_type application/json; return 200 '$answer'; }
   }
-  server {
-    listen 127.0.0.1:$proxy_port;
-    location / {
-      proxy_pass http://billing;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-    }
-  }
-}
 EOF
+  nginx_proxy_server "$proxy_port"
+  echo "}"
 } > "$work/nginx.conf"
 "$nginx_bin" -c "$work/nginx.conf" -p "$work"
 # The same proxy again as an nginx of its own, in front of the same upstream: as the
@@ -89,16 +82,9 @@ mkdir -p "$work/own"
   nginx_head "$work/own"
   cat <<EOF
   upstream billing { server 127.0.0.1:$up_port; keepalive 64; }
-  server {
-    listen 127.0.0.1:$own_proxy_port;
-    location / {
-      proxy_pass http://billing;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-    }
-  }
-}
 EOF
+  nginx_proxy_server "$own_proxy_port"
+  echo "}"
 } > "$work/own/nginx.conf"
 "$nginx_bin" -c "$work/own/nginx.conf" -p "$work/own"
 wait_for "http://127.0.0.1:$up_port/api/billing/v1/catalog"

@@ -33,6 +33,21 @@ http {
 EOF
 }
 
+# The nginx reverse proxy the broker is compared with: a server on 127.0.0.1:PORT passing
+# everything to the `billing` upstream block over kept-alive HTTP/1.1 connections.
+nginx_proxy_server() { # PORT
+  cat <<EOF
+  server {
+    listen 127.0.0.1:$1;
+    location / {
+      proxy_pass http://billing;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }
+EOF
+}
+
 # Installs, with apt-get (as root, or with sudo), each Debian package whose command is
 # absent: `install_missing command:package...`. Sets `nginx_bin` to nginx's path.
 install_missing() {

@@ -174,16 +174,9 @@ if [[ $mode == nginx ]]; then
     nginx_head "$work/proxy"
     cat <<EOF
   upstream billing { server 127.0.0.1:$up_port; keepalive 64; }
-  server {
-    listen 127.0.0.1:$proxy_port;
-    location / {
-      proxy_pass http://billing;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-    }
-  }
-}
 EOF
+  nginx_proxy_server "$proxy_port"
+  echo "}"
   } > "$work/proxy/nginx.conf"
   "$nginx_bin" -c "$work/proxy/nginx.conf" -p "$work/proxy"
   stop_proxy() { kill "$(cat "$work/proxy/nginx.pid")" 2>/dev/null || true; }
