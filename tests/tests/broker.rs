@@ -42,6 +42,7 @@ mod import;
 mod leak;
 mod local_tools;
 mod mcp;
+mod mcp_upstream;
 mod navigation;
 mod oauth;
 mod origin;

@@ -126,6 +126,16 @@ fn only_the_gate_holds_the_upstream_client() {
         gate.contains("permit: &'s Permit<'_>"),
         "the gate's send takes a permit"
     );
+    // An MCP server's tool leaves the same way: one call, with a permit.
+    assert_eq!(
+        gate.matches("self.mcp.call(").count(),
+        1,
+        "the gate calls MCP servers in one place"
+    );
+    assert!(
+        gate.contains("_permit: &Permit<'_>,\n        plan: &crate::catalog::mcp::McpPlan"),
+        "the gate's MCP send takes a permit"
+    );
 }
 
 /// Test modules share helpers through `support/` only: a story's file names no other

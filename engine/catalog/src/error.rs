@@ -48,6 +48,9 @@ pub enum Classification {
     /// The caller pinned a descriptor hash (the tool it reviewed) and the tool has
     /// changed since: nothing ran (decision 010).
     DescriptorChanged,
+    /// An MCP server now describes the tool otherwise than the catalog pinned (its
+    /// upstream descriptor no longer hashes to the pin): nothing was sent (decision 018).
+    UpstreamChanged,
     /// A budget that binds the caller has no room for the call's cost in its window, or
     /// the call cannot be priced in the budget's unit: nothing was sent.
     BudgetExceeded,
@@ -57,7 +60,7 @@ pub enum Classification {
 
 impl Classification {
     /// All classifications, in the order of decision 003.
-    pub const ALL: [Classification; 19] = [
+    pub const ALL: [Classification; 20] = [
         Self::InvalidRequest,
         Self::Unauthorized,
         Self::MissingRequiredCredentials,
@@ -75,6 +78,7 @@ impl Classification {
         Self::ConfirmationDeclined,
         Self::IdempotencyConflict,
         Self::DescriptorChanged,
+        Self::UpstreamChanged,
         Self::BudgetExceeded,
         Self::InternalError,
     ];
@@ -99,6 +103,7 @@ impl Classification {
             Self::ConfirmationDeclined => "confirmation_declined",
             Self::IdempotencyConflict => "idempotency_conflict",
             Self::DescriptorChanged => "descriptor_changed",
+            Self::UpstreamChanged => "upstream_changed",
             Self::BudgetExceeded => "budget_exceeded",
             Self::InternalError => "internal_error",
         }

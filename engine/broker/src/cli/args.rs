@@ -265,6 +265,34 @@ pub enum CatalogCommand {
         #[arg(long)]
         check: bool,
     },
+    /// Connect to an MCP service's server, read every page of its tools/list and write
+    /// catalog/SERVICE/mcp.toml (hand overrides: import/SERVICE.toml).
+    ImportMcp {
+        /// The service id (its service.toml has an `[mcp]` table).
+        service: String,
+        /// The server's URL instead of `[mcp] url` (else TOOL_BROKER_UPSTREAM_SERVICE).
+        #[arg(long)]
+        url: Option<String>,
+        /// The environment variable holding the key sent in the service's credential
+        /// header (HTTP servers that need one).
+        #[arg(long)]
+        key_env: Option<String>,
+        /// Do not write: fail when the generated file would differ from the committed one.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Print what an MCP service's server says now against the catalog, tool by tool
+    /// (added, removed, changed and in which members); fails when anything changed.
+    DiffMcp {
+        /// The service id.
+        service: String,
+        /// The server's URL instead of `[mcp] url` (else TOOL_BROKER_UPSTREAM_SERVICE).
+        #[arg(long)]
+        url: Option<String>,
+        /// The environment variable holding the key (HTTP servers that need one).
+        #[arg(long)]
+        key_env: Option<String>,
+    },
     /// Print (or with --write, refresh) the JSON Schemas of the catalog formats.
     Schema {
         /// Write them into schemas/ under the catalog root.

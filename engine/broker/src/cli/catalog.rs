@@ -62,7 +62,7 @@ impl CatalogRoot {
     }
 
     /// The folder, for commands that read or write files beside the catalog.
-    fn dir(&self, command: &str) -> Result<&Path, String> {
+    pub(super) fn dir(&self, command: &str) -> Result<&Path, String> {
         match self {
             Self::Dir(dir) => Ok(dir),
             Self::Embedded => Err(format!(
@@ -178,6 +178,23 @@ pub fn catalog(command: CatalogCommand, root: impl Into<CatalogRoot>) -> Result<
             let _ = writeln!(out, "{text}");
             Ok(out)
         }
+        CatalogCommand::ImportMcp {
+            service,
+            url,
+            key_env,
+            check,
+        } => super::mcp::import(
+            &root.load()?,
+            root.dir("import-mcp")?,
+            &service,
+            super::mcp::Reach { url, key_env },
+            check,
+        ),
+        CatalogCommand::DiffMcp {
+            service,
+            url,
+            key_env,
+        } => super::mcp::diff(&root.load()?, &service, super::mcp::Reach { url, key_env }),
         CatalogCommand::Lint => lint(&root),
         CatalogCommand::Surface { format } => surface(&root, format),
         CatalogCommand::Schema { write } => {

@@ -9,6 +9,7 @@ mod args;
 mod audit;
 mod budget;
 mod catalog;
+mod mcp;
 mod output;
 mod policy;
 mod serve;

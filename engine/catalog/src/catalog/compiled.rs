@@ -96,6 +96,8 @@ pub struct Service {
     pub figures: ServiceFigures,
     /// Its header names and fixed values, parsed once at load.
     pub headers: ServiceHeaders,
+    /// The MCP server it is (`[mcp]`), if it is one: its tools are `Action::Mcp`.
+    pub mcp: Option<crate::catalog::mcp::Server>,
 }
 
 /// A service's header names and fixed header values, parsed when the service is
@@ -291,6 +293,8 @@ pub enum Action {
     Hook(Hook),
     /// An upstream HTTP call.
     Http(Box<HttpPlan>),
+    /// A tool of the service's MCP server (`tools/call`).
+    Mcp(Box<crate::catalog::mcp::McpPlan>),
 }
 
 /// A compiled upstream request.
@@ -908,6 +912,7 @@ impl Tool {
     pub fn upstream_label(&self) -> (Option<String>, Option<String>, Option<&'static str>) {
         match &self.action {
             Action::Http(plan) => (Some(plan.method.to_string()), Some(plan.path.clone()), None),
+            Action::Mcp(plan) => (Some("tools/call".into()), Some(plan.tool.clone()), None),
             Action::Hook(hook) => (None, None, Some(hook.name())),
         }
     }

@@ -189,6 +189,7 @@ pub fn descriptor(catalog: &Catalog, tool: &Tool) -> Value {
         "confirmation": confirmation(catalog, tool),
         "upstream": match &tool.action {
             Action::Http(_) => json!({ "method": method, "path": path }),
+            Action::Mcp(plan) => json!({ "mcpTool": plan.tool, "pinned": plan.pinned }),
             Action::Hook(_) => Value::Null,
         },
         "local": hook.is_some(),

@@ -131,6 +131,35 @@ pub struct ServiceFile {
     #[serde(default)]
     #[schemars(with = "BTreeMap<String, serde_json::Value>")]
     pub tables: BTreeMap<String, serde_json::Value>,
+    /// The service is an MCP server (docs/mcp-upstreams.md): how the broker reaches it,
+    /// over Streamable HTTP (`url`) or stdio (`command`). Its tools say `[tool.mcp]`.
+    #[serde(default)]
+    pub mcp: Option<McpSpec>,
+}
+
+/// `[mcp]` of a service: how the broker reaches an MCP server. Exactly one of `url`
+/// (Streamable HTTP) and `command` (stdio, a process the broker starts itself).
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct McpSpec {
+    /// The server's Streamable HTTP endpoint; a deployment may point it elsewhere as
+    /// any base URL (`[upstreams]`, `TOOL_BROKER_UPSTREAM_<SERVICE>`).
+    #[serde(default)]
+    pub url: Option<String>,
+    /// The program and its arguments, started without a shell (stdio).
+    #[serde(default)]
+    pub command: Vec<String>,
+    /// Names of environment variables passed through to the process (their values
+    /// are the deployment's); nothing else of the broker's environment is, but `PATH`,
+    /// `HOME`, `LANG` and `TMPDIR`.
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// The process's working directory (default: the broker's).
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Calls in flight to one process at most; more wait (stdio; default 16).
+    #[serde(default)]
+    pub max_in_flight: Option<usize>,
 }
 
 /// The arguments naming a routing profile.
@@ -451,6 +480,10 @@ pub struct RawTool {
     /// The upstream request, for provider tools.
     #[serde(default)]
     pub http: Option<RawHttp>,
+    /// The MCP server's tool this one calls (a service with `[mcp]`), and the hash of
+    /// the upstream descriptor it was reviewed as.
+    #[serde(default)]
+    pub mcp: Option<RawMcp>,
     /// Which raw tools a `category_dispatch` wrapper may run.
     #[serde(default)]
     pub dispatch: Option<Dispatch>,
@@ -504,6 +537,22 @@ pub struct RawTool {
 
 fn yes() -> bool {
     true
+}
+
+/// `[tool.mcp]`: the MCP server's tool a catalog tool calls, pinned to the upstream
+/// descriptor it was imported and reviewed as.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct RawMcp {
+    /// The tool's name on the server (`tools/call`'s `params.name`).
+    pub tool: String,
+    /// sha256 of the upstream descriptor's canonical JSON (its name, title,
+    /// description, input and output schemas and annotations): a server that now
+    /// describes the tool otherwise is refused (`upstream_changed`).
+    pub sha256: String,
+    /// The server's `openWorldHint`, kept as it said it.
+    #[serde(default)]
+    pub open_world: Option<bool>,
 }
 
 /// Provenance of an imported tool.

@@ -18,6 +18,7 @@ pub mod diag;
 mod hook;
 pub mod identity;
 pub mod listed;
+pub mod mcp;
 pub mod rules;
 pub mod sample;
 pub mod schema;

@@ -409,6 +409,8 @@ impl SearchIndex {
                     resource,
                 )
             }
+            // An MCP tool's own name on its server is searched as its path is.
+            Action::Mcp(plan) => (words(&plan.tool), Vec::new(), Vec::new()),
             Action::Hook(_) => (Vec::new(), Vec::new(), Vec::new()),
         };
         [

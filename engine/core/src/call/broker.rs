@@ -36,13 +36,14 @@ impl Broker {
         let confirmations = Confirmations::new(config, env)?;
         let hub = crate::hub::Hub::new(config, &catalog, env)?;
         let parts = Parts::new(catalog, config, env, store)?;
+        let gate = super::gate::Gate::new(&parts.catalog, env)?;
         Ok(Self {
             parts,
             callers,
             confirmations,
             hub,
             hooks: hooks::State::default(),
-            gate: super::gate::Gate::new()?,
+            gate,
         })
     }
 
@@ -60,6 +61,45 @@ impl Broker {
         self.parts.set_clock(clock);
         self
     }
+
+    /// The MCP tools whose server, when last asked, described them otherwise than the
+    /// catalog pinned (or no longer listed them), by service: readiness, the console
+    /// and `tool_broker_upstream_drift` read it. A server not yet asked has none.
+    pub fn mcp_drift(&self) -> Vec<Drift> {
+        let listings = self.gate.mcp_listings();
+        let mut drift = Vec::new();
+        for tool in self.parts.catalog.tools.iter() {
+            let crate::catalog::Action::Mcp(plan) = &tool.action else {
+                continue;
+            };
+            let Some(listing) = listings.get(&tool.service).filter(|l| l.read_at.is_some()) else {
+                continue;
+            };
+            let seen = listing.hashes.get(&plan.tool);
+            if seen != Some(&plan.pinned) {
+                drift.push(Drift {
+                    service: tool.service.clone(),
+                    tool: tool.full_name.clone(),
+                    pinned: plan.pinned.clone(),
+                    seen: seen.cloned(),
+                });
+            }
+        }
+        drift
+    }
+}
+
+/// An MCP tool its server no longer describes as the catalog pinned it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Drift {
+    /// The service.
+    pub service: String,
+    /// The catalog tool.
+    pub tool: String,
+    /// The pinned upstream descriptor hash.
+    pub pinned: String,
+    /// What the server's descriptor hashes to now (`None`: it no longer lists it).
+    pub seen: Option<String>,
 }
 
 impl Pipeline for Broker {

@@ -31,7 +31,10 @@ impl Broker {
         let priced = self.estimate(owner, &args)?;
         let decided = self.inner_policy(owner, ctx, &args, false, priced)?;
         // 6. reserve.
-        let permit = match self.clear(owner, request, decided, ctx).await? {
+        let permit = match self
+            .clear(owner, super::gate::Leaving::Http(request), decided, ctx)
+            .await?
+        {
             Cleared::Send(permit) => permit,
             Cleared::Planned(exec) => return Ok(exec),
         };

@@ -119,6 +119,10 @@ impl Broker {
                     .await
                     .map(|exec| priced.charge(exec));
             }
+            Action::Mcp(mcp) => {
+                drop(scope);
+                return self.run_mcp(tool, mcp, args, verdict, decided, ctx).await;
+            }
             Action::Http(plan) => plan,
         };
         // 7. render.
@@ -129,7 +133,10 @@ impl Broker {
                 .await);
         }
         // 6. reserve: the request's permit.
-        let permit = match self.clear(tool, &request, decided, ctx).await? {
+        let permit = match self
+            .clear(tool, gate::Leaving::Http(&request), decided, ctx)
+            .await?
+        {
             gate::Cleared::Send(permit) => permit,
             gate::Cleared::Planned(exec) => return Ok(exec),
         };
@@ -177,7 +184,7 @@ impl Broker {
 
     /// A preview with its price: the estimate, and where budgets bind the caller, what
     /// they have left.
-    async fn preview_priced(
+    pub(super) async fn preview_priced(
         &self,
         tool: &Tool,
         request: Value,

@@ -26,21 +26,81 @@ use crate::catalog::{Action, Hook, Tool};
 use crate::error::{CallError, Classification};
 use crate::run::cover::{Cover, Matched, Planned};
 use crate::run::{Exec, RequestCtx};
+use crate::upstream::mcp::{McpCall, McpTarget, Servers};
 use crate::upstream::render::RenderedRequest;
 use crate::upstream::{Outcome, Target, Upstream};
 
-/// The upstream client, reachable only through [`Gate::send`].
+/// The upstream clients, reachable only through [`Gate::send`] and [`Gate::send_mcp`]:
+/// the HTTP client, and the catalog's MCP servers.
 #[derive(Debug)]
 pub(super) struct Gate {
     client: Upstream,
+    mcp: Servers,
+}
+
+/// A request on its way out, as the gate clears it: an HTTP request rendered, or a
+/// `tools/call` of an MCP server's tool.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Leaving<'r> {
+    /// An HTTP request.
+    Http(&'r RenderedRequest),
+    /// An MCP `tools/call`.
+    Mcp(&'r McpCall),
+}
+
+impl Leaving<'_> {
+    /// What a preview shows of it, and a confirmed plan binds.
+    fn preview(&self) -> Value {
+        match self {
+            Self::Http(request) => request.preview(),
+            Self::Mcp(call) => call.preview(),
+        }
+    }
+
+    /// The headers its tool maps (none for an MCP call).
+    fn headers(&self) -> &[(String, String)] {
+        match self {
+            Self::Http(request) => &request.headers,
+            Self::Mcp(_) => &[],
+        }
+    }
 }
 
 impl Gate {
-    /// The gate around a new upstream client.
-    pub(super) fn new() -> Result<Self, String> {
+    /// The gate around a new upstream client and the catalog's MCP servers (none
+    /// started until a call needs one).
+    pub(super) fn new(
+        catalog: &crate::catalog::Catalog,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, String> {
         Ok(Self {
             client: Upstream::new()?,
+            mcp: Servers::new(catalog, env)?,
         })
+    }
+
+    /// Sends one MCP `tools/call` with its permit, once its server's listing shows the
+    /// tool as the catalog pinned it: the only call of the MCP servers.
+    pub(super) async fn send_mcp(
+        &self,
+        _permit: &Permit<'_>,
+        plan: &crate::catalog::mcp::McpPlan,
+        call: &McpCall,
+        target: &McpTarget<'_>,
+    ) -> Result<Value, CallError> {
+        self.mcp.call(plan, call, target).await
+    }
+
+    /// The deployment's values an MCP service's server is passed: swept from answers.
+    pub(super) fn mcp_secrets(&self, service: &str) -> &[String] {
+        self.mcp.secrets(service)
+    }
+
+    /// What each MCP server last said of its tools (readiness, the console).
+    pub(super) fn mcp_listings(
+        &self,
+    ) -> std::collections::BTreeMap<String, crate::upstream::mcp::Listing> {
+        self.mcp.listings()
     }
 
     /// Sends one request with its permit: the only call of the upstream client. The
@@ -95,9 +155,11 @@ pub(super) enum Cleared<'t> {
 
 /// Whether a request of `tool` changes upstream state: a write tool's, or the allowlisted
 /// endpoint tool's own (a path no catalog tool describes) unless it is a `GET`.
-fn changes_state(tool: &Tool, request: &RenderedRequest) -> bool {
-    match tool.action {
-        Action::Hook(Hook::AllowlistedRequest) => request.method != hyper::Method::GET,
+fn changes_state(tool: &Tool, request: Leaving<'_>) -> bool {
+    match (&tool.action, request) {
+        (Action::Hook(Hook::AllowlistedRequest), Leaving::Http(request)) => {
+            request.method != hyper::Method::GET
+        }
         _ => tool.risk == crate::catalog::descriptor::Risk::Write,
     }
 }
@@ -139,19 +201,19 @@ impl Broker {
     pub(super) async fn clear<'t>(
         &self,
         tool: &'t Tool,
-        request: &RenderedRequest,
+        request: Leaving<'_>,
         decided: Decided<'_>,
         ctx: &RequestCtx<'_>,
     ) -> Result<Cleared<'t>, CallError> {
         // The request's cover.
         let own = ctx.door.is_some_and(|door| std::ptr::eq(door, tool))
-            && matches!(tool.action, Action::Http(_));
+            && matches!(tool.action, Action::Http(_) | Action::Mcp(_));
         let mut inner_write = None;
         let mut idempotency = ctx.idempotency.clone();
         if changes_state(tool, request) {
             // What binds and audits a write inside another tool; the door's own write
             // is bound and audited by the door.
-            let write = || Planned::new(&tool.full_name, request.preview(), &request.headers);
+            let write = || Planned::new(&tool.full_name, request.preview(), request.headers());
             let (place, write) = match &ctx.cover {
                 Cover::Flags if own => (0, None),
                 Cover::Flags => (ctx.writes_sent(), Some(write())),
@@ -240,7 +302,7 @@ impl Broker {
     }
 
     /// What a write under a preview answers its tool: planned, nothing sent.
-    fn planned(&self, tool: &Tool, request: &RenderedRequest, ctx: &RequestCtx<'_>) -> Exec {
+    fn planned(&self, tool: &Tool, request: Leaving<'_>, ctx: &RequestCtx<'_>) -> Exec {
         let mut shown = request.preview();
         self.redact_shown(&mut shown, ctx.headers);
         Exec {

@@ -46,6 +46,7 @@ mod endpoint;
 mod execute;
 mod gate;
 mod idempotency;
+mod mcp;
 mod policy;
 mod price;
 pub mod ratelimit;
@@ -57,6 +58,7 @@ mod span;
 pub mod tenancy;
 
 pub use admit::check_pin;
+pub use broker::Drift;
 pub use span::call_span;
 
 use serde_json::Value;

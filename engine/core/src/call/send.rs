@@ -35,15 +35,15 @@ pub(super) struct Exchange<'x, 's> {
 
 /// Where a request's key comes from: a routing profile or the caller's header, the
 /// key the hub opened (a secret every answer is swept for), or the server's.
-struct Keyed<'k> {
+pub(super) struct Keyed<'k> {
     given: Option<&'k str>,
-    stored: Option<zeroize::Zeroizing<String>>,
+    pub(super) stored: Option<zeroize::Zeroizing<String>>,
     server: Option<&'k str>,
 }
 
 impl Keyed<'_> {
     /// The key the request carries: given, else stored, else the server's.
-    fn key(&self) -> Option<&str> {
+    pub(super) fn key(&self) -> Option<&str> {
         self.given
             .or(self.stored.as_deref().map(String::as_str))
             .or(self.server)
@@ -136,7 +136,7 @@ impl Broker {
     /// (its header, else the key the user stored in the hub: decision 012; a header
     /// wins), else a server-side key. A service that needs a key and has none is
     /// refused here, before anything is sent.
-    async fn key_for<'k>(
+    pub(super) async fn key_for<'k>(
         &'k self,
         tool: &Tool,
         service: &'k crate::catalog::Service,

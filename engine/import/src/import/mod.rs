@@ -19,6 +19,7 @@
 
 pub mod config;
 mod generate;
+pub mod mcp;
 pub mod naming;
 pub mod openapi;
 pub mod prose;

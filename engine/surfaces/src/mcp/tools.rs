@@ -46,7 +46,7 @@ pub fn entry(catalog: &Catalog, tool: &Tool) -> Value {
         (Action::Http(plan), Risk::Write) => {
             matches!(plan.method.as_str(), "PUT" | "DELETE")
         }
-        (Action::Hook(_), Risk::Write) => false,
+        (Action::Hook(_) | Action::Mcp(_), Risk::Write) => false,
     };
     // Only hints that differ from MCP's defaults (readOnly false, destructive true,
     // idempotent false, openWorld true) are written; destructive and idempotent mean
@@ -63,6 +63,12 @@ pub fn entry(catalog: &Catalog, tool: &Tool) -> Value {
         }
     }
     if local {
+        annotations.insert("openWorldHint".into(), json!(false));
+    }
+    // An MCP server's tool says it itself.
+    if let Action::Mcp(plan) = &tool.action
+        && plan.open_world == Some(false)
+    {
         annotations.insert("openWorldHint".into(), json!(false));
     }
     // The listed name carries the service in the characters model APIs take (the

@@ -7,6 +7,7 @@
 //! [`crate::error`].
 
 pub mod envelope;
+pub mod mcp;
 pub mod redact;
 pub mod response;
 pub mod scan;

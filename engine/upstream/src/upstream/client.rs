@@ -31,7 +31,7 @@ use crate::telemetry::trace::context::{TRACEPARENT, TRACESTATE};
 use crate::telemetry::trace::{CallTrace, Hop, Span};
 use crate::upstream::render::RenderedRequest;
 
-type Pool = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+pub(crate) type Pool = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 
 /// The upstream client: the shared pool, or the calling worker thread's own.
 #[derive(Debug, Clone)]
@@ -167,7 +167,8 @@ thread_local! {
 
 const USER_AGENT: &str = concat!("tool-broker/", env!("CARGO_PKG_VERSION"));
 
-fn pool() -> Result<Pool, String> {
+/// A pooled client with the rustls connector (the MCP client's too).
+pub(crate) fn pool() -> Result<Pool, String> {
     let mut http = HttpConnector::new();
     // The TLS layer takes `https://`; plain `http://` upstreams (loopback, tests) pass.
     http.enforce_http(false);

@@ -11,6 +11,7 @@
 mod client;
 pub mod held;
 pub mod http1;
+pub mod mcp;
 pub mod render;
 pub mod route;
 

@@ -519,6 +519,24 @@ impl<'a> Compiler<'a> {
                 );
             }
             let headers = self.service_headers(path, &raw);
+            if let (Some(spec), Some(cred)) = (&raw.mcp, &raw.credential) {
+                if !spec.command.is_empty() {
+                    self.diags.push(path, 0, "a stdio MCP server gets no caller's key (`[credential]`): per-user credentials reach HTTP servers only; pass a deployment's key through `[mcp] env`");
+                } else if cred.placement != crate::catalog::descriptor::Placement::Header {
+                    self.diags.push(path, 0, "an MCP server over HTTP takes the caller's key in a header: `[credential] placement` must be `header`");
+                }
+            }
+            let mcp = raw.mcp.as_ref().and_then(|spec| {
+                match crate::catalog::mcp::compile_server(spec, raw.base_url.as_deref()) {
+                    Ok(server) => Some(server),
+                    Err(problems) => {
+                        for problem in problems {
+                            self.diags.push(path, 0, problem);
+                        }
+                        None
+                    }
+                }
+            });
             let webhook = raw.webhook.as_ref().and_then(|spec| {
                 match crate::catalog::webhook::compile(spec, &folder) {
                     Ok(webhook) => Some(webhook),
@@ -540,9 +558,12 @@ impl<'a> Compiler<'a> {
                 catalog_version: raw.catalog_version.get_ref().clone(),
                 version_format: raw.version_format,
                 envelope: raw.envelope,
+                // An MCP server's URL is its base URL: a deployment points it
+                // elsewhere as any other.
                 base_url: raw
                     .base_url
                     .as_ref()
+                    .or(raw.mcp.as_ref().and_then(|m| m.url.as_ref()))
                     .map(|u| u.trim_end_matches('/').to_string()),
                 credential: raw.credential.clone(),
                 static_headers: raw.static_headers.clone(),
@@ -552,6 +573,7 @@ impl<'a> Compiler<'a> {
                 tenancy: raw.tenancy.clone(),
                 figures: crate::catalog::ServiceFigures::default(),
                 headers,
+                mcp,
             };
             out.insert(folder, (service, raw));
         }

@@ -116,6 +116,21 @@ impl ToolCompiler<'_, '_> {
         if let Some(allowlist) = &raw.allowlist {
             map.insert("allowlist".into(), json!(allowlist));
         }
+        // An MCP tool: the server's tool, its pinned descriptor, and how the server is
+        // reached (where its arguments go).
+        if let Some(mcp) = &raw.mcp {
+            map.insert(
+                "mcp".into(),
+                json!({
+                    "tool": mcp.tool,
+                    "sha256": mcp.sha256,
+                    "open_world": mcp.open_world,
+                    "server": self.service_file.mcp,
+                    "credential": self.service.credential,
+                    "static_headers": self.service.static_headers,
+                }),
+            );
+        }
         if let Some(limit) = &raw.rate_limit {
             map.insert("rate_limit".into(), json!(limit));
         }

@@ -209,7 +209,7 @@ impl ToolCompiler<'_, '_> {
 
     /// The service's preview argument, for an upstream tool; it must be declared.
     fn preview_arg(&mut self, raw: &RawTool, full: &str, arguments: &Arguments) -> Option<String> {
-        let preview_arg = if raw.http.is_some() {
+        let preview_arg = if raw.http.is_some() || raw.mcp.is_some() {
             self.service_file.defaults.preview_arg.clone()
         } else {
             None
@@ -222,35 +222,79 @@ impl ToolCompiler<'_, '_> {
         preview_arg
     }
 
-    /// What the tool does: a hook, or an upstream request (`[tool.http]`), never both.
+    /// What the tool does: a hook, an upstream request (`[tool.http]`) or a tool of the
+    /// service's MCP server (`[tool.mcp]`): exactly one.
     fn action(&mut self, raw: &RawTool, full: &str, line: usize) -> Option<Action> {
-        match (&raw.hook, &raw.http) {
-            (Some(_), Some(_)) => {
-                self.err(line, format!("tool `{full}` has both `hook` and `[tool.http]`; a tool is local or upstream, not both"));
-                None
-            }
-            (None, None) => {
+        let given = [raw.hook.is_some(), raw.http.is_some(), raw.mcp.is_some()];
+        match given.iter().filter(|g| **g).count() {
+            0 => {
                 self.err(
                     line,
-                    format!("tool `{full}` has neither `hook` nor `[tool.http]`"),
+                    format!("tool `{full}` has none of `hook`, `[tool.http]` and `[tool.mcp]`"),
+                );
+                return None;
+            }
+            1 => {}
+            _ => {
+                self.err(line, format!("tool `{full}` has more than one of `hook`, `[tool.http]` and `[tool.mcp]`; a tool is local, an HTTP request or an MCP tool"));
+                return None;
+            }
+        }
+        if let Some(http) = &raw.http {
+            return self.http(full, http).map(|p| Action::Http(Box::new(p)));
+        }
+        if let Some(mcp) = &raw.mcp {
+            return self.mcp(full, line, mcp).map(|p| Action::Mcp(Box::new(p)));
+        }
+        let hook = raw.hook.as_ref()?;
+        match Hook::parse(hook.get_ref()) {
+            Some(h) => Some(Action::Hook(h)),
+            None => {
+                let l = self.line(hook);
+                self.c.diags.push_help(
+                    self.file,
+                    l,
+                    format!("tool `{full}`: unknown hook `{}`", hook.get_ref()),
+                    did_you_mean(hook.get_ref(), Hook::ALL.iter().map(|h| h.name())),
                 );
                 None
             }
-            (Some(hook), None) => match Hook::parse(hook.get_ref()) {
-                Some(h) => Some(Action::Hook(h)),
-                None => {
-                    let l = self.line(hook);
-                    self.c.diags.push_help(
-                        self.file,
-                        l,
-                        format!("tool `{full}`: unknown hook `{}`", hook.get_ref()),
-                        did_you_mean(hook.get_ref(), Hook::ALL.iter().map(|h| h.name())),
-                    );
-                    None
-                }
-            },
-            (None, Some(http)) => self.http(full, http).map(|p| Action::Http(Box::new(p))),
         }
+    }
+
+    /// `[tool.mcp]`: only in a service that is an MCP server, with a pin that is a
+    /// sha256.
+    fn mcp(
+        &mut self,
+        full: &str,
+        line: usize,
+        raw: &crate::catalog::descriptor::RawMcp,
+    ) -> Option<crate::catalog::mcp::McpPlan> {
+        if self.service_file.mcp.is_none() {
+            self.err(line, format!("tool `{full}` has `[tool.mcp]`, but service `{}` has no `[mcp]` table saying how to reach its server", self.service.id));
+            return None;
+        }
+        let is_hash = raw.sha256.len() == 64
+            && raw
+                .sha256
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        if !is_hash {
+            self.err(line, format!("tool `{full}`: `[tool.mcp] sha256` must be 64 lowercase hex digits (written by `tool-broker catalog import-mcp`)"));
+            return None;
+        }
+        if raw.tool.is_empty() {
+            self.err(
+                line,
+                format!("tool `{full}`: `[tool.mcp] tool` names the server's tool"),
+            );
+            return None;
+        }
+        Some(crate::catalog::mcp::McpPlan {
+            tool: raw.tool.clone(),
+            pinned: raw.sha256.clone(),
+            open_world: raw.open_world,
+        })
     }
 
     /// The tables a hook reads (`[tool.dispatch]`, `[tool.allowlist]`, `[tool.poll]`,

@@ -1,0 +1,270 @@
+//! MCP servers as catalog services (docs/mcp-upstreams.md), with a stdio server the
+//! tests start (`tests/src/bin/mcp-fixture.rs`): imported with `catalog import-mcp`,
+//! locked, called through `POST /`, its write confirmed, its answers redacted and
+//! bounded, its death survived, and a changed tool refused before anything is sent.
+
+use std::path::Path;
+
+use serde_json::json;
+use tool_broker::cli::{CatalogCommand, catalog};
+
+use crate::support::*;
+
+/// The value the fixture is given in `FIXTURE_TOKEN`: never in an answer or the log.
+const TOKEN: &str = "fixture-secret-7f3a9c2e";
+
+/// `catalog/notes/service.toml` for the fixture started with `flags`.
+fn service_toml(flags: &[&str]) -> String {
+    let mut command = vec![format!("{:?}", env!("CARGO_BIN_EXE_mcp-fixture"))];
+    command.extend(flags.iter().map(|f| format!("{f:?}")));
+    format!(
+        "id = \"notes\"\ntitle = \"Notes\"\ndescription = \"A notes MCP server.\"\n\
+         catalog_version = \"2026-11-29.1\"\nversion_format = \"dashed_date\"\n\n\
+         [defaults]\ntimeout_ms = 3000\n\n\
+         [mcp]\ncommand = [{}]\nenv = [\"FIXTURE_TOKEN\"]\n",
+        command.join(", ")
+    )
+}
+
+/// A scratch catalog root with the notes service, imported from the fixture.
+async fn imported(flags: &[&str]) -> (tempfile::TempDir, std::path::PathBuf, String) {
+    let (tmp, dir) = scratch_root();
+    let service = dir.join("catalog/notes");
+    std::fs::create_dir_all(&service).unwrap();
+    std::fs::write(service.join("service.toml"), service_toml(flags)).unwrap();
+    let root = dir.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        catalog(
+            CatalogCommand::ImportMcp {
+                service: "notes".into(),
+                url: None,
+                key_env: None,
+                check: false,
+            },
+            &root,
+        )
+    })
+    .await
+    .unwrap()
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.contains("7 tools"), "{out}");
+    let text = std::fs::read_to_string(service.join("mcp.toml")).unwrap();
+    (tmp, dir, text)
+}
+
+async fn broker(flags: &[&str], mcp_toml: &str) -> TestBroker {
+    let service = service_toml(flags);
+    let mut setup = Setup {
+        sources: Some(sources_with(&[
+            ("catalog/notes/service.toml", &service),
+            ("catalog/notes/mcp.toml", mcp_toml),
+        ])),
+        ..Setup::default()
+    };
+    setup.env.insert("FIXTURE_TOKEN".into(), TOKEN.into());
+    TestBroker::start(setup).await
+}
+
+fn lock_verifies(dir: &Path) {
+    catalog(CatalogCommand::Lock, dir).unwrap_or_else(|e| panic!("{e}"));
+    let verified = catalog(CatalogCommand::Verify, dir).unwrap_or_else(|e| panic!("{e}"));
+    assert!(!verified.is_empty());
+    let lock = std::fs::read_to_string(dir.join("catalog/catalog.lock")).unwrap();
+    assert!(lock.contains("notes.echo"), "the lock hashes the MCP tools");
+}
+
+#[tokio::test]
+async fn an_imported_mcp_server_is_called_as_any_service() {
+    let (_tmp, dir, mcp_toml) = imported(&[]).await;
+    // Every page of tools/list came in; names made safe; risk from the annotations.
+    for name in [
+        "name = \"echo\"",
+        "name = \"add_note\"",
+        "name = \"slow\"",
+        "name = \"leak\"",
+    ] {
+        assert!(mcp_toml.contains(name), "{name} in\n{mcp_toml}");
+    }
+    lock_verifies(&dir);
+    let broker = broker(&[], &mcp_toml).await;
+
+    // A read answers its text, parsed where it is JSON.
+    let (status, body) = broker
+        .call("notes.echo", json!({"message": "hi"}), &[])
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"], json!("Echo: hi"));
+
+    // A write needs its confirmation: without it nothing is sent.
+    let (status, body) = broker
+        .call("notes.add_note", json!({"text": "buy milk"}), &[])
+        .await;
+    assert!(
+        status == 428 || body["data"]["dryRun"] == json!(true),
+        "{status} {body}"
+    );
+    let (status, body) = broker
+        .call(
+            "notes.add_note",
+            json!({"text": "buy milk", "confirm": true}),
+            &[],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["text"], "buy milk");
+    // The broker's own arguments are not the server's.
+    assert_eq!(body["data"]["arguments"], json!({"text": "buy milk"}));
+
+    // The schema the catalog pinned is checked before anything is sent.
+    let (status, body) = broker.call("notes.echo", json!({"message": 5}), &[]).await;
+    assert_eq!(
+        (status, classification(&body)),
+        (422, "validation_error"),
+        "{body}"
+    );
+
+    // A tool that says it failed is an error with its words.
+    let (status, body) = broker.call("notes.fail", json!({}), &[]).await;
+    assert_eq!(status, 502, "{body}");
+    let said = body["error"]["details"]["message"].as_str().unwrap();
+    assert!(said.contains("the disk is full"), "{body}");
+    assert!(!body.to_string().contains(TOKEN), "{body}");
+
+    // Key names and the passed environment's values are redacted in answers.
+    let (status, body) = broker.call("notes.leak", json!({}), &[]).await;
+    assert_eq!(status, 200, "{body}");
+    assert_ne!(body["data"]["password"], "hunter2", "{body}");
+    assert!(!body.to_string().contains(TOKEN), "{body}");
+    assert_eq!(body["meta"]["redacted"], 2, "{body}");
+
+    // An answer over the size bound is refused, and the server still answers after.
+    let limit = embedded_catalog().rules.limits.max_upstream_body_bytes;
+    let (status, body) = broker
+        .call("notes.big", json!({"bytes": limit + 10}), &[])
+        .await;
+    assert_eq!(
+        (status, classification(&body)),
+        (502, "upstream_unavailable"),
+        "{body}"
+    );
+    let (status, _) = broker
+        .call("notes.echo", json!({"message": "still here"}), &[])
+        .await;
+    assert_eq!(status, 200);
+
+    // Too slow is a timeout.
+    let (status, body) = broker.call("notes.slow", json!({"ms": 5000}), &[]).await;
+    assert_eq!(
+        (status, classification(&body)),
+        (504, "upstream_timeout"),
+        "{body}"
+    );
+
+    // A server killed mid-call: that call is unavailable, and a later one starts it again.
+    let (status, body) = broker.call("notes.crash", json!({}), &[]).await;
+    assert_eq!(
+        (status, classification(&body)),
+        (502, "upstream_unavailable"),
+        "{body}"
+    );
+    let mut answered = false;
+    for _ in 0..40 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let (status, _) = broker
+            .call("notes.echo", json!({"message": "again"}), &[])
+            .await;
+        if status == 200 {
+            answered = true;
+            break;
+        }
+    }
+    assert!(answered, "the server was started again");
+
+    // Its stderr reached the log with the passed value scrubbed.
+    let logs = all_logs();
+    assert!(
+        logs.contains("fixture starting with token [REDACTED]"),
+        "stderr in the log"
+    );
+    assert!(!logs.contains(TOKEN), "a passed value reached the log");
+}
+
+#[tokio::test]
+async fn a_tool_the_server_changed_is_refused_before_anything_is_sent() {
+    let (_tmp, dir, mcp_toml) = imported(&[]).await;
+    let broker = broker(&["--rug-pull"], &mcp_toml).await;
+    // The first call runs; the server then changes `echo`'s description and says so.
+    let (status, body) = broker.call("notes.slow", json!({"ms": 0}), &[]).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = broker
+        .call("notes.echo", json!({"message": "hi"}), &[])
+        .await;
+    assert_eq!(
+        (status, classification(&body)),
+        (409, "upstream_changed"),
+        "{body}"
+    );
+    let details = &body["error"]["details"];
+    assert_eq!(details["service"], "notes");
+    assert_eq!(details["tool"], "echo");
+    assert_ne!(details["pinned"], details["seen"]);
+    // Its other tools still run.
+    let (status, _) = broker.call("notes.slow", json!({"ms": 0}), &[]).await;
+    assert_eq!(status, 200);
+    // The drift is known to the broker.
+    let drift = broker.broker.mcp_drift();
+    assert_eq!(drift.len(), 1, "{drift:?}");
+    assert_eq!(drift[0].tool, "notes.echo");
+
+    // `diff-mcp` finds nothing against a server that describes its tools as imported,
+    // and names the member that changed against one that does not.
+    let diff = |dir: std::path::PathBuf| {
+        tokio::task::spawn_blocking(move || {
+            catalog(
+                CatalogCommand::DiffMcp {
+                    service: "notes".into(),
+                    url: None,
+                    key_env: None,
+                },
+                &dir,
+            )
+        })
+    };
+    let clean = diff(dir.clone()).await.unwrap();
+    assert!(clean.is_ok(), "{clean:?}");
+    std::fs::write(
+        dir.join("catalog/notes/service.toml"),
+        service_toml(&["--pulled"]),
+    )
+    .unwrap();
+    let changed = diff(dir.clone()).await.unwrap().unwrap_err();
+    assert!(changed.contains("changed  echo: description"), "{changed}");
+}
+
+#[tokio::test]
+async fn garbage_on_a_stdio_server_s_output_is_skipped() {
+    let (_tmp, _dir, mcp_toml) = imported(&[]).await;
+    let broker = broker(&["--garbage"], &mcp_toml).await;
+    for _ in 0..3 {
+        let (status, body) = broker
+            .call("notes.echo", json!({"message": "hi"}), &[])
+            .await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["data"], json!("Echo: hi"));
+    }
+}
+
+#[tokio::test]
+async fn an_mcp_service_is_checked_when_the_catalog_compiles() {
+    let both = "id = \"notes\"\ntitle = \"N\"\ndescription = \"N.\"\ncatalog_version = \"2026-11-29.1\"\nversion_format = \"dashed_date\"\n[mcp]\nurl = \"http://127.0.0.1:1/mcp\"\ncommand = [\"x\"]\n";
+    let tool = "[[tool]]\nname = \"echo\"\ntitle = \"Echo\"\ndescription = \"Echo.\"\ntier = \"agent_ready\"\nrisk = \"read\"\n[tool.arguments]\ntype = \"object\"\n[tool.mcp]\ntool = \"echo\"\nsha256 = \"abc\"\n";
+    let sources = sources_with(&[
+        ("catalog/notes/service.toml", both),
+        ("catalog/notes/mcp.toml", tool),
+    ]);
+    let problems = tool_broker::catalog::compile::compile(&sources)
+        .unwrap_err()
+        .to_string();
+    assert!(problems.contains("both `url` and `command`"), "{problems}");
+    assert!(problems.contains("64 lowercase hex digits"), "{problems}");
+}
