@@ -268,3 +268,83 @@ async fn an_mcp_service_is_checked_when_the_catalog_compiles() {
     assert!(problems.contains("both `url` and `command`"), "{problems}");
     assert!(problems.contains("64 lowercase hex digits"), "{problems}");
 }
+
+/// A broker's `/mcp` as another broker's MCP service over Streamable HTTP: the
+/// stateless revision settled by `server/discover`, the caller's key in the service's
+/// credential header, the upstream's tools imported over HTTP and called through.
+#[tokio::test]
+async fn a_streamable_http_server_is_imported_and_called_with_the_caller_s_key() {
+    let upstream = TestBroker::start(Setup::default()).await;
+    let service = format!(
+        "id = \"peer\"\ntitle = \"Peer\"\ndescription = \"Another broker.\"\n\
+         catalog_version = \"2026-11-29.1\"\nversion_format = \"dashed_date\"\n\n\
+         [credential]\nheader = \"x-peer-key\"\nplacement = \"header\"\nname = \"Authorization\"\nprefix = \"Bearer \"\n\n\
+         [mcp]\nurl = \"{}/mcp\"\n",
+        upstream.url
+    );
+    let (_tmp, dir) = scratch_root();
+    std::fs::create_dir_all(dir.join("catalog/peer")).unwrap();
+    std::fs::write(dir.join("catalog/peer/service.toml"), &service).unwrap();
+    // Importing needs the key too: the peer refuses a list without one.
+    let root = dir.clone();
+    let refused = tokio::task::spawn_blocking(move || {
+        catalog(
+            CatalogCommand::ImportMcp {
+                service: "peer".into(),
+                url: None,
+                key_env: None,
+                check: false,
+            },
+            &root,
+        )
+    })
+    .await
+    .unwrap()
+    .unwrap_err();
+    assert!(refused.contains("refused the key"), "{refused}");
+    let root = dir.clone();
+    let imported = tokio::task::spawn_blocking(move || {
+        let catalog = tool_broker::cli::CatalogRoot::from(&root).load()?;
+        let reach = tool_broker::cli::Reach {
+            url: None,
+            key: Some(API_KEY.to_string()),
+        };
+        tool_broker::cli::import_mcp(&catalog, &root, "peer", reach, false)
+    })
+    .await
+    .unwrap()
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(imported.contains("tools"), "{imported}");
+    let mcp_toml = std::fs::read_to_string(dir.join("catalog/peer/mcp.toml")).unwrap();
+    assert!(mcp_toml.contains("tool = \"find_tools\""), "{mcp_toml}");
+
+    let broker = TestBroker::start(Setup {
+        sources: Some(sources_with(&[
+            ("catalog/peer/service.toml", &service),
+            ("catalog/peer/mcp.toml", &mcp_toml),
+        ])),
+        ..Setup::default()
+    })
+    .await;
+    // Without the caller's key nothing is sent.
+    let (status, body) = broker
+        .call("peer.find_tools", json!({"query": "dns records"}), &[])
+        .await;
+    assert_eq!(
+        (status, classification(&body)),
+        (401, "missing_required_credentials"),
+        "{body}"
+    );
+    // With it, the peer answers its own envelope as the data.
+    let (status, body) = broker
+        .call(
+            "peer.find_tools",
+            json!({"query": "dns records"}),
+            &[("x-peer-key", API_KEY)],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["data"].to_string().contains("hosting."), "{body}");
+    // The caller's key is a secret of the call: never in the answer.
+    assert!(!body.to_string().contains(API_KEY));
+}

@@ -57,7 +57,7 @@ impl CatalogRoot {
     }
 
     /// The root's catalog, compiled.
-    pub(super) fn load(&self) -> Result<Catalog, String> {
+    pub fn load(&self) -> Result<Catalog, String> {
         compile(&self.sources()?).map_err(|d| d.to_string())
     }
 
@@ -187,14 +187,18 @@ pub fn catalog(command: CatalogCommand, root: impl Into<CatalogRoot>) -> Result<
             &root.load()?,
             root.dir("import-mcp")?,
             &service,
-            super::mcp::Reach { url, key_env },
+            super::mcp::Reach::from_env(url, key_env)?,
             check,
         ),
         CatalogCommand::DiffMcp {
             service,
             url,
             key_env,
-        } => super::mcp::diff(&root.load()?, &service, super::mcp::Reach { url, key_env }),
+        } => super::mcp::diff(
+            &root.load()?,
+            &service,
+            super::mcp::Reach::from_env(url, key_env)?,
+        ),
         CatalogCommand::Lint => lint(&root),
         CatalogCommand::Surface { format } => surface(&root, format),
         CatalogCommand::Schema { write } => {

@@ -16,16 +16,28 @@ use crate::upstream::mcp::{McpTarget, Servers};
 /// How long asking a server for its tools may take.
 const LIST_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Where the server is and the key it takes, from the command line.
-#[derive(Debug, Default)]
+/// Where the server is and the key it takes.
+#[derive(Default)]
 pub struct Reach {
     /// The server's URL instead of the catalog's.
     pub url: Option<String>,
-    /// The variable holding the key.
-    pub key_env: Option<String>,
+    /// The key sent in the service's credential header (never printed).
+    pub key: Option<String>,
 }
 
-/// `catalog import-mcp`.
+impl Reach {
+    /// The URL given, and the key read from the variable `key_env` names.
+    pub fn from_env(url: Option<String>, key_env: Option<String>) -> Result<Self, String> {
+        let key = match key_env {
+            Some(name) => Some(std::env::var(&name).map_err(|_| format!("`{name}` is not set"))?),
+            None => None,
+        };
+        Ok(Self { url, key })
+    }
+}
+
+/// `catalog import-mcp`: the tools of `service`'s server written into the catalog root
+/// at `dir` (or, with `check`, compared with the committed file).
 pub fn import(
     catalog: &Catalog,
     dir: &Path,
@@ -147,15 +159,11 @@ fn list(catalog: &Catalog, service: &str, reach: &Reach) -> Result<Vec<Value>, S
             ))
         })
         .or_else(|| svc.base_url.clone());
-    let key = match &reach.key_env {
-        Some(name) => Some(env(name).ok_or_else(|| format!("`{name}` is not set"))?),
-        None => None,
-    };
     let trace = crate::telemetry::trace::Tracer::default().start(None);
     let target = McpTarget {
         service: svc,
         base_url: url.as_deref(),
-        key: key.as_deref(),
+        key: reach.key.as_deref(),
         timeout: LIST_TIMEOUT,
         max_body_bytes: catalog.rules.limits.max_upstream_body_bytes,
         trace: &trace,

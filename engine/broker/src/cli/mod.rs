@@ -25,6 +25,7 @@ pub use args::{
 pub use audit::{audit, audit_list, parse_since};
 pub use budget::budget;
 pub use catalog::{CatalogRoot, catalog, list_row};
+pub use mcp::{Reach, import as import_mcp};
 pub use output::write_quietly;
 pub use policy::policy;
 pub use sessions::sessions;

@@ -320,7 +320,10 @@ impl Remote {
             while let Some((event, rest)) = next_event(&buffer) {
                 let data = event_data(&buffer[..event]);
                 buffer.drain(..rest);
-                let Some(data) = data else { continue };
+                // An event with no data (a stream's priming event) carries no message.
+                let Some(data) = data.filter(|d| !d.iter().all(u8::is_ascii_whitespace)) else {
+                    continue;
+                };
                 if let Some(outcome) = self.take(&data, id, &mut pending_replies) {
                     self.reply(url, headers, exchange, pending_replies).await;
                     return Ok(Posted {
