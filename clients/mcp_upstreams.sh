@@ -58,7 +58,7 @@ for id in everything everything_http time; do
   "$broker_bin" catalog import-mcp "$id" --catalog-dir "$root"
 done
 "$broker_bin" catalog lock --catalog-dir "$root" >/dev/null
-"$broker_bin" catalog verify --catalog-dir "$root"
+"$broker_bin" catalog verify --upstreams --catalog-dir "$root"
 for id in everything everything_http time; do
   "$broker_bin" catalog diff-mcp "$id" --catalog-dir "$root"
 done

@@ -67,8 +67,12 @@ async fn broker(flags: &[&str], mcp_toml: &str) -> TestBroker {
 
 fn lock_verifies(dir: &Path) {
     catalog(CatalogCommand::Lock, dir).unwrap_or_else(|e| panic!("{e}"));
-    let verified = catalog(CatalogCommand::Verify, dir).unwrap_or_else(|e| panic!("{e}"));
-    assert!(!verified.is_empty());
+    let verified =
+        catalog(CatalogCommand::Verify { upstreams: true }, dir).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        verified.contains("notes: the server lists its 7 tools as the catalog pinned them"),
+        "{verified}"
+    );
     let lock = std::fs::read_to_string(dir.join("catalog/catalog.lock")).unwrap();
     assert!(lock.contains("notes.echo"), "the lock hashes the MCP tools");
 }
@@ -85,7 +89,10 @@ async fn an_imported_mcp_server_is_called_as_any_service() {
     ] {
         assert!(mcp_toml.contains(name), "{name} in\n{mcp_toml}");
     }
-    lock_verifies(&dir);
+    let root = dir.clone();
+    tokio::task::spawn_blocking(move || lock_verifies(&root))
+        .await
+        .unwrap();
     let broker = broker(&[], &mcp_toml).await;
 
     // A read answers its text, parsed where it is JSON.
@@ -215,6 +222,24 @@ async fn a_tool_the_server_changed_is_refused_before_anything_is_sent() {
     let drift = broker.broker.mcp_drift();
     assert_eq!(drift.len(), 1, "{drift:?}");
     assert_eq!(drift[0].tool, "notes.echo");
+    // ... and shows in readiness (still ready: only that tool is refused) and the metric.
+    let (status, _, text) = broker
+        .send(reqwest::Method::GET, "/readyz", None, &[])
+        .await;
+    let ready: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(status, 200, "{ready}");
+    assert_eq!(ready["mcp"]["notes"]["listed"], true, "{ready}");
+    assert_eq!(
+        ready["mcp"]["notes"]["drift"][0]["tool"], "notes.echo",
+        "{ready}"
+    );
+    let (_, _, metrics) = broker
+        .send(reqwest::Method::GET, "/metrics", None, &[])
+        .await;
+    assert!(
+        metrics.contains("tool_broker_upstream_drift{service=\"notes\"} 1"),
+        "{metrics}"
+    );
 
     // `diff-mcp` finds nothing against a server that describes its tools as imported,
     // and names the member that changed against one that does not.
@@ -347,4 +372,49 @@ async fn a_streamable_http_server_is_imported_and_called_with_the_caller_s_key()
     assert!(body["data"].to_string().contains("hosting."), "{body}");
     // The caller's key is a secret of the call: never in the answer.
     assert!(!body.to_string().contains(API_KEY));
+}
+
+/// The console's overview lists the tools a server changed, with how to review them.
+#[tokio::test]
+async fn the_console_shows_a_tool_its_server_changed() {
+    use crate::support::console::{console_setup, get, token};
+    let (_tmp, _dir, mcp_toml) = imported(&[]).await;
+    let idp = crate::support::idp::Idp::start().await;
+    let upstream = wiremock::MockServer::start().await;
+    let mut setup = console_setup(&idp, &upstream, "", "");
+    let service = service_toml(&["--pulled"]);
+    setup.sources = Some(sources_with(&[
+        ("catalog/notes/service.toml", &service),
+        ("catalog/notes/mcp.toml", &mcp_toml),
+    ]));
+    let broker = TestBroker::start(setup).await;
+    let (status, body) = broker
+        .call("notes.echo", json!({"message": "hi"}), &[])
+        .await;
+    assert_eq!(
+        (status, classification(&body)),
+        (409, "upstream_changed"),
+        "{body}"
+    );
+    let admin = token(&idp, "ada", &["admin"]);
+    let (status, overview) = get(&broker, "/admin/api/overview", Some(&admin)).await;
+    assert_eq!(status, 200, "{overview}");
+    assert_eq!(overview["mcp"]["listed"]["notes"], true, "{overview}");
+    assert_eq!(
+        overview["mcp"]["drift"][0]["tool"], "notes.echo",
+        "{overview}"
+    );
+    let (status, _, html) = broker
+        .send(
+            reqwest::Method::GET,
+            "/admin",
+            None,
+            &[("authorization", &format!("Bearer {admin}"))],
+        )
+        .await;
+    assert_eq!(status, 200, "{html}");
+    assert!(
+        html.contains("tool-broker catalog diff-mcp notes"),
+        "{html}"
+    );
 }

@@ -231,7 +231,13 @@ pub enum CatalogCommand {
     /// Rewrite catalog/catalog.lock from the current catalog.
     Lock,
     /// Fail when the lock is stale or a hash changed without a version bump.
-    Verify,
+    Verify {
+        /// Also ask every MCP service's server for its tools and fail on any that it
+        /// describes otherwise than the catalog pinned (listed without a caller's key:
+        /// a server that needs one is checked with `diff-mcp S --key-env VAR`).
+        #[arg(long)]
+        upstreams: bool,
+    },
     /// List tools added, removed and changed against another catalog root.
     Diff {
         /// The older catalog root.

@@ -137,7 +137,7 @@ pub fn catalog(command: CatalogCommand, root: impl Into<CatalogRoot>) -> Result<
             }
             Ok(out)
         }
-        CatalogCommand::Verify => {
+        CatalogCommand::Verify { upstreams } => {
             let catalog = root.load()?;
             let (text, path) = root.lock_text()?;
             let committed = Lock::parse(&text)
@@ -150,6 +150,9 @@ pub fn catalog(command: CatalogCommand, root: impl Into<CatalogRoot>) -> Result<
                     catalog.tools.len(),
                     catalog.snapshot_id
                 );
+                if upstreams {
+                    out.push_str(&super::mcp::verify_all(&catalog)?);
+                }
                 Ok(out)
             } else {
                 Err(problems
@@ -490,7 +493,11 @@ mod tests {
         .unwrap_or_default();
         let rows: Vec<serde_json::Value> = serde_json::from_str(&listed).unwrap_or_default();
         assert!(rows.len() > 1000, "{}", rows.len());
-        let verified = catalog(CatalogCommand::Verify, CatalogRoot::Embedded).unwrap_or_default();
+        let verified = catalog(
+            CatalogCommand::Verify { upstreams: false },
+            CatalogRoot::Embedded,
+        )
+        .unwrap_or_default();
         assert!(verified.starts_with("ok: lock matches"), "{verified}");
         let lock = catalog(CatalogCommand::Lock, CatalogRoot::Embedded).unwrap_or_default();
         assert_eq!(

@@ -136,6 +136,33 @@ pub fn diff(catalog: &Catalog, service: &str, reach: Reach) -> Result<String, St
     ))
 }
 
+/// `catalog verify --upstreams`: `diff-mcp` for every MCP service, without a key; fails
+/// when any server changed a tool (or cannot be listed).
+pub fn verify_all(catalog: &Catalog) -> Result<String, String> {
+    let mut out = String::new();
+    let mut failed = Vec::new();
+    for (id, service) in &catalog.services {
+        if service.mcp.is_none() {
+            continue;
+        }
+        match diff(catalog, id, Reach::default()) {
+            Ok(said) => out.push_str(&said),
+            Err(said) => {
+                let _ = writeln!(out, "{said}");
+                failed.push(id.as_str());
+            }
+        }
+    }
+    if failed.is_empty() {
+        Ok(out)
+    } else {
+        Err(format!(
+            "{out}MCP servers not as pinned: {}",
+            failed.join(", ")
+        ))
+    }
+}
+
 /// Every tool the service's server lists now.
 fn list(catalog: &Catalog, service: &str, reach: &Reach) -> Result<Vec<Value>, String> {
     let svc = catalog

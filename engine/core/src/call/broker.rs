@@ -62,6 +62,61 @@ impl Broker {
         self
     }
 
+    /// Reads every MCP server's tool listing now (at start and every few minutes:
+    /// [`crate::upstream::mcp::RELIST_AFTER`]), so a changed tool shows in readiness,
+    /// the metric and the log before a call meets it; each drifted tool is logged. An
+    /// HTTP server that takes the caller's key and has no server-side one is listed on
+    /// its first call instead.
+    pub async fn refresh_mcp(&self) {
+        let catalog = &self.parts.catalog;
+        for (id, service) in &catalog.services {
+            let Some(server) = &service.mcp else { continue };
+            let http = server.transport == crate::catalog::mcp::Transport::Http;
+            let base_url = self.parts.routes.base_url(id);
+            let key = self.parts.routes.server_key(service);
+            if http && (base_url.is_none() || (service.credential.is_some() && key.is_none())) {
+                continue;
+            }
+            let trace = self.parts.traces.start(None);
+            let target = crate::upstream::mcp::McpTarget {
+                service,
+                base_url,
+                key,
+                timeout: std::time::Duration::from_secs(30),
+                max_body_bytes: catalog.rules.limits.max_upstream_body_bytes,
+                trace: &trace,
+            };
+            if let Err(e) = self.gate.mcp_relist(&target).await {
+                tracing::warn!(service = %id, error = %e.message, "mcp server's tools could not be listed");
+            }
+        }
+        for drift in self.mcp_drift() {
+            tracing::warn!(
+                service = %drift.service,
+                tool = %drift.tool,
+                "mcp server describes a tool otherwise than the catalog pinned: its calls answer upstream_changed until it is reviewed and imported"
+            );
+        }
+    }
+
+    /// Each MCP service, and whether its server has been listed yet.
+    pub fn mcp_listed(&self) -> std::collections::BTreeMap<String, bool> {
+        self.gate
+            .mcp_listings()
+            .into_iter()
+            .map(|(service, listing)| (service, listing.read_at.is_some()))
+            .collect()
+    }
+
+    /// Whether the catalog has MCP services.
+    pub fn has_mcp(&self) -> bool {
+        self.parts
+            .catalog
+            .services
+            .values()
+            .any(|s| s.mcp.is_some())
+    }
+
     /// The MCP tools whose server, when last asked, described them otherwise than the
     /// catalog pinned (or no longer listed them), by service: readiness, the console
     /// and `tool_broker_upstream_drift` read it. A server not yet asked has none.

@@ -91,6 +91,14 @@ impl Gate {
         self.mcp.call(plan, call, target).await
     }
 
+    /// Reads an MCP server's tool listing now (no tool is called).
+    pub(super) async fn mcp_relist(
+        &self,
+        target: &McpTarget<'_>,
+    ) -> Result<crate::upstream::mcp::Listing, CallError> {
+        self.mcp.relist(target).await
+    }
+
     /// The deployment's values an MCP service's server is passed: swept from answers.
     pub(super) fn mcp_secrets(&self, service: &str) -> &[String] {
         self.mcp.secrets(service)

@@ -49,7 +49,16 @@ async fn overview(served: &Served) -> Value {
         })
         .collect();
     let store_ready = broker.parts.store.ping().await;
+    let listed = broker.mcp_listed();
+    let drift: Vec<Value> = broker
+        .mcp_drift()
+        .into_iter()
+        .map(
+            |d| json!({ "service": d.service, "tool": d.tool, "pinned": d.pinned, "seen": d.seen }),
+        )
+        .collect();
     json!({
+        "mcp": { "listed": listed, "drift": drift },
         "now": now.to_string(),
         "startedAt": served.endpoints.started.to_string(),
         "lastHour": hour,
@@ -124,6 +133,44 @@ fn figure(label: &str, value: &str) -> String {
     )
 }
 
+/// The MCP servers: each listed or not yet, and every tool a server now describes
+/// otherwise than the catalog pinned (it answers `upstream_changed`). Empty without any.
+fn mcp_section(mcp: &Value) -> String {
+    let Some(listed) = mcp["listed"].as_object().filter(|l| !l.is_empty()) else {
+        return String::new();
+    };
+    let mut out = String::from("<h2>MCP servers</h2>");
+    let waiting: Vec<&str> = listed
+        .iter()
+        .filter(|(_, l)| **l != Value::Bool(true))
+        .map(|(s, _)| s.as_str())
+        .collect();
+    if !waiting.is_empty() {
+        out.push_str(&format!(
+            "<p class=\"muted\">Not listed yet (on their first call): {}.</p>",
+            escape(&waiting.join(", "))
+        ));
+    }
+    match mcp["drift"].as_array().filter(|d| !d.is_empty()) {
+        None => out.push_str("<p class=\"ok\">Every listed server describes its tools as the catalog pinned them.</p>"),
+        Some(drift) => {
+            out.push_str("<table><thead><tr><th>Tool</th><th>Pinned</th><th>The server now</th><th>Review with</th></tr></thead><tbody>");
+            for d in drift {
+                let short = |v: &Value| v.as_str().map_or_else(|| "no longer lists it".to_string(), |h| h.chars().take(12).collect());
+                out.push_str(&format!(
+                    "<tr class=\"warn\"><td><code>{}</code></td><td><code>{}</code></td><td><code>{}</code></td><td><code>tool-broker catalog diff-mcp {}</code></td></tr>",
+                    escape(d["tool"].as_str().unwrap_or("")),
+                    escape(&short(&d["pinned"])),
+                    escape(&short(&d["seen"])),
+                    escape(d["service"].as_str().unwrap_or("")),
+                ));
+            }
+            out.push_str("</tbody></table><p class=\"muted\">These tools answer <code>upstream_changed</code> and nothing reaches their server until the change is reviewed, imported and deployed.</p>");
+        }
+    }
+    out
+}
+
 /// `GET /admin`.
 pub async fn page(served: &Served, viewer: &Viewer) -> crate::html::Page {
     let broker = &served.broker;
@@ -179,6 +226,7 @@ pub async fn page(served: &Served, viewer: &Viewer) -> crate::html::Page {
         ));
     }
     body.push_str("</tbody></table>");
+    body.push_str(&mcp_section(&o["mcp"]));
     body.push_str(&format!(
         "<h2>This broker</h2><dl><dt>Running since</dt><dd>{}</dd><dt>Catalog</dt><dd>{} tools, snapshot <code>{}</code></dd><dt>Store</dt><dd>{} ({})</dd>{}</dl>",
         time(o["startedAt"].as_str().unwrap_or("")),

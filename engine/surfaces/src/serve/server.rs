@@ -329,6 +329,7 @@ pub async fn serve_tls(
     let (serving, stop) = Serving::new(served, is_loopback(listener.local_addr()), tls);
     // Webhook public keys the deployment has the broker fetch: now, then hourly.
     warm_oauth(&broker);
+    watch_mcp(&broker);
     let spans = export_spans(&broker);
     crate::webhook::keys::spawn_refresh(broker);
     let place = |accepted| {
@@ -412,6 +413,7 @@ pub async fn serve_workers(
         pool.push(Worker { handoff, open });
     }
     warm_oauth(&broker);
+    watch_mcp(&broker);
     let spans = export_spans(&broker);
     crate::webhook::keys::spawn_refresh(broker);
     let place = |accepted: Accepted| {
@@ -530,11 +532,23 @@ async fn route(served: Arc<Served>, req: Request<Incoming>, loopback: bool) -> R
         (&Method::GET, "/healthz") => Reply::ok(&json!({ "status": "ok" })),
         (&Method::GET, "/readyz") => readiness(&served).await,
         (&Method::GET, "/metrics") => {
-            let text = broker.parts.metrics.render(
+            let mut text = broker.parts.metrics.render(
                 &broker.parts.catalog.snapshot_id,
                 broker.parts.catalog.tools.len(),
                 broker.parts.traces.exporter().map(|e| e.counts()),
             );
+            if broker.has_mcp() {
+                let drift = broker.mcp_drift();
+                let per_service: Vec<(String, usize)> = broker
+                    .mcp_listed()
+                    .into_keys()
+                    .map(|s| {
+                        let n = drift.iter().filter(|d| d.service == s).count();
+                        (s, n)
+                    })
+                    .collect();
+                crate::telemetry::metrics::render_upstream_drift(&mut text, &per_service);
+            }
             Reply::typed(200, "text/plain; version=0.0.4", text)
         }
         (&Method::GET, "/openapi.json") => {
@@ -615,8 +629,32 @@ async fn readiness(served: &Served) -> Reply {
             "snapshotId": broker.parts.catalog.snapshot_id,
             "tools": broker.parts.catalog.tools.len(),
             "store": { "kind": broker.parts.store.kind(), "ready": store_ready },
+            "mcp": mcp_readiness(broker),
         }),
     )
+}
+
+/// What `/readyz` says of the MCP services: for each, whether its server has been
+/// listed, and the tools it now describes otherwise than the catalog pinned (they
+/// answer `upstream_changed`; the broker stays ready for the rest). `null` without any.
+fn mcp_readiness(broker: &Broker) -> serde_json::Value {
+    if !broker.has_mcp() {
+        return serde_json::Value::Null;
+    }
+    let listed = broker.mcp_listed();
+    let drift = broker.mcp_drift();
+    let services: serde_json::Map<String, serde_json::Value> = listed
+        .into_iter()
+        .map(|(service, listed)| {
+            let drifted: Vec<_> = drift
+                .iter()
+                .filter(|d| d.service == service)
+                .map(|d| json!({ "tool": d.tool, "pinned": d.pinned, "seen": d.seen }))
+                .collect();
+            (service, json!({ "listed": listed, "drift": drifted }))
+        })
+        .collect();
+    serde_json::Value::Object(services)
 }
 
 /// `GET /openapi.json`: the projection's text, built once per form and shared.
@@ -640,6 +678,23 @@ fn projection(served: &Served, include_legacy: bool) -> Reply {
         },
     };
     Reply::json_text(200, text.clone())
+}
+
+/// With MCP services, reads their servers' tool listings at start and every few
+/// minutes ([`Broker::refresh_mcp`]) for as long as the broker lives.
+fn watch_mcp(broker: &Arc<Broker>) {
+    if !broker.has_mcp() {
+        return;
+    }
+    let weak = Arc::downgrade(broker);
+    tokio::spawn(async move {
+        loop {
+            let Some(broker) = weak.upgrade() else { return };
+            broker.refresh_mcp().await;
+            drop(broker);
+            tokio::time::sleep(crate::upstream::mcp::RELIST_AFTER).await;
+        }
+    });
 }
 
 /// With `[oauth]`, fetches the issuer's keys once at start, so the first token is

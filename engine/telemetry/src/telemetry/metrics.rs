@@ -319,6 +319,23 @@ impl Metrics {
     }
 }
 
+/// Writes `tool_broker_upstream_drift{service}`: per MCP service, how many of its tools
+/// its server now describes otherwise than the catalog pinned (0 when none).
+pub fn render_upstream_drift(out: &mut String, per_service: &[(String, usize)]) {
+    family(
+        out,
+        "tool_broker_upstream_drift",
+        "gauge",
+        "MCP tools whose server describes them otherwise than the catalog pinned (they answer upstream_changed), by service.",
+    );
+    for (service, drifted) in per_service {
+        let _ = writeln!(
+            out,
+            "tool_broker_upstream_drift{{service=\"{service}\"}} {drifted}"
+        );
+    }
+}
+
 /// Writes a metric family's `# HELP` and `# TYPE` lines.
 fn family(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}");

@@ -311,22 +311,40 @@ impl Servers {
         {
             return Ok(seen.clone());
         }
-        server.events.list_changed.store(false, Ordering::Release);
-        let tools = list_all(server, exchange)
-            .await
-            .map_err(|f| failed(&target.service.id, "tools/list", f))?;
-        let listing = Listing {
-            hashes: tools
-                .iter()
-                .filter_map(|t| Some((t.get("name")?.as_str()?.to_string(), upstream_sha256(t))))
-                .collect(),
-            read_at: Some(Instant::now()),
-        };
-        if let Ok(mut seen) = server.seen.write() {
-            *seen = listing.clone();
-        }
-        Ok(listing)
+        read_listing(server, target, exchange).await
     }
+
+    /// Reads the server's listing now, whatever its age (at start and every few
+    /// minutes, so drift shows before a call meets it).
+    pub async fn relist(&self, target: &McpTarget<'_>) -> Result<Listing, CallError> {
+        let server = self.server(&target.service.id)?;
+        let exchange = exchange(target, None);
+        let _one = server.listing.lock().await;
+        read_listing(server, target, &exchange).await
+    }
+}
+
+/// Reads a server's listing (every page) and keeps it; the caller holds its listing lock.
+async fn read_listing(
+    server: &Server,
+    target: &McpTarget<'_>,
+    exchange: &Exchange<'_>,
+) -> Result<Listing, CallError> {
+    server.events.list_changed.store(false, Ordering::Release);
+    let tools = list_all(server, exchange)
+        .await
+        .map_err(|f| failed(&target.service.id, "tools/list", f))?;
+    let listing = Listing {
+        hashes: tools
+            .iter()
+            .filter_map(|t| Some((t.get("name")?.as_str()?.to_string(), upstream_sha256(t))))
+            .collect(),
+        read_at: Some(Instant::now()),
+    };
+    if let Ok(mut seen) = server.seen.write() {
+        *seen = listing.clone();
+    }
+    Ok(listing)
 }
 
 /// The exchange of one call: the credential header (HTTP), the trace, the bounds.
