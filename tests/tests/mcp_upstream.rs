@@ -418,3 +418,87 @@ async fn the_console_shows_a_tool_its_server_changed() {
         "{html}"
     );
 }
+
+/// Policies, costs and budgets, and traces hold for an MCP server's tools as for any:
+/// a Cedar policy on its typed argument, a budget on its price, `traceparent` in the
+/// request's `_meta`.
+#[tokio::test]
+async fn policies_budgets_and_traces_hold_for_mcp_tools() {
+    let (_tmp, dir, mcp_toml) = imported(&[]).await;
+    let policies = dir.join("policies");
+    std::fs::create_dir_all(&policies).unwrap();
+    std::fs::write(
+        policies.join("notes.cedar"),
+        "@id(\"everyone\")\npermit(principal, action, resource);\n\n\
+         @id(\"no-urgent-notes\")\nforbid(principal, action == Action::\"notes.add_note\", resource)\n\
+         when { context.arguments has priority && context.arguments.priority > 3 };\n",
+    )
+    .unwrap();
+    let service = service_toml(&[]);
+    let mut setup = Setup {
+        sources: Some(sources_with(&[
+            ("catalog/notes/service.toml", &service),
+            ("catalog/notes/mcp.toml", &mcp_toml),
+        ])),
+        config: Some(format!(
+            "[policy]\ndir = {:?}\n\n[costs]\nunits = [\"notes\"]\n\n\
+             [[costs.cost]]\ntool = \"notes.add_note\"\nunit = \"notes\"\nconstant = 1\n\n\
+             [[budgets]]\nname = \"notes-per-key\"\nunit = \"notes\"\nlimit = 2\nwindow = \"1d\"\napplies_to = \"each-key\"\n",
+            policies.display().to_string()
+        )),
+        ..Setup::default()
+    };
+    setup.env.insert("FIXTURE_TOKEN".into(), TOKEN.into());
+    let broker = TestBroker::start(setup).await;
+
+    // The policy reads the MCP tool's argument, typed from the server's schema.
+    let (status, body) = broker
+        .call(
+            "notes.add_note",
+            json!({"text": "now!", "priority": 5, "confirm": true}),
+            &[],
+        )
+        .await;
+    assert_eq!(
+        (status, classification(&body)),
+        (403, "forbidden"),
+        "{body}"
+    );
+    // The budget admits two notes a day, then refuses before anything is sent.
+    for n in 0..2 {
+        let (status, body) = broker
+            .call(
+                "notes.add_note",
+                json!({"text": format!("note {n}"), "confirm": true}),
+                &[],
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["meta"]["cost"]["estimate"]["notes"], 1, "{body}");
+    }
+    let (status, body) = broker
+        .call(
+            "notes.add_note",
+            json!({"text": "one too many", "confirm": true}),
+            &[],
+        )
+        .await;
+    assert_eq!(
+        (status, classification(&body)),
+        (402, "budget_exceeded"),
+        "{body}"
+    );
+
+    // The request carries the call's trace in `_meta`.
+    let parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let (status, body) = broker
+        .call("notes.slow", json!({"ms": 0}), &[("traceparent", parent)])
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let sent = body["data"]["meta"]["traceparent"].as_str().unwrap();
+    // The caller's trace goes on (a span of the broker's own where it records one).
+    assert!(
+        sent.starts_with("00-0af7651916cd43dd8448eb211c80319c-"),
+        "{body}"
+    );
+}

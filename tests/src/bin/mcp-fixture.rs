@@ -104,7 +104,8 @@ fn main() {
                         std::thread::sleep(std::time::Duration::from_millis(
                             arguments["ms"].as_u64().unwrap_or(0),
                         ));
-                        json!({"content": [{"type": "text", "text": "{\"slept\":true}"}]})
+                        let meta = json!({"slept": true, "meta": params["_meta"]});
+                        json!({"content": [{"type": "text", "text": meta.to_string()}]})
                     }
                     "crash" => std::process::exit(3),
                     "fail" => {
