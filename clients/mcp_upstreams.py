@@ -112,6 +112,9 @@ async def over_mcp():
             read = await client.call_tool("call_tool", {"name": "everything.echo", "arguments": {"message": "via mcp"}})
             envelope = read.structured_content
             check("/mcp: an MCP server's tool through call_tool", envelope["ok"] is True and envelope["data"] == "Echo: via mcp", envelope)
+            image = await client.call_tool("call_tool", {"name": "everything.get_tiny_image", "arguments": {}})
+            kinds = [c.type for c in image.content]
+            check("/mcp: the server's image block comes whole", "image" in kinds, kinds)
             found = await client.call_tool("find_tools", {"query": "current time timezone"})
             names = [r["fullName"] for r in found.structured_content["data"]["results"]]
             check("find_tools finds an MCP server's tool", "time.get_current_time" in names, names)

@@ -47,7 +47,7 @@ async fn imported(flags: &[&str]) -> (tempfile::TempDir, std::path::PathBuf, Str
     .await
     .unwrap()
     .unwrap_or_else(|e| panic!("{e}"));
-    assert!(out.contains("7 tools"), "{out}");
+    assert!(out.contains("8 tools"), "{out}");
     let text = std::fs::read_to_string(service.join("mcp.toml")).unwrap();
     (tmp, dir, text)
 }
@@ -70,7 +70,7 @@ fn lock_verifies(dir: &Path) {
     let verified =
         catalog(CatalogCommand::Verify { upstreams: true }, dir).unwrap_or_else(|e| panic!("{e}"));
     assert!(
-        verified.contains("notes: the server lists its 7 tools as the catalog pinned them"),
+        verified.contains("notes: the server lists its 8 tools as the catalog pinned them"),
         "{verified}"
     );
     let lock = std::fs::read_to_string(dir.join("catalog/catalog.lock")).unwrap();
@@ -143,6 +143,25 @@ async fn an_imported_mcp_server_is_called_as_any_service() {
     assert_ne!(body["data"]["password"], "hunter2", "{body}");
     assert!(!body.to_string().contains(TOKEN), "{body}");
     assert_eq!(body["meta"]["redacted"], 2, "{body}");
+
+    // An image: summarized in `POST /`'s data, kept whole on `/mcp`.
+    let (status, body) = broker.call("notes.picture", json!({}), &[]).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["data"],
+        json!(["a red dot", {"type": "image", "mimeType": "image/png", "bytes": 8}])
+    );
+    let (status, reply) = mcp_tools_call(
+        &broker,
+        json!({"name": "notes.picture", "arguments": {}}),
+        &[],
+    )
+    .await;
+    assert_eq!(status, 200, "{reply}");
+    let content = reply["result"]["content"].as_array().unwrap();
+    assert_eq!(content.len(), 2, "{reply}");
+    assert_eq!(content[1]["data"], "iVBORw0KGgo=", "{reply}");
+    assert_eq!(reply["result"]["structuredContent"]["data"][0], "a red dot");
 
     // An answer over the size bound is refused, and the server still answers after.
     let limit = embedded_catalog().rules.limits.max_upstream_body_bytes;

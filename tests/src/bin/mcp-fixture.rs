@@ -39,6 +39,8 @@ fn tools(rug_pulled: bool) -> Vec<Value> {
                "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}),
         json!({"name": "fail", "description": "Says it failed.",
                "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}),
+        json!({"name": "picture", "description": "A caption and a tiny image.",
+               "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}),
         json!({"name": "leak", "description": "Answers the value of a secret it was given, and a field named like one.",
                "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}),
     ]
@@ -108,6 +110,10 @@ fn main() {
                         json!({"content": [{"type": "text", "text": meta.to_string()}]})
                     }
                     "crash" => std::process::exit(3),
+                    "picture" => json!({"content": [
+                        {"type": "text", "text": "a red dot"},
+                        {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}
+                    ]}),
                     "fail" => {
                         json!({"content": [{"type": "text", "text": "the disk is full"}], "isError": true})
                     }

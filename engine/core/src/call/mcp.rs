@@ -157,12 +157,17 @@ impl Broker {
         }
         let mut data = read.data;
         let paths: Vec<&crate::catalog::JsonPath> = tool.response.redact.iter().collect();
-        let redacted = redact(&mut data, redaction, &paths, &secrets);
+        let mut redacted = redact(&mut data, redaction, &paths, &secrets);
         let truncation = truncate(&mut data, tool.item_budget);
+        let mut blocks = read.blocks;
+        for block in &mut blocks {
+            redacted += redact(block, redaction, &[], &secrets);
+        }
         Ok(Exec {
             data: data.into(),
             truncation,
             redacted: Some(redacted),
+            content: (!blocks.is_empty()).then(|| blocks.into_boxed_slice()),
             ..Exec::default()
         })
     }

@@ -125,6 +125,7 @@ impl Broker {
                 meta.redacted = exec.redacted;
                 meta.dispatched_to = exec.dispatched_to;
                 meta.cost = exec.cost;
+                meta.content = exec.content;
                 envelope::standard_ok_data(exec.data, meta)
             }
             Err(err) => {

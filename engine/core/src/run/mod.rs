@@ -114,6 +114,9 @@ pub struct Exec {
     /// A priced call's cost (`meta.cost`; boxed, since most calls are unpriced and an
     /// `Exec` moves by value).
     pub cost: Option<Box<crate::answer::envelope::Cost>>,
+    /// An MCP server's content blocks that are not text, kept whole for `/mcp`
+    /// (`data` summarizes them).
+    pub content: Option<Box<[Value]>>,
 }
 
 /// The form a caller of a tool wants its result in.

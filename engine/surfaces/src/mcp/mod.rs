@@ -526,7 +526,18 @@ fn write_tool_result(
     let ok = response.is_ok();
     out.extend_from_slice(br#"{"content":[{"type":"text","text":"#);
     crate::answer::envelope::write_json_string(out, text);
-    out.extend_from_slice(br#"}],"structuredContent":"#);
+    out.push(b'}');
+    // An MCP server's images, audio and resources, as it sent them.
+    for block in response
+        .meta
+        .as_ref()
+        .and_then(|m| m.content.as_deref())
+        .unwrap_or_default()
+    {
+        out.push(b',');
+        let _ = serde_json::to_writer(&mut *out, block);
+    }
+    out.extend_from_slice(br#"],"structuredContent":"#);
     out.extend_from_slice(text);
     out.extend_from_slice(if ok {
         br#","isError":false"#

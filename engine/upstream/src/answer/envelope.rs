@@ -19,6 +19,11 @@ use crate::error::CallError;
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Meta {
+    /// An MCP server's content blocks that are not text (images, audio, resources),
+    /// kept whole for an `/mcp` caller's `CallToolResult.content`; never in the
+    /// envelope, whose `data` summarizes them.
+    #[serde(skip)]
+    pub content: Option<Box<[Value]>>,
     /// The service's catalog version.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub catalog_version: Option<Arc<str>>,
@@ -769,6 +774,7 @@ mod tests {
         let mut metas = vec![Meta::default()];
         for n in [0, 9, 10, 99, 12_345, u64::MAX] {
             metas.push(Meta {
+                content: None,
                 catalog_version: Some("2026-11-23.2".into()),
                 consumes_credits: true,
                 cost: Some(Box::new(Cost {

@@ -2,7 +2,8 @@
 //! `data`; else the content blocks, each text block parsed as JSON where it is JSON
 //! (one block is the value itself, several an array), every other block (an image,
 //! audio, a resource) summarized by its type, MIME type and size, never its bytes.
-//! `isError` makes it a failure with the server's own text.
+//! `isError` makes it a failure with the server's own text. The blocks that are not text
+//! are kept whole beside it, for an `/mcp` caller.
 
 use serde_json::{Map, Value, json};
 
@@ -13,6 +14,8 @@ pub struct Read {
     pub data: Value,
     /// The server's text when it says the tool failed (`isError`).
     pub failed: Option<String>,
+    /// The blocks that are not text, whole (an `/mcp` caller gets them as they came).
+    pub blocks: Vec<Value>,
 }
 
 /// Reads a `CallToolResult`.
@@ -35,11 +38,20 @@ pub fn read(mut result: Value) -> Read {
             said
         }
     });
+    let kept: Vec<Value> = blocks
+        .iter()
+        .filter(|b| b.get("type").and_then(Value::as_str) != Some("text"))
+        .cloned()
+        .collect();
     let data = match result.get_mut("structuredContent").map(Value::take) {
         Some(structured) if !structured.is_null() => structured,
         _ => from_blocks(blocks),
     };
-    Read { data, failed }
+    Read {
+        data,
+        failed,
+        blocks: kept,
+    }
 }
 
 /// The data of content blocks.
@@ -85,8 +97,12 @@ fn block(block: Value) -> Value {
         summary.insert("mimeType".into(), mime.clone());
     }
     if let Some(Value::String(data)) = map.get("data") {
-        // Base64: three bytes for every four characters.
-        summary.insert("bytes".into(), json!(data.len() / 4 * 3));
+        // Base64: three bytes for every four characters, less the padding.
+        let padding = data.bytes().rev().take_while(|b| *b == b'=').count();
+        summary.insert(
+            "bytes".into(),
+            json!((data.len() / 4 * 3).saturating_sub(padding)),
+        );
     }
     if let Some(uri) = map
         .get("uri")
@@ -121,6 +137,10 @@ mod tests {
         assert_eq!(
             r.data,
             json!(["a tiny image", {"type": "image", "mimeType": "image/png", "bytes": 3}])
+        );
+        assert_eq!(
+            r.blocks,
+            vec![json!({"type": "image", "mimeType": "image/png", "data": "AAAA"})]
         );
         let r =
             read(json!({"content": [{"type": "text", "text": "no such file"}], "isError": true}));
