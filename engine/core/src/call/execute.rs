@@ -121,7 +121,9 @@ impl Broker {
             }
             Action::Mcp(mcp) => {
                 drop(scope);
-                return self.run_mcp(tool, mcp, args, verdict, decided, ctx).await;
+                // Boxed: an MCP exchange's future is deep, and a call's future holds
+                // it only on this path.
+                return Box::pin(self.run_mcp(tool, mcp, args, verdict, decided, ctx)).await;
             }
             Action::Http(plan) => plan,
         };

@@ -187,6 +187,14 @@ pub(crate) fn pool() -> Result<Pool, String> {
         .build(https))
 }
 
+/// The calling serving worker's own pool ([`Upstream::own_pool`]), else `shared`: a
+/// connection is then driven on the thread that uses it, with no wake-up of another.
+pub(crate) fn here_or(shared: &Pool) -> Pool {
+    OWN_POOL
+        .with(|own| own.get().cloned())
+        .unwrap_or_else(|| shared.clone())
+}
+
 /// A header a call sends; a name or value that HTTP cannot carry refuses the call.
 fn header(name: &str, value: &str) -> Result<(HeaderName, HeaderValue), CallError> {
     let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
@@ -228,9 +236,7 @@ impl Upstream {
     }
 
     fn pool(&self) -> Pool {
-        OWN_POOL
-            .with(|own| own.get().cloned())
-            .unwrap_or_else(|| self.pool.clone())
+        here_or(&self.pool)
     }
 
     fn build(req: &RenderedRequest, target: &Target<'_>, hop: &Hop) -> Result<Outgoing, CallError> {

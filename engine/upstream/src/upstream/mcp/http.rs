@@ -275,8 +275,7 @@ impl Remote {
         for (name, value) in headers.iter().chain(exchange.headers.iter()) {
             map.insert(name.clone(), value.clone());
         }
-        let response = self
-            .pool
+        let response = crate::upstream::client::here_or(&self.pool)
             .request(request)
             .await
             .map_err(|_| Failure::Unavailable("connection failed".into()))?;

@@ -229,7 +229,7 @@ impl Servers {
         let started = Instant::now();
         let mut hop = Some(target.trace.hop());
         let exchange = exchange(target, hop.as_ref());
-        let listing = self.fresh_listing(server, target, &exchange).await?;
+        let listing = Box::pin(self.fresh_listing(server, target, &exchange)).await?;
         let seen = listing.hashes.get(&call.tool);
         if seen != Some(&plan.pinned) {
             tracing::warn!(service = %service, tool = %call.tool, "mcp server describes a tool otherwise than the catalog pinned; refused");
@@ -250,7 +250,7 @@ impl Servers {
             timeout: left,
             ..exchange
         };
-        let answer = request(server, "tools/call", params, &exchange).await;
+        let answer = Box::pin(request(server, "tools/call", params, &exchange)).await;
         if let Some(hop) = hop.take() {
             let error = answer.as_ref().err().map(failure_name);
             target.trace.finish_hop(
