@@ -138,6 +138,8 @@ impl Remote {
             {
                 Era::Stateless
             }
+            // A refused key says nothing of the revision: asked again with one.
+            Err(Failure::Status(status @ (401 | 403))) => return Err(Failure::Status(status)),
             Ok(_) | Err(Failure::Rpc(_) | Failure::Status(_)) => Era::Handshake,
             Err(e) => return Err(e),
         };

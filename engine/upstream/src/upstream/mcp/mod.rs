@@ -229,16 +229,10 @@ impl Servers {
         let started = Instant::now();
         let mut hop = Some(target.trace.hop());
         let exchange = exchange(target, hop.as_ref());
-        let listing = Box::pin(self.fresh_listing(server, target, &exchange)).await?;
-        let seen = listing.hashes.get(&call.tool);
-        if seen != Some(&plan.pinned) {
+        let seen = Box::pin(self.seen_hash(server, &call.tool, target, &exchange)).await?;
+        if seen.as_ref() != Some(&plan.pinned) {
             tracing::warn!(service = %service, tool = %call.tool, "mcp server describes a tool otherwise than the catalog pinned; refused");
-            return Err(changed(
-                service,
-                &call.tool,
-                &plan.pinned,
-                seen.map(String::as_str),
-            ));
+            return Err(changed(service, &call.tool, &plan.pinned, seen.as_deref()));
         }
         let mut meta = Map::new();
         if let Some(Ok(text)) = hop.as_ref().map(|h| h.traceparent.to_str()) {
@@ -289,29 +283,32 @@ impl Servers {
         })
     }
 
-    /// The server's listing, read again if it is missing, old, or said to have changed.
-    async fn fresh_listing(
+    /// What `tool` hashes to in the server's listing (`None`: not listed), the listing
+    /// read again first if it is missing, old, or said to have changed.
+    async fn seen_hash(
         &self,
         server: &Server,
+        tool: &str,
         target: &McpTarget<'_>,
         exchange: &Exchange<'_>,
-    ) -> Result<Listing, CallError> {
-        let stale = |l: &Listing| {
-            l.read_at.is_none_or(|at| at.elapsed() >= RELIST_AFTER)
-                || server.events.list_changed.load(Ordering::Acquire)
+    ) -> Result<Option<String>, CallError> {
+        let fresh = |l: &Listing| {
+            l.read_at.is_some_and(|at| at.elapsed() < RELIST_AFTER)
+                && !server.events.list_changed.load(Ordering::Acquire)
         };
         if let Ok(seen) = server.seen.read()
-            && !stale(&seen)
+            && fresh(&seen)
         {
-            return Ok(seen.clone());
+            return Ok(seen.hashes.get(tool).cloned());
         }
         let _one = server.listing.lock().await;
         if let Ok(seen) = server.seen.read()
-            && !stale(&seen)
+            && fresh(&seen)
         {
-            return Ok(seen.clone());
+            return Ok(seen.hashes.get(tool).cloned());
         }
-        read_listing(server, target, exchange).await
+        let listing = read_listing(server, target, exchange).await?;
+        Ok(listing.hashes.get(tool).cloned())
     }
 
     /// Reads the server's listing now, whatever its age (at start and every few
