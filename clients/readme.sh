@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's quick start as a reader runs it: the `sh` blocks of its "Run it" section,
 # pasted in order into one shell in the checkout (the key exported, the broker started
-# in the background with `cargo run --release`, the example `curl`), and the answer
+# in the background with `cargo run --release --bin tool-broker`, the example `curl`), and the answer
 # checked: the call succeeds with the reader's own key. Port 8080 on loopback, as the
 # README says; bounded: the broker must answer within 20 minutes (a cold release build).
 set -euo pipefail
