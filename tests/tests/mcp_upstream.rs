@@ -26,27 +26,34 @@ fn service_toml(flags: &[&str]) -> String {
     )
 }
 
+/// Runs a catalog command on `dir` off the test's runtime (the MCP commands start one
+/// of their own).
+async fn run_catalog(dir: &Path, command: CatalogCommand) -> Result<String, String> {
+    let root = dir.to_path_buf();
+    tokio::task::spawn_blocking(move || catalog(command, &root))
+        .await
+        .unwrap()
+}
+
+/// `catalog import-mcp SERVICE` on `dir`.
+fn import_mcp(service: &str) -> CatalogCommand {
+    CatalogCommand::ImportMcp {
+        service: service.into(),
+        url: None,
+        key_env: None,
+        check: false,
+    }
+}
+
 /// A scratch catalog root with the notes service, imported from the fixture.
 async fn imported(flags: &[&str]) -> (tempfile::TempDir, std::path::PathBuf, String) {
     let (tmp, dir) = scratch_root();
     let service = dir.join("catalog/notes");
     std::fs::create_dir_all(&service).unwrap();
     std::fs::write(service.join("service.toml"), service_toml(flags)).unwrap();
-    let root = dir.clone();
-    let out = tokio::task::spawn_blocking(move || {
-        catalog(
-            CatalogCommand::ImportMcp {
-                service: "notes".into(),
-                url: None,
-                key_env: None,
-                check: false,
-            },
-            &root,
-        )
-    })
-    .await
-    .unwrap()
-    .unwrap_or_else(|e| panic!("{e}"));
+    let out = run_catalog(&dir, import_mcp("notes"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert!(out.contains("8 tools"), "{out}");
     let text = std::fs::read_to_string(service.join("mcp.toml")).unwrap();
     (tmp, dir, text)
@@ -262,26 +269,19 @@ async fn a_tool_the_server_changed_is_refused_before_anything_is_sent() {
 
     // `diff-mcp` finds nothing against a server that describes its tools as imported,
     // and names the member that changed against one that does not.
-    let diff = |dir: std::path::PathBuf| {
-        tokio::task::spawn_blocking(move || {
-            catalog(
-                CatalogCommand::DiffMcp {
-                    service: "notes".into(),
-                    url: None,
-                    key_env: None,
-                },
-                &dir,
-            )
-        })
+    let diff = || CatalogCommand::DiffMcp {
+        service: "notes".into(),
+        url: None,
+        key_env: None,
     };
-    let clean = diff(dir.clone()).await.unwrap();
+    let clean = run_catalog(&dir, diff()).await;
     assert!(clean.is_ok(), "{clean:?}");
     std::fs::write(
         dir.join("catalog/notes/service.toml"),
         service_toml(&["--pulled"]),
     )
     .unwrap();
-    let changed = diff(dir.clone()).await.unwrap().unwrap_err();
+    let changed = run_catalog(&dir, diff()).await.unwrap_err();
     assert!(changed.contains("changed  echo: description"), "{changed}");
 }
 
@@ -330,21 +330,7 @@ async fn a_streamable_http_server_is_imported_and_called_with_the_caller_s_key()
     std::fs::create_dir_all(dir.join("catalog/peer")).unwrap();
     std::fs::write(dir.join("catalog/peer/service.toml"), &service).unwrap();
     // Importing needs the key too: the peer refuses a list without one.
-    let root = dir.clone();
-    let refused = tokio::task::spawn_blocking(move || {
-        catalog(
-            CatalogCommand::ImportMcp {
-                service: "peer".into(),
-                url: None,
-                key_env: None,
-                check: false,
-            },
-            &root,
-        )
-    })
-    .await
-    .unwrap()
-    .unwrap_err();
+    let refused = run_catalog(&dir, import_mcp("peer")).await.unwrap_err();
     assert!(refused.contains("refused the key"), "{refused}");
     let root = dir.clone();
     let imported = tokio::task::spawn_blocking(move || {

@@ -104,14 +104,7 @@ impl Broker {
             .is_some_and(|m| m.transport != crate::catalog::mcp::Transport::Http);
         let base_url = self.parts.routes.base_url(&tool.service);
         if !stdio && base_url.is_none() {
-            return Err(CallError::new(
-                Classification::NotConfigured,
-                format!(
-                    "the `{0}` MCP server has no URL; set TOOL_BROKER_UPSTREAM_{1} or [upstreams] {0} in the config file",
-                    tool.service,
-                    tool.service.to_ascii_uppercase()
-                ),
-            ));
+            return Err(super::send::no_base_url(&tool.service));
         }
         let keyed = self.key_for(tool, service, args, ctx).await?;
         let target = McpTarget {

@@ -82,14 +82,7 @@ impl Broker {
         ctx: &RequestCtx<'_>,
     ) -> Result<Exec, CallError> {
         let Some(base_url) = self.parts.routes.base_url(&tool.service) else {
-            return Err(CallError::new(
-                Classification::NotConfigured,
-                format!(
-                    "the `{0}` upstream has no base URL; set TOOL_BROKER_UPSTREAM_{1} or [upstreams] {0} in the config file",
-                    tool.service,
-                    tool.service.to_ascii_uppercase()
-                ),
-            ));
+            return Err(no_base_url(&tool.service));
         };
         let service = self
             .parts
@@ -355,6 +348,18 @@ impl Broker {
             tracing::error!(error = %e, tool = %tool.full_name, "job status not recorded");
         }
     }
+}
+
+/// `not_configured` for a service whose upstream has no address (an HTTP service's base
+/// URL, an HTTP MCP server's URL).
+pub(super) fn no_base_url(service: &str) -> CallError {
+    CallError::new(
+        Classification::NotConfigured,
+        format!(
+            "the `{service}` upstream has no base URL; set TOOL_BROKER_UPSTREAM_{} or [upstreams] {service} in the config file",
+            service.to_ascii_uppercase()
+        ),
+    )
 }
 
 /// What a call's arguments ask of its answer's shape (`response.*_arg`).
