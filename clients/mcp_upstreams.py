@@ -1,7 +1,8 @@
 """Calls the reference MCP servers through a started broker (see clients/mcp_upstreams.sh).
 
-`POST /` for most checks, and the official MCP Python SDK on `/mcp` for one read and one
-write. Exits non-zero on any failure; prints one line per check.
+`POST /` for most checks, and the official MCP Python SDK on `/mcp` for reads, content
+blocks, the servers' progress and their questions. Exits non-zero on any failure; prints
+one line per check.
 """
 
 import asyncio
@@ -14,6 +15,7 @@ import urllib.error
 import urllib.request
 
 import httpx2
+from mcp import types
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -120,8 +122,39 @@ async def over_mcp():
             check("find_tools finds an MCP server's tool", "time.get_current_time" in names, names)
 
 
+async def relayed():
+    """A server's progress and its questions reach the SDK's callbacks through the broker."""
+    headers = {"authorization": f"Bearer {TOKEN}"}
+    asked = []
+
+    async def answer(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"name": "Ada Lovelace", "check": True})
+
+    for service in ("everything", "everything_http"):
+        for mode in ("legacy", "auto"):
+            seen = []
+
+            async def progress(value, total, message):
+                seen.append((value, total))
+
+            async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+                transport = streamable_http_client(URL + "/mcp", http_client=http)
+                async with Client(transport, mode=mode, elicitation_callback=answer) as client:
+                    era = "2025-11-25" if mode == "legacy" else "2026-07-28"
+                    done = await client.call_tool(f"{service}.trigger_long_running_operation",
+                                                  {"duration": 1, "steps": 3}, progress_callback=progress)
+                    check(f"{service} ({era}): the server's progress reaches the caller",
+                          [v for v, _ in seen] == [1, 2, 3] and not done.is_error, (seen, done.structured_content))
+                    result = await client.call_tool(f"{service}.trigger_elicitation_request", {})
+                    text = json.dumps(result.structured_content)
+                    check(f"{service} ({era}): the server's question is put to the caller and answered",
+                          "Ada Lovelace" in text and asked, text[:300])
+
+
 post_root()
 asyncio.run(over_mcp())
+asyncio.run(relayed())
 killed_mid_call()
 if failures:
     raise SystemExit(f"{len(failures)} check(s) failed: {failures}")

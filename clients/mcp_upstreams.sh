@@ -6,7 +6,8 @@
 # `catalog import-mcp` into a scratch catalog root, locked and verified; then a started
 # broker is called through `POST /` and `/mcp` (clients/mcp_upstreams.py): reads, a
 # write that needs its confirmation, a policy on an MCP tool's argument, the stdio
-# server's environment kept to what `[mcp] env` names, content blocks, the server
+# server's environment kept to what `[mcp] env` names, content blocks, the servers'
+# progress and questions passed on to an SDK caller over both transports, the server
 # killed mid-call and started again. Loopback only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,9 +45,16 @@ service() { # ID, then the [mcp] table's lines
 service everything "command = [\"node\", \"$everything\", \"stdio\"]" 'env = ["EVERYTHING_SHOWN"]'
 service everything_http "url = \"http://127.0.0.1:$http_port/mcp\""
 service time "command = [\"$time_venv/bin/mcp-server-time\", \"--local-timezone\", \"UTC\"]"
-# A reviewer's override: server-everything's `get-sum` is kept, renamed.
-cat >"$root/import/everything.toml" <<'TOML'
-service = "everything"
+# A reviewer's overrides: server-everything's `get-sum` is kept, renamed; its question
+# to the person is a read (it changes nothing).
+for id in everything everything_http; do
+  cat >"$root/import/$id.toml" <<TOML
+service = "$id"
+[tool.trigger-elicitation-request]
+risk = "read"
+TOML
+done
+cat >>"$root/import/everything.toml" <<'TOML'
 [tool.get-sum]
 name = "add_numbers"
 TOML

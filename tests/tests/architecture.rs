@@ -122,7 +122,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "webhook",
         ],
     ),
-    ("served", &["call", "caller", "catalog", "config", "store"]),
+    (
+        "served",
+        &[
+            "answer", "call", "caller", "catalog", "config", "store", "upstream",
+        ],
+    ),
     (
         "mcp",
         &[

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use serde_json::json;
+use serde_json::{Value, json};
 use tool_broker::cli::{CatalogCommand, catalog};
 
 use crate::support::*;
@@ -54,7 +54,7 @@ async fn imported(flags: &[&str]) -> (tempfile::TempDir, std::path::PathBuf, Str
     let out = run_catalog(&dir, import_mcp("notes"))
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    assert!(out.contains("8 tools"), "{out}");
+    assert!(out.contains("10 tools"), "{out}");
     let text = std::fs::read_to_string(service.join("mcp.toml")).unwrap();
     (tmp, dir, text)
 }
@@ -77,7 +77,7 @@ fn lock_verifies(dir: &Path) {
     let verified =
         catalog(CatalogCommand::Verify { upstreams: true }, dir).unwrap_or_else(|e| panic!("{e}"));
     assert!(
-        verified.contains("notes: the server lists its 8 tools as the catalog pinned them"),
+        verified.contains("notes: the server lists its 10 tools as the catalog pinned them"),
         "{verified}"
     );
     let lock = std::fs::read_to_string(dir.join("catalog/catalog.lock")).unwrap();
@@ -313,12 +313,12 @@ async fn an_mcp_service_is_checked_when_the_catalog_compiles() {
     assert!(problems.contains("64 lowercase hex digits"), "{problems}");
 }
 
-/// A broker's `/mcp` as another broker's MCP service over Streamable HTTP: the
-/// stateless revision settled by `server/discover`, the caller's key in the service's
-/// credential header, the upstream's tools imported over HTTP and called through.
-#[tokio::test]
-async fn a_streamable_http_server_is_imported_and_called_with_the_caller_s_key() {
-    let upstream = TestBroker::start(Setup::default()).await;
+/// Another broker's `/mcp` as the service `peer` of a scratch catalog root (its
+/// credential the caller's `x-peer-key`), imported with the test key: the root, the
+/// service's `service.toml` and the imported `mcp.toml`.
+async fn imported_peer(
+    upstream: &TestBroker,
+) -> (tempfile::TempDir, std::path::PathBuf, String, String) {
     let service = format!(
         "id = \"peer\"\ntitle = \"Peer\"\ndescription = \"Another broker.\"\n\
          catalog_version = \"2026-11-29.1\"\nversion_format = \"dashed_date\"\n\n\
@@ -326,12 +326,9 @@ async fn a_streamable_http_server_is_imported_and_called_with_the_caller_s_key()
          [mcp]\nurl = \"{}/mcp\"\n",
         upstream.url
     );
-    let (_tmp, dir) = scratch_root();
+    let (tmp, dir) = scratch_root();
     std::fs::create_dir_all(dir.join("catalog/peer")).unwrap();
     std::fs::write(dir.join("catalog/peer/service.toml"), &service).unwrap();
-    // Importing needs the key too: the peer refuses a list without one.
-    let refused = run_catalog(&dir, import_mcp("peer")).await.unwrap_err();
-    assert!(refused.contains("refused the key"), "{refused}");
     let root = dir.clone();
     let imported = tokio::task::spawn_blocking(move || {
         let catalog = tool_broker::cli::CatalogRoot::from(&root).load()?;
@@ -346,6 +343,82 @@ async fn a_streamable_http_server_is_imported_and_called_with_the_caller_s_key()
     .unwrap_or_else(|e| panic!("{e}"));
     assert!(imported.contains("tools"), "{imported}");
     let mcp_toml = std::fs::read_to_string(dir.join("catalog/peer/mcp.toml")).unwrap();
+    (tmp, dir, service, mcp_toml)
+}
+
+/// A Streamable HTTP server's answer over the catalog's size bound is refused
+/// (`upstream_unavailable`), as a stdio server's is.
+#[tokio::test]
+async fn an_http_server_s_answer_over_the_size_bound_is_refused() {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, ResponseTemplate};
+    let api = wiremock::MockServer::start().await;
+    let customers: Vec<Value> = (0..20)
+        .map(|i| json!({"id": format!("cus_{i}"), "description": "x".repeat(100_000)}))
+        .collect();
+    Mock::given(method("GET"))
+        .and(path("/v1/customers"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "data": customers })))
+        .mount(&api)
+        .await;
+    let mut upstreams = std::collections::BTreeMap::new();
+    upstreams.insert("payments".to_string(), api.uri());
+    let upstream = TestBroker::start(Setup {
+        upstreams,
+        ..Setup::default()
+    })
+    .await;
+    let (_tmp, _dir, service, mcp_toml) = imported_peer(&upstream).await;
+    // The peer's payments calls carry a key of their own.
+    let service = format!("{service}\n[static_headers]\nx-payments-api-key = \"sk_test_peer\"\n");
+    // The peer's answer is about 4 MB; this broker reads 1 MB at most.
+    let limits = std::fs::read_to_string(root().join("rules/limits.toml"))
+        .unwrap()
+        .replace(
+            "max_upstream_body_bytes = 8388608",
+            "max_upstream_body_bytes = 1000000",
+        );
+    assert!(limits.contains("= 1000000"));
+    let broker = TestBroker::start(Setup {
+        sources: Some(sources_with(&[
+            ("catalog/peer/service.toml", &service),
+            ("catalog/peer/mcp.toml", &mcp_toml),
+            ("rules/limits.toml", &limits),
+        ])),
+        ..Setup::default()
+    })
+    .await;
+    // The peer lists its discovery tools; its `call_tool` (a write) runs the read.
+    let (status, body) = broker
+        .call(
+            "peer.call_tool",
+            json!({"name": "payments.get_customers", "arguments": {"response_mode": "full"}, "confirm": true}),
+            &[("x-peer-key", API_KEY)],
+        )
+        .await;
+    assert_eq!(
+        (status, classification(&body)),
+        (502, "upstream_unavailable"),
+        "{body}"
+    );
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("answer to `tools/call` is larger than the broker's limit")),
+        "{body}"
+    );
+}
+
+/// A broker's `/mcp` as another broker's MCP service over Streamable HTTP: the
+/// stateless revision settled by `server/discover`, the caller's key in the service's
+/// credential header, the upstream's tools imported over HTTP and called through.
+#[tokio::test]
+async fn a_streamable_http_server_is_imported_and_called_with_the_caller_s_key() {
+    let upstream = TestBroker::start(Setup::default()).await;
+    let (_tmp, dir, service, mcp_toml) = imported_peer(&upstream).await;
+    // Importing needs the key too: the peer refuses a list without one.
+    let refused = run_catalog(&dir, import_mcp("peer")).await.unwrap_err();
+    assert!(refused.contains("refused the key"), "{refused}");
     assert!(mcp_toml.contains("tool = \"find_tools\""), "{mcp_toml}");
 
     let broker = TestBroker::start(Setup {
@@ -504,6 +577,299 @@ async fn policies_budgets_and_traces_hold_for_mcp_tools() {
     // The caller's trace goes on (a span of the broker's own where it records one).
     assert!(
         sent.starts_with("00-0af7651916cd43dd8448eb211c80319c-"),
+        "{body}"
+    );
+}
+
+/// A `tools/call` posted to `/mcp` in the 2025-11-25 revision, taking a stream: the
+/// response, still being read.
+async fn streamed_call(broker: &TestBroker, params: Value) -> reqwest::Response {
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params });
+    broker
+        .client
+        .post(format!("{}/mcp", broker.url))
+        .header("authorization", format!("Bearer {API_KEY}"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap()
+}
+
+/// A `tools/call` sent by hand with a chunked body (which the broker's own server
+/// hands to hyper's) and `Connection: close`: the whole answer's text.
+async fn raw_chunked_call(broker: &TestBroker, message: &Value) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let body = message.to_string();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {API_KEY}\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         MCP-Protocol-Version: 2025-11-25\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n\
+         {:x}\r\n{body}\r\n0\r\n\r\n",
+        body.len()
+    );
+    let mut stream = tokio::net::TcpStream::connect(broker.url.trim_start_matches("http://"))
+        .await
+        .unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        stream.read_to_end(&mut out),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The events of a stream as they come: each one's JSON-RPC message (comments skipped).
+struct Events {
+    response: reqwest::Response,
+    buffer: Vec<u8>,
+}
+
+impl Events {
+    fn of(response: reqwest::Response) -> Self {
+        assert_eq!(
+            response.headers()["content-type"],
+            "text/event-stream",
+            "a streamed answer"
+        );
+        Self {
+            response,
+            buffer: Vec::new(),
+        }
+    }
+
+    async fn next(&mut self) -> Option<Value> {
+        loop {
+            if let Some(at) = self.buffer.windows(2).position(|w| w == b"\n\n") {
+                let event: Vec<u8> = self.buffer.drain(..at + 2).collect();
+                let text = String::from_utf8(event).unwrap();
+                let data: Vec<&str> = text
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data: "))
+                    .collect();
+                if data.is_empty() {
+                    continue;
+                }
+                return Some(serde_json::from_str(&data.join("\n")).unwrap());
+            }
+            let chunk =
+                tokio::time::timeout(std::time::Duration::from_secs(20), self.response.chunk())
+                    .await
+                    .expect("the stream said nothing for 20 s")
+                    .unwrap()?;
+            self.buffer.extend_from_slice(&chunk);
+        }
+    }
+}
+
+#[tokio::test]
+async fn progress_and_questions_of_a_server_reach_its_mcp_caller() {
+    let (_tmp, _dir, mcp_toml) = imported(&[]).await;
+    let broker = broker(&[], &mcp_toml).await;
+
+    // Progress under the caller's own token, then the result, in one stream.
+    let response = streamed_call(
+        &broker,
+        json!({"name": "notes.count", "arguments": {"n": 3}, "_meta": {"progressToken": "p-7"}}),
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    let mut events = Events::of(response);
+    for step in 1..=3 {
+        let progress = events.next().await.unwrap();
+        assert_eq!(
+            progress,
+            json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                   "params": {"progressToken": "p-7", "progress": step, "total": 3, "message": format!("step {step}")}})
+        );
+    }
+    let last = events.next().await.unwrap();
+    assert_eq!(last["id"], 1, "{last}");
+    assert_eq!(
+        last["result"]["structuredContent"]["data"], "counted to 3",
+        "{last}"
+    );
+    assert!(
+        events.next().await.is_none(),
+        "the stream ends with the answer"
+    );
+
+    // The same stream from hyper's server (a chunked request body is handed to it).
+    let text = raw_chunked_call(
+        &broker,
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "notes.count", "arguments": {"n": 2}, "_meta": {"progressToken": 5}}}),
+    )
+    .await;
+    let head = text.to_ascii_lowercase();
+    assert!(head.contains("content-type: text/event-stream"), "{text}");
+    assert!(head.contains("transfer-encoding: chunked"), "{text}");
+    assert_eq!(text.matches("notifications/progress").count(), 2, "{text}");
+    assert!(text.contains(r#""progressToken":5"#), "{text}");
+    assert!(text.contains("counted to 2"), "{text}");
+
+    // No token: nothing to hear, the answer is plain JSON.
+    let response = streamed_call(
+        &broker,
+        json!({"name": "notes.count", "arguments": {"n": 2}}),
+    )
+    .await;
+    assert_eq!(response.headers()["content-type"], "application/json");
+    let reply: Value = response.json().await.unwrap();
+    assert_eq!(
+        reply["result"]["structuredContent"]["data"], "counted to 2",
+        "{reply}"
+    );
+
+    // A question: put to the caller in the stream, the server's secret swept out,
+    // answered by a POST of the caller's, the answer reaching the server.
+    let response = streamed_call(&broker, json!({"name": "notes.ask", "arguments": {}})).await;
+    let mut events = Events::of(response);
+    let question = events.next().await.unwrap();
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+    let asked = question["params"]["message"].as_str().unwrap();
+    assert!(
+        !asked.contains(TOKEN) && asked.contains("[REDACTED]"),
+        "{asked}"
+    );
+    let id = question["id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("tb-q-"), "{id}");
+    let answer = |id: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "result": {"action": "accept", "content": {"name": "Ada"}}})
+            .to_string()
+            .into_bytes()
+    };
+    let bearer = format!("Bearer {API_KEY}");
+    let headers = [
+        ("authorization", bearer.as_str()),
+        ("content-type", "application/json"),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let (status, _, text) = broker
+        .send(
+            reqwest::Method::POST,
+            "/mcp",
+            Some(answer("tb-q-0000")),
+            &headers,
+        )
+        .await;
+    assert_eq!(status, 400, "an answer to no question is refused: {text}");
+    assert!(text.contains("no open question"), "{text}");
+    let (status, _, text) = broker
+        .send(reqwest::Method::POST, "/mcp", Some(answer(&id)), &headers)
+        .await;
+    assert_eq!(status, 202, "{text}");
+    let last = events.next().await.unwrap();
+    assert_eq!(
+        last["result"]["structuredContent"]["data"],
+        r#"answer: {"action":"accept","content":{"name":"Ada"}}"#,
+        "{last}"
+    );
+    let (status, _, _) = broker
+        .send(reqwest::Method::POST, "/mcp", Some(answer(&id)), &headers)
+        .await;
+    assert_eq!(status, 400, "a question is answered once");
+
+    // A caller that cannot be asked: the server hears why, the caller gets its error.
+    let (status, body) = broker.call("notes.ask", json!({}), &[]).await;
+    assert_eq!(
+        (status, classification(&body)),
+        (502, "upstream_http_error"),
+        "{body}"
+    );
+    assert!(
+        body["error"]["details"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("cannot be asked a question")),
+        "{body}"
+    );
+    // A stateless caller that answers forms is asked by an input-required result; its
+    // retry carries the answer, and the held call goes on to its result.
+    let ask = |extra: Value| {
+        let mut params = json!({"name": "notes.ask", "arguments": {}});
+        if let (Some(p), Value::Object(more)) = (params.as_object_mut(), extra) {
+            p.extend(more);
+        }
+        params
+    };
+    let (status, reply) = mcp_modern(
+        &broker,
+        "tools/call",
+        ask(json!({})),
+        json!({"elicitation": {}}),
+        "notes.ask",
+        &[],
+    )
+    .await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["result"]["resultType"], "input_required", "{reply}");
+    let state = reply["result"]["requestState"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let request = &reply["result"]["inputRequests"][&state];
+    assert_eq!(request["method"], "elicitation/create", "{reply}");
+    assert!(
+        request["params"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("[REDACTED]"),
+        "{reply}"
+    );
+    let retry = |state: &str| {
+        ask(json!({
+            "requestState": state,
+            "inputResponses": { state: {"action": "accept", "content": {"name": "Grace"}} },
+        }))
+    };
+    let (status, reply) = mcp_modern(
+        &broker,
+        "tools/call",
+        retry("tb-q-00"),
+        json!({"elicitation": {}}),
+        "notes.ask",
+        &[],
+    )
+    .await;
+    assert_eq!(status, 400, "a state that names no question: {reply}");
+    let (status, reply) = mcp_modern(
+        &broker,
+        "tools/call",
+        retry(&state),
+        json!({"elicitation": {}}),
+        "notes.ask",
+        &[],
+    )
+    .await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(
+        reply["result"]["structuredContent"]["data"],
+        r#"answer: {"action":"accept","content":{"name":"Grace"}}"#,
+        "{reply}"
+    );
+    // One that declares no elicitation is not asked: its server hears why.
+    let (status, reply) = mcp_modern(
+        &broker,
+        "tools/call",
+        ask(json!({})),
+        json!({}),
+        "notes.ask",
+        &[],
+    )
+    .await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    // The progress of a caller on POST / is dropped; its answer is whole.
+    let (status, body) = broker.call("notes.count", json!({"n": 2}), &[]).await;
+    assert_eq!(
+        (status, &body["data"]),
+        (200, &json!("counted to 2")),
         "{body}"
     );
 }

@@ -380,6 +380,7 @@ impl Run {
                     caller: &caller,
                     idempotency_key: None,
                     elicitation: None,
+                    relay: None,
                     task_watch: None,
                     descriptor_hash: None,
                     trace_parent: None,

@@ -35,6 +35,38 @@ pub enum Body {
     Page(String),
     /// Anything else, with its content type (the metrics' text, an audit export).
     Typed(&'static str, Bytes),
+    /// A body written as it is made (an MCP call's `text/event-stream`), with its
+    /// content type: each chunk sent whole as it comes, the body ended when the
+    /// sending end drops.
+    Stream(&'static str, Chunks),
+}
+
+/// The receiving end of a [`Body::Stream`], taken once by the server that writes it.
+#[derive(Clone)]
+pub struct Chunks(std::sync::Arc<std::sync::Mutex<Option<tokio::sync::mpsc::Receiver<Bytes>>>>);
+
+impl Chunks {
+    /// The chunks `rx` receives.
+    pub fn new(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Self {
+        Self(std::sync::Arc::new(std::sync::Mutex::new(Some(rx))))
+    }
+
+    /// The receiving end (once; `None` after).
+    pub fn take(&self) -> Option<tokio::sync::mpsc::Receiver<Bytes>> {
+        self.0.lock().ok()?.take()
+    }
+}
+
+impl PartialEq for Chunks {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl std::fmt::Debug for Chunks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Chunks")
+    }
 }
 
 /// The headers of a JSON or typed body: never cached, never sniffed as anything else.
@@ -112,7 +144,9 @@ impl Reply {
         let (content_type, rest): (Option<&'static str>, &[(&str, &str)]) = match &self.body {
             Body::Empty => (None, &[]),
             Body::Json(_) => (None, &JSON_HEADERS),
-            Body::Typed(content_type, _) => (Some(content_type), &JSON_HEADERS[1..]),
+            Body::Typed(content_type, _) | Body::Stream(content_type, _) => {
+                (Some(content_type), &JSON_HEADERS[1..])
+            }
             Body::Page(_) => (None, &PAGE_HEADERS),
         };
         content_type
@@ -132,10 +166,10 @@ impl Reply {
                 .any(|(given, _)| JSON_HEADERS.iter().any(|(name, _)| name == given))
     }
 
-    /// The body's bytes, borrowed.
+    /// The body's bytes, borrowed (none for a stream: its server writes it).
     pub fn body_bytes(&self) -> &[u8] {
         match &self.body {
-            Body::Empty => &[],
+            Body::Empty | Body::Stream(..) => &[],
             Body::Json(b) | Body::Typed(_, b) => b,
             Body::Page(text) => text.as_bytes(),
         }
@@ -155,7 +189,7 @@ impl Body {
     /// The bytes, moved out.
     pub fn into_bytes(self) -> Bytes {
         match self {
-            Body::Empty => Bytes::new(),
+            Body::Empty | Body::Stream(..) => Bytes::new(),
             Body::Json(b) | Body::Typed(_, b) => b,
             Body::Page(text) => Bytes::from(text),
         }

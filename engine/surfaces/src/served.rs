@@ -10,6 +10,13 @@ use serde_json::Value;
 use crate::call::Broker;
 use crate::config::ConfigFile;
 
+/// A relayed MCP call held on this replica until its caller answers its server's
+/// question (`mcp::stream`): the call's task, and what its server says meanwhile.
+pub type HeldCall = (
+    tokio::task::JoinHandle<crate::answer::envelope::Enveloped>,
+    tokio::sync::mpsc::Receiver<crate::upstream::mcp::relay::Relayed>,
+);
+
 /// The broker and the endpoints' own state: what `serve`, the MCP endpoint and the
 /// console are handed.
 #[derive(Debug)]
@@ -64,6 +71,10 @@ pub struct EndpointState {
     pub console_store: Option<crate::store::Store>,
     /// When this broker was built.
     pub started: jiff::Timestamp,
+    /// The questions of MCP servers put to callers and not yet answered (decision 019).
+    pub questions: Arc<crate::upstream::mcp::relay::Questions>,
+    /// The calls of 2026-07-28 callers waiting for the answer to their server's question.
+    pub held_calls: Arc<crate::upstream::mcp::relay::Held<HeldCall>>,
 }
 
 impl EndpointState {
@@ -94,6 +105,8 @@ impl EndpointState {
                 .unwrap_or(crate::config::DEFAULT_AUDIT_RETENTION_DAYS),
             console_store: None,
             started: jiff::Timestamp::now(),
+            questions: Arc::default(),
+            held_calls: Arc::default(),
         })
     }
 }

@@ -1,6 +1,7 @@
 //! An MCP server over stdio for the broker's tests: a few tools that answer, write,
-//! fail, wait, exit or answer too much; and, asked to, one that changes its description
-//! after its first call (a "rug pull") or lines of garbage on its output.
+//! fail, wait, exit, answer too much, say their progress or ask the person a question;
+//! and, asked to, one that changes its description after its first call (a "rug
+//! pull") or lines of garbage on its output.
 //!
 //! Options: `--rug-pull`, `--pulled` (changed from the start), `--garbage`. It prints `FIXTURE_TOKEN`'s value to stderr when
 //! it starts (the broker must scrub it from its log).
@@ -43,7 +44,58 @@ fn tools(rug_pulled: bool) -> Vec<Value> {
                "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}),
         json!({"name": "leak", "description": "Answers the value of a secret it was given, and a field named like one.",
                "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}),
+        json!({"name": "count", "description": "Counts to `n`, saying its progress at each step.",
+               "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}},
+               "annotations": {"readOnlyHint": true}}),
+        json!({"name": "ask", "description": "Asks the person their name, and answers what they said.",
+               "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}}),
     ]
+}
+
+/// `count`: a progress notification a step (when the call gave a token), then the
+/// answer.
+fn count(out: &mut impl Write, arguments: &Value, token: &Value) -> Value {
+    let n = arguments["n"].as_u64().unwrap_or(3);
+    for i in 1..=n {
+        if !token.is_null() {
+            let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                "params": {"progressToken": token, "progress": i, "total": n, "message": format!("step {i}")}});
+            writeln!(out, "{progress}").unwrap();
+            out.flush().unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(30));
+    }
+    json!({"content": [{"type": "text", "text": format!("counted to {n}")}]})
+}
+
+/// `ask`: a question to the person (naming the secret the fixture was given, which
+/// the broker must sweep out), then what they answered; `None` when the input ends.
+fn ask(
+    out: &mut impl Write,
+    lines: &mut impl Iterator<Item = std::io::Result<String>>,
+    token: &str,
+) -> Option<Value> {
+    let question = json!({"jsonrpc": "2.0", "id": "q-1", "method": "elicitation/create",
+        "params": {"message": format!("What is your name? (asked under {token})"),
+                   "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}});
+    writeln!(out, "{question}").unwrap();
+    out.flush().unwrap();
+    // Read until the answer to the question comes.
+    let answer = loop {
+        let line = lines.next()?.ok()?;
+        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        if message["id"] == json!("q-1") && message.get("method").is_none() {
+            break message;
+        }
+    };
+    Some(match answer.get("result") {
+        Some(result) => json!({"content": [{"type": "text", "text": format!("answer: {result}")}]}),
+        None => {
+            json!({"content": [{"type": "text", "text": format!("not answered: {}", answer["error"]["message"])}], "isError": true})
+        }
+    })
 }
 
 fn main() {
@@ -55,7 +107,8 @@ fn main() {
     let mut rug_pulled = args.iter().any(|a| a == "--pulled");
     let stdin = std::io::stdin();
     let mut out = std::io::stdout();
-    for line in stdin.lock().lines() {
+    let mut lines = stdin.lock().lines();
+    while let Some(line) = lines.next() {
         let Ok(line) = line else { return };
         let Ok(message) = serde_json::from_str::<Value>(&line) else {
             continue;
@@ -117,6 +170,11 @@ fn main() {
                     "fail" => {
                         json!({"content": [{"type": "text", "text": "the disk is full"}], "isError": true})
                     }
+                    "count" => count(&mut out, arguments, &params["_meta"]["progressToken"]),
+                    "ask" => match ask(&mut out, &mut lines, &token) {
+                        Some(result) => result,
+                        None => return,
+                    },
                     "leak" => {
                         json!({"structuredContent": {"echoed": format!("your token is {token}"), "password": "hunter2"}})
                     }

@@ -164,7 +164,8 @@ pub struct TestBroker {
     pub served: Arc<Served>,
     /// The TLS pair of a `[tls]` config, as `serve` holds it (a test reloads it).
     pub tls: Option<Arc<tool_broker::serve::tls::Tls>>,
-    client: reqwest::Client,
+    /// The client its calls go through (a test streams an answer with it).
+    pub client: reqwest::Client,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     serving: Option<tokio::task::JoinHandle<()>>,
 }

@@ -194,6 +194,8 @@ fn list(catalog: &Catalog, service: &str, reach: &Reach) -> Result<Vec<Value>, S
         timeout: LIST_TIMEOUT,
         max_body_bytes: catalog.rules.limits.max_upstream_body_bytes,
         trace: &trace,
+        relay: None,
+        sweep: &[],
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -85,6 +85,8 @@ impl Broker {
                 timeout: std::time::Duration::from_secs(30),
                 max_body_bytes: catalog.rules.limits.max_upstream_body_bytes,
                 trace: &trace,
+                relay: None,
+                sweep: &[],
             };
             if let Err(e) = self.gate.mcp_relist(&target).await {
                 tracing::warn!(service = %id, error = %e.message, "mcp server's tools could not be listed");

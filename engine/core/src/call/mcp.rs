@@ -107,14 +107,6 @@ impl Broker {
             return Err(super::send::no_base_url(&tool.service));
         }
         let keyed = self.key_for(tool, service, args, ctx).await?;
-        let target = McpTarget {
-            service,
-            base_url,
-            key: keyed.key(),
-            timeout: tool.timeout,
-            max_body_bytes: self.parts.catalog.rules.limits.max_upstream_body_bytes,
-            trace: ctx.trace,
-        };
         let mut secrets = self.parts.secrets(ctx.headers);
         if let Some(stored) = &keyed.stored {
             secrets.push(stored.as_str());
@@ -125,6 +117,16 @@ impl Broker {
                 .iter()
                 .map(String::as_str),
         );
+        let target = McpTarget {
+            service,
+            base_url,
+            key: keyed.key(),
+            timeout: tool.timeout,
+            max_body_bytes: self.parts.catalog.rules.limits.max_upstream_body_bytes,
+            trace: ctx.trace,
+            relay: ctx.relay,
+            sweep: &secrets,
+        };
         let redaction = &self.parts.catalog.rules.redaction;
         let result = match self.gate.send_mcp(permit, plan, call, &target).await {
             Ok(result) => result,

@@ -110,6 +110,9 @@ pub struct CallInput<'a> {
     pub endpoint: Endpoint,
     /// The MCP endpoint's elicitation capability and round (`None` on other endpoints).
     pub elicitation: Option<Elicitation>,
+    /// Where an MCP server's progress and questions go while the call runs (`/mcp`
+    /// answering as an event stream); `None`: dropped and refused.
+    pub relay: Option<crate::upstream::mcp::relay::Relay>,
     /// Run as an MCP task (see [`crate::run::RequestCtx::task_watch`]).
     pub task_watch: Option<TaskWatch>,
     /// The descriptor hash the caller reviewed (MCP `_meta.descriptorHash`,

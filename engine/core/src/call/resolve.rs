@@ -45,6 +45,8 @@ pub(super) struct Call<'a> {
     pub(super) descriptor_hash: Option<String>,
     /// The MCP endpoint's elicitation capability and round.
     pub(super) elicitation: Option<Elicitation>,
+    /// Where an MCP server's progress and questions go.
+    pub(super) relay: Option<crate::upstream::mcp::relay::Relay>,
     /// Run as an MCP task.
     pub(super) task_watch: Option<TaskWatch>,
     /// The policy set the whole call decides under (a reload does not change a call in
@@ -82,6 +84,7 @@ impl<'a> Call<'a> {
             trace: &self.trace,
             idempotency: None,
             elicitation: self.elicitation.as_ref(),
+            relay: self.relay.as_ref(),
             task_watch: self.task_watch.clone(),
             policies: self.policies.clone(),
             door: Some(self.tool),
@@ -124,6 +127,7 @@ impl Broker {
             idempotency_key: input.idempotency_key,
             descriptor_hash: input.descriptor_hash,
             elicitation: input.elicitation,
+            relay: input.relay,
             task_watch: input.task_watch,
             policies: self.parts.policy_set(),
             trace,

@@ -143,6 +143,8 @@ pub struct RequestCtx<'a> {
     pub idempotency: Option<String>,
     /// What an MCP 2026-07-28 request brought for elicitation (`/mcp` only).
     pub elicitation: Option<&'a Elicitation>,
+    /// Where an MCP server's progress and questions go (`/mcp` only).
+    pub relay: Option<&'a crate::upstream::mcp::relay::Relay>,
     /// Run as an MCP task: tools that wait watch their job for the task's bound instead
     /// of their own, until the task is cancelled.
     pub task_watch: Option<TaskWatch>,
@@ -171,6 +173,7 @@ impl<'a> RequestCtx<'a> {
             trace,
             idempotency: None,
             elicitation: None,
+            relay: None,
             task_watch: None,
             policies: None,
             door: None,
@@ -191,6 +194,7 @@ impl<'a> RequestCtx<'a> {
             trace: self.trace,
             idempotency: self.idempotency.clone(),
             elicitation: self.elicitation,
+            relay: self.relay,
             task_watch: self.task_watch.clone(),
             policies: self.policies.clone(),
             door: self.door,

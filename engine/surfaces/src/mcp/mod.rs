@@ -1,5 +1,6 @@
-//! The MCP HTTP/1.1 server (`POST /mcp`, Streamable HTTP, answers as plain JSON): the same
-//! engine as `POST /` behind the Model Context Protocol (decision 001).
+//! The MCP HTTP/1.1 server (`POST /mcp`, Streamable HTTP, answers as plain JSON but for
+//! the event stream of an MCP server's tool that says something on the way, [`stream`]):
+//! the same engine as `POST /` behind the Model Context Protocol (decision 001).
 //!
 //! Two eras are served, and the broker keeps no session state in either, so any number
 //! of replicas behind a plain load balancer serve one client:
@@ -28,8 +29,10 @@
 //! routes `POST /mcp` here.
 
 pub mod connect;
+pub mod detached;
 pub mod message;
 pub mod schemas;
+pub mod stream;
 pub mod surface;
 pub mod tasks;
 pub mod tools;
@@ -561,15 +564,28 @@ async fn call_reply(
 ) -> Reply {
     let caller = input.caller;
     let response = run_call(broker, input).await;
+    answer_of(broker, caller, id, &response, modern, ask)
+}
+
+/// A call's result as `/mcp` answers it: its multi-round-trip step (an approval, a key
+/// to connect), the step-up refusal, or the `CallToolResult`.
+fn answer_of(
+    broker: &Broker,
+    caller: &Caller,
+    id: &Value,
+    response: &crate::answer::envelope::Enveloped,
+    modern: bool,
+    ask: connect::Ask,
+) -> Reply {
     if let Some(reply) = round(id, &response.body) {
         return reply;
     }
-    if let Some(reply) = connect::round(broker, caller, id, &response, ask) {
+    if let Some(reply) = connect::round(broker, caller, id, response, ask) {
         return reply;
     }
     // A scope the access token lacks: HTTP 403 with the step-up challenge, which MCP
     // clients act on (a tool result would hide it from them).
-    if let Some(reply) = step_up(id, &response) {
+    if let Some(reply) = step_up(id, response) {
         return reply;
     }
     let text = response.to_json();
@@ -577,7 +593,7 @@ async fn call_reply(
     out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
     let _ = serde_json::to_writer(&mut out, id);
     out.extend_from_slice(br#","result":"#);
-    write_tool_result(&mut out, &response, &text, modern);
+    write_tool_result(&mut out, response, &text, modern);
     out.push(b'}');
     Reply {
         status: 200,
@@ -629,6 +645,14 @@ pub async fn handle(
         Ok(p) => p,
         Err(e) => return refused(broker, &id, e),
     };
+    // A response of the caller's: perhaps the answer to a question the broker put.
+    if let Ok(message) = &read
+        && message.answer
+        && message.method.is_none()
+        && message.two_point_oh
+    {
+        return stream::answered(served, caller, &id, bytes);
+    }
     let (method, params, request_id) = match checked(broker, read, &id, notification, id_typed) {
         Ok(request) => request,
         Err(reply) => return reply,
@@ -686,7 +710,7 @@ pub async fn handle(
         "tools/list" => list_tools(served, caller, &id, &params, modern),
         "tools/call" => {
             call_tool(
-                broker,
+                served,
                 headers,
                 caller,
                 &id,
@@ -861,7 +885,7 @@ fn list_tools(served: &Served, caller: &Caller, id: &Value, params: &Value, mode
 /// elicitation round of a modern client, then the call, as a task when the client opts
 /// in.
 async fn call_tool(
-    broker: &std::sync::Arc<Broker>,
+    served: &Served,
     headers: &HeaderMap,
     caller: &Caller,
     id: &Value,
@@ -869,6 +893,7 @@ async fn call_tool(
     params: &mut Value,
     modern: bool,
 ) -> Reply {
+    let broker = &served.broker;
     let arguments = params.as_object_mut().and_then(|p| p.remove("arguments"));
     let Some(name) = params.get("name").and_then(Value::as_str) else {
         return error(
@@ -904,8 +929,29 @@ async fn call_tool(
         );
     }
     let mut ask = connect::ask_of(modern, params, header(headers, &PROTOCOL_VERSION_HEADER));
+    // What an MCP server's tool may pass on to this caller (decision 019); nothing to
+    // read in a catalog without MCP servers.
+    let relays = broker.has_mcp();
+    let streams = relays && stream::accepts_stream(headers);
+    let can_ask = relays && stream::can_ask(modern, streams, params);
+    let progress_token = params
+        .get("_meta")
+        .and_then(|m| m.get("progressToken"))
+        .filter(|t| streams && (t.is_string() || t.is_number()))
+        .cloned();
+    let answering = |ask| stream::Answering {
+        id: id.clone(),
+        modern,
+        ask,
+        progress_token: progress_token.clone(),
+        can_ask,
+    };
     let elicitation = if modern {
         match elicitation(params, id) {
+            Ok(e) if relays && stream::asked(&e) => {
+                // The retry of a caller asked its server's question: the held call goes on.
+                return stream::resume(served, caller, &e, answering(ask)).await;
+            }
             Ok(mut e) => {
                 match connect::take_round(broker, caller, &mut e, id) {
                     Ok(true) => ask = connect::Ask::No,
@@ -927,6 +973,7 @@ async fn call_tool(
         caller,
         idempotency_key,
         elicitation,
+        relay: None,
         task_watch: None,
         descriptor_hash,
         trace_parent: trace_parent(params, headers),
@@ -937,6 +984,11 @@ async fn call_tool(
             Ok(reply) => return reply,
             Err(input) => return call_reply(broker, id, input, modern, ask).await,
         }
+    }
+    // An MCP server's tool, to a caller that takes a stream or answers questions: what
+    // the server says on the way is passed on.
+    if (streams || can_ask) && stream::names_mcp_tool(broker, name, input.arguments.as_ref()) {
+        return stream::call(served, input, answering(ask)).await;
     }
     call_reply(broker, id, input, modern, ask).await
 }

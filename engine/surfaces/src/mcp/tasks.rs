@@ -153,17 +153,8 @@ pub async fn start<'a>(
     }
     prune_now_and_then(broker, now).await;
     tracing::info!(task = %task.id, tool = %task.tool, caller = %input.caller.name, "task started");
-    let owned = Owned {
-        request_id: input.request_id,
-        name: input.name.to_string(),
-        arguments: input.arguments,
-        headers: input.headers.clone(),
-        caller: input.caller.clone(),
-        idempotency_key: input.idempotency_key,
-        descriptor_hash: input.descriptor_hash,
-        trace_parent: input.trace_parent,
-    };
-    tokio::spawn(run(broker.clone(), task.id.clone(), owned));
+    let detached = super::detached::Detached::of(input, false);
+    tokio::spawn(run(broker.clone(), task.id.clone(), detached));
     Ok(result(
         id,
         json!({
@@ -179,22 +170,10 @@ pub async fn start<'a>(
     ))
 }
 
-/// What a background call owns.
-struct Owned {
-    request_id: String,
-    name: String,
-    arguments: Option<Value>,
-    headers: hyper::HeaderMap,
-    caller: Caller,
-    idempotency_key: Option<String>,
-    descriptor_hash: Option<String>,
-    trace_parent: Option<crate::telemetry::trace::Parent>,
-}
-
 /// Runs the call, renewing the heartbeat; settles the task unless it was cancelled.
 /// The call runs as its own tokio task, so a heartbeat waiting on the store never
 /// stalls it; a cancel ends its watch, never the call itself.
-async fn run(broker: Arc<Broker>, task: String, call: Owned) {
+async fn run(broker: Arc<Broker>, task: String, mut call: super::detached::Detached) {
     let watch = TaskWatch {
         limit: WATCH,
         stop: Arc::new(std::sync::atomic::AtomicBool::new(false)),
@@ -202,19 +181,7 @@ async fn run(broker: Arc<Broker>, task: String, call: Owned) {
     let stop = watch.stop.clone();
     let calling = broker.clone();
     let mut running = tokio::spawn(async move {
-        let input = CallInput {
-            request_id: call.request_id,
-            name: &call.name,
-            arguments: call.arguments,
-            headers: &call.headers,
-            caller: &call.caller,
-            idempotency_key: call.idempotency_key,
-            elicitation: None,
-            task_watch: Some(watch),
-            descriptor_hash: call.descriptor_hash,
-            trace_parent: call.trace_parent,
-            endpoint: crate::call::Endpoint::Mcp,
-        };
+        let input = call.input(None, Some(watch));
         super::run_call(&calling, input).await
     });
     let mut beat = tokio::time::interval(HEARTBEAT);

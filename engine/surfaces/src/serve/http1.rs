@@ -261,12 +261,21 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
         let close = close || *stopping.borrow();
         out.clear();
         crate::serve::response::write(&response, &mut out, close);
-        // As with hyper, the call ends before its answer is written: a client that does
-        // not read it is closed by the idle timeout, not held while the write waits.
-        drop(in_flight);
-        // The flush sends what TLS holds back (a no-op on a plain socket).
-        if io.write_all(&out).await.is_err() || io.flush().await.is_err() {
-            return Ended::Closed;
+        if let crate::reply::Body::Stream(_, chunks) = &response.body {
+            // A stream is in flight until its last chunk is written.
+            if !stream(&mut io, &mut out, chunks).await {
+                return Ended::Closed;
+            }
+            drop(in_flight);
+        } else {
+            // As with hyper, the call ends before its answer is written: a client that
+            // does not read it is closed by the idle timeout, not held while the write
+            // waits.
+            drop(in_flight);
+            // The flush sends what TLS holds back (a no-op on a plain socket).
+            if io.write_all(&out).await.is_err() || io.flush().await.is_err() {
+                return Ended::Closed;
+            }
         }
         if close {
             let _ = io.shutdown().await;
@@ -284,6 +293,31 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             let mut fresh = BytesMut::with_capacity(READ_CHUNK.max(buf.len()));
             fresh.extend_from_slice(&buf);
             buf = fresh;
+        }
+    }
+}
+
+/// Writes a streamed reply: its head (in `out`), then each chunk as it comes, each
+/// flushed, then the last chunk. False: the client went away.
+async fn stream<S: AsyncWrite + Unpin>(
+    io: &mut Watched<S>,
+    out: &mut Vec<u8>,
+    chunks: &crate::reply::Chunks,
+) -> bool {
+    let mut rx = chunks.take();
+    loop {
+        let next = match rx.as_mut() {
+            Some(rx) => rx.recv().await,
+            None => None,
+        };
+        let last = next.is_none();
+        crate::serve::response::chunk(out, next.as_deref().unwrap_or_default());
+        if io.write_all(out).await.is_err() || io.flush().await.is_err() {
+            return false;
+        }
+        out.clear();
+        if last {
+            return true;
         }
     }
 }

@@ -3,16 +3,76 @@
 //! `date` header. Imports nothing else of `serve/`: every file of the folder may use it.
 
 use std::cell::RefCell;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::StatusCode;
+use hyper::body::{Frame, SizeHint};
 use hyper::header::HeaderValue;
+use tokio::sync::mpsc::Receiver;
 
-use crate::reply::Reply;
+use crate::reply::{Body, Reply};
 
 /// What hyper's server answers.
-pub(super) type HttpResponse = hyper::Response<Full<Bytes>>;
+pub type HttpResponse = hyper::Response<ReplyBody>;
+
+/// A reply's body as hyper writes it: whole, or a stream's chunks as they come.
+pub enum ReplyBody {
+    /// Every byte at once.
+    Whole(Full<Bytes>),
+    /// Chunks as they come.
+    Stream {
+        /// The chunks.
+        chunks: Receiver<Bytes>,
+        /// Kept until the last chunk is written (the connection's mark of a request
+        /// in flight).
+        hold: Option<Box<dyn Send + Sync>>,
+    },
+}
+
+impl ReplyBody {
+    /// Keeps `guard` until a stream's last chunk is written (dropped now for a whole
+    /// body).
+    pub(super) fn hold(&mut self, guard: Box<dyn Send + Sync>) {
+        if let Self::Stream { hold, .. } = self {
+            *hold = Some(guard);
+        }
+    }
+}
+
+impl hyper::body::Body for ReplyBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.get_mut() {
+            Self::Whole(full) => Pin::new(full).poll_frame(cx),
+            Self::Stream { chunks, .. } => chunks
+                .poll_recv(cx)
+                .map(|chunk| chunk.map(|c| Ok(Frame::data(c)))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            Self::Whole(full) => full.is_end_stream(),
+            Self::Stream { .. } => false,
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Self::Whole(full) => full.size_hint(),
+            Self::Stream { .. } => SizeHint::default(),
+        }
+    }
+}
 
 /// The status as HTTP has it: one outside 100-999 is 500.
 pub fn status_code(reply: &Reply) -> StatusCode {
@@ -20,7 +80,9 @@ pub fn status_code(reply: &Reply) -> StatusCode {
 }
 
 /// Appends `reply` as HTTP/1.1 wire text (head and body) to `out`; `close` adds
-/// `connection: close`. The headers are `into_hyper`'s, in the same order.
+/// `connection: close`. The headers are `into_hyper`'s, in the same order. A stream's
+/// head says `transfer-encoding: chunked`, and its chunks are the writer's
+/// ([`chunk`]).
 pub fn write(reply: &Reply, out: &mut Vec<u8>, close: bool) {
     let status = status_code(reply);
     out.extend_from_slice(b"HTTP/1.1 ");
@@ -42,8 +104,12 @@ pub fn write(reply: &Reply, out: &mut Vec<u8>, close: bool) {
         }
     }
     let body = reply.body_bytes();
-    out.extend_from_slice(b"content-length: ");
-    let _ = serde_json::to_writer(&mut *out, &body.len());
+    if matches!(reply.body, Body::Stream(..)) {
+        out.extend_from_slice(b"transfer-encoding: chunked");
+    } else {
+        out.extend_from_slice(b"content-length: ");
+        let _ = serde_json::to_writer(&mut *out, &body.len());
+    }
     out.extend_from_slice(b"\r\ndate: ");
     date(out);
     if close {
@@ -51,6 +117,13 @@ pub fn write(reply: &Reply, out: &mut Vec<u8>, close: bool) {
     }
     out.extend_from_slice(b"\r\n\r\n");
     out.extend_from_slice(body);
+}
+
+/// Appends one chunk of a chunked body (`chunk` empty: the last, which ends it).
+pub fn chunk(out: &mut Vec<u8>, chunk: &[u8]) {
+    out.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+    out.extend_from_slice(chunk);
+    out.extend_from_slice(b"\r\n");
 }
 
 fn header(out: &mut Vec<u8>, name: &str, value: &str) {
@@ -96,7 +169,7 @@ pub(super) fn refused(broker: &crate::call::Broker, e: &crate::error::CallError)
 /// A reply as hyper's response: its body's headers ([`Reply::defaults`]), then its own
 /// (a value HTTP cannot carry is left out).
 pub(super) fn into_hyper(reply: Reply) -> HttpResponse {
-    let mut response = hyper::Response::new(Full::new(Bytes::new()));
+    let mut response = hyper::Response::new(ReplyBody::Whole(Full::new(Bytes::new())));
     *response.status_mut() = status_code(&reply);
     let headers = response.headers_mut();
     for (name, value) in reply.defaults() {
@@ -112,7 +185,13 @@ pub(super) fn into_hyper(reply: Reply) -> HttpResponse {
             headers.append(name, v);
         }
     }
-    *response.body_mut() = Full::new(body.into_bytes());
+    *response.body_mut() = match body {
+        Body::Stream(_, chunks) => match chunks.take() {
+            Some(chunks) => ReplyBody::Stream { chunks, hold: None },
+            None => ReplyBody::Whole(Full::new(Bytes::new())),
+        },
+        whole => ReplyBody::Whole(Full::new(whole.into_bytes())),
+    };
     response
 }
 

@@ -193,8 +193,9 @@ impl Serving {
                 req.extensions_mut()
                     .insert(crate::caller::origin::Peer(peer));
                 async move {
-                    let response = handle(served, req, loopback).await;
-                    drop(in_flight);
+                    let mut response = handle(served, req, loopback).await;
+                    // A streamed answer is in flight until its last chunk.
+                    response.body_mut().hold(Box::new(in_flight));
                     Ok::<_, Infallible>(response)
                 }
             })

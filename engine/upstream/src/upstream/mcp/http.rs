@@ -12,7 +12,8 @@
 //!
 //! An answer is one JSON message, or an event stream read until the answer to the
 //! request comes: notifications on the way (progress, a changed tool list) are passed
-//! on, and a request of the server's is answered (refused but `ping`) with a `POST`.
+//! on, and a request of the server's is answered with a `POST` as it comes (a question
+//! put to the caller through the call's relay; `ping` answered; anything else refused).
 //! Every answer is bounded in size; the caller bounds it in time.
 
 use std::collections::HashMap;
@@ -304,7 +305,6 @@ impl Remote {
         let mut body = response.into_body();
         let mut read = 0usize;
         let mut buffer: Vec<u8> = Vec::new();
-        let mut pending_replies = Vec::new();
         while let Some(frame) = body.frame().await {
             let frame = frame.map_err(|_| Failure::Unavailable("the answer was cut off".into()))?;
             let Ok(chunk) = frame.into_data() else {
@@ -325,17 +325,29 @@ impl Remote {
                 let Some(data) = data.filter(|d| !d.iter().all(u8::is_ascii_whitespace)) else {
                     continue;
                 };
-                if let Some(outcome) = self.take(&data, id, &mut pending_replies) {
-                    self.reply(url, headers, exchange, pending_replies).await;
-                    return Ok(Posted {
-                        outcome: Some(outcome),
-                        session,
-                    });
+                match self.take(&data, id) {
+                    Taken::Answer(outcome) => {
+                        return Ok(Posted {
+                            outcome: Some(outcome),
+                            session,
+                        });
+                    }
+                    Taken::Request { id, method, params } => {
+                        // Answered at once: the server waits for it before it goes on.
+                        let reply = if method == wire::ELICIT {
+                            tracing::info!(service = %self.service, "mcp server asked the caller a question");
+                            wire::answer(&id, exchange.ask(params).await)
+                        } else {
+                            tracing::info!(service = %self.service, method = %method, "mcp server asked the broker; refused");
+                            wire::answer_server_request(&id, &method)
+                        };
+                        let _ = Box::pin(self.post(url, reply, None, headers, exchange)).await;
+                    }
+                    Taken::Nothing => {}
                 }
             }
         }
         if streamed {
-            self.reply(url, headers, exchange, pending_replies).await;
             return Err(Failure::Unavailable(
                 "its event stream ended before the answer".into(),
             ));
@@ -353,43 +365,41 @@ impl Remote {
         }
     }
 
-    /// One message of an event stream: the answer to `id`, or passed on.
-    fn take(
-        &self,
-        data: &[u8],
-        id: Option<u64>,
-        replies: &mut Vec<Value>,
-    ) -> Option<Result<Value, wire::RpcError>> {
+    /// One message of an event stream: the answer to `id`, a request of the server's
+    /// to answer, or nothing more to do (a notification passed on, a stray skipped).
+    fn take(&self, data: &[u8], id: Option<u64>) -> Taken {
         let Ok(message) = serde_json::from_slice::<Value>(data) else {
             tracing::warn!(service = %self.service, "mcp server sent an event that is not JSON; skipped");
-            return None;
+            return Taken::Nothing;
         };
         match wire::classify(message) {
-            Message::Response { id: got, outcome } if Some(got) == id => return Some(outcome),
+            Message::Response { id: got, outcome } if Some(got) == id => {
+                return Taken::Answer(outcome);
+            }
             Message::Response { .. } | Message::Garbage => {
                 tracing::warn!(service = %self.service, "mcp server sent a message that answers nothing the broker asked; skipped");
             }
             Message::Notification { method, params } => self.events.notified(&method, &params),
-            Message::Request { id, method } => {
-                tracing::info!(service = %self.service, method = %method, "mcp server asked the broker; refused");
-                replies.push(wire::answer_server_request(&id, &method));
+            Message::Request { id, method, params } => {
+                return Taken::Request { id, method, params };
             }
         }
-        None
+        Taken::Nothing
     }
+}
 
-    /// The answers to the server's own requests, each `POST`ed back.
-    async fn reply(
-        &self,
-        url: &str,
-        headers: &[(HeaderName, HeaderValue)],
-        exchange: &Exchange<'_>,
-        replies: Vec<Value>,
-    ) {
-        for reply in replies {
-            let _ = Box::pin(self.post(url, reply, None, headers, exchange)).await;
-        }
-    }
+/// What one message of an event stream asks of the broker.
+enum Taken {
+    /// It answers the request.
+    Answer(Result<Value, wire::RpcError>),
+    /// The server asks something, answered with a `POST`.
+    Request {
+        id: Value,
+        method: String,
+        params: Value,
+    },
+    /// Nothing more.
+    Nothing,
 }
 
 /// The end of the first whole event in `buffer` and where the next begins.

@@ -14,12 +14,13 @@
 //! caller's key itself (an HTTP server's credential header), as `client` does.
 
 mod http;
+pub mod relay;
 mod stdio;
 pub mod wire;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use hyper::header::{HeaderName, HeaderValue};
@@ -30,6 +31,7 @@ use crate::catalog::{Catalog, Service};
 use crate::error::{CallError, Classification};
 use crate::telemetry::trace::CallTrace;
 use crate::telemetry::trace::context::{TRACEPARENT, TRACESTATE};
+use relay::Relay;
 use wire::Failure;
 
 /// A listing older than this is read again before the next call.
@@ -72,6 +74,12 @@ pub struct McpTarget<'a> {
     pub max_body_bytes: usize,
     /// The call's trace: the request carries its `traceparent` (header and `_meta`).
     pub trace: &'a CallTrace,
+    /// Where the server's progress and questions go (`/mcp` callers that can hear
+    /// them); `None`: dropped and refused.
+    pub relay: Option<&'a Relay>,
+    /// The values swept from what is passed on to the caller (the caller's keys, the
+    /// server's environment), as they are from answers.
+    pub sweep: &'a [&'a str],
 }
 
 /// What one exchange with a server reads: its URL and headers (credential, trace), and
@@ -82,27 +90,114 @@ pub(super) struct Exchange<'a> {
     headers: Vec<(HeaderName, HeaderValue)>,
     timeout: Duration,
     max_bytes: usize,
+    relay: Option<&'a Relay>,
+    sweep: &'a [&'a str],
 }
 
-/// What a server told the broker without being asked.
+impl Exchange<'_> {
+    /// Puts the server's question to the caller, its secrets swept out: the answer to
+    /// send back.
+    pub(super) async fn ask(&self, mut params: Value) -> Result<Value, wire::RpcError> {
+        let Some(relay) = self.relay else {
+            return Err(relay::cannot_ask());
+        };
+        sweep(&mut params, self.sweep);
+        relay.ask(params).await
+    }
+}
+
+/// Replaces each of `secrets` in the strings of `value` (keys too) with `[REDACTED]`.
+fn sweep(value: &mut Value, secrets: &[&str]) {
+    let scrub = |text: &mut String| {
+        for secret in secrets.iter().filter(|s| !s.is_empty()) {
+            if text.contains(secret) {
+                *text = text.replace(secret, "[REDACTED]");
+            }
+        }
+    };
+    match value {
+        Value::String(text) => scrub(text),
+        Value::Array(items) => items.iter_mut().for_each(|v| sweep(v, secrets)),
+        Value::Object(map) => {
+            let taken = std::mem::take(map);
+            for (mut key, mut v) in taken {
+                scrub(&mut key);
+                sweep(&mut v, secrets);
+                map.insert(key, v);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// What a server told the broker without being asked, and the calls in flight that
+/// hear its progress.
 #[derive(Debug, Default)]
 pub(super) struct Events {
     service: String,
     /// Its tool list changed: read it again before the next call.
     list_changed: AtomicBool,
+    /// The relays of the calls in flight, by the progress token each was sent with.
+    relays: std::sync::Mutex<HashMap<String, Relay>>,
 }
 
 impl Events {
     /// A notification from the server.
-    pub(super) fn notified(&self, method: &str, _params: &Value) {
+    pub(super) fn notified(&self, method: &str, params: &Value) {
         match method {
             "notifications/tools/list_changed" => {
                 tracing::info!(service = %self.service, "mcp server says its tools changed");
                 self.list_changed.store(true, Ordering::Release);
             }
+            "notifications/progress" => {
+                let token = params.get("progressToken").and_then(Value::as_str);
+                let relay = token.and_then(|t| self.relays.lock().ok()?.get(t).cloned());
+                match relay {
+                    Some(relay) => relay.progress(params),
+                    None => {
+                        tracing::debug!(service = %self.service, "mcp server progress for no call that hears it; dropped")
+                    }
+                }
+            }
             other => {
                 tracing::debug!(service = %self.service, method = other, "mcp server notification")
             }
+        }
+    }
+
+    /// The relay of the one call in flight, when exactly one is (a stdio server's
+    /// question names no call: it is passed on only when it can be no other's).
+    pub(super) fn only_relay(&self) -> Option<Relay> {
+        let relays = self.relays.lock().ok()?;
+        if relays.len() == 1 {
+            relays.values().next().cloned()
+        } else {
+            None
+        }
+    }
+
+    /// Hears progress sent under `token` until the guard drops.
+    fn hear(self: &Arc<Self>, token: String, relay: Relay) -> Hearing {
+        if let Ok(mut relays) = self.relays.lock() {
+            relays.insert(token.clone(), relay);
+        }
+        Hearing {
+            events: self.clone(),
+            token,
+        }
+    }
+}
+
+/// A call's relay registered with its server's events; taken out on drop.
+struct Hearing {
+    events: Arc<Events>,
+    token: String,
+}
+
+impl Drop for Hearing {
+    fn drop(&mut self) {
+        if let Ok(mut relays) = self.events.relays.lock() {
+            relays.remove(&self.token);
         }
     }
 }
@@ -132,6 +227,8 @@ struct Server {
 /// The catalog's MCP servers.
 pub struct Servers {
     servers: HashMap<String, Server>,
+    /// The next progress token.
+    next_token: AtomicU64,
 }
 
 impl std::fmt::Debug for Servers {
@@ -186,7 +283,10 @@ impl Servers {
                 },
             );
         }
-        Ok(Self { servers })
+        Ok(Self {
+            servers,
+            next_token: AtomicU64::new(1),
+        })
     }
 
     /// Whether the catalog has any MCP service.
@@ -238,10 +338,17 @@ impl Servers {
         if let Some(Ok(text)) = hop.as_ref().map(|h| h.traceparent.to_str()) {
             meta.insert("traceparent".into(), json!(text));
         }
+        // A caller that hears progress gets the server's under a token of the broker's.
+        let _hearing = target.relay.map(|relay| {
+            let token = format!("tb-{}", self.next_token.fetch_add(1, Ordering::Relaxed));
+            meta.insert("progressToken".into(), json!(token));
+            server.events.hear(token, relay.clone())
+        });
         let params = json!({ "name": call.tool, "arguments": call.arguments, "_meta": meta });
         let left = target.timeout.saturating_sub(started.elapsed());
         let exchange = Exchange {
             timeout: left,
+            relay: target.relay,
             ..exchange
         };
         let answer = Box::pin(request(server, "tools/call", params, &exchange)).await;
@@ -377,10 +484,13 @@ fn exchange<'a>(
         headers,
         timeout: target.timeout,
         max_bytes: target.max_body_bytes,
+        relay: None,
+        sweep: target.sweep,
     }
 }
 
-/// One request to a server, within the exchange's time.
+/// One request to a server, within the exchange's time (the time its caller spent
+/// answering the server's questions not counted).
 async fn request(
     server: &Server,
     method: &str,
@@ -393,7 +503,7 @@ async fn request(
             Conn::Http(h) => h.request(method, params, exchange).await,
         }
     };
-    tokio::time::timeout(exchange.timeout, asked)
+    relay::within(exchange.timeout, exchange.relay, asked)
         .await
         .unwrap_or(Err(Failure::Timeout))
 }

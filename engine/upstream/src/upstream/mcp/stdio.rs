@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use super::relay::{self, Relay};
 use super::wire::{self, Failure, Message};
 use super::{Events, Exchange};
 
@@ -81,8 +82,15 @@ impl Process {
         write_line(&self.stdin, message)
     }
 
-    /// Sends a request and waits for its answer.
-    async fn ask(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, Failure> {
+    /// Sends a request and waits for its answer (the time its caller spends answering
+    /// the server's questions not counted).
+    async fn ask(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        relay: Option<&Relay>,
+    ) -> Result<Value, Failure> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         if let Ok(mut waiters) = self.waiters.lock() {
@@ -92,12 +100,12 @@ impl Process {
             self.forget(id);
             return Err(e);
         }
-        match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(answer)) => answer,
-            Ok(Err(_)) => Err(Failure::Unavailable(
+        match relay::within(timeout, relay, rx).await {
+            Some(Ok(answer)) => answer,
+            Some(Err(_)) => Err(Failure::Unavailable(
                 "the process exited before it answered".into(),
             )),
-            Err(_) => {
+            None => {
                 self.forget(id);
                 Err(Failure::Timeout)
             }
@@ -171,7 +179,7 @@ impl Supervisor {
             .map_err(|_| Failure::Unavailable("the server is shut down".into()))?;
         let process = self.running(exchange.timeout).await?;
         let left = deadline.saturating_duration_since(Instant::now());
-        process.ask(method, params, left).await
+        process.ask(method, params, left, exchange.relay).await
     }
 
     /// The running process, started (and initialized) if none is.
@@ -208,6 +216,7 @@ impl Supervisor {
                 "initialize",
                 wire::initialize_params(wire::HANDSHAKE_VERSION),
                 timeout,
+                None,
             )
             .await;
         match initialized {
@@ -277,6 +286,8 @@ impl Supervisor {
             alive: process.alive.clone(),
             events: self.events.clone(),
             max_line: self.max_line,
+            runtime: tokio::runtime::Handle::try_current().ok(),
+            secrets: self.secrets.clone(),
         };
         let service = self.service.clone();
         let secrets = self.secrets.clone();
@@ -319,6 +330,10 @@ struct Reader {
     alive: Arc<AtomicBool>,
     events: Arc<Events>,
     max_line: usize,
+    /// Where a question's wait for its answer runs.
+    runtime: Option<tokio::runtime::Handle>,
+    /// Swept from a question before the caller reads it.
+    secrets: Arc<Vec<String>>,
 }
 
 impl Reader {
@@ -351,7 +366,10 @@ impl Reader {
             match wire::classify(message) {
                 Message::Response { id, outcome } => self.settle(id, outcome.map_err(Failure::Rpc)),
                 Message::Notification { method, params } => self.events.notified(&method, &params),
-                Message::Request { id, method } => {
+                Message::Request { id, method, params } if method == wire::ELICIT => {
+                    self.question(id, params);
+                }
+                Message::Request { id, method, .. } => {
                     tracing::info!(service = %self.service, method = %method, "mcp server asked the broker; refused");
                     let _ = write_line(&self.stdin, &wire::answer_server_request(&id, &method));
                 }
@@ -368,6 +386,37 @@ impl Reader {
                 )));
             }
         }
+    }
+
+    /// A question of the server's: put to the caller of the one call in flight (a
+    /// line names no call, so with more than one in flight nobody is asked), its
+    /// answer written back when it comes; refused otherwise.
+    fn question(&self, id: Value, mut params: Value) {
+        let in_flight = self.waiters.lock().map(|w| w.len()).unwrap_or(0);
+        let relay = (in_flight == 1).then(|| self.events.only_relay()).flatten();
+        let (Some(relay), Some(runtime)) = (relay, &self.runtime) else {
+            let refusal = if in_flight > 1 {
+                wire::RpcError {
+                    code: -32603,
+                    message: format!(
+                        "{in_flight} calls are in flight to this server and its question names none of them: nobody was asked"
+                    ),
+                }
+            } else {
+                relay::cannot_ask()
+            };
+            tracing::info!(service = %self.service, in_flight, "mcp server asked a question nobody can answer; refused");
+            let _ = write_line(&self.stdin, &wire::answer(&id, Err(refusal)));
+            return;
+        };
+        let secrets: Vec<&str> = self.secrets.iter().map(String::as_str).collect();
+        super::sweep(&mut params, &secrets);
+        let stdin = self.stdin.clone();
+        tracing::info!(service = %self.service, "mcp server asked the caller a question; passed on");
+        runtime.spawn(async move {
+            let answer = relay.ask(params).await;
+            let _ = write_line(&stdin, &wire::answer(&id, answer));
+        });
     }
 
     fn settle(&self, id: u64, outcome: Result<Value, Failure>) {

@@ -16,12 +16,13 @@ pub(super) fn client_info() -> Value {
     json!({ "name": "tool-broker", "version": env!("CARGO_PKG_VERSION") })
 }
 
-/// `initialize`'s params for `version`: no client capability (sampling, roots and
-/// elicitation are refused; docs/mcp-upstreams.md).
+/// `initialize`'s params for `version`: the one client capability is form
+/// elicitation, passed on to the caller where it can answer (sampling and roots are
+/// refused; docs/mcp-upstreams.md).
 pub(super) fn initialize_params(version: &str) -> Value {
     json!({
         "protocolVersion": version,
-        "capabilities": {},
+        "capabilities": { "elicitation": { "form": {} } },
         "clientInfo": client_info(),
     })
 }
@@ -36,9 +37,8 @@ pub(super) fn notification(method: &str) -> Value {
     json!({ "jsonrpc": "2.0", "method": method })
 }
 
-/// The answer to a request the server sent: `ping` is answered, every other method is
-/// refused (the broker declares no client capability: no sampling, no roots, no
-/// elicitation yet).
+/// The answer to a request the server sent that is not a question for the caller:
+/// `ping` is answered, every other method refused (no sampling, no roots).
 pub(super) fn answer_server_request(id: &Value, method: &str) -> Value {
     if method == "ping" {
         return json!({ "jsonrpc": "2.0", "id": id, "result": {} });
@@ -52,6 +52,21 @@ pub(super) fn answer_server_request(id: &Value, method: &str) -> Value {
         },
     })
 }
+
+/// The answer to the server's request `id`: a result, or an error.
+pub(super) fn answer(id: &Value, outcome: Result<Value, RpcError>) -> Value {
+    match outcome {
+        Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+        Err(e) => json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": { "code": e.code, "message": e.message },
+        }),
+    }
+}
+
+/// The method of a server's question for the caller.
+pub(super) const ELICIT: &str = "elicitation/create";
 
 /// A JSON-RPC error a server answered.
 #[derive(Debug, Clone)]
@@ -79,12 +94,14 @@ pub(super) enum Message {
         /// Its params.
         params: Value,
     },
-    /// A request of the server's (`ping`, `sampling/createMessage`, ...).
+    /// A request of the server's (`ping`, `elicitation/create`, ...).
     Request {
         /// Its id, as the server wrote it.
         id: Value,
         /// Its method.
         method: String,
+        /// Its params.
+        params: Value,
     },
     /// Not a JSON-RPC message the broker could have asked for.
     Garbage,
@@ -97,7 +114,11 @@ pub(super) fn classify(message: Value) -> Message {
     };
     let method = map.get("method").and_then(Value::as_str).map(String::from);
     match (map.remove("id"), method) {
-        (Some(id), Some(method)) => Message::Request { id, method },
+        (Some(id), Some(method)) => Message::Request {
+            id,
+            method,
+            params: map.remove("params").unwrap_or(Value::Null),
+        },
         (None, Some(method)) => Message::Notification {
             method,
             params: map.remove("params").unwrap_or(Value::Null),
