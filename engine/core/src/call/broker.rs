@@ -110,13 +110,9 @@ impl Broker {
             .collect()
     }
 
-    /// Whether the catalog has MCP services.
+    /// Whether the catalog has MCP services (asked on every `/mcp` call: one look).
     pub fn has_mcp(&self) -> bool {
-        self.parts
-            .catalog
-            .services
-            .values()
-            .any(|s| s.mcp.is_some())
+        self.gate.has_mcp()
     }
 
     /// The MCP tools whose server, when last asked, described them otherwise than the

@@ -99,6 +99,11 @@ impl Gate {
         self.mcp.relist(target).await
     }
 
+    /// Whether the catalog has MCP services.
+    pub(super) fn has_mcp(&self) -> bool {
+        !self.mcp.is_empty()
+    }
+
     /// The deployment's values an MCP service's server is passed: swept from answers.
     pub(super) fn mcp_secrets(&self, service: &str) -> &[String] {
         self.mcp.secrets(service)

@@ -503,7 +503,7 @@ async fn request(
             Conn::Http(h) => h.request(method, params, exchange).await,
         }
     };
-    relay::within(exchange.timeout, exchange.relay, asked)
+    relay::within(exchange.timeout, exchange.relay, std::pin::pin!(asked))
         .await
         .unwrap_or(Err(Failure::Timeout))
 }

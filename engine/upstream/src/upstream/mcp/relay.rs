@@ -15,9 +15,10 @@
 //! question was cancelled.
 
 use std::collections::HashMap;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
@@ -116,7 +117,7 @@ impl Relay {
             });
         }
         self.waiting.open.fetch_add(1, Ordering::AcqRel);
-        let started = Instant::now();
+        let started = tokio::time::Instant::now();
         let outcome = tokio::time::timeout(ANSWER_WITHIN, answered).await;
         let waited = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.waiting.waited_ms.fetch_add(waited, Ordering::AcqRel);
@@ -202,16 +203,18 @@ pub(super) fn cannot_ask() -> RpcError {
 
 /// Runs `work` within `timeout`, not counting the time its relay waited for a person
 /// (nor the time a question is open): `None` when the time ran out.
+///
+/// The work is taken behind a pointer: its (large) future is polled where it was made,
+/// not copied into each caller's state machine.
 pub(super) async fn within<T>(
     timeout: Duration,
     relay: Option<&Relay>,
-    work: impl Future<Output = T>,
+    mut work: Pin<&mut (dyn Future<Output = T> + Send + '_)>,
 ) -> Option<T> {
     let Some(relay) = relay else {
         return tokio::time::timeout(timeout, work).await.ok();
     };
     let started = tokio::time::Instant::now();
-    tokio::pin!(work);
     loop {
         let (open, waited) = relay.paused();
         let deadline = started + timeout + waited;
@@ -300,15 +303,13 @@ mod tests {
             tokio::time::sleep(Duration::from_secs(60)).await;
             let _ = answer.send(Ok(json!({"action": "accept"})));
         };
+        let work = std::pin::pin!(work);
         let (done, ()) = tokio::join!(within(Duration::from_secs(5), Some(&relay), work), person);
         assert_eq!(done.unwrap().unwrap(), json!({"action": "accept"}));
         // Without a question the same bound runs out.
         let (quiet, _rx) = Relay::new(true);
-        let idle = within(
-            Duration::from_secs(5),
-            Some(&quiet),
-            tokio::time::sleep(Duration::from_secs(6)),
-        );
+        let sleep = std::pin::pin!(tokio::time::sleep(Duration::from_secs(6)));
+        let idle = within(Duration::from_secs(5), Some(&quiet), sleep);
         assert!(idle.await.is_none());
     }
 }

@@ -100,7 +100,7 @@ impl Process {
             self.forget(id);
             return Err(e);
         }
-        match relay::within(timeout, relay, rx).await {
+        match relay::within(timeout, relay, std::pin::pin!(rx)).await {
             Some(Ok(answer)) => answer,
             Some(Err(_)) => Err(Failure::Unavailable(
                 "the process exited before it answered".into(),
