@@ -34,6 +34,7 @@ mod gate_property;
 mod held;
 mod http1;
 mod hub;
+mod hub_connect;
 mod hub_pages;
 mod hub_sessions;
 mod hub_vault;

@@ -365,7 +365,7 @@ async fn the_api_refuses_what_it_must() {
     .await;
     assert_eq!(
         serde_json::from_str::<Value>(&text).unwrap(),
-        json!([{ "service": "crm", "present": false, "setAt": null }])
+        json!([{ "service": "crm", "present": false, "setAt": null, "connects": false, "onBehalfOf": false, "connection": null }])
     );
     // Another method: 405.
     let (status, _) = api(

@@ -23,6 +23,7 @@ pub mod generate;
 pub mod hub;
 pub mod idp;
 pub mod poll;
+pub mod provider;
 pub mod source;
 pub mod store;
 

@@ -191,6 +191,7 @@ fn list(catalog: &Catalog, service: &str, reach: &Reach) -> Result<Vec<Value>, S
         service: svc,
         base_url: url.as_deref(),
         key: reach.key.as_deref(),
+        bearer: false,
         timeout: LIST_TIMEOUT,
         max_body_bytes: catalog.rules.limits.max_upstream_body_bytes,
         trace: &trace,

@@ -37,6 +37,10 @@
 //! issuer = "https://idp.example.com"
 //! resource = "https://broker.example.com/mcp"
 //!
+//! [connect.crm]                   # accounts connected by OAuth (docs/hub.md)
+//! issuer = "https://login.crm.example"
+//! client_id = "broker-crm"
+//!
 //! [admin]                         # the operator's console (docs/console.md)
 //! roles = ["admin"]
 //! auditor_roles = ["auditor"]
@@ -46,6 +50,7 @@
 
 pub mod admin;
 pub mod budgets;
+pub mod connect;
 pub mod oauth;
 pub mod server;
 pub mod view;
@@ -180,6 +185,10 @@ pub struct ConfigFile {
     /// ([`oauth::OAuthConfig`], decision 011).
     #[serde(default)]
     pub oauth: Option<oauth::OAuthConfig>,
+    /// How each service's accounts connect to the hub by OAuth instead of a pasted key
+    /// (`[connect.<service>]`, [`connect::ConnectConfig`], docs/hub.md).
+    #[serde(default)]
+    pub connect: BTreeMap<String, connect::ConnectConfig>,
 }
 
 /// One routing profile: a server-side key of one service, named by id and slug.

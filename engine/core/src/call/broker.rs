@@ -82,6 +82,7 @@ impl Broker {
                 service,
                 base_url,
                 key,
+                bearer: false,
                 timeout: std::time::Duration::from_secs(30),
                 max_body_bytes: catalog.rules.limits.max_upstream_body_bytes,
                 trace: &trace,

@@ -121,6 +121,7 @@ impl Broker {
             service,
             base_url,
             key: keyed.key(),
+            bearer: keyed.bearer(),
             timeout: tool.timeout,
             max_body_bytes: self.parts.catalog.rules.limits.max_upstream_body_bytes,
             trace: ctx.trace,

@@ -39,6 +39,8 @@ pub(super) struct Keyed<'k> {
     given: Option<&'k str>,
     pub(super) stored: Option<zeroize::Zeroizing<String>>,
     server: Option<&'k str>,
+    /// The stored value is a connected account's token for `Authorization: Bearer`.
+    stored_bearer: bool,
 }
 
 impl Keyed<'_> {
@@ -47,6 +49,11 @@ impl Keyed<'_> {
         self.given
             .or(self.stored.as_deref().map(String::as_str))
             .or(self.server)
+    }
+
+    /// Whether the key the request carries is a bearer token for `Authorization`.
+    pub(super) fn bearer(&self) -> bool {
+        self.given.is_none() && self.stored.is_some() && self.stored_bearer
     }
 }
 
@@ -95,6 +102,7 @@ impl Broker {
             service,
             base_url,
             key: keyed.key(),
+            bearer: keyed.bearer(),
             // The permit's, set by the gate.
             idempotency_key: None,
             timeout: tool.timeout,
@@ -144,11 +152,34 @@ impl Broker {
             Some(_) => None,
             None => self.parts.routes.caller_key(service, ctx.headers),
         };
-        let stored = match (profile.or(header), &self.hub, &ctx.caller.user) {
+        let from_hub = match (profile.or(header), &self.hub, &ctx.caller.user) {
             (None, Some(hub), Some(user)) if hub.holds(&tool.service) => {
-                hub.key_for(&self.parts, user, &tool.service).await?
+                let subject_token = ctx
+                    .headers
+                    .get(hyper::header::AUTHORIZATION)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.strip_prefix("Bearer "));
+                hub.credential_for(&self.parts, user, &tool.service, subject_token)
+                    .await?
             }
-            _ => None,
+            _ => crate::hub::Stored::None,
+        };
+        let (stored, stored_bearer) = match from_hub {
+            crate::hub::Stored::None => (None, false),
+            crate::hub::Stored::Key(key) => (Some(key), false),
+            crate::hub::Stored::Token { token, bearer } => (Some(token), bearer),
+            crate::hub::Stored::Reconnect => {
+                let (Some(hub), Some(user)) = (&self.hub, &ctx.caller.user) else {
+                    return Err(CallError::internal());
+                };
+                return Err(hub.reconnect(
+                    &tool.full_name,
+                    &tool.service,
+                    user,
+                    ctx.headers,
+                    self.parts.now().as_millisecond(),
+                ));
+            }
         };
         let given = profile.or(header);
         let server = match (given, &stored) {
@@ -159,6 +190,7 @@ impl Broker {
             given,
             stored,
             server,
+            stored_bearer,
         };
         let Some(cred) = service
             .credential

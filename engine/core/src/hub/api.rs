@@ -1,6 +1,8 @@
 //! The hub's JSON API, with the pages' rules: `GET /hub/keys` ->
 //! `[{"service", "present", "setAt"}]`, `PUT /hub/keys/<service>` with `{"key": "..."}`
-//! -> 204, `DELETE /hub/keys/<service>` -> 204 (whether or not one was stored).
+//! -> 204, `DELETE /hub/keys/<service>` -> 204 (whether or not one was stored; a
+//! connected account is revoked and ended too), `POST /hub/connect/<service>` ->
+//! `{"authorizationUrl"}`.
 //!
 //! The caller is a user: an access token of the `[oauth]` provider (the endpoint checks
 //! it as for a call) or the hub's session cookie. An API key names no person and has no
@@ -23,6 +25,49 @@ fn refused(e: &Refused) -> Reply {
         Refused::UnknownService(_) => refusal(404, "not_found", &e.message()),
         Refused::BadKey(_) => refusal(400, "validation_error", &e.message()),
         Refused::Store => refusal(503, "not_configured", &e.message()),
+    }
+}
+
+/// `POST /hub/connect/<service>` with a bearer token: `{"authorizationUrl"}`, the
+/// hub's link where this user connects the account. The link names the user; the
+/// flow itself starts only from a browser signed in as them (decision 020), so a link
+/// passed to someone else cannot bind their account to this user's calls.
+pub fn connect_link(
+    hub: &Hub,
+    parts: &Parts,
+    caller: &Caller,
+    service: &str,
+    headers: &hyper::HeaderMap,
+) -> Reply {
+    let Some(user) = &caller.user else {
+        return refusal(
+            403,
+            "forbidden",
+            "accounts are connected for people signed in at this broker's identity provider; an API key has no hub",
+        );
+    };
+    if !hub.holds(service) || !caller.may_use_service(service) {
+        return refused(&Refused::UnknownService(service.to_string()));
+    }
+    if hub.connections().on_behalf(service) {
+        return refusal(
+            400,
+            "invalid_request",
+            "this service is called on your behalf with your own access token, exchanged on each call: there is nothing to connect",
+        );
+    }
+    let now = parts.now().as_millisecond();
+    match hub.connect_url(headers, user, service, now) {
+        Some(url) => Reply::json(
+            200,
+            &serde_json::json!({
+                "service": service,
+                "authorizationUrl": url,
+                "connects": if hub.connections().by_flow(service) { "oauth" } else { "key" },
+                "expiresInSeconds": super::CONNECT_TTL_MS / 1000,
+            }),
+        ),
+        None => refusal(503, "not_configured", "no randomness available; retry"),
     }
 }
 

@@ -7,8 +7,13 @@
 //! - this module: [`Hub`], what calls and the endpoints ask of it: a user's key for a
 //!   service, storing, replacing and deleting one (audited, never the value), the list
 //!   without values, the connect link a missing key answers, `vault rekey`.
+//! - `connect`: accounts connected by OAuth (`[connect.<service>]`): the flow, the
+//!   tokens refreshed across replicas, disconnecting (decision 020).
 //! - `signin`: the broker as a confidential OpenID client of the `[oauth]` provider
 //!   (code + PKCE), the hub session cookie.
+//! - `token_endpoint`: an authorization server's metadata and token endpoint, as a
+//!   client (shared by `signin` and `connect`).
+//! - `view`: what the pages share (`HubCx`, redirects, refusals).
 //! - `page`: the server-rendered pages (`/hub`, `/hub/connect/<service>`), CSRF-protected.
 //! - `api`: the JSON API (`GET /hub/keys`, `PUT|DELETE /hub/keys/<service>`).
 //!
@@ -18,8 +23,11 @@
 
 pub mod api;
 pub mod cipher;
+pub mod connect;
 pub mod page;
 pub mod signin;
+pub mod token_endpoint;
+pub mod view;
 
 use hyper::HeaderMap;
 use serde_json::{Value, json};
@@ -55,6 +63,8 @@ pub struct Hub {
     pub times: crate::confirm::session::Times,
     /// The services whose callers bring their own key (a credential header), by id.
     services: Vec<String>,
+    /// The services whose accounts connect by OAuth.
+    connections: connect::Connections,
 }
 
 impl std::fmt::Debug for Hub {
@@ -73,6 +83,45 @@ pub struct Entry {
     pub service: String,
     /// When the key was stored (RFC 3339), if one is.
     pub set_at: Option<String>,
+    /// Whether its accounts connect by OAuth (`[connect.<service>]`).
+    pub connects: bool,
+    /// Whether it is called with the caller's own token exchanged (nothing to connect).
+    pub on_behalf: bool,
+    /// The account connected, if one is.
+    pub connection: Option<Linked>,
+}
+
+/// A connected account as the hub lists it (never a token).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Linked {
+    /// The account at the provider, as it named it.
+    pub account: Option<String>,
+    /// The scopes granted, space-separated.
+    pub scopes: String,
+    /// When it was connected (RFC 3339).
+    pub since: String,
+    /// When its access token expires (RFC 3339), if the provider said.
+    pub expires_at: Option<String>,
+    /// Whether the provider refused its refresh token (the user must connect again).
+    pub needs_reconnect: bool,
+}
+
+fn rfc3339(ms: i64) -> Option<String> {
+    jiff::Timestamp::from_millisecond(ms)
+        .ok()
+        .map(|t| t.to_string())
+}
+
+impl Linked {
+    fn of(c: &crate::store::hub_connections::Connection) -> Self {
+        Self {
+            account: c.account.clone(),
+            scopes: c.scopes.clone(),
+            since: rfc3339(c.set_ms).unwrap_or_default(),
+            expires_at: c.expires_ms.and_then(rfc3339),
+            needs_reconnect: c.state == crate::store::hub_connections::RECONNECT,
+        }
+    }
 }
 
 /// Why the hub refused to store or delete.
@@ -120,6 +169,9 @@ impl Hub {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Option<Self>, String> {
         let Some(cipher) = Self::cipher(config, env)? else {
+            if !config.connect.is_empty() {
+                return Err("[connect.*] is for the hub, which needs `vault_key_env` (the key that seals connected accounts' tokens)".into());
+            }
             if config.oauth.as_ref().is_some_and(|o| o.sign_in.is_some()) {
                 return Err("[oauth.sign_in] is for the hub, which needs `vault_key_env` (the key that seals users' keys)".into());
             }
@@ -137,12 +189,16 @@ impl Hub {
             }
             None => None,
         };
-        let services = catalog
+        let services: Vec<String> = catalog
             .services
             .values()
             .filter(|s| s.headers.caller_key.is_some())
             .map(|s| s.id.clone())
             .collect();
+        let connections = connect::Connections::new(config, &services, env)?;
+        if connections.any() && sign_in.is_none() {
+            return Err("[connect.*] needs [oauth.sign_in] and public_url: an account is connected by a person signed in to the hub, and the provider's redirect URL is public_url + /hub/oauth/<service>/callback".into());
+        }
         Ok(Some(Self {
             cipher,
             sign_in,
@@ -150,6 +206,7 @@ impl Hub {
             site: crate::confirm::session::Site::of(config.public_url.as_deref()),
             times: crate::confirm::session_times(config)?,
             services,
+            connections,
         }))
     }
 
@@ -214,6 +271,35 @@ impl Hub {
         }
     }
 
+    /// What a call of `service` for `user` carries from the hub: its connected
+    /// account's access token (refreshed first when near expiry; for an on-behalf-of
+    /// service, the caller's `subject_token` exchanged), else the key the user stored.
+    pub async fn credential_for(
+        &self,
+        parts: &Parts,
+        user: &User,
+        service: &str,
+        subject_token: Option<&str>,
+    ) -> Result<Stored, CallError> {
+        use connect::refresh::Token;
+        match self
+            .connection_token(parts, user, service, subject_token)
+            .await?
+        {
+            Token::Live(token) => {
+                let bearer = self.connections.provider(service).is_some_and(|p| {
+                    p.placement() == crate::config::connect::TokenPlacement::Bearer
+                });
+                Ok(Stored::Token { token, bearer })
+            }
+            Token::Reconnect => Ok(Stored::Reconnect),
+            Token::None => Ok(match self.key_for(parts, user, service).await? {
+                Some(key) => Stored::Key(key),
+                None => Stored::None,
+            }),
+        }
+    }
+
     /// The services the user has a key stored for (rows present; nothing opened). A
     /// store failure is logged and reads as none.
     pub async fn stored_services(&self, parts: &Parts, user: &User) -> Vec<String> {
@@ -234,14 +320,24 @@ impl Hub {
         user: &User,
         may_use: &(dyn Fn(&str) -> bool + Sync),
     ) -> Result<Vec<Entry>, Refused> {
+        let down = |e: crate::store::StoreError| {
+            tracing::error!(error = %e, "hub store unavailable");
+            Refused::Store
+        };
         let rows = parts
             .store
             .hub_keys_of(&user.issuer, &user.subject)
             .await
-            .map_err(|e| {
-                tracing::error!(error = %e, "hub store unavailable");
-                Refused::Store
-            })?;
+            .map_err(down)?;
+        let linked = if self.connections.any() {
+            parts
+                .store
+                .connections_of(&user.issuer, &user.subject)
+                .await
+                .map_err(down)?
+        } else {
+            Vec::new()
+        };
         Ok(self
             .services
             .iter()
@@ -251,8 +347,10 @@ impl Hub {
                 set_at: rows
                     .iter()
                     .find(|r| &r.service == s)
-                    .and_then(|r| jiff::Timestamp::from_millisecond(r.set_ms).ok())
-                    .map(|t| t.to_string()),
+                    .and_then(|r| rfc3339(r.set_ms)),
+                connects: self.connections.by_flow(s),
+                on_behalf: self.connections.on_behalf(s),
+                connection: linked.iter().find(|c| &c.service == s).map(Linked::of),
             })
             .collect())
     }
@@ -296,8 +394,9 @@ impl Hub {
         Ok(replaced)
     }
 
-    /// Deletes the user's key for `service` (audited when there was one); `true` when
-    /// there was one.
+    /// Deletes the user's key for `service` (audited when there was one), and ends
+    /// its connected account (revoked at the provider: [`Hub::disconnect`]); `true`
+    /// when there was either.
     pub async fn delete(
         &self,
         parts: &Parts,
@@ -308,6 +407,12 @@ impl Hub {
         if !self.holds(service) {
             return Err(Refused::UnknownService(service.to_string()));
         }
+        let disconnected = match self.connections.provider(service) {
+            Some(_) => {
+                self.disconnect(parts, user, service, via).await? != connect::Disconnected::Nothing
+            }
+            None => false,
+        };
         let deleted = parts
             .store
             .delete_hub_key(&user.issuer, &user.subject, service)
@@ -327,7 +432,7 @@ impl Hub {
             .await;
             tracing::info!(user = %caller_name(user), service, via, "hub key deleted");
         }
-        Ok(deleted)
+        Ok(deleted || disconnected)
     }
 
     /// The broker's public base: `public_url`, else the host the request came to
@@ -392,6 +497,7 @@ impl Hub {
                 .hub_keys_not_under(cipher.current_id(), (&after.0, &after.1, &after.2), 500)
                 .await?;
             let Some(last) = rows.last() else {
+                connect::rekey(cipher, store, &mut done).await?;
                 return Ok(done);
             };
             after = (
@@ -423,6 +529,24 @@ impl Hub {
             }
         }
     }
+}
+
+/// What the hub holds for a call.
+pub enum Stored {
+    /// Nothing: no connection, no key.
+    None,
+    /// A key the user stored.
+    Key(Zeroizing<String>),
+    /// A connected account's access token; `bearer`: it goes in `Authorization:
+    /// Bearer` rather than where the service's key goes.
+    Token {
+        /// The access token.
+        token: Zeroizing<String>,
+        /// Its placement.
+        bearer: bool,
+    },
+    /// The connection needs the user to connect again.
+    Reconnect,
 }
 
 /// What `vault rekey` did.
@@ -496,7 +620,16 @@ async fn audit(
 
 /// The JSON of a list entry: `{"service", "present", "setAt"}`.
 pub fn entry_json(e: &Entry) -> Value {
-    json!({ "service": e.service, "present": e.set_at.is_some(), "setAt": e.set_at })
+    let connection = e.connection.as_ref().map(|c| {
+        json!({
+            "account": c.account, "scopes": c.scopes, "since": c.since,
+            "expiresAt": c.expires_at, "needsReconnect": c.needs_reconnect,
+        })
+    });
+    json!({
+        "service": e.service, "present": e.set_at.is_some(), "setAt": e.set_at,
+        "connects": e.connects, "onBehalfOf": e.on_behalf, "connection": connection,
+    })
 }
 
 #[cfg(test)]

@@ -7,69 +7,16 @@
 //! - `GET /hub/connect/<service>?state=...`: the link a call without a key answered.
 //!   It stores a key only when the signed-in user is the user who made the call (the
 //!   sealed state names them); signed in as anyone else, it stores nothing.
-//! - `POST /hub/connect/<service>`: the key, the state and the form's token.
+//! - `POST /hub/connect/<service>`: the key, the state and the form's token (for a
+//!   service that connects by OAuth, the start of its flow: `connect::page`).
 //!
 //! Every form carries a CSRF token sealed for the user and the form's action; a post
 //! without a valid one changes nothing (403).
 
-use serde_json::Value;
-
-use super::signin::{self, Session};
-use super::{CONNECT_PURPOSE, Hub};
-use crate::caller::oauth::OAuth;
+use super::signin;
+pub use super::view::HubCx;
+use super::view::{connect_state, other_user, redirect, stale_link, unavailable};
 use crate::confirm::approval::page::{Page, escape, form, message, page};
-use crate::run::Parts;
-
-/// What the pages read.
-#[derive(Clone, Copy)]
-pub struct HubCx<'a> {
-    /// The hub.
-    pub hub: &'a Hub,
-    /// The parts (store, catalog, clock).
-    pub parts: &'a Parts,
-    /// The `[oauth]` provider (roles -> what the user may use).
-    pub oauth: &'a OAuth,
-}
-
-impl HubCx<'_> {
-    fn now_ms(&self) -> i64 {
-        self.parts.now().as_millisecond()
-    }
-
-    async fn session(&self, headers: &hyper::HeaderMap) -> Option<Session> {
-        let (site, times) = (self.hub.site, self.hub.times);
-        signin::session(&self.parts.store, site, times, headers, self.now_ms())
-            .await
-            .filter(|s| s.issuer == self.oauth.issuer())
-    }
-
-    fn may_use(&self, session: &Session) -> impl Fn(&str) -> bool {
-        let caller = self
-            .oauth
-            .signed_in_caller(&session.subject, &session.roles);
-        move |service: &str| caller.may_use_service(service)
-    }
-
-    fn title_of(&self, service: &str) -> String {
-        self.parts
-            .catalog
-            .services
-            .get(service)
-            .map_or_else(|| service.to_string(), |s| s.title.clone())
-    }
-}
-
-fn redirect(location: &str) -> Page {
-    Page {
-        status: 303,
-        headers: vec![("location", location.to_string())],
-        body: String::new(),
-    }
-}
-
-fn unavailable(text: &str) -> Page {
-    message(503, "Hub unavailable", text)
-}
 
 fn sign_in_page(cx: HubCx<'_>, next: &str) -> Page {
     if cx.hub.sign_in.is_none() {
@@ -106,6 +53,17 @@ pub async fn home(cx: HubCx<'_>, headers: &hyper::HeaderMap) -> Page {
     };
     let mut rows = String::new();
     for e in &entries {
+        if e.on_behalf {
+            rows.push_str(&super::connect::page::on_behalf_row(cx, e));
+            continue;
+        }
+        if e.connects {
+            match super::connect::page::row(cx, &session, e, now) {
+                Some(row) => rows.push_str(&row),
+                None => return unavailable("no randomness available"),
+            }
+            continue;
+        }
         let (Some(set), Some(delete)) = (
             signin::form_token(&cx.hub.cipher, &session, &format!("set:{}", e.service), now),
             signin::form_token(
@@ -259,37 +217,6 @@ pub async fn logout(cx: HubCx<'_>, headers: &hyper::HeaderMap, body: &[u8]) -> P
     out
 }
 
-/// The user and service a connect link's state names, if it is this deployment's and
-/// live.
-fn connect_state(cx: HubCx<'_>, service: &str, state: Option<&str>) -> Option<(String, String)> {
-    let claims = cx
-        .hub
-        .cipher
-        .open_statement(CONNECT_PURPOSE, state?, cx.now_ms())?;
-    let text = |name: &str| claims.get(name).and_then(Value::as_str).map(String::from);
-    (text("svc")? == service).then_some((text("iss")?, text("sub")?))
-}
-
-fn stale_link() -> Page {
-    message(
-        400,
-        "This link has expired",
-        "This connect link is stale or altered. Ask your agent to make the call again: it answers a new link.",
-    )
-}
-
-fn other_user(session: &Session) -> Page {
-    tracing::warn!(user = %format!("{}#{}", session.issuer, session.subject), "a connect link opened by another user than the one who made the call; nothing stored");
-    message(
-        403,
-        "This link is for another account",
-        &format!(
-            "You are signed in as {}, but this link was made for the account that made the call. Nothing was stored. Sign out and sign in with that account, or ask your own agent for a link.",
-            session.name
-        ),
-    )
-}
-
 /// `GET /hub/connect/<service>?state=...`.
 pub async fn connect(
     cx: HubCx<'_>,
@@ -307,6 +234,9 @@ pub async fn connect(
     };
     if session.issuer != issuer || session.subject != subject {
         return other_user(&session);
+    }
+    if cx.hub.connections().by_flow(service) {
+        return super::connect::page::consent(cx, &session, service, state.unwrap_or_default());
     }
     let Some(csrf) = signin::form_token(
         &cx.hub.cipher,

@@ -15,22 +15,19 @@
 //! sign-in requires, never from a request's headers. Every form the pages show carries a
 //! CSRF token sealed for the user and the form's action.
 
-use std::time::Duration;
-
 use base64::Engine as _;
-use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD as B64};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::Full;
 use hyper::HeaderMap;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use zeroize::Zeroizing;
 
 use super::cipher::VaultCipher;
+use super::token_endpoint;
 use crate::caller::oauth::OAuth;
-use crate::config::oauth::{SignInConfig, TokenEndpointAuth};
+use crate::config::oauth::SignInConfig;
 use crate::confirm::session::{self as page_session, Kind, Site, Times};
 use crate::store::Store;
 
@@ -42,10 +39,6 @@ const LOGIN_MS: i64 = 10 * 60 * 1000;
 pub const FORM_MS: i64 = 3600 * 1000;
 const LOGIN_PURPOSE: &str = "hub-login";
 const FORM_PURPOSE: &str = "hub-form";
-const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
-const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
-
-type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 
 /// The provider's endpoints, from its metadata.
 #[derive(Debug, Clone)]
@@ -58,14 +51,13 @@ struct Endpoints {
 pub struct SignIn {
     issuer: String,
     client_id: String,
-    client_secret: Zeroizing<String>,
     redirect_url: Option<String>,
     scopes: String,
-    auth: TokenEndpointAuth,
+    auth: token_endpoint::ClientAuth,
     /// The role that makes a signed-in user an approver.
     pub approver_role: Option<String>,
     endpoints: tokio::sync::RwLock<Option<Endpoints>>,
-    client: HttpsClient,
+    client: token_endpoint::HttpsClient,
 }
 
 impl std::fmt::Debug for SignIn {
@@ -99,7 +91,7 @@ impl Session {
     }
 }
 
-fn random_text(bytes: usize) -> Option<String> {
+pub(crate) fn random_text(bytes: usize) -> Option<String> {
     let mut raw = vec![0u8; bytes];
     getrandom::fill(&mut raw).ok()?;
     Some(B64.encode(raw))
@@ -169,14 +161,17 @@ impl SignIn {
         if !scopes.iter().any(|s| s == "openid") {
             scopes.insert(0, "openid".into());
         }
-        let client = crate::net::unpooled_client(FETCH_TIMEOUT)?;
+        let client = token_endpoint::client()?;
         Ok(Self {
             issuer: issuer.to_string(),
             client_id: config.client_id.clone(),
-            client_secret: Zeroizing::new(secret),
             redirect_url: config.redirect_url.clone(),
             scopes: scopes.join(" "),
-            auth: config.token_endpoint_auth.unwrap_or_default(),
+            auth: token_endpoint::ClientAuth {
+                client_id: config.client_id.clone(),
+                secret: Some(Zeroizing::new(secret)),
+                method: config.token_endpoint_auth.unwrap_or_default(),
+            },
             approver_role: config.approver_role.clone(),
             endpoints: tokio::sync::RwLock::new(None),
             client,
@@ -190,26 +185,7 @@ impl SignIn {
     }
 
     async fn send(&self, request: hyper::Request<Full<Bytes>>) -> Result<(u16, Value), String> {
-        let url = request.uri().to_string();
-        let fetch = async {
-            let response = self
-                .client
-                .request(request)
-                .await
-                .map_err(|e| format!("{url}: {e}"))?;
-            let status = response.status().as_u16();
-            let body = Limited::new(response.into_body(), MAX_DOCUMENT_BYTES)
-                .collect()
-                .await
-                .map_err(|_| format!("{url}: the answer broke off or is over 256 KiB"))?
-                .to_bytes();
-            let json =
-                serde_json::from_slice::<Value>(&body).map_err(|_| format!("{url}: not JSON"))?;
-            Ok((status, json))
-        };
-        tokio::time::timeout(FETCH_TIMEOUT, fetch)
-            .await
-            .map_err(|_| format!("{url} did not answer within 10 s"))?
+        token_endpoint::send(&self.client, request).await
     }
 
     /// The provider's endpoints: its metadata, fetched once (again after a failure).
@@ -217,37 +193,13 @@ impl SignIn {
         if let Some(e) = self.endpoints.read().await.as_ref() {
             return Ok(e.clone());
         }
-        let mut tried = Vec::new();
-        for url in crate::caller::oauth::jwks::metadata_urls(&self.issuer) {
-            let request = hyper::Request::get(url.as_str())
-                .header(hyper::header::ACCEPT, "application/json")
-                .body(Full::new(Bytes::new()))
-                .map_err(|e| e.to_string())?;
-            match self.send(request).await {
-                Ok((200, meta)) => {
-                    if meta.get("issuer").and_then(Value::as_str) != Some(self.issuer.as_str()) {
-                        return Err(format!(
-                            "{url} names another issuer than the configured one"
-                        ));
-                    }
-                    let field = |name: &str| {
-                        meta.get(name)
-                            .and_then(Value::as_str)
-                            .map(String::from)
-                            .ok_or_else(|| format!("{url} has no `{name}`"))
-                    };
-                    let found = Endpoints {
-                        authorization: field("authorization_endpoint")?,
-                        token: field("token_endpoint")?,
-                    };
-                    *self.endpoints.write().await = Some(found.clone());
-                    return Ok(found);
-                }
-                Ok((status, _)) => tried.push(format!("{url} answered {status}")),
-                Err(e) => tried.push(e),
-            }
-        }
-        Err(tried.join("; "))
+        let meta = token_endpoint::discover(&self.client, &self.issuer).await?;
+        let found = Endpoints {
+            authorization: token_endpoint::endpoint(&meta, "authorization_endpoint")?,
+            token: token_endpoint::endpoint(&meta, "token_endpoint")?,
+        };
+        *self.endpoints.write().await = Some(found.clone());
+        Ok(found)
     }
 
     /// The start of a sign-in: the provider URL to send the browser to and the login
@@ -401,41 +353,16 @@ impl SignIn {
         base: &str,
         verifier: &str,
     ) -> Result<hyper::Request<Full<Bytes>>, String> {
-        let mut form = url::form_urlencoded::Serializer::new(String::new());
-        form.append_pair("grant_type", "authorization_code")
-            .append_pair("code", code)
-            .append_pair("redirect_uri", &self.redirect_uri(base))
-            .append_pair("code_verifier", verifier);
-        let mut request = hyper::Request::post(token_url)
-            .header(hyper::header::ACCEPT, "application/json")
-            .header(
-                hyper::header::CONTENT_TYPE,
-                "application/x-www-form-urlencoded",
-            );
-        match self.auth {
-            TokenEndpointAuth::ClientSecretBasic => {
-                let enc = |s: &str| {
-                    url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>()
-                };
-                let pair = Zeroizing::new(format!(
-                    "{}:{}",
-                    enc(&self.client_id),
-                    enc(&self.client_secret)
-                ));
-                request = request.header(
-                    hyper::header::AUTHORIZATION,
-                    format!("Basic {}", STANDARD.encode(pair.as_bytes())),
-                );
-            }
-            TokenEndpointAuth::ClientSecretPost => {
-                form.append_pair("client_id", &self.client_id)
-                    .append_pair("client_secret", &self.client_secret);
-            }
-        }
-        let body = Zeroizing::new(form.finish());
-        request
-            .body(Full::new(Bytes::from(body.as_bytes().to_vec())))
-            .map_err(|_| "the token request could not be written".to_string())
+        let redirect_uri = self.redirect_uri(base);
+        self.auth.form_post(
+            token_url,
+            &[
+                ("grant_type", "authorization_code"),
+                ("code", code),
+                ("redirect_uri", &redirect_uri),
+                ("code_verifier", verifier),
+            ],
+        )
     }
 }
 
@@ -500,6 +427,16 @@ pub async fn session(
             })
             .unwrap_or_default(),
     })
+}
+
+/// A digest of the hub session's id the request's cookie holds (under its own
+/// prefix, so it is not the store's key of the session): what binds an authorization
+/// flow to the session that started it.
+pub fn session_digest(site: Site, headers: &HeaderMap) -> Option<String> {
+    let id = site.read(headers, SESSION_COOKIE)?;
+    Some(crate::catalog::identity::sha256_hex(
+        format!("hub-flow-session:{id}").as_bytes(),
+    ))
 }
 
 /// Ends the session the request's cookie names, on every replica.

@@ -117,6 +117,9 @@ impl Parts {
         if policies.is_some() {
             metrics.enable_policy_reloads();
         }
+        if !config.connect.is_empty() {
+            metrics.enable_refreshes();
+        }
         Ok(Self {
             policies,
             costs,

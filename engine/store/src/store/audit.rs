@@ -33,11 +33,20 @@ pub enum Outcome {
     KeyDeleted,
     /// An admin ended a user's sessions in the console (`tool` is `hub/sessions`).
     SessionsEnded,
+    /// A user connected an account by OAuth (`tool` is `hub/keys/<service>`), or
+    /// connected it again.
+    Connected,
+    /// A connection was ended (by the user, or an admin in the console); its tokens
+    /// were revoked at the provider where it has an endpoint.
+    Disconnected,
+    /// The provider refused a connection's refresh token: it needs the user to
+    /// connect again (nothing was deleted).
+    ReconnectNeeded,
 }
 
 impl Outcome {
     /// Every outcome.
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 12] = [
         Self::Executed,
         Self::Refused,
         Self::Declined,
@@ -47,6 +56,9 @@ impl Outcome {
         Self::KeyReplaced,
         Self::KeyDeleted,
         Self::SessionsEnded,
+        Self::Connected,
+        Self::Disconnected,
+        Self::ReconnectNeeded,
     ];
 
     /// The stored word.
@@ -61,6 +73,9 @@ impl Outcome {
             Self::KeyReplaced => "key_replaced",
             Self::KeyDeleted => "key_deleted",
             Self::SessionsEnded => "sessions_ended",
+            Self::Connected => "connected",
+            Self::Disconnected => "disconnected",
+            Self::ReconnectNeeded => "reconnect_needed",
         }
     }
 

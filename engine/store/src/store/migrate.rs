@@ -81,6 +81,11 @@ pub const PORTABLE: &[Migration] = &[
         "approval_plans",
         include_str!("migrations/portable/0013_approval_plans.sql"),
     ),
+    (
+        14,
+        "hub_connections",
+        include_str!("migrations/portable/0014_hub_connections.sql"),
+    ),
 ];
 
 /// SQLite's own later migrations.

@@ -25,6 +25,7 @@ pub mod audit;
 pub mod audit_query;
 pub mod budgets;
 pub mod confirmation;
+pub mod hub_connections;
 pub mod hub_keys;
 pub mod idempotency;
 pub mod jobs;

@@ -23,9 +23,9 @@ pub const PAGE_ROWS: (i64, i64) = (50, 500);
 pub const EXPORT_ROWS: i64 = 100_000;
 
 /// The outcome words a filter may name, in the audit's order.
-pub const OUTCOMES: [&str; 9] = {
+pub const OUTCOMES: [&str; crate::store::audit::Outcome::ALL.len()] = {
     let all = crate::store::audit::Outcome::ALL;
-    let mut words = [""; 9];
+    let mut words = [""; crate::store::audit::Outcome::ALL.len()];
     let mut i = 0;
     while i < all.len() {
         words[i] = all[i].as_str();

@@ -39,6 +39,8 @@ struct Person {
     sessions: Vec<Value>,
     last_session_ms: Option<i64>,
     stored: Vec<Value>,
+    /// Accounts connected by OAuth (never a token).
+    connections: Vec<Value>,
     budgets: Vec<Value>,
     last_charge_ms: Option<i64>,
 }
@@ -65,6 +67,7 @@ impl Person {
             "writes": self.writes,
             "sessions": self.sessions,
             "storedKeys": self.stored,
+            "connections": self.connections,
             "budgets": self.budgets,
         })
     }
@@ -158,6 +161,24 @@ async fn gather(served: &Served) -> Result<Gathered, String> {
             .or_default()
             .stored
             .push(json!({ "service": service, "setAt": rfc3339(set_ms) }));
+    }
+    for c in store
+        .all_connections(MOST)
+        .await
+        .map_err(|e| e.to_string())?
+    {
+        g.people
+            .entry(format!("{}#{}", c.issuer, c.subject))
+            .or_default()
+            .connections
+            .push(json!({
+                "service": c.service,
+                "account": c.account,
+                "scopes": c.scopes,
+                "since": rfc3339(c.set_ms),
+                "expiresAt": c.expires_ms.map(rfc3339),
+                "state": c.state,
+            }));
     }
     let sessions = store
         .list_sessions(now_ms, u32::try_from(MOST).unwrap_or(u32::MAX))
@@ -359,6 +380,35 @@ fn users_table(broker: &Broker, viewer: &Viewer, users: &[Value]) -> String {
                 )
             ));
         }
+        for c in u["connections"].as_array().into_iter().flatten() {
+            let service = c["service"].as_str().unwrap_or("");
+            let account = c["account"]
+                .as_str()
+                .map(|a| format!(" as {}", escape(a)))
+                .unwrap_or_default();
+            let state = if c["state"] == "reconnect" {
+                "<span class=\"tag\">needs reconnect</span> "
+            } else {
+                ""
+            };
+            stored.push_str(&format!(
+                "<div><span class=\"tag\">{}</span> {state}<span class=\"muted\">connected{account} since {}; scopes {}; expires {}</span> {}</div>",
+                escape(service),
+                time(c["since"].as_str().unwrap_or("")),
+                escape(c["scopes"].as_str().unwrap_or("")),
+                c["expiresAt"].as_str().map_or_else(|| "never said".to_string(), time),
+                button(
+                    broker,
+                    viewer,
+                    &Action::DeleteKey {
+                        user: user.into(),
+                        service: service.into()
+                    },
+                    "Disconnect",
+                    &format!("{service} account of {user}")
+                )
+            ));
+        }
         if stored.is_empty() {
             stored.push_str("<span class=\"muted\">none</span>");
         }
@@ -409,7 +459,7 @@ fn done_note(done: Option<&str>) -> &'static str {
             "<p class=\"note\" role=\"status\">The sessions ended on every replica; the audit records who ended them.</p>"
         }
         Some("key") => {
-            "<p class=\"note\" role=\"status\">The stored key was deleted; the audit records who deleted it.</p>"
+            "<p class=\"note\" role=\"status\">The stored key (and any connected account, revoked at its provider) was deleted; the audit records who deleted it.</p>"
         }
         _ => "",
     }

@@ -130,9 +130,19 @@ pub fn round(
         .services
         .get(service)
         .map_or(service, |s| s.title.as_str());
-    let message = format!(
-        "Connect your {title} account: open the link and store your key in the broker's hub (it is never shown to the agent). Then the call can run."
-    );
+    let by_oauth = broker
+        .hub
+        .as_ref()
+        .is_some_and(|h| h.connections().by_flow(service));
+    let message = if by_oauth {
+        format!(
+            "Connect your {title} account: open the link, sign in at {title} and agree; the broker's hub keeps the access it grants (never shown to the agent). Then the call can run."
+        )
+    } else {
+        format!(
+            "Connect your {title} account: open the link and store your key in the broker's hub (it is never shown to the agent). Then the call can run."
+        )
+    };
     let mut raw = [0u8; 16];
     getrandom::fill(&mut raw).ok()?;
     let elicitation_id = crate::catalog::identity::hex(&raw);

@@ -8,6 +8,8 @@
 //! | `POST /hub/set/<service>`, `POST /hub/delete/<service>`, `POST /hub/logout` | its forms |
 //! | `GET /hub/login?next=`, `GET /hub/callback` | signing in at the provider |
 //! | `GET\|POST /hub/connect/<service>` | the link a call without a key answers |
+//! | `POST /hub/connect/<service>` with a bearer token | `{"authorizationUrl"}`: the link that connects an account |
+//! | `GET /hub/oauth/<service>/callback` | the provider's redirect back (accounts connected by OAuth) |
 
 use std::sync::Arc;
 
@@ -107,8 +109,14 @@ pub async fn route(served: Arc<Served>, req: Request<Incoming>) -> Reply {
         oauth,
     };
     let method = &parts.method;
-    // The JSON API.
-    if path == "/hub/keys" || path.starts_with("/hub/keys/") || path == "/hub/budget" {
+    // The JSON API (and a script asking for a connect link with its bearer token).
+    if path == "/hub/keys"
+        || path.starts_with("/hub/keys/")
+        || path == "/hub/budget"
+        || (path.starts_with("/hub/connect/")
+            && method == Method::POST
+            && headers.contains_key(hyper::header::AUTHORIZATION))
+    {
         return api(&served, hub, oauth, &parts, body).await;
     }
     let (section, rest) = path
@@ -118,7 +126,10 @@ pub async fn route(served: Arc<Served>, req: Request<Incoming>) -> Reply {
         .unwrap_or((path.trim_start_matches("/hub").trim_start_matches('/'), ""));
     // Completed sign-ins (each a code exchange) are counted per client address, like
     // the approval page's.
-    if method == Method::GET && (section, rest) == ("callback", "") {
+    if method == Method::GET
+        && ((section, rest) == ("callback", "")
+            || (section == "oauth" && rest.ends_with("/callback")))
+    {
         let client = crate::caller::origin::client_address(
             parts
                 .extensions
@@ -143,6 +154,12 @@ pub async fn route(served: Arc<Served>, req: Request<Incoming>) -> Reply {
         (&Method::GET, "", "") => crate::hub::page::home(cx, headers).await,
         (&Method::GET, "login", "") => login(broker, hub, headers, query).await,
         (&Method::GET, "callback", "") => callback(broker, hub, oauth, headers, query).await,
+        (&Method::GET, "oauth", _) => {
+            match rest.strip_suffix("/callback").and_then(service_segment) {
+                Some(s) => crate::hub::connect::page::callback(cx, headers, s, query).await,
+                None => message(404, "Not found", "No such hub page."),
+            }
+        }
         (&Method::POST, "set" | "delete" | "logout" | "connect", _)
         | (&Method::GET, "connect", _) => {
             let body = if method == Method::POST {
@@ -168,6 +185,9 @@ pub async fn route(served: Arc<Served>, req: Request<Incoming>) -> Reply {
                 (&Method::GET, "connect", Some(s)) => {
                     crate::hub::page::connect(cx, headers, s, query).await
                 }
+                (&Method::POST, "connect", Some(s)) if hub.connections().by_flow(s) => {
+                    crate::hub::connect::page::start(cx, headers, s, &body).await
+                }
                 (&Method::POST, "connect", Some(s)) => {
                     crate::hub::page::connect_store(cx, headers, s, &body).await
                 }
@@ -192,7 +212,10 @@ async fn api(
     let path = parts.uri.path();
     let headers = &parts.headers;
     let method = &parts.method;
-    let service = match path.strip_prefix("/hub/keys/") {
+    let service = match path
+        .strip_prefix("/hub/keys/")
+        .or_else(|| path.strip_prefix("/hub/connect/"))
+    {
         None => None,
         Some(s) => match service_segment(s) {
             Some(s) => Some(s),
@@ -224,6 +247,9 @@ async fn api(
     };
     if path == "/hub/budget" {
         return budget(broker, method, &caller).await;
+    }
+    if let (Some(service), true) = (service, path.starts_with("/hub/connect/")) {
+        return crate::hub::api::connect_link(hub, &broker.parts, &caller, service, headers);
     }
     let body = if method == Method::PUT {
         match read_limited(served, headers, path, body, MAX_BODY).await {

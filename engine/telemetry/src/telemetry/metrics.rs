@@ -7,6 +7,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 
+/// The outcomes of a connected account's refresh, as counted.
+const REFRESH_OUTCOMES: [&str; 3] = ["refreshed", "reconnect_needed", "failed"];
+
 /// Process-wide call counters.
 #[derive(Debug, Default)]
 pub struct Metrics {
@@ -20,6 +23,9 @@ pub struct Metrics {
     /// Units charged by unit and service, and calls a budget refused, shown once a
     /// deployment has `[[budgets]]` or a priced call settles.
     spending: Mutex<Option<Spending>>,
+    /// Refreshes of connected accounts' tokens by outcome, shown once a deployment has
+    /// `[connect.*]` (refreshed, reconnect_needed, failed).
+    refreshes: Mutex<Option<[u64; 3]>>,
 }
 
 /// The totals since start and the last hour, under one lock.
@@ -136,6 +142,26 @@ impl Metrics {
         if let Ok(mut s) = self.spending.lock() {
             let s = s.get_or_insert_with(Spending::default);
             *s.refusals.entry(budget.to_string()).or_default() += 1;
+        }
+    }
+
+    /// Shows `tool_broker_hub_refreshes_total` (a deployment with `[connect.*]`).
+    pub fn enable_refreshes(&self) {
+        if let Ok(mut r) = self.refreshes.lock() {
+            r.get_or_insert([0; 3]);
+        }
+    }
+
+    /// Counts one refresh of a connected account's token: `refreshed`,
+    /// `reconnect_needed` (the provider refused the refresh token) or `failed` (no
+    /// usable answer; the connection kept).
+    pub fn record_refresh(&self, outcome: &str) {
+        let at = REFRESH_OUTCOMES
+            .iter()
+            .position(|o| *o == outcome)
+            .unwrap_or(2);
+        if let Ok(mut r) = self.refreshes.lock() {
+            r.get_or_insert([0; 3])[at] += 1;
         }
     }
 
@@ -264,6 +290,22 @@ impl Metrics {
             );
         }
         self.render_spending(&mut out);
+        if let Ok(refreshes) = self.refreshes.lock()
+            && let Some(counts) = *refreshes
+        {
+            family(
+                &mut out,
+                "tool_broker_hub_refreshes_total",
+                "counter",
+                "Refreshes of connected accounts' access tokens (docs/hub.md): refreshed, reconnect_needed (the provider refused the refresh token; the user must connect again), failed (no usable answer; the connection kept).",
+            );
+            for (outcome, n) in REFRESH_OUTCOMES.iter().zip(counts) {
+                let _ = writeln!(
+                    out,
+                    "tool_broker_hub_refreshes_total{{outcome=\"{outcome}\"}} {n}"
+                );
+            }
+        }
         if let Some(spans) = spans {
             family(
                 &mut out,

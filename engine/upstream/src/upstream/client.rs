@@ -101,6 +101,9 @@ pub struct Target<'a> {
     pub base_url: &'a str,
     /// The caller's (or server-side) upstream key.
     pub key: Option<&'a str>,
+    /// The key is an OAuth access token for `Authorization: Bearer`, not a key for
+    /// the service's credential placement (a hub connection's `token_placement`).
+    pub bearer: bool,
     /// The idempotency key for the service's `idempotency_header`, when the call holds one.
     pub idempotency_key: Option<&'a str>,
     /// Per-tool timeout.
@@ -241,7 +244,8 @@ impl Upstream {
 
     fn build(req: &RenderedRequest, target: &Target<'_>, hop: &Hop) -> Result<Outgoing, CallError> {
         let mut query = req.query_string();
-        if let (Some(cred), Some(key)) = (&target.service.credential, target.key)
+        if let (Some(cred), Some(key), false) =
+            (&target.service.credential, target.key, target.bearer)
             && cred.placement == Placement::Query
         {
             let pair = crate::upstream::render::encode_pairs(&[(
@@ -319,7 +323,12 @@ impl Upstream {
             })?;
             headers.append(name.clone(), value);
         }
-        if let (Some(cred), Some(name), Some(key)) =
+        if let (true, Some(key)) = (target.bearer, target.key) {
+            let mut value = HeaderValue::from_maybe_shared(Bytes::from(format!("Bearer {key}")))
+                .unwrap_or_else(|_| HeaderValue::from_static(""));
+            value.set_sensitive(true);
+            headers.insert(hyper::header::AUTHORIZATION, value);
+        } else if let (Some(cred), Some(name), Some(key)) =
             (&target.service.credential, &parsed.upstream_key, target.key)
         {
             // Joined by hand: `format!` costs a thousand instructions per call here.

@@ -68,6 +68,9 @@ pub struct McpTarget<'a> {
     pub base_url: Option<&'a str>,
     /// The caller's key (HTTP servers, in the service's credential header).
     pub key: Option<&'a str>,
+    /// The key is an OAuth access token for `Authorization: Bearer` (a hub
+    /// connection's `token_placement`), not for the credential header.
+    pub bearer: bool,
     /// The tool's timeout.
     pub timeout: Duration,
     /// The largest answer read.
@@ -457,7 +460,12 @@ fn exchange<'a>(
     hop: Option<&crate::telemetry::trace::Hop>,
 ) -> Exchange<'a> {
     let mut headers = Vec::new();
-    if let (Some(cred), Some(key)) = (&target.service.credential, target.key)
+    if let (true, Some(key)) = (target.bearer, target.key)
+        && let Ok(mut value) = HeaderValue::from_str(&format!("Bearer {key}"))
+    {
+        value.set_sensitive(true);
+        headers.push((hyper::header::AUTHORIZATION, value));
+    } else if let (Some(cred), Some(key)) = (&target.service.credential, target.key)
         && let Ok(name) = HeaderName::from_bytes(cred.name.as_bytes())
         && let Ok(mut value) = HeaderValue::from_str(&format!("{}{key}", cred.prefix))
     {
