@@ -8,7 +8,11 @@
 # the stored key reaching the upstream, another user's link storing nothing
 # (clients/oauth/hub.mjs); then the operator's console (docs/console.md) signed in as
 # an admin, an auditor and a person without a role, every page checked by axe-core and
-# written as a screenshot under <target>/console-screens (clients/oauth/console.mjs).
+# written as a screenshot under <target>/console-screens (clients/oauth/console.mjs);
+# then an account connected by OAuth (decision 020): a second oidc-provider as the
+# hosting service's own authorization server (clients/oauth/service_provider.mjs),
+# consent in Chromium, the token refreshed once near expiry and rotated, disconnect
+# revoking there (clients/oauth/connect.mjs).
 # Versions pinned in clients/oauth/package.json. Installs
 # chromium (Debian) and Node where absent. Loopback only.
 set -euo pipefail
@@ -21,12 +25,14 @@ need_browser_and_npm "$dir"
 ensure_broker
 stub_port=$(free_port)
 idp_port=$(free_port)
+svc_idp_port=$(free_port)
 broker_port=$(free_port)
 resource="http://127.0.0.1:$broker_port/mcp"
 work=$(mktemp -d)
 python3 clients/stub_upstream.py "$stub_port" &
 stub_pid=$!
 hub_secret="hub-client-secret-$RANDOM$RANDOM"
+svc_secret="hosting-client-secret-$RANDOM$RANDOM"
 hub_key="sk_hub_flow_canary_$RANDOM$RANDOM"
 vault_key="vault-$(head -c 32 /dev/urandom | base64 | tr -d '/+=')"
 approval_key="approval-$(head -c 32 /dev/urandom | base64 | tr -d '/+=')"
@@ -36,8 +42,13 @@ agent_sha=$(printf %s "$agent_key" | sha256sum | cut -d' ' -f1)
 HUB_REDIRECT="http://127.0.0.1:$broker_port/hub/callback" HUB_SECRET="$hub_secret" \
   node "$dir/provider.mjs" "$idp_port" "$resource" >"$target_dir/oauth-provider.log" 2>&1 &
 idp_pid=$!
-trap 'kill $stub_pid $idp_pid ${broker_pid:-} 2>/dev/null || true; rm -rf "$work"' EXIT
+# Access tokens of 30 s, refreshed 20 s before they expire: a call 11 s on refreshes.
+CLIENT_SECRET="$svc_secret" REDIRECT="http://127.0.0.1:$broker_port/hub/oauth/hosting/callback" ACCESS_TTL=30 \
+  node "$dir/service_provider.mjs" "$svc_idp_port" >"$target_dir/oauth-service-provider.log" 2>&1 &
+svc_idp_pid=$!
+trap 'kill $stub_pid $idp_pid $svc_idp_pid ${broker_pid:-} 2>/dev/null || true; rm -rf "$work"' EXIT
 wait_for "http://127.0.0.1:$idp_port/.well-known/openid-configuration"
+wait_for "http://127.0.0.1:$svc_idp_port/.well-known/openid-configuration"
 cat >"$work/config.toml" <<TOML
 public_url = "http://127.0.0.1:$broker_port"
 vault_key_env = "TOOL_BROKER_VAULT_KEY"
@@ -57,8 +68,17 @@ auditor_roles = ["auditor"]
 name = "console-agent"
 sha256 = "$agent_sha"
 confirmation = "human"
+[connect.hosting]
+issuer = "http://127.0.0.1:$svc_idp_port"
+scopes = ["openid", "offline_access", "email", "sites.read"]
+client_id = "broker-hosting"
+client_secret_env = "HOSTING_OAUTH_CLIENT_SECRET"
+authorization_params = { prompt = "consent" }
+refresh_skew_seconds = 20
 TOML
 env TOOL_BROKER_UPSTREAM_PAYMENTS="http://127.0.0.1:$stub_port" \
+  TOOL_BROKER_UPSTREAM_HOSTING="http://127.0.0.1:$stub_port" \
+  HOSTING_OAUTH_CLIENT_SECRET="$svc_secret" \
   TOOL_BROKER_VAULT_KEY="$vault_key" \
   TOOL_BROKER_APPROVAL_KEY="$approval_key" \
   TOOL_BROKER_HUB_CLIENT_SECRET="$hub_secret" \
@@ -74,13 +94,15 @@ BROKER_URL="$url" STUB_URL="http://127.0.0.1:$stub_port" HUB_KEY="$hub_key" node
 echo "axe-core $(node -p "require('./$dir/node_modules/axe-core/package.json').version")"
 BROKER_URL="$url" SCREENS="$target_dir/console-screens" AGENT_KEY="$agent_key" \
   SECRETS="$hub_key,$hub_secret,$vault_key,$approval_key,$agent_key" node "$dir/console.mjs"
+BROKER_URL="$url" STUB_URL="http://127.0.0.1:$stub_port" \
+  SERVICE_PROVIDER_URL="http://127.0.0.1:$svc_idp_port" node "$dir/connect.mjs"
 # The access token never reaches the broker's log; the stored key and the client secret
 # are in neither the log nor the data folder.
 if grep -Eq 'eyJ[A-Za-z0-9_-]{10,}\.eyJ' "$target_dir/oauth-broker.log"; then
   echo "a JWT reached the broker's log" >&2
   exit 1
 fi
-for secret in "$hub_key" "$hub_secret"; do
+for secret in "$hub_key" "$hub_secret" "$svc_secret"; do
   if grep -rqF "$secret" "$target_dir/oauth-broker.log" "$work/data"; then
     echo "a stored key or the hub's client secret is in the log or the data folder" >&2
     exit 1

@@ -26,11 +26,17 @@ export function launch() {
 }
 
 /** Signs `login` in on the provider's own pages (when it asks) and consents, until the
- * browser reaches a URL `done` accepts. */
-export async function providerSignIn(page, login, done) {
+ * browser reaches a URL `done` accepts. Nothing is clicked on a page of `notAt` (an
+ * origin: the broker's own pages have buttons of their own, which a redirect still on
+ * its way must not meet). */
+export async function providerSignIn(page, login, done, notAt = null) {
   const arrived = page.waitForURL(done, { timeout: 20000 });
-  for (let i = 0; i < 4; i++) {
+  for (let i = 0; i < 40; i++) {
     if (done(new URL(page.url()))) break;
+    if (notAt && new URL(page.url()).origin === notAt) {
+      await page.waitForTimeout(200);
+      continue;
+    }
     if (await page.locator('input[name="login"]').count()) {
       await page.fill('input[name="login"]', login);
       await page.fill('input[name="password"]', 'any');

@@ -52,8 +52,17 @@ async fn start(broker: &TestBroker, session: &str) -> String {
         Some(body),
     )
     .await;
-    assert_eq!(status, 303, "{text}");
-    headers["location"].to_str().unwrap().to_string()
+    // On to the provider by `Refresh` and a link (a redirect would break the pages'
+    // `form-action 'self'`).
+    assert_eq!(status, 200, "{text}");
+    let url = headers["refresh"]
+        .to_str()
+        .unwrap()
+        .strip_prefix("0; url=")
+        .unwrap()
+        .to_string();
+    assert!(text.contains(&url.replace('&', "&amp;")), "{text}");
+    url
 }
 
 /// The provider's redirect back, in the browser holding `session`.

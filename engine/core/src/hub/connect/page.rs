@@ -130,7 +130,7 @@ pub fn consent(cx: HubCx<'_>, session: &Session, service: &str, state: &str) -> 
 
 /// `POST /hub/connect/<service>` for a service that connects by OAuth: the form's
 /// token checked (and a connect link's state, when the form carries one, naming this
-/// user), then a redirect to the provider.
+/// user), then on to the provider ([`onward`]).
 pub async fn start(cx: HubCx<'_>, headers: &hyper::HeaderMap, service: &str, body: &[u8]) -> Page {
     let fields = form(body);
     let Some(session) = cx.session(headers).await else {
@@ -181,9 +181,28 @@ pub async fn start(cx: HubCx<'_>, headers: &hyper::HeaderMap, service: &str, bod
         .start_connect(cx.parts, &session, &digest, service)
         .await
     {
-        Ok(url) => redirect(&url),
+        Ok(url) => onward(cx, service, &url),
         Err(e) => message(e.status, "Cannot connect", &e.text),
     }
+}
+
+/// The page a started flow answers: on to the provider by the `Refresh` header, and a
+/// link. Not a redirect: the pages' `form-action 'self'` stops a form's submission
+/// redirected to another origin, and the provider is one.
+fn onward(cx: HubCx<'_>, service: &str, url: &str) -> Page {
+    let title = cx.title_of(service);
+    let mut out = page(
+        200,
+        &format!("On to {title}"),
+        &format!(
+            "<p>Taking you to {} to sign in and agree.</p><p><a id=\"onward\" href=\"{}\">Continue to {}</a></p>",
+            escape(&title),
+            escape(url),
+            escape(&title),
+        ),
+    );
+    out.headers.push(("refresh", format!("0; url={url}")));
+    out
 }
 
 /// `GET /hub/oauth/<service>/callback`: the provider's redirect back.
