@@ -473,6 +473,19 @@ async fn refreshed_once_across_replicas(stores: [tool_broker::store::Store; 2], 
     .await;
     assert_eq!(status, 200);
     assert!(text.contains("\"needsReconnect\":true"), "{text}");
+    let (_, _, metrics) = replicas[1]
+        .send_with(
+            &reqwest::Client::new(),
+            reqwest::Method::GET,
+            "/metrics",
+            None,
+            &[],
+        )
+        .await;
+    assert!(
+        metrics.contains("tool_broker_hub_connections{service=\"payments\",state=\"reconnect\"} 1"),
+        "{metrics}"
+    );
     // Connecting again clears it.
     connect(&replicas[1], &provider, &session).await;
     let (status, body) = replicas[1]
@@ -489,6 +502,10 @@ async fn refreshed_once_across_replicas(stores: [tool_broker::store::Store; 2], 
             &[],
         )
         .await;
+    assert!(
+        metrics.contains("tool_broker_hub_connections{service=\"payments\",state=\"connected\"} 1"),
+        "{metrics}"
+    );
     assert!(
         metrics.contains("tool_broker_hub_refreshes_total{outcome=\"reconnect_needed\"} 1"),
         "{metrics}"

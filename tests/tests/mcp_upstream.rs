@@ -873,3 +873,190 @@ async fn progress_and_questions_of_a_server_reach_its_mcp_caller() {
         "{body}"
     );
 }
+
+/// An HTTP MCP server that is an OAuth resource server (the MCP authorization spec):
+/// the broker finds its authorization server from the server's protected resource
+/// metadata (RFC 9728), registers itself there (RFC 7591), and connects a user's
+/// account with the server's URL as the resource (RFC 8707) on every request; the
+/// user's calls then reach the server with that account's token.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one flow: metadata, registration, consent, exchange, the call"
+)]
+#[tokio::test]
+async fn an_mcp_server_that_is_a_resource_server_is_connected_through_its_metadata() {
+    use crate::support::hub::{form_of, hub_setup, request, sign_in};
+    use crate::support::idp::{Idp, Signer};
+    use wiremock::matchers::{body_string_contains, method, path};
+    use wiremock::{Mock, ResponseTemplate};
+    let idp = Idp::start().await;
+    // The server: a broker whose /mcp takes the provider's tokens for its own URL.
+    let peer = TestBroker::start(Setup {
+        config: Some(format!(
+            "[oauth]\nissuer = \"{}\"\nresource = \"{{broker_url}}/mcp\"\n",
+            idp.issuer
+        )),
+        ..Setup::default()
+    })
+    .await;
+    let resource = format!("{}/mcp", peer.url);
+    let (_tmp, _dir, service, mcp_toml) = imported_peer(&peer).await;
+    // The provider offers registration.
+    Mock::given(method("GET"))
+        .and(path("/.well-known/openid-configuration"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "issuer": idp.issuer,
+            "jwks_uri": format!("{}/jwks", idp.issuer),
+            "authorization_endpoint": format!("{}/authorize", idp.issuer),
+            "token_endpoint": format!("{}/token", idp.issuer),
+            "registration_endpoint": format!("{}/register", idp.issuer),
+            "response_types_supported": ["code"],
+        })))
+        .with_priority(1)
+        .mount(&idp.server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/register"))
+        .respond_with(ResponseTemplate::new(201).set_body_json(json!({
+            "client_id": "registered-broker",
+            "client_secret": "registered-secret-canary-3141",
+            "token_endpoint_auth_method": "client_secret_basic",
+        })))
+        .mount(&idp.server)
+        .await;
+    let api = wiremock::MockServer::start().await;
+    let mut setup = hub_setup(&idp, &api, "[connect.peer]\nscopes = [\"tools:read\"]\n");
+    setup.sources = Some(sources_with(&[
+        ("catalog/peer/service.toml", &service),
+        ("catalog/peer/mcp.toml", &mcp_toml),
+    ]));
+    let broker = TestBroker::start(setup).await;
+    let session = sign_in(&broker, &idp, "dana", &[]).await;
+
+    // Connect: the page's form, on to the provider with the server as the resource.
+    let (_, _, page) = request(
+        &broker,
+        reqwest::Method::GET,
+        "/hub",
+        &[("cookie", &session)],
+        None,
+    )
+    .await;
+    let form = &page[page
+        .find("action=\"/hub/connect/peer\"")
+        .unwrap_or_else(|| panic!("{page}"))..];
+    let csrf = crate::support::hub::field(form, "csrf");
+    let (status, headers, text) = request(
+        &broker,
+        reqwest::Method::POST,
+        "/hub/connect/peer",
+        &[
+            ("cookie", &session),
+            ("content-type", "application/x-www-form-urlencoded"),
+        ],
+        Some(format!(
+            "csrf={}",
+            url::form_urlencoded::byte_serialize(csrf.as_bytes()).collect::<String>()
+        )),
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    let onward = headers["refresh"]
+        .to_str()
+        .unwrap()
+        .strip_prefix("0; url=")
+        .unwrap();
+    let query: std::collections::BTreeMap<String, String> = url::Url::parse(onward)
+        .unwrap()
+        .query_pairs()
+        .into_owned()
+        .collect();
+    assert_eq!(query["client_id"], "registered-broker");
+    assert_eq!(query["resource"], resource);
+    assert_eq!(query["scope"], "tools:read");
+    let registrations: Vec<_> = idp
+        .server
+        .received_requests()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.url.path() == "/register")
+        .collect();
+    assert_eq!(registrations.len(), 1);
+    let registered: Value = serde_json::from_slice(&registrations[0].body).unwrap();
+    assert_eq!(
+        registered["redirect_uris"],
+        json!([format!("{}/hub/oauth/peer/callback", broker.url)])
+    );
+    // The provider grants a token for the server.
+    let mut claims = idp.claims("dana", "tools:read tools:write");
+    claims["aud"] = json!(resource);
+    let granted = idp.token_by(Signer::Rsa, &claims);
+    Mock::given(method("POST"))
+        .and(path("/token"))
+        .and(body_string_contains("grant_type=authorization_code"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "access_token": granted, "token_type": "Bearer", "expires_in": 300,
+        })))
+        .mount(&idp.server)
+        .await;
+    let callback = format!(
+        "/hub/oauth/peer/callback?code=peer-code&state={}",
+        query["state"]
+    );
+    let (status, _, text) = request(
+        &broker,
+        reqwest::Method::GET,
+        &callback,
+        &[("cookie", &session)],
+        None,
+    )
+    .await;
+    assert_eq!(status, 303, "{text}");
+    let exchange = idp
+        .server
+        .received_requests()
+        .await
+        .unwrap()
+        .into_iter()
+        .rev()
+        .find(|r| r.url.path() == "/token")
+        .unwrap();
+    let form = form_of(&exchange);
+    assert_eq!(form["resource"], resource);
+    use base64::Engine as _;
+    let basic = base64::engine::general_purpose::STANDARD
+        .encode("registered-broker:registered-secret-canary-3141");
+    assert_eq!(
+        exchange.headers["authorization"],
+        format!("Basic {basic}").as_str()
+    );
+
+    // Dana's calls reach the server with her account's token; eve has none.
+    let dana = idp.token("dana", "tools:read tools:write");
+    let (status, body) = broker
+        .call_as(
+            &dana,
+            "peer.find_tools",
+            json!({"query": "dns records"}),
+            &[],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["data"].to_string().contains("hosting."), "{body}");
+    let eve = idp.token("eve", "tools:read tools:write");
+    let (status, body) = broker
+        .call_as(
+            &eve,
+            "peer.find_tools",
+            json!({"query": "dns records"}),
+            &[],
+        )
+        .await;
+    assert_eq!(
+        (status, classification(&body)),
+        (401, "missing_required_credentials"),
+        "{body}"
+    );
+    assert!(!crate::support::logs().contains("registered-secret-canary-3141"));
+}

@@ -60,8 +60,10 @@ pub struct ConnectConfig {
     /// Scopes asked for (shown to the user before they consent).
     #[serde(default)]
     pub scopes: Vec<String>,
-    /// The client id registered at the provider.
-    pub client_id: String,
+    /// The client id registered at the provider; absent: the broker registers itself
+    /// (RFC 7591) at the provider's registration endpoint, once, for every replica.
+    #[serde(default)]
+    pub client_id: Option<String>,
     /// The variable holding the client secret; absent: a public client (PKCE alone).
     #[serde(default)]
     pub client_secret_env: Option<String>,
@@ -91,6 +93,11 @@ pub struct ConnectConfig {
     /// The `audience` of an exchanged token (the service's identifier at the provider).
     #[serde(default)]
     pub audience: Option<String>,
+    /// The resource indicator (RFC 8707) sent on the authorization and token requests;
+    /// for an MCP server found by its protected resource metadata, the resource it
+    /// names there.
+    #[serde(default)]
+    pub resource: Option<String>,
 }
 
 /// The parameters the flow sets itself, which `authorization_params` may not.
@@ -129,8 +136,15 @@ impl ConnectConfig {
     /// the table.
     pub fn check(&self, service: &str) -> Result<(), String> {
         let at = format!("[connect.{service}]");
-        if self.client_id.trim().is_empty() {
+        if self
+            .client_id
+            .as_deref()
+            .is_some_and(|c| c.trim().is_empty())
+        {
             return Err(format!("{at} client_id is empty"));
+        }
+        if let Some(resource) = &self.resource {
+            check_url(resource).map_err(|e| format!("{at} resource `{resource}`: {e}"))?;
         }
         if self.token_exchange {
             self.check_exchange(&at)?;
@@ -177,7 +191,15 @@ impl ConnectConfig {
             ));
         }
         match (&self.issuer, &self.authorization_url, &self.token_url) {
-            (Some(_), None, None) | (None, Some(_), Some(_)) => {}
+            // Found from the service's protected resource metadata (an MCP server).
+            (None, None, None) => {}
+            (Some(_), None, None) => {}
+            (None, Some(_), Some(_)) if self.client_id.is_none() => {
+                return Err(format!(
+                    "{at} gives the endpoints by URL and no client_id: give the client id registered there (registering by itself needs `issuer`, whose metadata names the registration endpoint)"
+                ));
+            }
+            (None, Some(_), Some(_)) => {}
             (Some(_), _, _) => {
                 return Err(format!(
                     "{at} gives both `issuer` and endpoint URLs: give `issuer` (the endpoints come from its metadata) or `authorization_url` and `token_url`, not both"
@@ -185,7 +207,7 @@ impl ConnectConfig {
             }
             _ => {
                 return Err(format!(
-                    "{at} needs `issuer`, or both `authorization_url` and `token_url`"
+                    "{at} needs `issuer`, or both `authorization_url` and `token_url` (or neither, for an MCP server that names its authorization server)"
                 ));
             }
         }
@@ -219,6 +241,11 @@ impl ConnectConfig {
                 ));
             }
         }
+        if self.client_id.is_none() {
+            return Err(format!(
+                "{at} token_exchange = true needs the broker's client_id at its identity provider"
+            ));
+        }
         if self.audience.is_none() && self.scopes.is_empty() {
             return Err(format!(
                 "{at} token_exchange = true needs `audience` or `scopes`: what the exchanged token is for"
@@ -230,6 +257,15 @@ impl ConnectConfig {
             }
         }
         Ok(())
+    }
+
+    /// Whether the endpoints are found from the service's protected resource metadata
+    /// (RFC 9728): no issuer, no URLs.
+    pub fn discovers(&self) -> bool {
+        !self.token_exchange
+            && self.issuer.is_none()
+            && self.authorization_url.is_none()
+            && self.token_url.is_none()
     }
 
     /// The skew in milliseconds.
@@ -282,7 +318,14 @@ mod tests {
                 "issuer = \"https://a.example\"\ntoken_url = \"https://a.example/t\"\nclient_id = \"c\"",
                 "not both",
             ),
-            ("client_id = \"c\"", "needs `issuer`"),
+            (
+                "token_url = \"https://a.example/t\"\nclient_id = \"c\"",
+                "needs `issuer`",
+            ),
+            (
+                "authorization_url = \"https://a.example/a\"\ntoken_url = \"https://a.example/t\"",
+                "no client_id",
+            ),
             (
                 "issuer = \"http://a.example\"\nclient_id = \"c\"",
                 "must be https",

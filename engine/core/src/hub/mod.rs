@@ -195,7 +195,17 @@ impl Hub {
             .filter(|s| s.headers.caller_key.is_some())
             .map(|s| s.id.clone())
             .collect();
-        let connections = connect::Connections::new(config, &services, env)?;
+        let mcp_http: Vec<String> = catalog
+            .services
+            .values()
+            .filter(|s| {
+                s.mcp
+                    .as_ref()
+                    .is_some_and(|m| m.transport == crate::catalog::mcp::Transport::Http)
+            })
+            .map(|s| s.id.clone())
+            .collect();
+        let connections = connect::Connections::new(config, &services, &mcp_http, env)?;
         if connections.any() && sign_in.is_none() {
             return Err("[connect.*] needs [oauth.sign_in] and public_url: an account is connected by a person signed in to the hub, and the provider's redirect URL is public_url + /hub/oauth/<service>/callback".into());
         }

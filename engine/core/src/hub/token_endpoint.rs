@@ -31,6 +31,7 @@ pub fn client() -> Result<HttpsClient, String> {
 }
 
 /// How the client proves itself to the token endpoint.
+#[derive(Clone)]
 pub struct ClientAuth {
     /// The client id.
     pub client_id: String,

@@ -394,3 +394,126 @@ impl Store {
         }))
     }
 }
+
+/// A client the broker registered at an authorization server (RFC 7591).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuthClient {
+    /// The service it is for.
+    pub service: String,
+    /// The authorization server.
+    pub issuer: String,
+    /// The client id it was given.
+    pub client_id: String,
+    /// Its secret, sealed; `None` for a public client.
+    pub sealed: Option<String>,
+    /// `client_secret_basic`, `client_secret_post` or `none`.
+    pub auth_method: String,
+    /// Which vault key sealed the secret.
+    pub key_id: String,
+    /// When it was registered (Unix ms).
+    pub registered_ms: i64,
+}
+
+type ClientRow = (String, String, String, Option<String>, String, String, i64);
+
+fn client(r: ClientRow) -> OAuthClient {
+    OAuthClient {
+        service: r.0,
+        issuer: r.1,
+        client_id: r.2,
+        sealed: r.3,
+        auth_method: r.4,
+        key_id: r.5,
+        registered_ms: r.6,
+    }
+}
+
+impl Store {
+    /// The client registered for `service` at `issuer`, if one is.
+    pub async fn oauth_client(
+        &self,
+        service: &str,
+        issuer: &str,
+    ) -> Result<Option<OAuthClient>, StoreError> {
+        let sql = "SELECT service, issuer, client_id, sealed, auth_method, key_id, registered_ms \
+                   FROM hub_oauth_clients WHERE service = $1 AND issuer = $2";
+        let found: Option<ClientRow> = on_pool!(self, pool => sqlx::query_as(sql)
+            .bind(service)
+            .bind(issuer)
+            .fetch_optional(pool)
+            .await
+            .map_err(|e| self.failed("read a registered client", &e)))?;
+        Ok(found.map(client))
+    }
+
+    /// Keeps a registered client unless another replica kept one first; `true` when
+    /// this one was kept (read [`Store::oauth_client`] either way).
+    pub async fn put_oauth_client(&self, c: &OAuthClient) -> Result<bool, StoreError> {
+        let sql = "INSERT INTO hub_oauth_clients (service, issuer, client_id, sealed, auth_method, key_id, registered_ms) \
+                   VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (service, issuer) DO NOTHING";
+        let rows = on_pool!(self, pool => sqlx::query(sql)
+            .bind(&c.service)
+            .bind(&c.issuer)
+            .bind(&c.client_id)
+            .bind(&c.sealed)
+            .bind(&c.auth_method)
+            .bind(&c.key_id)
+            .bind(c.registered_ms)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected())
+            .map_err(|e| self.failed("store a registered client", &e)))?;
+        Ok(rows == 1)
+    }
+}
+
+impl Store {
+    /// Every registered client sealed under another key than `current` (few: one per
+    /// service and server), for `vault rekey`.
+    pub async fn oauth_clients_not_under(
+        &self,
+        current: &str,
+    ) -> Result<Vec<OAuthClient>, StoreError> {
+        let sql = "SELECT service, issuer, client_id, sealed, auth_method, key_id, registered_ms \
+                   FROM hub_oauth_clients WHERE key_id <> $1 AND sealed IS NOT NULL ORDER BY service, issuer";
+        let rows: Vec<ClientRow> = on_pool!(self, pool => sqlx::query_as(sql)
+            .bind(current)
+            .fetch_all(pool)
+            .await
+            .map_err(|e| self.failed("read registered clients to re-seal", &e)))?;
+        Ok(rows.into_iter().map(client).collect())
+    }
+
+    /// Replaces a registered client's sealed secret when it is still the one read.
+    pub async fn reseal_oauth_client(
+        &self,
+        c: &OAuthClient,
+        old_sealed: &str,
+    ) -> Result<bool, StoreError> {
+        let sql = "UPDATE hub_oauth_clients SET sealed = $1, key_id = $2 \
+                   WHERE service = $3 AND issuer = $4 AND sealed = $5";
+        let rows = on_pool!(self, pool => sqlx::query(sql)
+            .bind(&c.sealed)
+            .bind(&c.key_id)
+            .bind(&c.service)
+            .bind(&c.issuer)
+            .bind(old_sealed)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected())
+            .map_err(|e| self.failed("re-seal a registered client", &e)))?;
+        Ok(rows == 1)
+    }
+}
+
+impl Store {
+    /// How many connections each service has in each state (`connected`, `reconnect`),
+    /// for `/metrics`.
+    pub async fn connection_counts(&self) -> Result<Vec<(String, String, i64)>, StoreError> {
+        let sql = "SELECT service, state, COUNT(*) FROM hub_connections GROUP BY service, state ORDER BY service, state";
+        on_pool!(self, pool => sqlx::query_as(sql)
+            .fetch_all(pool)
+            .await
+            .map_err(|e| self.failed("count hub connections", &e)))
+    }
+}

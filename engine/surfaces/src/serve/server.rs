@@ -550,6 +550,7 @@ async fn route(served: Arc<Served>, req: Request<Incoming>, loopback: bool) -> R
                     .collect();
                 crate::telemetry::metrics::render_upstream_drift(&mut text, &per_service);
             }
+            connection_metrics(broker, &mut text).await;
             Reply::typed(200, "text/plain; version=0.0.4", text)
         }
         (&Method::GET, "/openapi.json") => {
@@ -713,6 +714,24 @@ fn warm_oauth(broker: &Arc<Broker>) {
 
 /// `GET /.well-known/oauth-protected-resource[/mcp]`: the Protected Resource Metadata
 /// (RFC 9728) MCP clients discover the authorization server by; readable from any
+/// The connected accounts' gauge, when services connect by OAuth (a store that does not
+/// answer leaves it out, logged).
+async fn connection_metrics(broker: &Broker, text: &mut String) {
+    let Some(hub) = broker.hub.as_ref().filter(|h| h.connections().any()) else {
+        return;
+    };
+    let services: Vec<String> = hub
+        .services()
+        .iter()
+        .filter(|s| hub.connections().by_flow(s))
+        .cloned()
+        .collect();
+    match broker.parts.store.connection_counts().await {
+        Ok(counts) => crate::telemetry::metrics::render_connections(text, &services, &counts),
+        Err(e) => tracing::warn!(error = %e, "connections not counted for /metrics"),
+    }
+}
+
 /// origin (it is public). 404 without `[oauth]`.
 fn protected_resource_metadata(broker: &Broker) -> Reply {
     match &broker.callers.oauth {

@@ -361,6 +361,30 @@ impl Metrics {
     }
 }
 
+/// Writes `tool_broker_hub_connections{service,state}`: accounts connected by OAuth,
+/// `connected` or needing a `reconnect`, by service (each service that connects by
+/// OAuth shown, at 0 when it has none).
+pub fn render_connections(out: &mut String, services: &[String], counts: &[(String, String, i64)]) {
+    family(
+        out,
+        "tool_broker_hub_connections",
+        "gauge",
+        "Accounts connected to the hub by OAuth, by service and state: connected, or reconnect (the provider refused the refresh token; the user must connect again).",
+    );
+    for service in services {
+        for state in ["connected", "reconnect"] {
+            let n = counts
+                .iter()
+                .find(|(s, st, _)| s == service && st == state)
+                .map_or(0, |c| c.2);
+            let _ = writeln!(
+                out,
+                "tool_broker_hub_connections{{service=\"{service}\",state=\"{state}\"}} {n}"
+            );
+        }
+    }
+}
+
 /// Writes `tool_broker_upstream_drift{service}`: per MCP service, how many of its tools
 /// its server now describes otherwise than the catalog pinned (0 when none).
 pub fn render_upstream_drift(out: &mut String, per_service: &[(String, usize)]) {

@@ -89,7 +89,10 @@ impl Hub {
         if let Some(token) = self.connections.exchanged.get(&key, now) {
             return Ok(Token::Live(token));
         }
-        match provider.exchange_token(subject_token).await {
+        match provider
+            .exchange_token(self.reach(parts), subject_token)
+            .await
+        {
             Ok(grant) => {
                 let until = grant.expires_in.map_or(now + NO_LIFETIME_MS, |s| {
                     now + (s * 1000 - provider.skew_ms()).max(0)

@@ -80,12 +80,12 @@ impl Hub {
                 "This service's accounts do not connect by OAuth here.",
             ));
         };
-        let Some(base) = self.public_url.as_deref() else {
+        if self.public_url.is_none() {
             return Err(no(
                 503,
                 "This broker has no public_url, so it cannot give a provider its exact redirect address.",
             ));
-        };
+        }
         let (Some(id), Some(verifier)) = (random_text(32), random_text(32)) else {
             return Err(no(503, "No randomness is available; try again."));
         };
@@ -106,10 +106,10 @@ impl Hub {
             .ok_or_else(|| no(503, "No randomness is available; try again."))?;
         let challenge = B64.encode(Sha256::digest(verifier.as_bytes()));
         let url = provider
-            .authorization_url(&redirect_uri(base, service), &flow.id, &challenge)
+            .authorization_url(self.reach(parts), &flow.id, &challenge)
             .await
             .map_err(|e| {
-                tracing::warn!(service, error = %e, "a connection could not start: the provider's metadata");
+                tracing::warn!(service, error = %e, "a connection could not start: the provider could not be reached or registered at");
                 no(503, "The service's sign-in provider cannot be reached right now. Try again shortly.")
             })?;
         parts.store.put_oauth_flow(&flow, now).await.map_err(|e| {
@@ -178,8 +178,9 @@ impl Hub {
             .connections
             .provider(service)
             .ok_or_else(|| no(404, "This service's accounts do not connect by OAuth here."))?;
-        if let (Some(iss), Some(expected)) = (fields.get("iss"), provider.issuer())
-            && iss != expected
+        if let Some(iss) = fields.get("iss")
+            && let Some(expected) = provider.issuer(self.reach(parts)).await
+            && iss != &expected
         {
             return Err(no(
                 400,
@@ -203,9 +204,8 @@ impl Hub {
             .open_row(&flow_binding(&flow), &flow.sealed)
             .map(|(v, _)| v)
             .ok_or_else(stale)?;
-        let base = self.public_url.as_deref().unwrap_or_default();
         let grant = provider
-            .exchange(code, &verifier, &redirect_uri(base, service))
+            .exchange(self.reach(parts), code, &verifier)
             .await
             .map_err(|e| {
                 tracing::warn!(service, error = ?e, "a connection's code exchange failed");

@@ -7,6 +7,8 @@
 //!   bound to the hub session and the service that started it; the callback.
 //! - `page`: a service's row on `/hub`, the consent step of a connect link, the start
 //!   and the callback as pages.
+//! - `discover`: an MCP server's authorization server from its protected resource
+//!   metadata (RFC 9728), and the broker registered there (RFC 7591).
 //! - `exchange`: on-behalf-of (`token_exchange = true`): each caller's access token
 //!   exchanged (RFC 8693), cached while it lives, never stored.
 //! - `refresh`: the access token a call uses, refreshed before expiry by one replica at
@@ -19,6 +21,7 @@
 //! user and service under their own purpose, and are only ever sent to the service they
 //! were issued for, and searched for and scrubbed from its answers.
 
+pub mod discover;
 pub mod exchange;
 pub mod flow;
 pub mod page;
@@ -53,6 +56,7 @@ impl Connections {
     pub fn new(
         config: &ConfigFile,
         services: &[String],
+        mcp_http: &[String],
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, String> {
         let mut providers = BTreeMap::new();
@@ -72,7 +76,15 @@ impl Connections {
                     oauth.issuer
                 ));
             }
-            providers.insert(service.clone(), Provider::new(service, table, env)?);
+            if table.discovers() && !mcp_http.iter().any(|s| s == service) {
+                return Err(format!(
+                    "[connect.{service}] gives no `issuer` and no endpoint URLs: only an MCP server over HTTP names its authorization server (RFC 9728); give `issuer`, or `authorization_url` and `token_url`"
+                ));
+            }
+            providers.insert(
+                service.clone(),
+                Provider::new(service, table, config.public_url.as_deref(), env)?,
+            );
         }
         Ok(Self {
             providers,
@@ -176,6 +188,14 @@ impl Hub {
         &self.connections
     }
 
+    /// What a provider's work needs: the parts and the vault.
+    pub fn reach<'a>(&'a self, parts: &'a Parts) -> provider::Reach<'a> {
+        provider::Reach {
+            parts,
+            cipher: &self.cipher,
+        }
+    }
+
     /// The user's connection to `service`, as stored (nothing opened).
     pub async fn connection(
         &self,
@@ -220,7 +240,7 @@ impl Hub {
                     Some(r) => (r.as_str(), "refresh_token"),
                     None => (tokens.access.as_str(), "access_token"),
                 };
-                match provider.revoke(token, hint).await {
+                match provider.revoke(self.reach(parts), token, hint).await {
                     Ok(true) => Disconnected::Revoked,
                     Ok(false) => Disconnected::NoEndpoint,
                     Err(e) => {
@@ -266,13 +286,24 @@ impl Hub {
     }
 }
 
-/// Re-seals every connection under the current vault key (`vault rekey`), counted
-/// into `done` as stored keys are.
+/// Re-seals every connection and registered client's secret under the current vault
+/// key (`vault rekey`), counted into `done` as stored keys are.
 pub(crate) async fn rekey(
     cipher: &VaultCipher,
     store: &crate::store::Store,
     done: &mut super::Rekeyed,
 ) -> Result<(), crate::store::StoreError> {
+    for row in store.oauth_clients_not_under(cipher.current_id()).await? {
+        let (Some(old), Some(resealed)) = (&row.sealed, discover::resealed(cipher, &row)) else {
+            done.unopened += 1;
+            continue;
+        };
+        if store.reseal_oauth_client(&resealed, old).await? {
+            done.resealed += 1;
+        } else {
+            done.changed_meanwhile += 1;
+        }
+    }
     let mut after = (String::new(), String::new(), String::new());
     loop {
         let rows = store

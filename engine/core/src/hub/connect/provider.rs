@@ -1,20 +1,47 @@
 //! One service's authorization server as the hub's client of it (`[connect.<service>]`):
-//! its endpoints (given, or from its metadata, read once and again after a failure),
-//! the authorization URL of a flow, and the token endpoint's three uses: a code
-//! exchanged, a refresh token used, a token revoked (RFC 7009).
+//! how it is reached ([`Ready`]: its endpoints given, read from its metadata, or found
+//! from the MCP server's protected resource metadata; the broker's client id given or
+//! registered; the resource indicator), the authorization URL of a flow, and the token
+//! endpoint's uses: a code exchanged, a refresh token used, a caller's token exchanged,
+//! a token revoked (RFC 7009). What is found is kept; a failure is tried again next time.
+
+use std::sync::Arc;
 
 use serde_json::Value;
 use zeroize::Zeroizing;
 
+use super::discover;
 use crate::config::connect::{ConnectConfig, TokenPlacement};
+use crate::hub::cipher::VaultCipher;
 use crate::hub::token_endpoint::{self, ClientAuth, HttpsClient};
+use crate::run::Parts;
 
 /// The provider's endpoints.
 #[derive(Debug, Clone)]
-struct Endpoints {
-    authorization: String,
-    token: String,
-    revocation: Option<String>,
+pub(super) struct Endpoints {
+    pub(super) authorization: String,
+    pub(super) token: String,
+    pub(super) revocation: Option<String>,
+    pub(super) registration: Option<String>,
+    /// The authorization server (for RFC 9207's `iss`, and to key a registration).
+    pub(super) issuer: Option<String>,
+}
+
+/// How the provider is reached, once found.
+pub struct Ready {
+    endpoints: Endpoints,
+    auth: ClientAuth,
+    resource: Option<String>,
+}
+
+/// What a provider's work needs of the broker: the parts (the store, the service's
+/// URL) and the vault (a registered client's secret).
+#[derive(Clone, Copy)]
+pub struct Reach<'a> {
+    /// The parts.
+    pub parts: &'a Parts,
+    /// The vault.
+    pub cipher: &'a VaultCipher,
 }
 
 /// What a token endpoint granted.
@@ -50,16 +77,20 @@ impl TokenError {
 
 /// One service's provider.
 pub struct Provider {
+    service: String,
     config: ConnectConfig,
-    auth: ClientAuth,
-    endpoints: tokio::sync::RwLock<Option<Endpoints>>,
+    /// The client as configured (`client_id`), else registered when first needed.
+    configured: Option<ClientAuth>,
+    /// `public_url`: the redirect URI a registration names.
+    public_url: Option<String>,
+    ready: tokio::sync::RwLock<Option<Arc<Ready>>>,
     client: HttpsClient,
 }
 
 impl std::fmt::Debug for Provider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Provider")
-            .field("client_id", &self.auth.client_id)
+            .field("service", &self.service)
             .finish_non_exhaustive()
     }
 }
@@ -69,6 +100,7 @@ impl Provider {
     pub fn new(
         service: &str,
         config: &ConnectConfig,
+        public_url: Option<&str>,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, String> {
         config.check(service)?;
@@ -82,23 +114,17 @@ impl Provider {
             )?)),
             None => None,
         };
-        let endpoints = match (&config.authorization_url, &config.token_url) {
-            (authorization, Some(token)) => Some(Endpoints {
-                // A token exchange has no authorization endpoint; nothing asks for it.
-                authorization: authorization.clone().unwrap_or_default(),
-                token: token.clone(),
-                revocation: config.revocation_url.clone(),
-            }),
-            _ => None,
-        };
+        let configured = config.client_id.as_ref().map(|id| ClientAuth {
+            client_id: id.clone(),
+            secret,
+            method: config.token_endpoint_auth.unwrap_or_default(),
+        });
         Ok(Self {
-            auth: ClientAuth {
-                client_id: config.client_id.clone(),
-                secret,
-                method: config.token_endpoint_auth.unwrap_or_default(),
-            },
+            service: service.to_string(),
             config: config.clone(),
-            endpoints: tokio::sync::RwLock::new(endpoints),
+            configured,
+            public_url: public_url.map(String::from),
+            ready: tokio::sync::RwLock::new(None),
             client: token_endpoint::client()?,
         })
     }
@@ -123,9 +149,223 @@ impl Provider {
         self.config.token_exchange
     }
 
+    /// The redirect URI every provider of this service knows.
+    pub fn redirect_uri(&self) -> Option<String> {
+        self.public_url
+            .as_deref()
+            .map(|base| super::flow::redirect_uri(base, &self.service))
+    }
+
+    /// How the provider is reached: found once (the endpoints, the client, the
+    /// resource), kept; a failure is tried again on the next use.
+    pub async fn ready(&self, reach: Reach<'_>) -> Result<Arc<Ready>, String> {
+        if let Some(ready) = self.ready.read().await.as_ref() {
+            return Ok(ready.clone());
+        }
+        let mut guard = self.ready.write().await;
+        if let Some(ready) = guard.as_ref() {
+            return Ok(ready.clone());
+        }
+        let (endpoints, found_resource) = self.endpoints(reach).await?;
+        let auth = match &self.configured {
+            Some(auth) => auth.clone(),
+            None => self.registered(reach, &endpoints).await?,
+        };
+        let ready = Arc::new(Ready {
+            endpoints,
+            auth,
+            resource: self.config.resource.clone().or(found_resource),
+        });
+        *guard = Some(ready.clone());
+        Ok(ready)
+    }
+
+    /// The endpoints: given, from the issuer's metadata, or from the MCP server's
+    /// protected resource metadata (with the resource it names).
+    async fn endpoints(&self, reach: Reach<'_>) -> Result<(Endpoints, Option<String>), String> {
+        if let (Some(token), None) = (&self.config.token_url, &self.config.issuer) {
+            return Ok((
+                Endpoints {
+                    // A token exchange has no authorization endpoint; nothing asks for it.
+                    authorization: self.config.authorization_url.clone().unwrap_or_default(),
+                    token: token.clone(),
+                    revocation: self.config.revocation_url.clone(),
+                    registration: None,
+                    issuer: None,
+                },
+                None,
+            ));
+        }
+        let (issuer, resource) = match &self.config.issuer {
+            Some(issuer) => (issuer.clone(), None),
+            None => {
+                let url = reach.parts.routes.base_url(&self.service).ok_or_else(|| {
+                    format!(
+                        "`{}` has no URL to read its protected resource metadata from",
+                        self.service
+                    )
+                })?;
+                let (resource, issuer) = discover::protected_resource(&self.client, url).await?;
+                (issuer, Some(resource))
+            }
+        };
+        let meta = token_endpoint::discover(&self.client, &issuer).await?;
+        let endpoints = Endpoints {
+            authorization: token_endpoint::endpoint(&meta, "authorization_endpoint").or_else(
+                |e| {
+                    if self.config.token_exchange {
+                        Ok(String::new())
+                    } else {
+                        Err(e)
+                    }
+                },
+            )?,
+            token: token_endpoint::endpoint(&meta, "token_endpoint")?,
+            revocation: self
+                .config
+                .revocation_url
+                .clone()
+                .or_else(|| token_endpoint::endpoint(&meta, "revocation_endpoint").ok()),
+            registration: token_endpoint::endpoint(&meta, "registration_endpoint").ok(),
+            issuer: Some(issuer),
+        };
+        Ok((endpoints, resource))
+    }
+
+    /// The client registered for this service at this server: the one the store keeps
+    /// (another replica's, or an earlier run's), else registered now (RFC 7591) and
+    /// kept for every replica.
+    async fn registered(
+        &self,
+        reach: Reach<'_>,
+        endpoints: &Endpoints,
+    ) -> Result<ClientAuth, String> {
+        let issuer = endpoints.issuer.clone().unwrap_or_default();
+        let store = &reach.parts.store;
+        let kept = |e: crate::store::StoreError| {
+            format!("the registered client could not be read or kept: {e}")
+        };
+        if let Some(row) = store
+            .oauth_client(&self.service, &issuer)
+            .await
+            .map_err(kept)?
+        {
+            return discover::opened(reach.cipher, &row);
+        }
+        let Some(registration) = &endpoints.registration else {
+            return Err(format!(
+                "[connect.{}] has no client_id, and the authorization server `{issuer}` offers no registration endpoint: register the broker there and set client_id",
+                self.service
+            ));
+        };
+        let redirect = self
+            .redirect_uri()
+            .ok_or("registering needs public_url (the redirect URI)")?;
+        let row = discover::register(
+            &self.client,
+            reach.cipher,
+            registration,
+            &redirect,
+            &self.config.scopes,
+            (&self.service, &issuer),
+            reach.parts.now().as_millisecond(),
+        )
+        .await?;
+        store.put_oauth_client(&row).await.map_err(kept)?;
+        // Another replica may have kept its own first: every replica uses the one kept.
+        let row = store
+            .oauth_client(&self.service, &issuer)
+            .await
+            .map_err(kept)?
+            .ok_or("the registered client was not kept")?;
+        tracing::info!(service = %self.service, issuer, "the broker registered itself as a client");
+        discover::opened(reach.cipher, &row)
+    }
+
+    /// The issuer, when known (RFC 9207's `iss` checked against it).
+    pub async fn issuer(&self, reach: Reach<'_>) -> Option<String> {
+        self.ready(reach).await.ok()?.endpoints.issuer.clone()
+    }
+
+    /// The URL the browser is sent to: code flow, PKCE S256, the flow's `state`, the
+    /// scopes, the resource and the table's extra parameters.
+    pub async fn authorization_url(
+        &self,
+        reach: Reach<'_>,
+        state: &str,
+        challenge: &str,
+    ) -> Result<String, String> {
+        let ready = self.ready(reach).await?;
+        let redirect_uri = self.redirect_uri().ok_or("no public_url")?;
+        let mut url = url::Url::parse(&ready.endpoints.authorization)
+            .map_err(|_| "the provider's authorization endpoint is not a URL".to_string())?;
+        {
+            let mut query = url.query_pairs_mut();
+            query
+                .append_pair("response_type", "code")
+                .append_pair("client_id", &ready.auth.client_id)
+                .append_pair("redirect_uri", &redirect_uri)
+                .append_pair("state", state)
+                .append_pair("code_challenge", challenge)
+                .append_pair("code_challenge_method", "S256");
+            if !self.config.scopes.is_empty() {
+                query.append_pair("scope", &self.config.scopes.join(" "));
+            }
+            if let Some(resource) = &ready.resource {
+                query.append_pair("resource", resource);
+            }
+            for (name, value) in &self.config.authorization_params {
+                query.append_pair(name, value);
+            }
+        }
+        Ok(url.to_string())
+    }
+
+    /// Trades a code (with its PKCE verifier) for tokens.
+    pub async fn exchange(
+        &self,
+        reach: Reach<'_>,
+        code: &str,
+        verifier: &str,
+    ) -> Result<Grant, TokenError> {
+        let redirect_uri = self
+            .redirect_uri()
+            .ok_or_else(|| TokenError::Unavailable("no public_url".into()))?;
+        self.grant(
+            reach,
+            &[
+                ("grant_type", "authorization_code"),
+                ("code", code),
+                ("redirect_uri", &redirect_uri),
+                ("code_verifier", verifier),
+            ],
+        )
+        .await
+    }
+
+    /// Uses a refresh token.
+    pub async fn refresh(
+        &self,
+        reach: Reach<'_>,
+        refresh_token: &str,
+    ) -> Result<Grant, TokenError> {
+        self.grant(
+            reach,
+            &[
+                ("grant_type", "refresh_token"),
+                ("refresh_token", refresh_token),
+            ],
+        )
+        .await
+    }
+
     /// Exchanges the caller's access token for one with this service's audience and
     /// scopes (RFC 8693).
-    pub async fn exchange_token(&self, subject_token: &str) -> Result<Grant, TokenError> {
+    pub async fn exchange_token(
+        &self,
+        reach: Reach<'_>,
+        subject_token: &str,
+    ) -> Result<Grant, TokenError> {
         let scope = self.config.scopes.join(" ");
         let mut form = vec![
             (
@@ -148,100 +388,26 @@ impl Provider {
         if !scope.is_empty() {
             form.push(("scope", &scope));
         }
-        self.grant(&form).await
+        self.grant(reach, &form).await
     }
 
-    /// The issuer, when the provider was configured by it (RFC 9207's `iss` checked).
-    pub fn issuer(&self) -> Option<&str> {
-        self.config.issuer.as_deref()
-    }
-
-    async fn endpoints(&self) -> Result<Endpoints, String> {
-        if let Some(e) = self.endpoints.read().await.as_ref() {
-            return Ok(e.clone());
-        }
-        let issuer = self.config.issuer.as_deref().unwrap_or_default();
-        let meta = token_endpoint::discover(&self.client, issuer).await?;
-        let found = Endpoints {
-            authorization: token_endpoint::endpoint(&meta, "authorization_endpoint")?,
-            token: token_endpoint::endpoint(&meta, "token_endpoint")?,
-            revocation: self
-                .config
-                .revocation_url
-                .clone()
-                .or_else(|| token_endpoint::endpoint(&meta, "revocation_endpoint").ok()),
-        };
-        *self.endpoints.write().await = Some(found.clone());
-        Ok(found)
-    }
-
-    /// The URL the browser is sent to: code flow, PKCE S256, the flow's `state`, the
-    /// scopes and the table's extra parameters.
-    pub async fn authorization_url(
-        &self,
-        redirect_uri: &str,
-        state: &str,
-        challenge: &str,
-    ) -> Result<String, String> {
-        let endpoints = self.endpoints().await?;
-        let mut url = url::Url::parse(&endpoints.authorization)
-            .map_err(|_| "the provider's authorization endpoint is not a URL".to_string())?;
-        {
-            let mut query = url.query_pairs_mut();
-            query
-                .append_pair("response_type", "code")
-                .append_pair("client_id", &self.auth.client_id)
-                .append_pair("redirect_uri", redirect_uri)
-                .append_pair("state", state)
-                .append_pair("code_challenge", challenge)
-                .append_pair("code_challenge_method", "S256");
-            if !self.config.scopes.is_empty() {
-                query.append_pair("scope", &self.config.scopes.join(" "));
-            }
-            for (name, value) in &self.config.authorization_params {
-                query.append_pair(name, value);
-            }
-        }
-        Ok(url.to_string())
-    }
-
-    /// Trades a code (with its PKCE verifier) for tokens.
-    pub async fn exchange(
-        &self,
-        code: &str,
-        verifier: &str,
-        redirect_uri: &str,
-    ) -> Result<Grant, TokenError> {
-        self.grant(&[
-            ("grant_type", "authorization_code"),
-            ("code", code),
-            ("redirect_uri", redirect_uri),
-            ("code_verifier", verifier),
-        ])
-        .await
-    }
-
-    /// Uses a refresh token.
-    pub async fn refresh(&self, refresh_token: &str) -> Result<Grant, TokenError> {
-        self.grant(&[
-            ("grant_type", "refresh_token"),
-            ("refresh_token", refresh_token),
-        ])
-        .await
-    }
-
-    async fn grant(&self, form: &[(&str, &str)]) -> Result<Grant, TokenError> {
-        let endpoints = self.endpoints().await.map_err(TokenError::Unavailable)?;
+    /// A token request: the grant's form, the resource (RFC 8707) and the table's
+    /// `token_params`, the client authenticated.
+    async fn grant(&self, reach: Reach<'_>, form: &[(&str, &str)]) -> Result<Grant, TokenError> {
+        let ready = self.ready(reach).await.map_err(TokenError::Unavailable)?;
         let mut pairs = form.to_vec();
+        if let Some(resource) = &ready.resource {
+            pairs.push(("resource", resource));
+        }
         pairs.extend(
             self.config
                 .token_params
                 .iter()
                 .map(|(k, v)| (k.as_str(), v.as_str())),
         );
-        let request = self
+        let request = ready
             .auth
-            .form_post(&endpoints.token, &pairs)
+            .form_post(&ready.endpoints.token, &pairs)
             .map_err(TokenError::Unavailable)?;
         let (status, answer) = token_endpoint::send(&self.client, request)
             .await
@@ -251,14 +417,14 @@ impl Provider {
 
     /// Revokes `token` (`hint`: `refresh_token` or `access_token`) where the provider
     /// has an endpoint; `Ok(false)` when it has none.
-    pub async fn revoke(&self, token: &str, hint: &str) -> Result<bool, String> {
-        let endpoints = self.endpoints().await?;
-        let Some(url) = endpoints.revocation else {
+    pub async fn revoke(&self, reach: Reach<'_>, token: &str, hint: &str) -> Result<bool, String> {
+        let ready = self.ready(reach).await?;
+        let Some(url) = &ready.endpoints.revocation else {
             return Ok(false);
         };
-        let request = self
+        let request = ready
             .auth
-            .form_post(&url, &[("token", token), ("token_type_hint", hint)])?;
+            .form_post(url, &[("token", token), ("token_type_hint", hint)])?;
         match token_endpoint::send(&self.client, request).await? {
             // RFC 7009 section 2.2: 200 whether or not the token was valid.
             (200, _) => Ok(true),

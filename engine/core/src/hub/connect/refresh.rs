@@ -148,13 +148,14 @@ impl Hub {
             .connections
             .provider(service)
             .ok_or_else(CallError::internal)?;
-        let mut outcome = provider.refresh(refresh_token).await;
+        let reach = self.reach(parts);
+        let mut outcome = provider.refresh(reach, refresh_token).await;
         for pause in BACKOFF {
             match &outcome {
                 Err(super::provider::TokenError::Unavailable(e)) => {
                     tracing::warn!(service, error = %e, "a connection's refresh failed; trying again");
                     tokio::time::sleep(pause).await;
-                    outcome = provider.refresh(refresh_token).await;
+                    outcome = provider.refresh(reach, refresh_token).await;
                 }
                 _ => break,
             }

@@ -36,3 +36,17 @@ CREATE TABLE hub_oauth_flows (
     sealed        TEXT    NOT NULL,
     expires_ms    BIGINT  NOT NULL
 );
+
+-- The broker's own client at an authorization server it registered at (RFC 7591), one
+-- per service and server, shared by every replica: `sealed` is the client secret under
+-- the vault key (NULL for a public client), `auth_method` how it is sent.
+CREATE TABLE hub_oauth_clients (
+    service       TEXT    NOT NULL,
+    issuer        TEXT    NOT NULL,
+    client_id     TEXT    NOT NULL,
+    sealed        TEXT,
+    auth_method   TEXT    NOT NULL,
+    key_id        TEXT    NOT NULL,
+    registered_ms BIGINT  NOT NULL,
+    PRIMARY KEY (service, issuer)
+);
