@@ -12,7 +12,8 @@
 # then an account connected by OAuth (decision 020): a second oidc-provider as the
 # hosting service's own authorization server (clients/oauth/service_provider.mjs),
 # consent in Chromium, the token refreshed once near expiry and rotated, disconnect
-# revoking there (clients/oauth/connect.mjs).
+# revoking there, and an on-behalf-of service with alice's own token exchanged at the
+# provider (RFC 8693) (clients/oauth/connect.mjs).
 # Versions pinned in clients/oauth/package.json. Installs
 # chromium (Debian) and Node where absent. Loopback only.
 set -euo pipefail
@@ -33,13 +34,14 @@ python3 clients/stub_upstream.py "$stub_port" &
 stub_pid=$!
 hub_secret="hub-client-secret-$RANDOM$RANDOM"
 svc_secret="hosting-client-secret-$RANDOM$RANDOM"
+obo_secret="obo-client-secret-$RANDOM$RANDOM"
 hub_key="sk_hub_flow_canary_$RANDOM$RANDOM"
 vault_key="vault-$(head -c 32 /dev/urandom | base64 | tr -d '/+=')"
 approval_key="approval-$(head -c 32 /dev/urandom | base64 | tr -d '/+=')"
 # An agent whose writes wait for a person: the console approves one.
 agent_key="tb_console_agent_$RANDOM$RANDOM"
 agent_sha=$(printf %s "$agent_key" | sha256sum | cut -d' ' -f1)
-HUB_REDIRECT="http://127.0.0.1:$broker_port/hub/callback" HUB_SECRET="$hub_secret" \
+HUB_REDIRECT="http://127.0.0.1:$broker_port/hub/callback" HUB_SECRET="$hub_secret" OBO_SECRET="$obo_secret" \
   node "$dir/provider.mjs" "$idp_port" "$resource" >"$target_dir/oauth-provider.log" 2>&1 &
 idp_pid=$!
 # Access tokens of 30 s, refreshed 20 s before they expire: a call 11 s on refreshes.
@@ -75,10 +77,19 @@ client_id = "broker-hosting"
 client_secret_env = "HOSTING_OAUTH_CLIENT_SECRET"
 authorization_params = { prompt = "consent" }
 refresh_skew_seconds = 20
+[connect.imagegen]
+issuer = "http://127.0.0.1:$idp_port"
+token_exchange = true
+audience = "https://imagegen.example"
+scopes = ["images.read"]
+client_id = "tool-broker-obo"
+client_secret_env = "OBO_CLIENT_SECRET"
 TOML
 env TOOL_BROKER_UPSTREAM_PAYMENTS="http://127.0.0.1:$stub_port" \
   TOOL_BROKER_UPSTREAM_HOSTING="http://127.0.0.1:$stub_port" \
+  TOOL_BROKER_UPSTREAM_IMAGEGEN="http://127.0.0.1:$stub_port" \
   HOSTING_OAUTH_CLIENT_SECRET="$svc_secret" \
+  OBO_CLIENT_SECRET="$obo_secret" \
   TOOL_BROKER_VAULT_KEY="$vault_key" \
   TOOL_BROKER_APPROVAL_KEY="$approval_key" \
   TOOL_BROKER_HUB_CLIENT_SECRET="$hub_secret" \
@@ -95,14 +106,15 @@ echo "axe-core $(node -p "require('./$dir/node_modules/axe-core/package.json').v
 BROKER_URL="$url" SCREENS="$target_dir/console-screens" AGENT_KEY="$agent_key" \
   SECRETS="$hub_key,$hub_secret,$vault_key,$approval_key,$agent_key" node "$dir/console.mjs"
 BROKER_URL="$url" STUB_URL="http://127.0.0.1:$stub_port" \
-  SERVICE_PROVIDER_URL="http://127.0.0.1:$svc_idp_port" node "$dir/connect.mjs"
+  SERVICE_PROVIDER_URL="http://127.0.0.1:$svc_idp_port" IDP_URL="http://127.0.0.1:$idp_port" \
+  node "$dir/connect.mjs"
 # The access token never reaches the broker's log; the stored key and the client secret
 # are in neither the log nor the data folder.
 if grep -Eq 'eyJ[A-Za-z0-9_-]{10,}\.eyJ' "$target_dir/oauth-broker.log"; then
   echo "a JWT reached the broker's log" >&2
   exit 1
 fi
-for secret in "$hub_key" "$hub_secret" "$svc_secret"; do
+for secret in "$hub_key" "$hub_secret" "$svc_secret" "$obo_secret"; do
   if grep -rqF "$secret" "$target_dir/oauth-broker.log" "$work/data"; then
     echo "a stored key or the hub's client secret is in the log or the data folder" >&2
     exit 1

@@ -11,8 +11,10 @@
 //      refresh reaches the provider, the upstream receives the new token, the call
 //      after uses it without another refresh;
 //   5. a forged callback stores nothing;
-//   6. Disconnect on the hub page revokes at the provider and the call asks again.
-// Env: BROKER_URL, STUB_URL, SERVICE_PROVIDER_URL, WAIT_FOR_REFRESH_MS.
+//   6. Disconnect on the hub page revokes at the provider and the call asks again;
+//   7. an on-behalf-of service (imagegen): alice's own access token exchanged at the
+//      broker's provider (RFC 8693), the exchanged token sent, reused while it lives.
+// Env: BROKER_URL, STUB_URL, SERVICE_PROVIDER_URL, IDP_URL, WAIT_FOR_REFRESH_MS.
 import assert from 'node:assert/strict';
 import { UrlElicitationRequiredError } from '@modelcontextprotocol/sdk/types.js';
 import { authorizedClient, launch, providerSignIn } from './sdk.mjs';
@@ -115,8 +117,24 @@ try {
   assert.equal((await counts()).revoked, revoked + 1, 'the provider saw the revocation');
   await urlRequired(alice.client, 'alice after disconnecting');
   console.log('6. disconnected: revoked at the provider, the call asks again');
+
+  // 7.
+  const exchanges = async () => (await (await fetch(`${process.env.IDP_URL}/__exchanges`)).json()).exchanges;
+  const before7 = await exchanges();
+  const self = () => alice.client.callTool({ name: 'imagegen_get_user_self', arguments: {} });
+  const first7 = await self();
+  assert.ok(!first7.isError, JSON.stringify(first7).slice(0, 400));
+  const exchanged = (await stubKeys()).at(-1);
+  assert.match(exchanged, /^Bearer obo-alice-[0-9a-f]+$/);
+  assert.equal(await exchanges(), before7 + 1);
+  assert.ok(!(await self()).isError);
+  assert.equal((await stubKeys()).at(-1), exchanged, 'the exchanged token is reused while it lives');
+  assert.equal(await exchanges(), before7 + 1);
+  await page.goto(`${brokerUrl}/hub`);
+  assert.match(await page.textContent('body'), /called on your behalf/);
+  console.log('7. on behalf of alice: her token exchanged once, the exchanged token sent twice');
   await alice.client.close();
 } finally {
   await browser.close();
 }
-console.log('connected accounts: 6 steps passed');
+console.log('connected accounts: 7 steps passed');
