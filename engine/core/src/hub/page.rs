@@ -15,7 +15,7 @@
 
 use super::signin;
 pub use super::view::HubCx;
-use super::view::{connect_state, other_user, redirect, stale_link, unavailable};
+use super::view::{connect_state, other_user, redirect, stale_form, stale_link, unavailable};
 use crate::confirm::approval::page::{Page, escape, form, message, page};
 
 fn sign_in_page(cx: HubCx<'_>, next: &str) -> Page {
@@ -286,18 +286,15 @@ pub async fn connect_store(
     if session.issuer != issuer || session.subject != subject {
         return other_user(&session);
     }
-    if !signin::form_token_ok(
-        &cx.hub.cipher,
+    let again = "the connect page. Open the link again; nothing was stored.";
+    if let Some(refused) = stale_form(
+        cx,
         &session,
         &format!("connect:{service}"),
         fields.get("csrf").map(|c| c.as_str()),
-        cx.now_ms(),
+        again,
     ) {
-        return message(
-            403,
-            "Refused",
-            "This form is stale or did not come from the connect page. Open the link again; nothing was stored.",
-        );
+        return refused;
     }
     let key = fields.remove("key").unwrap_or_default();
     match cx

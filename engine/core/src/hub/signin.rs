@@ -280,11 +280,7 @@ impl SignIn {
             return Err("the answer came from another identity provider than this broker's".into());
         }
         if let Some(error) = fields.get("error") {
-            let code: String = error
-                .chars()
-                .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .take(64)
-                .collect();
+            let code = token_endpoint::safe_code(error);
             return Err(format!(
                 "the identity provider refused the sign-in ({code})"
             ));

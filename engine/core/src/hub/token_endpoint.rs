@@ -157,11 +157,18 @@ pub fn endpoint(meta: &Value, name: &str) -> Result<String, String> {
 /// The OAuth `error` of a refusal, cut to a safe word (never echoed whole: a
 /// provider's description may quote what it was sent).
 pub fn error_code(answer: &Value) -> String {
-    answer
-        .get("error")
-        .and_then(Value::as_str)
-        .unwrap_or("unknown")
-        .chars()
+    safe_code(
+        answer
+            .get("error")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown"),
+    )
+}
+
+/// An OAuth error code as a page or a log may show it: letters, digits and `_`, at
+/// most 64 (a redirect's `error` parameter is anyone's text).
+pub fn safe_code(text: &str) -> String {
+    text.chars()
         .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
         .take(64)
         .collect()

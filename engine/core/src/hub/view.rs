@@ -50,6 +50,25 @@ impl HubCx<'_> {
     }
 }
 
+/// The refusal of a form without a live CSRF token of `session` for `action`, or
+/// `None` when it has one; `again` says what to open again and what did not happen.
+pub(crate) fn stale_form(
+    cx: HubCx<'_>,
+    session: &Session,
+    action: &str,
+    csrf: Option<&str>,
+    again: &str,
+) -> Option<Page> {
+    let ok = signin::form_token_ok(&cx.hub.cipher, session, action, csrf, cx.now_ms());
+    (!ok).then(|| {
+        message(
+            403,
+            "Refused",
+            &format!("This form is stale or did not come from {again}"),
+        )
+    })
+}
+
 pub(crate) fn redirect(location: &str) -> Page {
     Page {
         status: 303,

@@ -85,16 +85,35 @@ fn method_of(text: &str) -> Option<TokenEndpointAuth> {
     }
 }
 
-/// Registers the broker at `endpoint` for `(service, issuer)`: the row to keep.
+/// What a registration asks for, and where.
+#[derive(Debug, Clone, Copy)]
+pub struct Registration<'a> {
+    /// The registration endpoint.
+    pub endpoint: &'a str,
+    /// The hub's redirect URI for the service.
+    pub redirect_uri: &'a str,
+    /// The scopes the client will ask for.
+    pub scopes: &'a [String],
+    /// The service it is for.
+    pub service: &'a str,
+    /// The authorization server.
+    pub issuer: &'a str,
+}
+
+/// Registers the broker as `asked`: the row to keep.
 pub async fn register(
     client: &HttpsClient,
     cipher: &VaultCipher,
-    endpoint: &str,
-    redirect_uri: &str,
-    scopes: &[String],
-    (service, issuer): (&str, &str),
+    asked: Registration<'_>,
     now_ms: i64,
 ) -> Result<OAuthClient, String> {
+    let Registration {
+        endpoint,
+        redirect_uri,
+        scopes,
+        service,
+        issuer,
+    } = asked;
     let mut metadata = json!({
         "client_name": "tool-broker",
         "redirect_uris": [redirect_uri],

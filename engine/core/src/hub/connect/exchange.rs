@@ -3,7 +3,7 @@
 //! scopes, per call, cached in memory until near its expiry, never stored.
 //!
 //! The cache is keyed by a digest of the user, the service and the caller's token (a
-//! new token of the same user exchanges again), holds at most [`MOST`] entries, and is
+//! new token of the same user exchanges again), holds at most 10,000 entries, and is
 //! per replica: a replica that has not seen the token exchanges it once.
 
 use std::collections::HashMap;

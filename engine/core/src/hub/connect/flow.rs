@@ -27,11 +27,6 @@ use crate::store::hub_connections::{CONNECTED, Connection, Flow};
 /// How long a flow may take, from the Connect button to the provider's redirect back.
 pub const FLOW_MS: i64 = 10 * 60 * 1000;
 
-/// The redirect URI registered at every provider for `service`.
-pub fn redirect_uri(base: &str, service: &str) -> String {
-    format!("{base}/hub/oauth/{service}/callback")
-}
-
 /// The associated data of a flow's sealed verifier.
 fn flow_binding(flow: &Flow) -> Vec<u8> {
     serde_json::to_vec(&[
@@ -188,11 +183,7 @@ impl Hub {
             ));
         }
         if let Some(error) = fields.get("error") {
-            let code: String = error
-                .chars()
-                .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .take(64)
-                .collect();
+            let code = crate::hub::token_endpoint::safe_code(error);
             return Err(no(
                 400,
                 format!("The provider did not connect the account ({code}). Nothing was stored."),

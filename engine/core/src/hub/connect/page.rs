@@ -6,7 +6,9 @@
 
 use crate::confirm::approval::page::{Page, escape, form, message, page};
 use crate::hub::signin::{self, Session};
-use crate::hub::view::{HubCx, connect_state, other_user, redirect, stale_link, unavailable};
+use crate::hub::view::{
+    HubCx, connect_state, other_user, redirect, stale_form, stale_link, unavailable,
+};
 use crate::hub::{Entry, Linked};
 
 /// The scopes `service` asks for, as the page lists them.
@@ -130,7 +132,7 @@ pub fn consent(cx: HubCx<'_>, session: &Session, service: &str, state: &str) -> 
 
 /// `POST /hub/connect/<service>` for a service that connects by OAuth: the form's
 /// token checked (and a connect link's state, when the form carries one, naming this
-/// user), then on to the provider ([`onward`]).
+/// user), then on to the provider (a page, not a redirect: see `onward`).
 pub async fn start(cx: HubCx<'_>, headers: &hyper::HeaderMap, service: &str, body: &[u8]) -> Page {
     let fields = form(body);
     let Some(session) = cx.session(headers).await else {
@@ -149,18 +151,15 @@ pub async fn start(cx: HubCx<'_>, headers: &hyper::HeaderMap, service: &str, bod
             Some(_) => {}
         }
     }
-    if !signin::form_token_ok(
-        &cx.hub.cipher,
+    let again = "the hub. Open the hub again; nothing was started.";
+    if let Some(refused) = stale_form(
+        cx,
         &session,
         &format!("connect:{service}"),
         fields.get("csrf").map(|c| c.as_str()),
-        cx.now_ms(),
+        again,
     ) {
-        return message(
-            403,
-            "Refused",
-            "This form is stale or did not come from the hub. Open the hub again; nothing was started.",
-        );
+        return refused;
     }
     if !cx.may_use(&session)(service) {
         return message(

@@ -27,6 +27,12 @@ pub(super) struct Endpoints {
     pub(super) issuer: Option<String>,
 }
 
+/// The redirect URI registered at every provider for `service`:
+/// `public_url` + `/hub/oauth/<service>/callback`.
+pub fn redirect_uri(base: &str, service: &str) -> String {
+    format!("{base}/hub/oauth/{service}/callback")
+}
+
 /// How the provider is reached, once found.
 pub struct Ready {
     endpoints: Endpoints,
@@ -153,7 +159,7 @@ impl Provider {
     pub fn redirect_uri(&self) -> Option<String> {
         self.public_url
             .as_deref()
-            .map(|base| super::flow::redirect_uri(base, &self.service))
+            .map(|base| redirect_uri(base, &self.service))
     }
 
     /// How the provider is reached: found once (the endpoints, the client, the
@@ -261,13 +267,17 @@ impl Provider {
         let redirect = self
             .redirect_uri()
             .ok_or("registering needs public_url (the redirect URI)")?;
+        let asked = discover::Registration {
+            endpoint: registration,
+            redirect_uri: &redirect,
+            scopes: &self.config.scopes,
+            service: &self.service,
+            issuer: &issuer,
+        };
         let row = discover::register(
             &self.client,
             reach.cipher,
-            registration,
-            &redirect,
-            &self.config.scopes,
-            (&self.service, &issuer),
+            asked,
             reach.parts.now().as_millisecond(),
         )
         .await?;
