@@ -77,6 +77,16 @@ pub enum Command {
         #[arg(long, global = true)]
         catalog_dir: Option<PathBuf>,
     },
+    /// Guards (`rules/guards.toml`, docs/guards.md): which rules fire on a text.
+    Guards {
+        /// Which one.
+        #[command(subcommand)]
+        command: GuardsCommand,
+        /// The catalog root (as for `catalog`). Default: the current folder when it is
+        /// one, else the catalog embedded in this binary.
+        #[arg(long, global = true)]
+        catalog_dir: Option<PathBuf>,
+    },
     /// Catalog authoring and audit commands.
     Catalog {
         /// Which one.
@@ -86,6 +96,17 @@ pub enum Command {
         /// the current folder when it is one, else the catalog embedded in this binary.
         #[arg(long, global = true)]
         catalog_dir: Option<PathBuf>,
+    },
+}
+
+/// `tool-broker guards ...`.
+#[derive(Debug, Subcommand)]
+pub enum GuardsCommand {
+    /// Which rules fire on TEXT (on or off), where and why, and the text as arguments
+    /// and as answers would read after the rules that are on.
+    Test {
+        /// The text.
+        text: String,
     },
 }
 

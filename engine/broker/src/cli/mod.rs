@@ -9,6 +9,7 @@ mod args;
 mod audit;
 mod budget;
 mod catalog;
+mod guards;
 mod mcp;
 mod output;
 mod policy;
@@ -19,12 +20,13 @@ mod vault;
 use std::process::ExitCode;
 
 pub use args::{
-    AuditCommand, BudgetCommand, CatalogCommand, Cli, Command, Format, PolicyCommand, SchemaFormat,
-    SessionsCommand, StoreArgs, VaultCommand,
+    AuditCommand, BudgetCommand, CatalogCommand, Cli, Command, Format, GuardsCommand,
+    PolicyCommand, SchemaFormat, SessionsCommand, StoreArgs, VaultCommand,
 };
 pub use audit::{audit, audit_list, parse_since};
 pub use budget::budget;
 pub use catalog::{CatalogRoot, catalog, list_row};
+pub use guards::guards;
 pub use mcp::{Reach, import as import_mcp};
 pub use output::write_quietly;
 pub use policy::policy;
@@ -52,6 +54,10 @@ pub fn run(cli: Cli) -> ExitCode {
             command,
             catalog_dir,
         } => print(policy(command, &announced(catalog_dir))),
+        Command::Guards {
+            command,
+            catalog_dir,
+        } => print(guards(command, &announced(catalog_dir))),
         Command::Catalog {
             command,
             catalog_dir,

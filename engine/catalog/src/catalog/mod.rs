@@ -15,6 +15,7 @@ pub mod costs;
 pub mod describe;
 pub mod descriptor;
 pub mod diag;
+pub mod guards;
 mod hook;
 pub mod identity;
 pub mod listed;

@@ -109,6 +109,8 @@ pub struct Rules {
     pub search: crate::catalog::search::RawSearch,
     /// Argument sets any tool may name (`rules/argument_sets.toml`).
     pub argument_sets: RawArgumentSets,
+    /// The guards (`rules/guards.toml`), compiled and proven by their examples.
+    pub guards: std::sync::Arc<crate::catalog::guards::Guards>,
 }
 
 impl Rules {

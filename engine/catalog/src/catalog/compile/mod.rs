@@ -337,6 +337,7 @@ impl<'a> Compiler<'a> {
         let search = load(self, "search.toml").and_then(|(p, t)| self.parse::<RawSearch>(&p, &t));
         let argument_sets = load(self, "argument_sets.toml")
             .and_then(|(p, t)| self.parse::<RawArgumentSets>(&p, &t));
+        let guards = load(self, "guards.toml").and_then(|(p, t)| self.guards(&p, &t));
 
         let mut error_rules = BTreeMap::new();
         if let Some((path, text, raw)) = &errors {
@@ -393,8 +394,30 @@ impl<'a> Compiler<'a> {
             limits: limits?,
             search: search?,
             argument_sets: argument_sets?,
+            guards: std::sync::Arc::new(guards?),
         })
         .filter(|_| errors.is_some())
+    }
+
+    /// `rules/guards.toml` compiled; every rule whose pattern, validator or own
+    /// examples fail reported at its `[[rule]]` line.
+    fn guards(&mut self, path: &str, text: &str) -> Option<crate::catalog::guards::Guards> {
+        let raw = self.parse::<crate::catalog::guards::RawGuards>(path, text)?;
+        let lines: Vec<usize> = text
+            .match_indices("[[rule]]")
+            .map(|(o, _)| line_of(text, o))
+            .collect();
+        match crate::catalog::guards::Guards::compile(&raw.rule, &lines) {
+            Ok(guards) => Some(guards),
+            Err(refusals) => {
+                for (line, message) in refusals {
+                    self.diags.push(path, line, message);
+                }
+                // Reported; the rest of the catalog still compiles, so its own
+                // mistakes are found in the same run.
+                Some(crate::catalog::guards::Guards::empty())
+            }
+        }
     }
 
     /// `rules/costs.toml` as written (costs compile once the tools are assembled).

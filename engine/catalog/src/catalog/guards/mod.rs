@@ -1,0 +1,557 @@
+//! Guards as data (`rules/guards.toml`, docs/guards.md): rules that find secrets,
+//! personal numbers and the characters injected instructions hide in, compiled once and
+//! each proven by its own examples.
+//!
+//! A rule is a pattern (the `regex` crate: linear time; a pattern over [`PATTERN_BYTES`]
+//! compiled is refused), literal `keywords` (one automaton finds every rule's keywords
+//! in one pass, and a rule runs only where one of its own occurs; a rule with none runs
+//! on every text), an optional validator ([`validate::Validator`]), an `allow` list
+//! (literals, or `re:` patterns matched whole) never flagged, where it looks
+//! (`arguments`, `answers`, `both`) and what it does there (`redact`, `strip`, `block`,
+//! `alert`). The finding is the pattern's first capture group when it has one (a
+//! value after its name), else the whole match. Its `matches` must all be flagged and
+//! its `ignores` none: a rule whose own examples fail is refused with its line.
+//!
+//! This module compiles and scans; what a call does with a finding is the call's.
+
+pub mod validate;
+
+use aho_corasick::AhoCorasick;
+use regex::Regex;
+use serde::Deserialize;
+
+use validate::Validator;
+
+/// The largest compiled pattern (bytes of the regex's program): a pattern over it is
+/// refused at start.
+pub const PATTERN_BYTES: usize = 256 * 1024;
+
+/// What a rule finds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// Keys, tokens, private keys, signatures.
+    Secret,
+    /// Numbers and addresses that name or charge a person.
+    Personal,
+    /// What a text tells a model to do instead of what it was asked.
+    Injection,
+}
+
+/// Where a rule looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LooksAt {
+    /// A call's arguments.
+    Arguments,
+    /// An upstream's answers.
+    Answers,
+    /// Both.
+    #[default]
+    Both,
+}
+
+impl LooksAt {
+    /// Whether a rule looking `self` looks at `direction` (`Arguments` or `Answers`).
+    pub fn covers(self, direction: Self) -> bool {
+        self == Self::Both || self == direction
+    }
+}
+
+/// What a rule does where it finds something.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// The finding replaced with `[REDACTED:<id>]`.
+    Redact,
+    /// The finding removed (invisible characters).
+    Strip,
+    /// The call refused (`guard_blocked`), the text never returned.
+    Block,
+    /// Left as it is, noted.
+    Alert,
+}
+
+/// One `[[rule]]` as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRule {
+    /// The rule's id (`card`, `aws-access-key`).
+    pub id: String,
+    /// What it finds.
+    pub kind: Kind,
+    /// One line on what it finds, from which format.
+    #[serde(default)]
+    pub description: String,
+    /// The pattern.
+    pub pattern: String,
+    /// Literals one of which must occur for the pattern to run (none: it always runs).
+    #[serde(default)]
+    pub keywords: Vec<String>,
+    /// Whether keywords are matched in any case.
+    #[serde(default)]
+    pub keywords_any_case: bool,
+    /// A check the finding must also pass.
+    #[serde(default)]
+    pub validator: Option<String>,
+    /// Findings never flagged: literals, or `re:<pattern>` matched whole.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Where it looks.
+    #[serde(default)]
+    pub looks_at: LooksAt,
+    /// What it does.
+    pub action: Action,
+    /// Whether it is on unless a deployment says otherwise.
+    #[serde(default = "on")]
+    pub on: bool,
+    /// Texts it must flag.
+    pub matches: Vec<String>,
+    /// Texts it must not flag.
+    #[serde(default)]
+    pub ignores: Vec<String>,
+}
+
+fn on() -> bool {
+    true
+}
+
+/// A text without its spaces and dashes: how an allowed literal is compared (a test
+/// card number is the same number however it is grouped).
+fn loose(text: &str) -> String {
+    text.chars().filter(|c| *c != ' ' && *c != '-').collect()
+}
+
+/// `rules/guards.toml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGuards {
+    /// The rules, in order.
+    #[serde(default)]
+    pub rule: Vec<RawRule>,
+}
+
+/// One compiled rule.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// Its id.
+    pub id: String,
+    /// What it finds.
+    pub kind: Kind,
+    /// Where it looks.
+    pub looks_at: LooksAt,
+    /// What it does.
+    pub action: Action,
+    /// Whether it is on.
+    pub on: bool,
+    /// The description.
+    pub description: String,
+    pattern: Regex,
+    validator: Option<Validator>,
+    allow_literals: Vec<String>,
+    allow_patterns: Vec<Regex>,
+    /// Whether it runs without a keyword.
+    always: bool,
+}
+
+/// One thing a rule found: the rule's index and the byte range in the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Finding {
+    /// Index into [`Guards::rules`].
+    pub rule: usize,
+    /// Start byte.
+    pub start: usize,
+    /// End byte.
+    pub end: usize,
+}
+
+/// The compiled guards: the rules and the keyword automaton over all of them.
+#[derive(Debug, Clone)]
+pub struct Guards {
+    /// The rules, in the file's order.
+    pub rules: Vec<Rule>,
+    /// Every rule's keywords in one automaton.
+    keywords: Option<AhoCorasick>,
+    /// The rule of each keyword pattern of the automaton.
+    keyword_rule: Vec<usize>,
+}
+
+/// A rule's refusal at compile: the line of its `[[rule]]` and why.
+pub type Refusal = (usize, String);
+
+impl Rule {
+    fn compile(raw: &RawRule) -> Result<Self, String> {
+        if raw.id.is_empty()
+            || !raw
+                .id
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+        {
+            return Err(format!(
+                "rule id `{}` must be lowercase letters, digits, `-` and `_`",
+                raw.id
+            ));
+        }
+        let pattern = regex::RegexBuilder::new(&raw.pattern)
+            .size_limit(PATTERN_BYTES)
+            .build()
+            .map_err(|e| {
+                format!(
+                    "rule `{}`: its pattern does not compile within {} KiB: {e}",
+                    raw.id,
+                    PATTERN_BYTES / 1024
+                )
+            })?;
+        let validator = raw
+            .validator
+            .as_deref()
+            .map(Validator::parse)
+            .transpose()
+            .map_err(|e| format!("rule `{}`: {e}", raw.id))?;
+        let mut allow_literals = Vec::new();
+        let mut allow_patterns = Vec::new();
+        for allowed in &raw.allow {
+            match allowed.strip_prefix("re:") {
+                Some(p) => allow_patterns.push(
+                    Regex::new(&format!("^(?:{p})$"))
+                        .map_err(|e| format!("rule `{}`: allow `{allowed}`: {e}", raw.id))?,
+                ),
+                None => allow_literals.push(loose(allowed)),
+            }
+        }
+        if raw.keywords.iter().any(String::is_empty) {
+            return Err(format!("rule `{}`: a keyword is empty", raw.id));
+        }
+        Ok(Self {
+            id: raw.id.clone(),
+            kind: raw.kind,
+            looks_at: raw.looks_at,
+            action: raw.action,
+            on: raw.on,
+            description: raw.description.clone(),
+            pattern,
+            validator,
+            allow_literals,
+            allow_patterns,
+            always: raw.keywords.is_empty(),
+        })
+    }
+
+    /// This rule's findings in `text` (its pattern run, validated, allowed ones left).
+    fn find(&self, index: usize, text: &str, out: &mut Vec<Finding>) {
+        self.find_allowing(index, text, true, out);
+    }
+
+    /// [`Rule::find`], the allow list heeded or not.
+    fn find_allowing(&self, index: usize, text: &str, heed_allow: bool, out: &mut Vec<Finding>) {
+        for captures in self.pattern.captures_iter(text) {
+            // The first group that took part (a value after its name), else the match.
+            let Some(found) = captures
+                .iter()
+                .skip(1)
+                .flatten()
+                .next()
+                .or_else(|| captures.get(0))
+            else {
+                continue;
+            };
+            let value = found.as_str();
+            if value.is_empty()
+                || self.validator.is_some_and(|v| !v.passes(value))
+                || (heed_allow
+                    && (self.allow_literals.iter().any(|a| *a == loose(value))
+                        || self.allow_patterns.iter().any(|p| p.is_match(value))))
+            {
+                continue;
+            }
+            out.push(Finding {
+                rule: index,
+                start: found.start(),
+                end: found.end(),
+            });
+        }
+    }
+
+    /// The validator a finding must also pass, if any.
+    pub fn validator(&self) -> Option<Validator> {
+        self.validator
+    }
+
+    /// Whether this rule alone flags `text`.
+    pub fn flags(&self, text: &str) -> bool {
+        let mut out = Vec::new();
+        self.find(0, text, &mut out);
+        !out.is_empty()
+    }
+}
+
+impl Guards {
+    /// Compiles `raw`; every refusal with the line of its rule (`lines[i]` is the line
+    /// of the `i`-th `[[rule]]`).
+    pub fn compile(raw: &[RawRule], lines: &[usize]) -> Result<Self, Vec<Refusal>> {
+        let mut refusals = Vec::new();
+        let mut rules = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, r) in raw.iter().enumerate() {
+            let line = lines.get(i).copied().unwrap_or(0);
+            if !seen.insert(r.id.clone()) {
+                refusals.push((line, format!("rule `{}` is defined twice", r.id)));
+                continue;
+            }
+            match Rule::compile(r) {
+                Ok(rule) => {
+                    refusals.extend(proven(&rule, r).into_iter().map(|e| (line, e)));
+                    rules.push(rule);
+                }
+                Err(e) => refusals.push((line, e)),
+            }
+        }
+        if !refusals.is_empty() {
+            return Err(refusals);
+        }
+        let mut patterns = Vec::new();
+        let mut keyword_rule = Vec::new();
+        let mut any_case = false;
+        for (i, r) in raw.iter().enumerate() {
+            for k in &r.keywords {
+                patterns.push(k.clone());
+                keyword_rule.push(i);
+            }
+            any_case |= r.keywords_any_case;
+        }
+        let keywords = if patterns.is_empty() {
+            None
+        } else {
+            Some(
+                aho_corasick::AhoCorasickBuilder::new()
+                    .ascii_case_insensitive(any_case)
+                    .build(&patterns)
+                    .map_err(|e| vec![(0, format!("the guards' keywords do not compile: {e}"))])?,
+            )
+        };
+        Ok(Self {
+            rules,
+            keywords,
+            keyword_rule,
+        })
+    }
+
+    /// No rules at all.
+    pub fn empty() -> Self {
+        Self {
+            rules: Vec::new(),
+            keywords: None,
+            keyword_rule: Vec::new(),
+        }
+    }
+
+    /// The rules whose keywords occur in `text` (one pass), and those that need none,
+    /// among the rules `wanted` accepts: the only rules whose pattern runs.
+    pub fn candidates(&self, text: &str, wanted: &dyn Fn(&Rule) -> bool) -> Vec<usize> {
+        let mut hit = vec![false; self.rules.len()];
+        for (i, r) in self.rules.iter().enumerate() {
+            hit[i] = r.always;
+        }
+        if let Some(automaton) = &self.keywords {
+            for m in automaton.find_overlapping_iter(text) {
+                if let Some(&rule) = self.keyword_rule.get(m.pattern().as_usize()) {
+                    hit[rule] = true;
+                }
+            }
+        }
+        (0..self.rules.len())
+            .filter(|&i| hit[i] && wanted(&self.rules[i]))
+            .collect()
+    }
+
+    /// What the rules `wanted` accepts find in `text`: sorted by start, overlaps
+    /// resolved for the earliest and then the longest.
+    pub fn scan(&self, text: &str, wanted: &dyn Fn(&Rule) -> bool) -> Vec<Finding> {
+        let mut found = Vec::new();
+        for i in self.candidates(text, wanted) {
+            self.rules[i].find(i, text, &mut found);
+        }
+        found.sort_by_key(|f| (f.start, std::cmp::Reverse(f.end)));
+        let mut kept: Vec<Finding> = Vec::with_capacity(found.len());
+        for f in found {
+            if kept.last().is_none_or(|last| f.start >= last.end) {
+                kept.push(f);
+            }
+        }
+        kept
+    }
+
+    /// `text` with each redacting finding replaced by `[REDACTED:<id>]` and each
+    /// stripping one removed; blocking and alerting findings leave it as it is.
+    pub fn apply(&self, text: &str, findings: &[Finding]) -> String {
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        for f in findings {
+            let rule = &self.rules[f.rule];
+            match rule.action {
+                Action::Redact => {
+                    out.push_str(&text[at..f.start]);
+                    out.push_str("[REDACTED:");
+                    out.push_str(&rule.id);
+                    out.push(']');
+                    at = f.end;
+                }
+                Action::Strip => {
+                    out.push_str(&text[at..f.start]);
+                    at = f.end;
+                }
+                Action::Block | Action::Alert => {}
+            }
+        }
+        out.push_str(&text[at..]);
+        out
+    }
+}
+
+/// A rule's own examples checked: each of `matches` flagged, none of `ignores`.
+fn proven(rule: &Rule, raw: &RawRule) -> Vec<String> {
+    let mut failed = Vec::new();
+    if raw.matches.is_empty() {
+        failed.push(format!(
+            "rule `{}` has no `matches`: give the examples it must flag",
+            raw.id
+        ));
+    }
+    for example in &raw.matches {
+        if rule.flags(example) {
+            continue;
+        }
+        let mut unallowed = Vec::new();
+        rule.find_allowing(0, example, false, &mut unallowed);
+        failed.push(if unallowed.is_empty() {
+            format!(
+                "rule `{}` does not flag its own example {example:?} (in `matches`)",
+                raw.id
+            )
+        } else {
+            format!(
+                "rule `{}`'s `allow` swallows its own example {example:?}: narrow the allow list",
+                raw.id
+            )
+        });
+    }
+    for example in &raw.ignores {
+        if rule.flags(example) {
+            failed.push(format!(
+                "rule `{}` flags {example:?}, which its `ignores` says it must not",
+                raw.id
+            ));
+        }
+    }
+    failed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(text: &str) -> RawGuards {
+        toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn a_rule_is_refused_when_its_own_examples_fail_or_it_cannot_compile() {
+        let cases = [
+            (
+                "id = \"x\"\nkind = \"secret\"\npattern = 'ab+'\naction = \"redact\"\nmatches = [\"ac\"]",
+                "does not flag its own example",
+            ),
+            (
+                "id = \"x\"\nkind = \"secret\"\npattern = 'ab+'\naction = \"redact\"\nmatches = [\"ab\"]\nignores = [\"xabx\"]",
+                "which its `ignores` says",
+            ),
+            (
+                "id = \"x\"\nkind = \"secret\"\npattern = 'ab+'\nvalidator = \"crc\"\naction = \"redact\"\nmatches = [\"ab\"]",
+                "does not exist",
+            ),
+            (
+                "id = \"x\"\nkind = \"secret\"\npattern = '\\w{1000}{1000}'\naction = \"redact\"\nmatches = [\"ab\"]",
+                "does not compile within",
+            ),
+            (
+                "id = \"x\"\nkind = \"secret\"\npattern = 'ab'\nallow = [\"ab\"]\naction = \"redact\"\nmatches = [\"ab\"]",
+                "swallows its own example",
+            ),
+            (
+                "id = \"X\"\nkind = \"secret\"\npattern = 'ab'\naction = \"redact\"\nmatches = [\"ab\"]",
+                "lowercase",
+            ),
+        ];
+        for (rule, expected) in cases {
+            let guards = raw(&format!("[[rule]]\n{rule}"));
+            let refusals = Guards::compile(&guards.rule, &[7]).unwrap_err();
+            assert!(
+                refusals
+                    .iter()
+                    .any(|(line, e)| *line == 7 && e.contains(expected)),
+                "{expected}: {refusals:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_shipped_rules_prove_themselves() {
+        let text = include_str!("../../../../../rules/guards.toml");
+        let shipped = raw(text);
+        let guards = Guards::compile(&shipped.rule, &[]).unwrap_or_else(|e| panic!("{e:#?}"));
+        let on: Vec<&str> = guards
+            .rules
+            .iter()
+            .filter(|r| r.on)
+            .map(|r| r.id.as_str())
+            .collect();
+        assert!(
+            on.contains(&"card") && on.contains(&"iban") && on.contains(&"invisible-characters"),
+            "{on:?}"
+        );
+        let off: Vec<&str> = guards
+            .rules
+            .iter()
+            .filter(|r| !r.on)
+            .map(|r| r.id.as_str())
+            .collect();
+        assert_eq!(
+            off,
+            [
+                "email",
+                "phone",
+                "jwt",
+                "secret-assignment",
+                "injection-phrases"
+            ]
+        );
+        // A text of no rule's keywords runs only the keywordless rules.
+        let all = |_: &Rule| true;
+        let ran: Vec<&str> = guards
+            .candidates("an ordinary answer about invoices", &all)
+            .into_iter()
+            .map(|i| guards.rules[i].id.as_str())
+            .collect();
+        assert_eq!(ran, ["card", "iban", "invisible-characters"]);
+    }
+
+    #[test]
+    fn keywords_gate_patterns_and_findings_are_redacted_or_stripped() {
+        let guards = raw(
+            "[[rule]]\nid = \"tok\"\nkind = \"secret\"\npattern = 'tok_[a-z0-9]{8}'\nkeywords = [\"tok_\"]\naction = \"redact\"\nmatches = [\"tok_abcd1234\"]\n\
+             [[rule]]\nid = \"bidi\"\nkind = \"injection\"\npattern = '[\\x{202A}-\\x{202E}]+'\naction = \"strip\"\nlooks_at = \"answers\"\nmatches = [\"a\\u202Eb\"]\n",
+        );
+        let guards = Guards::compile(&guards.rule, &[1, 9]).unwrap();
+        let all = |_: &Rule| true;
+        assert!(
+            guards.candidates("nothing here", &all) == vec![1],
+            "only the keywordless rule runs"
+        );
+        let text = "key tok_abcd1234 and \u{202E}evil";
+        let found = guards.scan(text, &all);
+        assert_eq!(found.len(), 2);
+        assert_eq!(guards.apply(text, &found), "key [REDACTED:tok] and evil");
+        let arguments = |r: &Rule| r.looks_at.covers(LooksAt::Arguments);
+        assert_eq!(guards.scan(text, &arguments).len(), 1);
+    }
+}
