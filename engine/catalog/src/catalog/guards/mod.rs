@@ -4,8 +4,9 @@
 //!
 //! A rule is a pattern (the `regex` crate: linear time; a pattern over [`PATTERN_BYTES`]
 //! compiled is refused), literal `keywords` (one automaton finds every rule's keywords
-//! in one pass, and a rule runs only where one of its own occurs; a rule with none runs
-//! on every text), an optional validator ([`validate::Validator`]), an `allow` list
+//! in one pass, and a rule runs only where one of its own occurs; a format with no
+//! literal says what a text must hold instead, `needs`: enough digits, or a byte
+//! outside ASCII, counted in one pass too), an optional validator ([`validate::Validator`]), an `allow` list
 //! (literals, or `re:` patterns matched whole) never flagged, where it looks
 //! (`arguments`, `answers`, `both`) and what it does there (`redact`, `strip`, `block`,
 //! `alert`). The finding is the pattern's first capture group when it has one (a
@@ -91,6 +92,11 @@ pub struct RawRule {
     /// Whether keywords are matched in any case.
     #[serde(default)]
     pub keywords_any_case: bool,
+    /// For a format with no literal to wait for, what a text must hold for the
+    /// pattern to run: `"digits >= n"` (at least n ASCII digits) or `"non_ascii"` (a
+    /// byte outside ASCII). A rule with neither keywords nor `needs` runs on every text.
+    #[serde(default)]
+    pub needs: Option<String>,
     /// A check the finding must also pass.
     #[serde(default)]
     pub validator: Option<String>,
@@ -150,8 +156,64 @@ pub struct Rule {
     validator: Option<Validator>,
     allow_literals: Vec<String>,
     allow_patterns: Vec<Regex>,
-    /// Whether it runs without a keyword.
-    always: bool,
+    /// When it runs without a keyword: always (`None` with no keywords), or when the
+    /// text holds what it needs.
+    needs: Option<Needs>,
+    /// Whether it has keywords.
+    keyed: bool,
+    /// Its keywords (lower case when matched in any case), to check its own examples.
+    keywords: Vec<String>,
+    any_case: bool,
+}
+
+/// What a rule without keywords needs of a text before its pattern runs: signals one
+/// pass over the text's bytes finds for every rule at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needs {
+    /// At least this many ASCII digits.
+    Digits(usize),
+    /// A byte outside ASCII.
+    NonAscii,
+}
+
+impl Needs {
+    fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        if text == "non_ascii" {
+            return Ok(Self::NonAscii);
+        }
+        text.strip_prefix("digits")
+            .and_then(|rest| rest.trim_start().strip_prefix(">="))
+            .and_then(|n| n.trim().parse::<usize>().ok())
+            .filter(|n| (1..=64).contains(n))
+            .map(Self::Digits)
+            .ok_or_else(|| format!("needs `{text}`: write `digits >= n` (1 to 64) or `non_ascii`"))
+    }
+}
+
+/// The signals of one text that [`Needs`] reads, counted in one pass.
+#[derive(Debug, Clone, Copy, Default)]
+struct Signals {
+    digits: usize,
+    non_ascii: bool,
+}
+
+impl Signals {
+    fn of(text: &str) -> Self {
+        let mut out = Self::default();
+        for b in text.bytes() {
+            out.digits += usize::from(b.is_ascii_digit());
+            out.non_ascii |= !b.is_ascii();
+        }
+        out
+    }
+
+    fn meet(self, needs: Needs) -> bool {
+        match needs {
+            Needs::Digits(n) => self.digits >= n,
+            Needs::NonAscii => self.non_ascii,
+        }
+    }
 }
 
 /// One thing a rule found: the rule's index and the byte range in the text.
@@ -233,7 +295,25 @@ impl Rule {
             validator,
             allow_literals,
             allow_patterns,
-            always: raw.keywords.is_empty(),
+            needs: raw
+                .needs
+                .as_deref()
+                .map(Needs::parse)
+                .transpose()
+                .map_err(|e| format!("rule `{}`: {e}", raw.id))?,
+            keyed: !raw.keywords.is_empty(),
+            keywords: raw
+                .keywords
+                .iter()
+                .map(|k| {
+                    if raw.keywords_any_case {
+                        k.to_ascii_lowercase()
+                    } else {
+                        k.clone()
+                    }
+                })
+                .collect(),
+            any_case: raw.keywords_any_case,
         })
     }
 
@@ -275,6 +355,20 @@ impl Rule {
     /// The validator a finding must also pass, if any.
     pub fn validator(&self) -> Option<Validator> {
         self.validator
+    }
+
+    /// Whether this rule's pattern would run on `text` at all: one of its keywords
+    /// occurs, or the text holds what it needs.
+    fn runs_on(&self, text: &str) -> bool {
+        if self.keyed {
+            let text = if self.any_case {
+                std::borrow::Cow::Owned(text.to_ascii_lowercase())
+            } else {
+                std::borrow::Cow::Borrowed(text)
+            };
+            return self.keywords.iter().any(|k| text.contains(k.as_str()));
+        }
+        self.needs.is_none_or(|n| Signals::of(text).meet(n))
     }
 
     /// Whether this rule alone flags `text`.
@@ -349,8 +443,17 @@ impl Guards {
     /// among the rules `wanted` accepts: the only rules whose pattern runs.
     pub fn candidates(&self, text: &str, wanted: &dyn Fn(&Rule) -> bool) -> Vec<usize> {
         let mut hit = vec![false; self.rules.len()];
+        let signals = self
+            .rules
+            .iter()
+            .any(|r| !r.keyed && r.needs.is_some())
+            .then(|| Signals::of(text));
         for (i, r) in self.rules.iter().enumerate() {
-            hit[i] = r.always;
+            hit[i] = !r.keyed
+                && match (r.needs, signals) {
+                    (Some(needs), Some(signals)) => signals.meet(needs),
+                    _ => true,
+                };
         }
         if let Some(automaton) = &self.keywords {
             for m in automaton.find_overlapping_iter(text) {
@@ -419,6 +522,12 @@ fn proven(rule: &Rule, raw: &RawRule) -> Vec<String> {
     }
     for example in &raw.matches {
         if rule.flags(example) {
+            if !rule.runs_on(example) {
+                failed.push(format!(
+                    "rule `{}`'s pattern flags {example:?}, but its keywords or `needs` would never let it run there",
+                    raw.id
+                ));
+            }
             continue;
         }
         let mut unallowed = Vec::new();
@@ -481,6 +590,14 @@ mod tests {
                 "id = \"X\"\nkind = \"secret\"\npattern = 'ab'\naction = \"redact\"\nmatches = [\"ab\"]",
                 "lowercase",
             ),
+            (
+                "id = \"x\"\nkind = \"secret\"\npattern = 'ab'\nneeds = \"digits > 3\"\naction = \"redact\"\nmatches = [\"ab\"]",
+                "write `digits >= n`",
+            ),
+            (
+                "id = \"x\"\nkind = \"secret\"\npattern = 'tok_ab'\nkeywords = [\"TOK_\"]\naction = \"redact\"\nmatches = [\"tok_ab\"]",
+                "would never let it run there",
+            ),
         ];
         for (rule, expected) in cases {
             let guards = raw(&format!("[[rule]]\n{rule}"));
@@ -529,6 +646,12 @@ mod tests {
         let all = |_: &Rule| true;
         let ran: Vec<&str> = guards
             .candidates("an ordinary answer about invoices", &all)
+            .into_iter()
+            .map(|i| guards.rules[i].id.as_str())
+            .collect();
+        assert!(ran.is_empty(), "{ran:?}");
+        let ran: Vec<&str> = guards
+            .candidates("card 4539 1488 0343 6467, note \u{202E}", &all)
             .into_iter()
             .map(|i| guards.rules[i].id.as_str())
             .collect();
