@@ -158,7 +158,7 @@ impl Broker {
                     .headers
                     .get(hyper::header::AUTHORIZATION)
                     .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.strip_prefix("Bearer "));
+                    .and_then(crate::caller::bearer_token);
                 hub.credential_for(&self.parts, user, &tool.service, subject_token)
                     .await?
             }

@@ -417,11 +417,7 @@ impl Callers {
                 false,
             ));
         };
-        let token = value
-            .strip_prefix("Bearer ")
-            .or_else(|| value.strip_prefix("bearer "))
-            .map(str::trim)
-            .unwrap_or("");
+        let token = bearer_token(value).unwrap_or("");
         if token.is_empty() {
             return Err(self.unauthorized(
                 &format!("the `Authorization` header must be `Bearer <{what}>`"),
@@ -451,6 +447,15 @@ pub fn generate_key() -> Result<String, String> {
     let mut bytes = [0u8; 24];
     getrandom::fill(&mut bytes).map_err(|e| format!("no randomness available: {e}"))?;
     Ok(format!("tb_{}", crate::catalog::identity::hex(&bytes)))
+}
+
+/// The token of an `Authorization: Bearer <token>` value (the scheme in either case
+/// the broker accepts), trimmed; `None` for another scheme.
+pub fn bearer_token(value: &str) -> Option<&str> {
+    value
+        .strip_prefix("Bearer ")
+        .or_else(|| value.strip_prefix("bearer "))
+        .map(str::trim)
 }
 
 #[cfg(test)]

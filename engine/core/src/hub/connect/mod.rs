@@ -196,23 +196,6 @@ impl Hub {
         }
     }
 
-    /// The user's connection to `service`, as stored (nothing opened).
-    pub async fn connection(
-        &self,
-        parts: &Parts,
-        user: &User,
-        service: &str,
-    ) -> Result<Option<Connection>, Refused> {
-        parts
-            .store
-            .connection(who(user, service))
-            .await
-            .map_err(|e| {
-                tracing::error!(error = %e, "hub store unavailable");
-                Refused::Store
-            })
-    }
-
     /// Ends the user's connection to `service`: the row deleted, then its tokens
     /// revoked at the provider (RFC 7009: the refresh token, which takes its access
     /// tokens with it, else the access token), audited as `via`.
