@@ -31,6 +31,7 @@ mod elicitation;
 mod failures;
 mod gate;
 mod gate_property;
+mod guards;
 mod held;
 mod http1;
 mod hub;

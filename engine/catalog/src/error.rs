@@ -54,13 +54,17 @@ pub enum Classification {
     /// A budget that binds the caller has no room for the call's cost in its window, or
     /// the call cannot be priced in the budget's unit: nothing was sent.
     BudgetExceeded,
+    /// A guard rule (`rules/guards.toml`, the deployment's `[[guards.rule]]`) that blocks
+    /// found what it looks for in the arguments (nothing was sent) or in the answer
+    /// (nothing of it returned); `details` names the rule and where, never the text.
+    GuardBlocked,
     /// A bug.
     InternalError,
 }
 
 impl Classification {
     /// All classifications, in the order of decision 003.
-    pub const ALL: [Classification; 20] = [
+    pub const ALL: [Classification; 21] = [
         Self::InvalidRequest,
         Self::Unauthorized,
         Self::MissingRequiredCredentials,
@@ -80,6 +84,7 @@ impl Classification {
         Self::DescriptorChanged,
         Self::UpstreamChanged,
         Self::BudgetExceeded,
+        Self::GuardBlocked,
         Self::InternalError,
     ];
 
@@ -105,6 +110,7 @@ impl Classification {
             Self::DescriptorChanged => "descriptor_changed",
             Self::UpstreamChanged => "upstream_changed",
             Self::BudgetExceeded => "budget_exceeded",
+            Self::GuardBlocked => "guard_blocked",
             Self::InternalError => "internal_error",
         }
     }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::args::GuardsCommand;
 use super::catalog::CatalogRoot;
-use crate::catalog::guards::{Action, Guards, LooksAt, Rule};
+use crate::catalog::guards::{Action, Guards, LooksAt};
 
 /// Runs a `guards` command on the catalog at `root`; what to print, or why it failed.
 pub fn guards(command: GuardsCommand, root: &CatalogRoot) -> Result<String, String> {
@@ -29,9 +29,9 @@ fn action(a: Action) -> &'static str {
 /// direction would read with the rules that are on.
 fn report(guards: &Guards, text: &str) -> String {
     let mut out = String::new();
-    let all = |_: &Rule| true;
-    let ran = guards.candidates(text, &all);
-    let findings = guards.scan(text, &all);
+    let all = guards.select(|_| true);
+    let ran = guards.candidates(text, all);
+    let findings = guards.scan(text, all);
     if findings.is_empty() {
         let _ = writeln!(
             out,
@@ -62,8 +62,7 @@ fn report(guards: &Guards, text: &str) -> String {
         ("arguments", LooksAt::Arguments),
         ("answers", LooksAt::Answers),
     ] {
-        let wanted = |r: &Rule| r.on && r.looks_at.covers(direction);
-        let found = guards.scan(text, &wanted);
+        let found = guards.scan(text, guards.on_for(direction));
         let blocked: Vec<&str> = found
             .iter()
             .map(|f| &guards.rules[f.rule])

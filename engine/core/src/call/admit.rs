@@ -121,8 +121,12 @@ impl Broker {
                 .cloned()
                 .unwrap_or_default()
         });
-        let checked = authorize(tool, call.caller, call.descriptor_hash.as_deref())
-            .and_then(|()| self.validate_and_price(tool, call.arguments.take()));
+        let checked =
+            authorize(tool, call.caller, call.descriptor_hash.as_deref()).and_then(|()| {
+                let mut arguments = call.arguments.take();
+                self.guard_arguments(tool, &mut arguments, Some(&call.guards))?;
+                self.validate_and_price(tool, arguments)
+            });
         let priced = checked.as_ref().ok().map(|(_, priced)| *priced);
         let decided = checked.and_then(|(args, priced)| {
             let decision = self.door_policy(call, &args, priced)?;

@@ -77,7 +77,10 @@ impl Broker {
     ) -> Result<Exec, CallError> {
         let (mut args, door) = match arguments {
             Args::Door(args, decided) => (args, Some(decided)),
-            Args::Inner(arguments) => (super::args::prepare(tool, arguments)?, None),
+            Args::Inner(mut arguments) => {
+                self.guard_arguments(tool, &mut arguments, ctx.guards)?;
+                (super::args::prepare(tool, arguments)?, None)
+            }
         };
         let routed = crate::call::tenancy::route(self, tool, &mut args, ctx.headers)?;
         // Built only if a template reads it (`routed_context` copies the arguments).

@@ -142,6 +142,7 @@ impl Broker {
         if let Some(text) = read.failed {
             let mut said = Value::String(cut(text));
             redact(&mut said, redaction, &[], &secrets);
+            self.guard_answer(tool, &mut said, ctx.guards)?;
             return Err(CallError::new(
                 Classification::UpstreamHttpError,
                 format!(
@@ -154,10 +155,16 @@ impl Broker {
         let mut data = read.data;
         let paths: Vec<&crate::catalog::JsonPath> = tool.response.redact.iter().collect();
         let mut redacted = redact(&mut data, redaction, &paths, &secrets);
+        self.guard_answer(tool, &mut data, ctx.guards)?;
         let truncation = truncate(&mut data, tool.item_budget);
         let mut blocks = read.blocks;
         for block in &mut blocks {
             redacted += redact(block, redaction, &[], &secrets);
+            // The text a block carries (an embedded resource's); never an image's or a
+            // blob's bytes, which a pattern would read as letters.
+            if let Some(text) = block.pointer_mut("/resource/text") {
+                self.guard_answer(tool, text, ctx.guards)?;
+            }
         }
         Ok(Exec {
             data: data.into(),

@@ -6,7 +6,7 @@
 //! |---|-------|-------|--------------|
 //! | 1 | resolve | `resolve.rs` | the tool by its name; the clock, the trace and the policy set taken; the broker's own arguments taken out |
 //! | 2 | authorize | `admit.rs` | the caller's key or role fields; the descriptor the caller pinned |
-//! | 3 | validate and price | `admit.rs`, `price.rs` | the arguments against the schema (defaults in), the estimate |
+//! | 3 | guard, validate and price | `guard.rs`, `admit.rs`, `price.rs` | the guard rules on the arguments (redacted, or refused); the arguments against the schema (defaults in), the estimate |
 //! | 4 | decide | `policy.rs` | the policies on the validated, priced arguments; the confirmation mode |
 //! |   | hold the key | `idempotency.rs` | a write's idempotency key held; a repeat answered from the store |
 //! | 5 | confirm | `confirmed.rs` | flags, a bound token or a person's approval; a plan for a tool that runs others |
@@ -14,7 +14,7 @@
 //! | 6 | reserve | `gate.rs`, `budget.rs` | the request's cover, rate limit and budget reservation: its permit |
 //! | 7 | render and send | `execute.rs`, `send.rs` | the request rendered, the key chosen, sent through the gate |
 //! | 8 | read the answer | `send.rs` | refusals classified, the answer read (as a tree, or in one pass) |
-//! | 9 | redact | `send.rs` | every secret the answer holds replaced; shaped and truncated |
+//! | 9 | redact and guard | `send.rs`, `guard.rs` | every secret the answer holds replaced; the guard rules on it; shaped and truncated |
 //! | 10 | settle | `gate.rs`, `budget.rs`, `settle.rs` | each permit's reservation settled; a task watches its job; a failed call's cost |
 //! | 11 | audit | `audit.rs` | the write's record |
 //! | 12 | envelope | `respond.rs` | the answer in its envelope; metrics, the log line and the span |
@@ -45,6 +45,7 @@ mod confirmed;
 mod endpoint;
 mod execute;
 mod gate;
+mod guard;
 mod idempotency;
 mod mcp;
 mod policy;

@@ -58,6 +58,8 @@ pub(super) struct Call<'a> {
     pub(super) started: Instant,
     /// When the call started, on the broker's clock (the audit's).
     pub(super) started_at: jiff::Timestamp,
+    /// The guard rules that acted on the call, in each direction.
+    pub(super) guards: crate::catalog::guards::Acted,
 }
 
 /// The confirmation a call brought in its arguments (`confirmationToken`, the approval
@@ -90,6 +92,7 @@ impl<'a> Call<'a> {
             door: Some(self.tool),
             cover,
             writes: std::sync::atomic::AtomicUsize::new(0),
+            guards: Some(&self.guards),
         }
     }
 }
@@ -133,6 +136,7 @@ impl Broker {
             trace,
             started,
             started_at: self.parts.now(),
+            guards: crate::catalog::guards::Acted::default(),
         })
     }
 

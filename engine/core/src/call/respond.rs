@@ -65,11 +65,17 @@ impl Broker {
                 }
             },
         );
+        let acted = call.guards.on(crate::catalog::guards::LooksAt::Both);
         let meta = Meta {
             request_id: std::mem::take(&mut call.request_id),
             trace_id: std::mem::take(&mut call.trace.id),
             duration_ms,
             cost: failed_cost,
+            guards: if acted.is_empty() {
+                Vec::new()
+            } else {
+                self.parts.catalog.rules.guards.ids(acted)
+            },
             ..Meta::default()
         };
         self.envelope(tool, meta, result)

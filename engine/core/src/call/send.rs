@@ -235,12 +235,17 @@ impl Broker {
         // A price settled from the answer reads it as a value.
         let price =
             (self.parts.costs.price(&self.parts.catalog, tool)).filter(|p| p.reads_answer());
-        if exchange.want == Want::Text && price.is_none() && asked.one_pass(&tool.response) {
-            return self.one_pass(tool, answer, secrets, asked.budget);
+        if exchange.want == Want::Text
+            && price.is_none()
+            && asked.one_pass(&tool.response)
+            && let Some(exec) = self.one_pass(tool, answer, secrets, asked.budget)?
+        {
+            return Ok(exec);
         }
         let mut body = answer.json(&tool.service)?;
         let cost_reading = price.map(|p| p.read(&body));
         let redacted = self.redact_answer(tool, &mut body, exchange.scope, secrets)?;
+        self.guard_answer(tool, &mut body, ctx.guards)?;
         let pagination = extract_pagination(tool, &body);
         self.note_jobs(tool, &body, exchange.scope, ctx).await;
         let plan = &tool.response;
@@ -322,14 +327,15 @@ impl Broker {
     }
 
     /// Phases 8 and 9 in one pass ([`crate::answer::scan`]): the same text, redaction
-    /// count and truncation the tree path gives, kept as text.
+    /// count and truncation the tree path gives, kept as text; `None` when a guard rule
+    /// would act on one of its strings (the tree path reads it then).
     fn one_pass(
         &self,
         tool: &Tool,
         answer: &crate::upstream::UpstreamAnswer,
         secrets: &[&str],
         budget: Option<usize>,
-    ) -> Result<Exec, CallError> {
+    ) -> Result<Option<Exec>, CallError> {
         let scanned = if answer.is_empty() {
             crate::answer::scan::Scanned {
                 text: "null".into(),
@@ -338,16 +344,25 @@ impl Broker {
             }
         } else {
             let rules = &self.parts.catalog.rules.redaction;
-            crate::answer::scan::scan(&answer.bytes, rules, secrets, budget)
+            let guard = self.one_pass_guard(tool, &answer.bytes);
+            let reads = guard
+                .as_ref()
+                .map(|g| move |text: &str, decoded: bool| g.acts_on(text, decoded));
+            let reads = reads.as_ref().map(|f| f as crate::answer::scan::Guard<'_>);
+            match crate::answer::scan::scan_guarded(&answer.bytes, rules, secrets, budget, reads)
                 .map_err(|_| crate::upstream::not_json(&tool.service, answer.status))?
+            {
+                Some(scanned) => scanned,
+                None => return Ok(None),
+            }
         };
-        Ok(Exec {
+        Ok(Some(Exec {
             data: Data::Text(Arc::from(scanned.text)),
             upstream_status: Some(answer.status),
             truncation: scanned.truncation,
             redacted: Some(scanned.redacted),
             ..Exec::default()
-        })
+        }))
     }
 
     /// Writes the status a job status read answered to the caller's job record. The

@@ -157,6 +157,9 @@ pub struct RequestCtx<'a> {
     pub cover: cover::Cover<'a>,
     /// Writes sent so far inside the door's tool.
     pub writes: AtomicUsize,
+    /// Where the guard rules that acted on this call are noted (its arguments, each
+    /// answer, a tool's run inside another's too); `None` for the broker's own requests.
+    pub guards: Option<&'a crate::catalog::guards::Acted>,
 }
 
 impl<'a> RequestCtx<'a> {
@@ -179,6 +182,7 @@ impl<'a> RequestCtx<'a> {
             door: None,
             cover: cover::Cover::ReadsOnly,
             writes: AtomicUsize::new(0),
+            guards: None,
         }
     }
 
@@ -200,6 +204,7 @@ impl<'a> RequestCtx<'a> {
             door: self.door,
             cover,
             writes: AtomicUsize::new(0),
+            guards: self.guards,
         }
     }
 

@@ -46,6 +46,10 @@ pub struct Meta {
     pub dry_run: bool,
     /// Time spent in the broker and upstream, in milliseconds.
     pub duration_ms: u64,
+    /// The guard rules that acted on the call's arguments or its answer, by id (never a
+    /// value; docs/guards.md).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub guards: Vec<Arc<str>>,
     /// Pagination figures copied from the upstream answer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pagination: Option<Value>,
@@ -98,6 +102,9 @@ impl Meta {
         }
         fields.raw(b"dryRun", if self.dry_run { b"true" } else { b"false" });
         fields.serialized(b"durationMs", &self.duration_ms);
+        if !self.guards.is_empty() {
+            fields.serialized(b"guards", &self.guards);
+        }
         if let Some(v) = &self.pagination {
             fields.serialized(b"pagination", v);
         }
@@ -787,6 +794,7 @@ mod tests {
                 dispatched_to: Some(odd.clone()),
                 dry_run: n % 2 == 1,
                 duration_ms: n,
+                guards: vec!["card".into(), "invisible-characters".into()],
                 pagination: Some(json!({ "next": odd, "total": n })),
                 redacted: Some(n as usize),
                 request_id: odd.clone(),
@@ -805,9 +813,10 @@ mod tests {
         let full = metas[1].clone();
         // Each optional field left out on its own.
         let mut one_out: Vec<Meta> = Vec::new();
-        for k in 0..10 {
+        for k in 0..11 {
             let mut m = full.clone();
             match k {
+                10 => m.guards.clear(),
                 9 => m.cost = None,
                 0 => m.catalog_version = None,
                 1 => m.consumes_credits = false,

@@ -124,6 +124,23 @@ pub fn scan(
     secrets: &[&str],
     budget: Option<usize>,
 ) -> Result<Scanned, NotJson> {
+    scan_guarded(body, rules, secrets, budget, None)?.ok_or(NotJson)
+}
+
+/// Whether a string of the answer would be acted on by a guard rule: its text, and
+/// whether it was written with an escape (decoded). One that would stops the pass.
+pub type Guard<'g> = &'g dyn Fn(&str, bool) -> bool;
+
+/// [`scan`], each string value read by `guard` too: `None` when it says a string would
+/// be acted on (the caller reads the answer as a tree then, where the guards change
+/// it).
+pub fn scan_guarded(
+    body: &[u8],
+    rules: &Redaction,
+    secrets: &[&str],
+    budget: Option<usize>,
+    guard: Option<Guard<'_>>,
+) -> Result<Option<Scanned>, NotJson> {
     let src = std::str::from_utf8(body).map_err(|_| NotJson)?;
     let secrets: Vec<&[u8]> = secrets
         .iter()
@@ -152,20 +169,24 @@ pub fn scan(
         depth_left: DEPTH_LIMIT,
         budget,
         truncation: Vec::new(),
+        guard,
+        guarded: false,
     };
     s.skip_ws();
-    s.value(Level::Top)?;
+    if let Err(e) = s.value(Level::Top) {
+        return if s.guarded { Ok(None) } else { Err(e) };
+    }
     s.skip_ws();
     if s.pos != s.bytes.len() {
         return Err(NotJson);
     }
     // Only whole values were written, each from valid UTF-8 or by serde_json.
     let text = String::from_utf8(s.out).map_err(|_| NotJson)?;
-    Ok(Scanned {
+    Ok(Some(Scanned {
         text,
         redacted: s.redacted,
         truncation: s.truncation,
-    })
+    }))
 }
 
 /// Where a value sits, for the item budget.
@@ -233,6 +254,10 @@ struct Scanner<'a, 'r> {
     depth_left: usize,
     budget: Option<usize>,
     truncation: Vec<Truncation>,
+    /// What reads each string value for the guard rules.
+    guard: Option<Guard<'r>>,
+    /// Whether the guard stopped the pass.
+    guarded: bool,
 }
 
 impl<'a> Scanner<'a, '_> {
@@ -268,6 +293,12 @@ impl<'a> Scanner<'a, '_> {
                 let bytes = self.bytes;
                 match self.string()? {
                     Str::Plain { open, close } => {
+                        if let Some(guard) = self.guard
+                            && guard(self.src.get(open + 1..close).unwrap_or_default(), false)
+                        {
+                            self.guarded = true;
+                            return Err(NotJson);
+                        }
                         let text = bytes.get(open + 1..close).unwrap_or_default();
                         if self.holds_secret(text) {
                             self.redact_string();
@@ -277,6 +308,12 @@ impl<'a> Scanner<'a, '_> {
                         }
                     }
                     Str::Decoded(text) => {
+                        if let Some(guard) = self.guard
+                            && guard(&text, true)
+                        {
+                            self.guarded = true;
+                            return Err(NotJson);
+                        }
                         if self.holds_secret_decoded(&text) {
                             self.redact_string();
                         } else {

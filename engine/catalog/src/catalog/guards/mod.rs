@@ -142,6 +142,8 @@ pub struct RawGuards {
 pub struct Rule {
     /// Its id.
     pub id: String,
+    /// Its id, shared (an envelope's `meta.guards` holds it without a copy).
+    pub shared_id: std::sync::Arc<str>,
     /// What it finds.
     pub kind: Kind,
     /// Where it looks.
@@ -227,6 +229,45 @@ pub struct Finding {
     pub end: usize,
 }
 
+/// The rules that acted during one call, in each direction: written by every pass of
+/// the call that reads its arguments or an answer (a tool run inside another too),
+/// read once for its envelope, audit, metric and span. Lock-free: two words per
+/// direction.
+#[derive(Debug, Default)]
+pub struct Acted {
+    arguments: [std::sync::atomic::AtomicU64; 2],
+    answers: [std::sync::atomic::AtomicU64; 2],
+}
+
+impl Acted {
+    /// Notes that the rules of `set` acted on `direction` (`Arguments` or `Answers`).
+    pub fn note(&self, direction: LooksAt, set: Set) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if set.is_empty() {
+            return;
+        }
+        let words = match direction {
+            LooksAt::Arguments => &self.arguments,
+            LooksAt::Answers | LooksAt::Both => &self.answers,
+        };
+        words[0].fetch_or(set.0 as u64, Relaxed);
+        words[1].fetch_or((set.0 >> 64) as u64, Relaxed);
+    }
+
+    /// The rules that acted on `direction`.
+    pub fn on(&self, direction: LooksAt) -> Set {
+        use std::sync::atomic::Ordering::Relaxed;
+        let read = |words: &[std::sync::atomic::AtomicU64; 2]| {
+            Set(u128::from(words[0].load(Relaxed)) | u128::from(words[1].load(Relaxed)) << 64)
+        };
+        match direction {
+            LooksAt::Arguments => read(&self.arguments),
+            LooksAt::Answers => read(&self.answers),
+            LooksAt::Both => Set(read(&self.arguments).0 | read(&self.answers).0),
+        }
+    }
+}
+
 /// The compiled guards: the rules and the keyword automaton over all of them.
 #[derive(Debug, Clone)]
 pub struct Guards {
@@ -236,6 +277,72 @@ pub struct Guards {
     keywords: Option<AhoCorasick>,
     /// The rule of each keyword pattern of the automaton.
     keyword_rule: Vec<usize>,
+    /// The rules with keywords.
+    keyed: Set,
+    /// The rules without keywords that need something of a text.
+    needing: Set,
+    /// The rules that run on every text (no keywords, no `needs`).
+    always: Set,
+    /// The rules that are on and look at arguments.
+    on_arguments: Set,
+    /// The rules that are on and look at answers.
+    on_answers: Set,
+}
+
+/// The most rules the guards hold (a [`Set`] is one 128-bit word).
+pub const MOST_RULES: usize = 128;
+
+/// A set of rules, by their index in [`Guards::rules`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Set(u128);
+
+impl Set {
+    /// No rule.
+    pub const EMPTY: Self = Self(0);
+
+    /// Whether it holds no rule.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Whether it holds rule `i`.
+    pub fn contains(self, i: usize) -> bool {
+        i < MOST_RULES && self.0 & (1 << i) != 0
+    }
+
+    /// Its rules' indexes, in order.
+    pub fn iter(self) -> impl Iterator<Item = usize> {
+        let mut left = self.0;
+        std::iter::from_fn(move || {
+            if left == 0 {
+                return None;
+            }
+            let i = left.trailing_zeros() as usize;
+            left &= left - 1;
+            Some(i)
+        })
+    }
+
+    /// It and rule `i`.
+    #[must_use]
+    pub fn with(self, i: usize) -> Self {
+        if i < MOST_RULES {
+            Self(self.0 | 1 << i)
+        } else {
+            self
+        }
+    }
+
+    /// Both sets' rules.
+    #[must_use]
+    pub fn union(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
+
+    /// How many rules it holds.
+    pub fn len(self) -> usize {
+        self.0.count_ones() as usize
+    }
 }
 
 /// A rule's refusal at compile: the line of its `[[rule]]` and why.
@@ -286,6 +393,7 @@ impl Rule {
         }
         Ok(Self {
             id: raw.id.clone(),
+            shared_id: std::sync::Arc::from(raw.id.as_str()),
             kind: raw.kind,
             looks_at: raw.looks_at,
             action: raw.action,
@@ -400,6 +508,15 @@ impl Guards {
                 Err(e) => refusals.push((line, e)),
             }
         }
+        if rules.len() > MOST_RULES {
+            refusals.push((
+                lines.get(MOST_RULES).copied().unwrap_or(0),
+                format!(
+                    "{} guard rules: at most {MOST_RULES} are held; merge rules of one format",
+                    rules.len()
+                ),
+            ));
+        }
         if !refusals.is_empty() {
             return Err(refusals);
         }
@@ -423,11 +540,18 @@ impl Guards {
                     .map_err(|e| vec![(0, format!("the guards' keywords do not compile: {e}"))])?,
             )
         };
-        Ok(Self {
+        let mut guards = Self {
             rules,
             keywords,
             keyword_rule,
-        })
+            ..Self::empty()
+        };
+        guards.keyed = guards.select(|r| r.keyed);
+        guards.needing = guards.select(|r| !r.keyed && r.needs.is_some());
+        guards.always = guards.select(|r| !r.keyed && r.needs.is_none());
+        guards.on_arguments = guards.select(|r| r.on && r.looks_at.covers(LooksAt::Arguments));
+        guards.on_answers = guards.select(|r| r.on && r.looks_at.covers(LooksAt::Answers));
+        Ok(guards)
     }
 
     /// No rules at all.
@@ -436,42 +560,71 @@ impl Guards {
             rules: Vec::new(),
             keywords: None,
             keyword_rule: Vec::new(),
+            keyed: Set::EMPTY,
+            needing: Set::EMPTY,
+            always: Set::EMPTY,
+            on_arguments: Set::EMPTY,
+            on_answers: Set::EMPTY,
         }
     }
 
-    /// The rules whose keywords occur in `text` (one pass), and those that need none,
-    /// among the rules `wanted` accepts: the only rules whose pattern runs.
-    pub fn candidates(&self, text: &str, wanted: &dyn Fn(&Rule) -> bool) -> Vec<usize> {
-        let mut hit = vec![false; self.rules.len()];
-        let signals = self
+    /// The rules `wanted` accepts, as a set.
+    pub fn select(&self, wanted: impl Fn(&Rule) -> bool) -> Set {
+        Set(self
             .rules
             .iter()
-            .any(|r| !r.keyed && r.needs.is_some())
-            .then(|| Signals::of(text));
-        for (i, r) in self.rules.iter().enumerate() {
-            hit[i] = !r.keyed
-                && match (r.needs, signals) {
-                    (Some(needs), Some(signals)) => signals.meet(needs),
-                    _ => true,
-                };
+            .enumerate()
+            .filter(|(_, r)| wanted(r))
+            .fold(0, |set, (i, _)| set | 1 << i))
+    }
+
+    /// The rules that are on and look at `direction` (`Arguments` or `Answers`).
+    pub fn on_for(&self, direction: LooksAt) -> Set {
+        match direction {
+            LooksAt::Arguments => self.on_arguments,
+            LooksAt::Answers => self.on_answers,
+            LooksAt::Both => Set(self.on_arguments.0 | self.on_answers.0),
         }
-        if let Some(automaton) = &self.keywords {
-            for m in automaton.find_overlapping_iter(text) {
-                if let Some(&rule) = self.keyword_rule.get(m.pattern().as_usize()) {
-                    hit[rule] = true;
+    }
+
+    /// The rules of `set` whose pattern runs on `text`: those whose keywords occur in it
+    /// (one pass of the automaton, only when `set` has such rules), and those without
+    /// keywords whose `needs` it meets (one pass over its bytes, only when `set` has
+    /// such rules) or that need nothing. A text with no keyword and no signal runs no
+    /// pattern, and costs no allocation.
+    pub fn candidates(&self, text: &str, set: Set) -> Set {
+        let mut hit = set.0 & self.always.0;
+        let needing = set.0 & self.needing.0;
+        if needing != 0 {
+            let signals = Signals::of(text);
+            for i in Set(needing).iter() {
+                if self.rules[i].needs.is_some_and(|n| signals.meet(n)) {
+                    hit |= 1 << i;
                 }
             }
         }
-        (0..self.rules.len())
-            .filter(|&i| hit[i] && wanted(&self.rules[i]))
-            .collect()
+        let keyed = set.0 & self.keyed.0;
+        if keyed != 0
+            && let Some(automaton) = &self.keywords
+        {
+            for m in automaton.find_overlapping_iter(text) {
+                if let Some(&rule) = self.keyword_rule.get(m.pattern().as_usize()) {
+                    hit |= keyed & (1 << rule);
+                }
+            }
+        }
+        Set(hit)
     }
 
-    /// What the rules `wanted` accepts find in `text`: sorted by start, overlaps
-    /// resolved for the earliest and then the longest.
-    pub fn scan(&self, text: &str, wanted: &dyn Fn(&Rule) -> bool) -> Vec<Finding> {
+    /// What the rules of `set` find in `text`: sorted by start, overlaps resolved for
+    /// the earliest and then the longest.
+    pub fn scan(&self, text: &str, set: Set) -> Vec<Finding> {
+        let candidates = self.candidates(text, set);
+        if candidates.is_empty() {
+            return Vec::new();
+        }
         let mut found = Vec::new();
-        for i in self.candidates(text, wanted) {
+        for i in candidates.iter() {
             self.rules[i].find(i, text, &mut found);
         }
         found.sort_by_key(|f| (f.start, std::cmp::Reverse(f.end)));
@@ -482,6 +635,29 @@ impl Guards {
             }
         }
         kept
+    }
+
+    /// The ids of the rules of `set`, in the file's order.
+    pub fn ids(&self, set: Set) -> Vec<std::sync::Arc<str>> {
+        set.iter()
+            .filter_map(|i| self.rules.get(i))
+            .map(|r| r.shared_id.clone())
+            .collect()
+    }
+
+    /// The rules of `set` that have keywords.
+    pub fn keyed_in(&self, set: Set) -> Set {
+        Set(set.0 & self.keyed.0)
+    }
+
+    /// The rules of `set` that have none.
+    pub fn unkeyed_in(&self, set: Set) -> Set {
+        Set(set.0 & !self.keyed.0)
+    }
+
+    /// The rules of `set` whose action is `action`.
+    pub fn acting(&self, set: Set, action: Action) -> Set {
+        Set(set.0 & self.select(|r| r.action == action).0)
     }
 
     /// `text` with each redacting finding replaced by `[REDACTED:<id>]` and each
@@ -643,16 +819,16 @@ mod tests {
             ]
         );
         // A text of no rule's keywords runs only the keywordless rules.
-        let all = |_: &Rule| true;
+        let all = guards.select(|_| true);
         let ran: Vec<&str> = guards
-            .candidates("an ordinary answer about invoices", &all)
-            .into_iter()
+            .candidates("an ordinary answer about invoices", all)
+            .iter()
             .map(|i| guards.rules[i].id.as_str())
             .collect();
         assert!(ran.is_empty(), "{ran:?}");
         let ran: Vec<&str> = guards
-            .candidates("card 4539 1488 0343 6467, note \u{202E}", &all)
-            .into_iter()
+            .candidates("card 4539 1488 0343 6467, note \u{202E}", all)
+            .iter()
             .map(|i| guards.rules[i].id.as_str())
             .collect();
         assert_eq!(ran, ["card", "iban", "invisible-characters"]);
@@ -665,16 +841,17 @@ mod tests {
              [[rule]]\nid = \"bidi\"\nkind = \"injection\"\npattern = '[\\x{202A}-\\x{202E}]+'\naction = \"strip\"\nlooks_at = \"answers\"\nmatches = [\"a\\u202Eb\"]\n",
         );
         let guards = Guards::compile(&guards.rule, &[1, 9]).unwrap();
-        let all = |_: &Rule| true;
+        let all = guards.select(|_| true);
         assert!(
-            guards.candidates("nothing here", &all) == vec![1],
+            guards.candidates("nothing here", all).iter().eq([1]),
             "only the keywordless rule runs"
         );
         let text = "key tok_abcd1234 and \u{202E}evil";
-        let found = guards.scan(text, &all);
+        let found = guards.scan(text, all);
         assert_eq!(found.len(), 2);
         assert_eq!(guards.apply(text, &found), "key [REDACTED:tok] and evil");
-        let arguments = |r: &Rule| r.looks_at.covers(LooksAt::Arguments);
-        assert_eq!(guards.scan(text, &arguments).len(), 1);
+        let arguments = guards.select(|r| r.looks_at.covers(LooksAt::Arguments));
+        assert_eq!(guards.scan(text, arguments).len(), 1);
+        assert_eq!(guards.on_for(LooksAt::Answers).len(), 2);
     }
 }

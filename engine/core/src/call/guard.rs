@@ -1,0 +1,145 @@
+//! The guard rules on a call (docs/guards.md, decision 021): its arguments read as
+//! phase 3 begins, before they are validated, priced, decided or sent (the door's in
+//! `admit.rs`, a tool's run inside another in `execute.rs`); each answer read in phase 9,
+//! after its secrets are redacted (`send.rs`, `mcp.rs`). A redacting rule changes the
+//! text where it stands; a blocking one refuses the call (`guard_blocked`) with the rule
+//! and the pointer, never the text; an alerting one is only noted. Every rule that acted
+//! is noted in the call's [`Acted`] (its envelope's `meta.guards`).
+
+use serde_json::{Value, json};
+
+use super::Broker;
+use crate::answer::guard::{Blocked, guard};
+use crate::catalog::Tool;
+use crate::catalog::guards::{Acted, Guards, LooksAt, Set};
+use crate::error::{CallError, Classification};
+
+impl Broker {
+    /// The guard rules that read `tool`'s `direction` (`Arguments` or `Answers`).
+    pub(super) fn guard_set(&self, _tool: &Tool, direction: LooksAt) -> Set {
+        self.parts.catalog.rules.guards.on_for(direction)
+    }
+
+    /// Phase 3's first step: every string of `arguments` read by the rules on
+    /// arguments; redacted in place; a block refuses the call before anything runs.
+    pub(super) fn guard_arguments(
+        &self,
+        tool: &Tool,
+        arguments: &mut Option<Value>,
+        acted: Option<&Acted>,
+    ) -> Result<(), CallError> {
+        let Some(value) = arguments.as_mut() else {
+            return Ok(());
+        };
+        self.guard_value(tool, value, LooksAt::Arguments, acted)
+    }
+
+    /// Phase 9's guard step: every string of an answer's `value` read by the rules on
+    /// answers; redacted or stripped in place; a block refuses the answer whole.
+    pub(super) fn guard_answer(
+        &self,
+        tool: &Tool,
+        value: &mut Value,
+        acted: Option<&Acted>,
+    ) -> Result<(), CallError> {
+        self.guard_value(tool, value, LooksAt::Answers, acted)
+    }
+
+    /// `value` read by `tool`'s rules on `direction`, what acted noted in `acted`.
+    fn guard_value(
+        &self,
+        tool: &Tool,
+        value: &mut Value,
+        direction: LooksAt,
+        acted: Option<&Acted>,
+    ) -> Result<(), CallError> {
+        let set = self.guard_set(tool, direction);
+        if set.is_empty() {
+            return Ok(());
+        }
+        let guards = &self.parts.catalog.rules.guards;
+        let mut found = Set::EMPTY;
+        let result = guard(value, guards, set, &mut found);
+        if let Some(acted) = acted {
+            acted.note(direction, found);
+        }
+        result.map_err(|b| blocked(guards, tool, direction, &b))
+    }
+
+    /// Whether one string of an answer written in one pass would be acted on by
+    /// `tool`'s rules on answers (then the answer is read as a tree); `None` when no
+    /// rule reads its answers. `body` is the whole answer: a rule none of whose keywords
+    /// occurs anywhere in it is left out of every string written as it came.
+    pub(super) fn one_pass_guard<'g>(&'g self, tool: &Tool, body: &[u8]) -> Option<OnePass<'g>> {
+        let set = self.guard_set(tool, LooksAt::Answers);
+        if set.is_empty() {
+            return None;
+        }
+        let guards = &self.parts.catalog.rules.guards;
+        let plain = std::str::from_utf8(body)
+            .map(|text| guards.candidates(text, guards.keyed_in(set)))
+            .map(|keyed| keyed.union(guards.unkeyed_in(set)))
+            .unwrap_or(set);
+        Some(OnePass { guards, set, plain })
+    }
+}
+
+/// What reads each string of an answer written in one pass.
+pub(super) struct OnePass<'g> {
+    guards: &'g Guards,
+    /// Every rule on answers (a string with an escape may hide a keyword).
+    set: Set,
+    /// Those that can act on a string written as it came.
+    plain: Set,
+}
+
+impl OnePass<'_> {
+    /// Whether a rule would act on `text` (`decoded`: it had an escape).
+    pub(super) fn acts_on(&self, text: &str, decoded: bool) -> bool {
+        let set = if decoded { self.set } else { self.plain };
+        crate::answer::guard::acts_on(text, self.guards, set)
+    }
+}
+
+/// `guard_blocked` for what `b` says; a value nested past what the guards read is the
+/// caller's (`validation_error`) or the upstream's (`upstream_unavailable`) mistake.
+fn blocked(guards: &Guards, tool: &Tool, direction: LooksAt, b: &Blocked) -> CallError {
+    let answer = direction != LooksAt::Arguments;
+    let Some(rule) = guards.rules.get(b.rule) else {
+        return if answer {
+            CallError::new(
+                Classification::UpstreamUnavailable,
+                format!(
+                    "the answer of `{}` nests deeper than 128 levels: nothing of it is returned",
+                    tool.full_name
+                ),
+            )
+        } else {
+            CallError::validation(format!(
+                "the arguments of `{}` nest deeper than 128 levels",
+                tool.full_name
+            ))
+        };
+    };
+    let at = if b.pointer.is_empty() {
+        String::new()
+    } else {
+        format!(" at `{}`", b.pointer)
+    };
+    let message = if answer {
+        format!(
+            "the answer of `{}` holds what guard rule `{}` blocks{at} ({}): nothing of it is returned",
+            tool.full_name, rule.id, rule.description
+        )
+    } else {
+        format!(
+            "the arguments of `{}` hold what guard rule `{}` blocks{at} ({}): nothing was sent; leave it out and call again",
+            tool.full_name, rule.id, rule.description
+        )
+    };
+    CallError::new(Classification::GuardBlocked, message).with_details(json!({
+        "rule": rule.id,
+        "where": if answer { "answer" } else { "arguments" },
+        "pointer": b.pointer,
+    }))
+}
