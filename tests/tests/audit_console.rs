@@ -39,6 +39,7 @@ fn record(i: usize, at_ms: i64) -> AuditRecord {
         trace_id: format!("trace-{i}"),
         duration_ms: 3,
         confirmation: None,
+        guards: None,
         policies: match i % 5 {
             0 => Some(vec!["allow_reads".into()]),
             1 => Some(vec!["allowXreads".into(), "forbid-100%".into()]),

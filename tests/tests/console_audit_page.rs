@@ -45,6 +45,7 @@ fn record(i: i64, now_ms: i64) -> AuditRecord {
         trace_id: format!("trace-{i}"),
         duration_ms: 7,
         confirmation: Some("flag".into()),
+        guards: None,
         policies: (i % 5 == 0).then(|| vec!["support-refunds".into()]),
         cost: None,
     }

@@ -95,6 +95,11 @@ const CARD: &str = "4539 1488 0343 6467";
 const AWS: &str = "AKIAZ7QW3ERT5YUI2OPL";
 
 async fn probe(answer: &str) -> (MockServer, TestBroker) {
+    probe_with(answer, None).await
+}
+
+/// [`probe`] under a deployment config (read as the file `broker.toml`).
+async fn probe_with(answer: &str, config: Option<&str>) -> (MockServer, TestBroker) {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
         .and(path("/notes"))
@@ -117,6 +122,8 @@ async fn probe(answer: &str) -> (MockServer, TestBroker) {
         ("rules/guards.toml", &format!("{shipped}\n{BLOCKING}")),
     ]));
     setup.upstreams.insert("probe".into(), server.uri());
+    setup.config = config.map(String::from);
+    setup.config_as_file = true;
     (server, TestBroker::start(setup).await)
 }
 
@@ -377,4 +384,274 @@ async fn a_tool_run_inside_another_is_guarded_and_its_rules_reach_the_door() {
     assert_eq!(sent["name"], "for [REDACTED:aws-access-key]", "{sent}");
     assert!(!body.to_string().contains("4539"), "{body}");
     assert_eq!(guards(&body), ["aws-access-key", "card"], "{body}");
+}
+
+/// The deployment's rules: one extends `card` to block card numbers in arguments (the
+/// shipped `card` still redacts them in answers); a tool-specific rule of the same family
+/// turns it off for one tool; a shipped rule that is off is turned on by its id.
+const DEPLOYED: &str = r#"
+[[guards.rule]]
+id = "no-cards-out"
+extends = "card"
+looks_at = "arguments"
+action = "block"
+
+[[guards.rule]]
+id = "email"
+on = true
+"#;
+
+const NOTES_TAKE_CARDS: &str = r#"
+[[guards.rule]]
+id = "notes-take-cards"
+extends = "no-cards-out"
+tool = "probe.note"
+on = false
+"#;
+
+#[tokio::test]
+async fn a_deployment_extends_changes_and_selects_rules_and_the_most_specific_wins() {
+    let answer = format!(r#"{{"text":"card {CARD}, mail dana@acme.io, doc jo@example.com"}}"#);
+    let (server, broker) = probe_with(&answer, Some(DEPLOYED)).await;
+    let (status, body) = broker
+        .call(
+            "probe.note",
+            json!({ "text": format!("card {CARD}"), "confirm": true }),
+            &[KEY],
+        )
+        .await;
+    assert_eq!(
+        (status, classification(&body)),
+        (422, "guard_blocked"),
+        "{body}"
+    );
+    assert_eq!(body["error"]["details"]["rule"], "no-cards-out");
+    assert!(sent(&server).await.is_empty());
+    let (status, body) = broker.call("probe.plain", json!({}), &[KEY]).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["data"]["text"], "card [REDACTED:card], mail [REDACTED:email], doc jo@example.com",
+        "answers: the shipped card rule, and email turned on (example.com allowed)"
+    );
+    assert_eq!(guards(&body), ["card", "email"]);
+
+    // One tool named: its family's rule for that tool wins, and it is off there.
+    let (server, broker) =
+        probe_with(&answer, Some(&format!("{DEPLOYED}{NOTES_TAKE_CARDS}"))).await;
+    let (status, body) = broker
+        .call(
+            "probe.note",
+            json!({ "text": format!("card {CARD}"), "confirm": true }),
+            &[KEY],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        sent(&server).await,
+        [json!({ "text": format!("card {CARD}") })]
+    );
+    assert!(body["meta"].get("guards").is_none(), "{body}");
+}
+
+/// The error a deployment's rules are refused with at start, read as `broker.toml`.
+async fn refused(config: &str) -> String {
+    let mut file: tool_broker::config::ConfigFile =
+        toml::from_str(config).unwrap_or_else(|e| panic!("{e}"));
+    file.file = Some(("broker.toml".into(), config.into()));
+    let store = tool_broker::store::Store::open(&tool_broker::store::StoreConfig::Memory)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    match tool_broker::call::Broker::new(
+        crate::support::embedded_catalog(),
+        &file,
+        &|_| None,
+        store,
+    ) {
+        Ok(_) => panic!("accepted: {config}"),
+        Err(e) => e,
+    }
+}
+
+#[tokio::test]
+async fn a_deployment_rule_that_cannot_hold_is_refused_at_start_with_its_line() {
+    let cases = [
+        (
+            "[[guards.rule]]\nid = \"x\"\nextends = \"card\"\ntool = \"crm.no_such_tool\"\n",
+            "broker.toml:1: rule `x` names no tool `crm.no_such_tool`",
+        ),
+        (
+            "[[guards.rule]]\nid = \"x\"\nextends = \"card\"\nservice = \"nowhere\"\n",
+            "broker.toml:1: rule `x`'s selectors match no tool",
+        ),
+        (
+            "\n[[guards.rule]]\nid = \"a\"\nextends = \"card\"\nservice = \"crm\"\n\n[[guards.rule]]\nid = \"b\"\nextends = \"card\"\nservice = \"crm\"\n",
+            "as specifically",
+        ),
+        (
+            "[[guards.rule]]\nid = \"x\"\nextends = \"cards\"\n",
+            "broker.toml:1: rule `x` extends `cards`, which is no rule before it",
+        ),
+        (
+            "[[guards.rule]]\nid = \"card\"\nallow = [\"4539 1488 0343 6467\"]\n",
+            "swallows its own example",
+        ),
+    ];
+    for (config, expected) in cases {
+        let error = refused(config).await;
+        assert!(error.contains(expected), "{expected}: {error}");
+        assert!(
+            error.starts_with("the guard rules do not compile"),
+            "{error}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn policies_read_the_rules_that_fired_and_the_audit_and_metric_name_them() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        dir.path().join("guards.cedar"),
+        "@id(\"all\")\npermit(principal, action, resource);\n\n\
+         @id(\"no-cards-in-writes\")\nforbid(principal, action in Action::\"write\", resource)\n\
+         when { context.guards.contains(\"card\") };\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let config = format!("[policy]\ndir = \"{}\"\n", dir.path().display());
+    let answer = format!(r#"{{"text":"card {CARD}"}}"#);
+    let (server, broker) = probe_with(&answer, Some(&config)).await;
+    // A card number in a write's arguments: redacted, and the policy refuses it.
+    let (status, body) = broker
+        .call(
+            "probe.note",
+            json!({ "text": format!("card {CARD}"), "confirm": true }),
+            &[KEY],
+        )
+        .await;
+    assert_eq!(
+        (status, classification(&body)),
+        (403, "forbidden"),
+        "{body}"
+    );
+    assert_eq!(
+        body["error"]["details"]["policies"],
+        json!(["no-cards-in-writes"])
+    );
+    assert_eq!(guards(&body), ["card"]);
+    // An AWS key is redacted, and the policy reads no card: it runs.
+    let (status, body) = broker
+        .call(
+            "probe.note",
+            json!({ "text": format!("key {AWS}"), "confirm": true }),
+            &[KEY],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(sent(&server).await.len(), 1);
+    // A read's answer with a card is not the arguments: the policy lets it through.
+    let (status, body) = broker.call("probe.plain", json!({}), &[KEY]).await;
+    assert_eq!(status, 200, "{body}");
+
+    let records = crate::support::audit(&broker).await;
+    let noted: Vec<(&str, Option<Vec<String>>)> = records
+        .iter()
+        .map(|r| (r.classification.as_str(), r.guards.clone()))
+        .collect();
+    assert_eq!(
+        noted,
+        [
+            ("forbidden", Some(vec!["card".to_string()])),
+            ("ok", Some(vec!["aws-access-key".to_string()])),
+        ]
+    );
+    let (_, _, metrics) = broker
+        .send(reqwest::Method::GET, "/metrics", None, &[])
+        .await;
+    for line in [
+        r#"tool_broker_guard_hits_total{rule="card",direction="arguments",action="redact"} 1"#,
+        r#"tool_broker_guard_hits_total{rule="card",direction="answers",action="redact"} 1"#,
+        r#"tool_broker_guard_hits_total{rule="aws-access-key",direction="arguments",action="redact"} 1"#,
+    ] {
+        assert!(metrics.contains(line), "{line}\n{metrics}");
+    }
+    assert_eq!(
+        broker
+            .broker
+            .parts
+            .metrics
+            .guard_hits_last_hour()
+            .get("card"),
+        Some(&2)
+    );
+}
+
+#[tokio::test]
+async fn the_console_lists_the_rules_in_effect_with_their_hits_in_the_last_hour() {
+    use crate::support::console::{ADMIN, get, page, token};
+    let idp = crate::support::idp::Idp::start().await;
+    let upstream = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/v1/customers"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(
+            json!({ "data": [{ "id": "cus_1", "description": format!("card {CARD}") }] }),
+        ))
+        .mount(&upstream)
+        .await;
+    let setup = crate::support::console::console_setup(
+        &idp,
+        &upstream,
+        "",
+        "\n[[guards.rule]]\nid = \"no-cards-out\"\nextends = \"card\"\nlooks_at = \"arguments\"\naction = \"block\"\n",
+    );
+    assert!(setup.config.as_deref().unwrap_or_default().contains(ADMIN));
+    let broker = TestBroker::start(setup).await;
+    let dana = token(&idp, "dana", &["admin"]);
+    let (status, body) = broker
+        .call_as(
+            &dana,
+            "payments.get_customers",
+            json!({}),
+            &[("x-payments-api-key", "pk_guard_console_1")],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(guards(&body), ["card"]);
+    let (status, config) = get(&broker, "/admin/api/config", Some(&dana)).await;
+    assert_eq!(status, 200);
+    let rules = config["guards"].as_array().cloned().unwrap_or_default();
+    let card = rules
+        .iter()
+        .find(|r| r["id"] == "card")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        (
+            card["on"].clone(),
+            card["action"].clone(),
+            card["hitsLastHour"].clone()
+        ),
+        (json!(true), json!("redact"), json!(1))
+    );
+    let added = rules
+        .iter()
+        .find(|r| r["id"] == "no-cards-out")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        (added["family"].clone(), added["looksAt"].clone()),
+        (json!("card"), json!("arguments"))
+    );
+    let email = rules
+        .iter()
+        .find(|r| r["id"] == "email")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(email["on"], false);
+    let cookie = crate::support::hub::sign_in(&broker, &idp, "dana", &["admin"]).await;
+    let (status, _, html) = page(&broker, "/admin/config", Some(&cookie)).await;
+    assert_eq!(status, 200);
+    assert!(
+        html.contains("<h2>Guards</h2>") && html.contains("no-cards-out"),
+        "{html}"
+    );
+    assert!(!html.contains("4539"));
 }

@@ -38,6 +38,7 @@ fn record(tool: &str, outcome: Outcome, at: &str) -> AuditRecord {
         trace_id: "0123456789abcdef-r1".into(),
         duration_ms: 12,
         confirmation: Some("flag".into()),
+        guards: (outcome == Outcome::Refused).then(|| vec!["card".into(), "iban".into()]),
         policies: None,
         cost: None,
     }
@@ -200,6 +201,8 @@ async fn suite(config: &StoreConfig) {
     assert!(all.windows(2).all(|w| w[0].seq < w[1].seq));
     assert_eq!(all[1].outcome, Outcome::Refused);
     assert_eq!(all[1].upstream_status, None);
+    assert_eq!(all[1].guards, Some(vec!["card".into(), "iban".into()]));
+    assert_eq!(all[0].guards, None);
     assert_eq!(all[0].upstream_status, Some(201));
     let later = a
         .list_audit(&AuditQuery {

@@ -632,3 +632,44 @@ async fn an_export_setting_the_broker_cannot_honour_stops_it_at_start() {
     .unwrap_err();
     assert!(err.contains("OTEL_EXPORTER_OTLP_PROTOCOL=grpc"), "{err}");
 }
+
+#[tokio::test]
+async fn the_guard_rules_that_acted_are_on_the_call_span_and_never_a_value() {
+    let upstream = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "task_id": "t1" })))
+        .mount(&upstream)
+        .await;
+    let receiver = receiver().await;
+    let mut setup = Setup::all_upstreams(&upstream.uri());
+    for (k, v) in [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.uri()),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json".into()),
+        ("OTEL_BSP_SCHEDULE_DELAY", "20".into()),
+    ] {
+        setup.env.insert(k.into(), v);
+    }
+    let broker = TestBroker::start(setup).await;
+    let (status, body) = broker
+        .call(
+            "agent.create_task",
+            json!({ "message": { "content": "charge 4539 1488 0343 6467" }, "confirm": true }),
+            &[("x-agent-api-key", "ak_trace_guard_1")],
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let trace = body["meta"]["traceId"].as_str().unwrap().to_string();
+    let got = exports(&receiver, 2, json_spans).await;
+    let spans: Vec<Value> = got.iter().flat_map(|g| g.2.clone()).collect();
+    let server = spans
+        .iter()
+        .find(|s| s["kind"] == 2 && s["traceId"] == trace.as_str())
+        .unwrap_or_else(|| panic!("no server span of {trace}: {spans:#?}"));
+    assert_eq!(server["attrs"]["tool_broker.guards"], "card", "{server}");
+    for (_, raw, _) in &got {
+        assert!(
+            !String::from_utf8_lossy(raw).contains("4539"),
+            "a value reached a span"
+        );
+    }
+}

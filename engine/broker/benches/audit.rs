@@ -55,6 +55,7 @@ fn record(i: i64, now_ms: i64) -> AuditRecord {
         trace_id: format!("{i:032x}"),
         duration_ms: 12,
         confirmation: Some("flag".into()),
+        guards: None,
         policies: match n % 5 {
             0 => Some(vec!["reads-for-everyone".into()]),
             _ if i % 10_000 == 3 => Some(vec!["rare-policy".into()]),

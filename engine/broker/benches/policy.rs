@@ -15,7 +15,7 @@ use tool_broker::catalog::Catalog;
 use tool_broker::catalog::compile::compile;
 use tool_broker::catalog::source::Sources;
 use tool_broker::config::PolicyConfig;
-use tool_broker::policy::{Policies, load, schema};
+use tool_broker::policy::{Facts, Policies, load, schema};
 
 /// One permit per tool for one of 20 roles (capping `amount` where the tool has it),
 /// then role-wide rules until `total`: a few for every tool, the rest one team per
@@ -92,11 +92,19 @@ fn policy(c: &mut Criterion) {
         let policies = compiled(&catalog, total);
         c.bench_function(
             &format!("decide: a refund with arguments ({total} policies)"),
-            |b| b.iter(|| policies.decide(refund, &caller, black_box(&args), false, None, || now)),
+            |b| {
+                b.iter(|| {
+                    policies.decide(refund, &caller, black_box(&args), Facts::default(), || now)
+                })
+            },
         );
         c.bench_function(
             &format!("decide: a read without arguments ({total} policies)"),
-            |b| b.iter(|| policies.decide(read, &caller, black_box(&empty), false, None, || now)),
+            |b| {
+                b.iter(|| {
+                    policies.decide(read, &caller, black_box(&empty), Facts::default(), || now)
+                })
+            },
         );
         c.bench_function(&format!("may_see: one tool ({total} policies)"), |b| {
             b.iter(|| policies.may_see(black_box(refund), &caller))
@@ -114,7 +122,7 @@ fn policy(c: &mut Criterion) {
                             ..Caller::unrestricted(&format!("support-{n}"))
                         }
                     },
-                    |new| policies.decide(refund, &new, black_box(&args), false, None, || now),
+                    |new| policies.decide(refund, &new, black_box(&args), Facts::default(), || now),
                     criterion::BatchSize::SmallInput,
                 )
             },

@@ -29,6 +29,7 @@ fn record() -> AuditRecord {
         trace_id: "0123456789abcdef-bench".into(),
         duration_ms: 3,
         confirmation: Some("flag".into()),
+        guards: None,
         policies: None,
         cost: None,
     }

@@ -16,15 +16,6 @@ pub fn guards(command: GuardsCommand, root: &CatalogRoot) -> Result<String, Stri
     }
 }
 
-fn action(a: Action) -> &'static str {
-    match a {
-        Action::Redact => "redact",
-        Action::Strip => "strip",
-        Action::Block => "block",
-        Action::Alert => "alert",
-    }
-}
-
 /// The report of `text`: each finding of every rule (on or off), then the text as each
 /// direction would read with the rules that are on.
 fn report(guards: &Guards, text: &str) -> String {
@@ -52,7 +43,7 @@ fn report(guards: &Guards, text: &str) -> String {
             rule.id,
             rule.kind,
             if rule.on { "on" } else { "off" },
-            action(rule.action),
+            rule.action.as_str(),
             rule.looks_at,
             f.start,
             f.end,

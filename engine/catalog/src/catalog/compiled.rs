@@ -43,6 +43,9 @@ pub struct Catalog {
     /// The units and costs of `rules/costs.toml` as written, for a deployment's own to
     /// be compiled with.
     pub cost_rules: (Vec<String>, Vec<crate::catalog::costs::Written>),
+    /// Which guard rules read each tool's arguments and answers by `rules/guards.toml`
+    /// (a deployment's `[[guards.rule]]` compiles its own on top: `run::Parts::guards`).
+    pub guards: std::sync::Arc<crate::catalog::guards::applied::Applied>,
 }
 
 /// The catalog strings a tool's envelopes carry in `meta`, made once at assembly so a
@@ -642,6 +645,7 @@ impl Catalog {
         for (tool, name) in tools.iter_mut().zip(listed_names) {
             tool.listed_name = name;
         }
+        let guards = rules.guards.clone();
         Ok(Self {
             services,
             tools,
@@ -654,6 +658,7 @@ impl Catalog {
             listed,
             costs: crate::catalog::costs::Costs::default(),
             cost_rules: (Vec::new(), Vec::new()),
+            guards: std::sync::Arc::new(crate::catalog::guards::applied::Applied::plain(guards)),
         })
     }
 

@@ -485,7 +485,7 @@ pub fn compile(
 /// How specific a cost's match of a tool is (`None`: no match): the tool named beats
 /// the service, the service beats classes, classes beat the risk.
 fn rank(raw: &RawCost, tool: &Tool) -> Option<u8> {
-    let selected = crate::catalog::rules::selects(
+    let selected = crate::catalog::descriptor::selects(
         raw.service.as_deref(),
         raw.risk,
         &raw.classes,

@@ -984,3 +984,20 @@ pub struct RawReschedule {
     #[schemars(with = "Option<String>")]
     pub zone_path: Option<SpannedStr>,
 }
+
+/// Whether a rule's selectors hold of a tool (its service, risk and classes): each that
+/// is given matches, and `classes` when given shares a class with the tool. The one
+/// reading of `service`, `risk` and `classes` across `rules/` (confirmation policies,
+/// costs, guards).
+pub fn selects(
+    service: Option<&str>,
+    risk: Option<Risk>,
+    classes: &[Class],
+    tool_service: &str,
+    tool_risk: Risk,
+    tool_classes: &[Class],
+) -> bool {
+    service.is_none_or(|s| s == tool_service)
+        && risk.is_none_or(|r| r == tool_risk)
+        && (classes.is_empty() || classes.iter().any(|c| tool_classes.contains(c)))
+}

@@ -166,6 +166,10 @@ pub struct ConfigFile {
     /// and `[[costs.cost]]` tables, which win over the rules' at equal specificity.
     #[serde(default)]
     pub costs: Option<crate::catalog::costs::RawCosts>,
+    /// Guard rules besides `rules/guards.toml`'s (docs/guards.md): `[[guards.rule]]`
+    /// tables that change a shipped rule by its id, extend one, or add one.
+    #[serde(default)]
+    pub guards: Option<crate::catalog::guards::RawGuards>,
     /// How much each user, role or key may spend per window (`[[budgets]]`,
     /// [`budgets::BudgetEntry`], docs/budgets.md).
     #[serde(default)]

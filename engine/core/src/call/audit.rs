@@ -94,6 +94,14 @@ impl Broker {
             duration_ms: entry.duration_ms,
             confirmation: Some(entry.mode.as_str().to_string()),
             policies: entry.policies.map(<[String]>::to_vec),
+            guards: ctx
+                .guards
+                .map(|acted| acted.on(crate::catalog::guards::LooksAt::Both))
+                .filter(|set| !set.is_empty())
+                .map(|set| {
+                    let ids = self.parts.guards.guards.ids(set);
+                    ids.iter().map(|id| id.to_string()).collect()
+                }),
             cost: match result {
                 Ok(exec) => exec.cost.as_deref(),
                 Err(_) => entry.failed_cost,

@@ -29,7 +29,14 @@ impl Broker {
         // 2. authorize, 3. price, 4. decide: as the tool the request belongs to.
         ctx.caller.check(owner)?;
         let priced = self.estimate(owner, &args)?;
-        let decided = self.inner_policy(owner, ctx, &args, false, priced)?;
+        // The request was rendered from arguments the guards read already: what fired
+        // on them is what its policies see.
+        let fired = ctx
+            .guards
+            .map_or(crate::catalog::guards::Set::EMPTY, |acted| {
+                acted.on(crate::catalog::guards::LooksAt::Arguments)
+            });
+        let decided = self.inner_policy(owner, ctx, &args, false, priced, fired)?;
         // 6. reserve.
         let permit = match self
             .clear(owner, super::gate::Leaving::Http(request), decided, ctx)

@@ -75,10 +75,11 @@ impl Broker {
         ctx: &RequestCtx<'_>,
         run_as: RunAs,
     ) -> Result<Exec, CallError> {
+        let mut fired = crate::catalog::guards::Set::EMPTY;
         let (mut args, door) = match arguments {
             Args::Door(args, decided) => (args, Some(decided)),
             Args::Inner(mut arguments) => {
-                self.guard_arguments(tool, &mut arguments, ctx.guards)?;
+                fired = self.guard_arguments(tool, &mut arguments, ctx.guards)?;
                 (super::args::prepare(tool, arguments)?, None)
             }
         };
@@ -109,7 +110,7 @@ impl Broker {
             None => {
                 let priced = self.estimate(tool, &args)?;
                 let dry_run = matches!(verdict, Verdict::Preview(_));
-                self.inner_policy(tool, ctx, &args, dry_run, priced)?
+                self.inner_policy(tool, ctx, &args, dry_run, priced, fired)?
             }
         };
         let priced = decided.priced();

@@ -16,20 +16,23 @@ use crate::error::{CallError, Classification};
 
 impl Broker {
     /// The guard rules that read `tool`'s `direction` (`Arguments` or `Answers`).
-    pub(super) fn guard_set(&self, _tool: &Tool, direction: LooksAt) -> Set {
-        self.parts.catalog.rules.guards.on_for(direction)
+    pub(super) fn guard_set(&self, tool: &Tool, direction: LooksAt) -> Set {
+        self.parts
+            .guards
+            .set(self.parts.catalog.index_of(tool), direction)
     }
 
     /// Phase 3's first step: every string of `arguments` read by the rules on
     /// arguments; redacted in place; a block refuses the call before anything runs.
+    /// The rules that fired (its policies' `context.guards`).
     pub(super) fn guard_arguments(
         &self,
         tool: &Tool,
         arguments: &mut Option<Value>,
         acted: Option<&Acted>,
-    ) -> Result<(), CallError> {
+    ) -> Result<Set, CallError> {
         let Some(value) = arguments.as_mut() else {
-            return Ok(());
+            return Ok(Set::EMPTY);
         };
         self.guard_value(tool, value, LooksAt::Arguments, acted)
     }
@@ -43,27 +46,31 @@ impl Broker {
         acted: Option<&Acted>,
     ) -> Result<(), CallError> {
         self.guard_value(tool, value, LooksAt::Answers, acted)
+            .map(|_| ())
     }
 
-    /// `value` read by `tool`'s rules on `direction`, what acted noted in `acted`.
+    /// `value` read by `tool`'s rules on `direction`, what acted noted in `acted` and
+    /// answered.
     fn guard_value(
         &self,
         tool: &Tool,
         value: &mut Value,
         direction: LooksAt,
         acted: Option<&Acted>,
-    ) -> Result<(), CallError> {
+    ) -> Result<Set, CallError> {
         let set = self.guard_set(tool, direction);
         if set.is_empty() {
-            return Ok(());
+            return Ok(Set::EMPTY);
         }
-        let guards = &self.parts.catalog.rules.guards;
+        let guards = &self.parts.guards.guards;
         let mut found = Set::EMPTY;
         let result = guard(value, guards, set, &mut found);
         if let Some(acted) = acted {
             acted.note(direction, found);
         }
-        result.map_err(|b| blocked(guards, tool, direction, &b))
+        result
+            .map(|()| found)
+            .map_err(|b| blocked(guards, tool, direction, &b))
     }
 
     /// Whether one string of an answer written in one pass would be acted on by
@@ -75,7 +82,7 @@ impl Broker {
         if set.is_empty() {
             return None;
         }
-        let guards = &self.parts.catalog.rules.guards;
+        let guards = &self.parts.guards.guards;
         let plain = std::str::from_utf8(body)
             .map(|text| guards.candidates(text, guards.keyed_in(set)))
             .map(|keyed| keyed.union(guards.unkeyed_in(set)))

@@ -11,10 +11,22 @@ use super::price::Priced;
 use super::resolve::Call;
 use crate::caller::Caller;
 use crate::catalog::Tool;
+use crate::catalog::guards::{LooksAt, Set};
 use crate::config::WriteConfirmation;
 use crate::confirm::flag::{Verdict as Flagged, decide};
 use crate::error::{CallError, Classification};
 use crate::policy::{Confirm, Decision, Policies, Unreadable};
+
+/// What a decision reads of a call beyond its tool, caller and arguments.
+#[derive(Clone, Copy)]
+struct Asks<'p> {
+    /// Whether the call would answer a preview (`context.dryRun`).
+    dry_run: bool,
+    /// Its price (`context.cost`).
+    priced: Priced<'p>,
+    /// The guard rules that fired on its arguments (`context.guards`).
+    guards: Set,
+}
 
 /// A tool's call the policy stage let through (allowed, or no `[policy]`), with its
 /// price: what the gate takes to clear a request of that tool (decision 017). Made only
@@ -64,6 +76,7 @@ impl Broker {
             call.caller,
             args,
             priced,
+            call.guards.on(LooksAt::Arguments),
         )
     }
 
@@ -76,6 +89,7 @@ impl Broker {
         caller: &Caller,
         args: &Map<String, Value>,
         priced: Priced<'_>,
+        guards: Set,
     ) -> Result<Option<Decision>, CallError> {
         let Some(policies) = policies else {
             return Ok(None);
@@ -84,8 +98,12 @@ impl Broker {
             decide(tool, args, &self.parts.catalog.rules.confirmation),
             Ok(Flagged::Preview(_))
         );
-        self.decision(policies, tool, caller, args, dry_run, priced)
-            .map(Some)
+        let asks = Asks {
+            dry_run,
+            priced,
+            guards,
+        };
+        self.decision(policies, tool, caller, args, asks).map(Some)
     }
 
     /// Whether the door would let a call of `tool` with `arguments` reach its run: the
@@ -93,12 +111,18 @@ impl Broker {
     /// policies. A call that would be refused is not kept as an MCP task: it is
     /// answered at once with its refusal, and nothing is stored for it.
     pub fn admits(&self, tool: &Tool, caller: &Caller, arguments: Option<&Value>) -> bool {
+        let mut arguments = arguments.cloned();
+        let acted = crate::catalog::guards::Acted::default();
         caller.check(tool).is_ok()
             && self
-                .validate_and_price(tool, arguments.cloned())
+                .guard_arguments(tool, &mut arguments, Some(&acted))
+                .is_ok()
+            && self
+                .validate_and_price(tool, arguments)
                 .is_ok_and(|(args, priced)| {
                     let policies = self.parts.policy_set();
-                    self.decide_door(policies.as_deref(), tool, caller, &args, priced)
+                    let guards = acted.on(LooksAt::Arguments);
+                    self.decide_door(policies.as_deref(), tool, caller, &args, priced, guards)
                         .is_ok_and(|d| d.is_none_or(|d| d.allowed))
                 })
     }
@@ -113,6 +137,7 @@ impl Broker {
         args: &Map<String, Value>,
         dry_run: bool,
         priced: Priced<'p>,
+        guards: Set,
     ) -> Result<Decided<'p>, CallError> {
         let Some(policies) = ctx.policies.as_deref() else {
             return Ok(Decided {
@@ -120,7 +145,12 @@ impl Broker {
                 policies: None,
             });
         };
-        let decision = self.decision(policies, tool, ctx.caller, args, dry_run, priced)?;
+        let asks = Asks {
+            dry_run,
+            priced,
+            guards,
+        };
+        let decision = self.decision(policies, tool, ctx.caller, args, asks)?;
         if decision.allowed {
             Ok(Decided {
                 priced,
@@ -137,12 +167,21 @@ impl Broker {
         tool: &Tool,
         caller: &Caller,
         args: &Map<String, Value>,
-        dry_run: bool,
-        priced: Priced<'_>,
+        asks: Asks<'_>,
     ) -> Result<Decision, CallError> {
-        let cost = priced.units().map(|(unit, n)| (unit.as_str(), n));
+        let cost = asks.priced.units().map(|(unit, n)| (unit.as_str(), n));
+        let guards = if asks.guards.is_empty() {
+            Vec::new()
+        } else {
+            self.parts.guards.guards.ids(asks.guards)
+        };
+        let facts = crate::policy::Facts {
+            dry_run: asks.dry_run,
+            cost,
+            guards: &guards,
+        };
         policies
-            .decide(tool, caller, args, dry_run, cost, || self.parts.now())
+            .decide(tool, caller, args, facts, || self.parts.now())
             .map_err(|Unreadable(pointer)| unreadable(tool, &pointer))
     }
 }

@@ -38,6 +38,7 @@ impl Broker {
         self.parts
             .metrics
             .record_call(&tool.full_name, outcome, duration_ms);
+        let guards = self.guards_acted(&call.guards);
         tracing::info!(
             tool = %tool.full_name,
             caller = %call.caller.name,
@@ -58,6 +59,9 @@ impl Broker {
                 if let Some(cost) = cost {
                     cost_span(span, cost);
                 }
+                if !guards.is_empty() {
+                    span.text("tool_broker.guards", guards.join(","));
+                }
                 if let Some(ids) = &ruling.policies {
                     let decision = if ruling.refused { "deny" } else { "allow" };
                     span.text("tool_broker.policy.decision", decision);
@@ -65,20 +69,39 @@ impl Broker {
                 }
             },
         );
-        let acted = call.guards.on(crate::catalog::guards::LooksAt::Both);
         let meta = Meta {
             request_id: std::mem::take(&mut call.request_id),
             trace_id: std::mem::take(&mut call.trace.id),
             duration_ms,
             cost: failed_cost,
-            guards: if acted.is_empty() {
-                Vec::new()
-            } else {
-                self.parts.catalog.rules.guards.ids(acted)
-            },
+            guards,
             ..Meta::default()
         };
         self.envelope(tool, meta, result)
+    }
+
+    /// The ids of the guard rules that acted on the call (`meta.guards`, the span's
+    /// `tool_broker.guards`), each counted once per direction in the metrics.
+    fn guards_acted(&self, acted: &crate::catalog::guards::Acted) -> Vec<std::sync::Arc<str>> {
+        use crate::catalog::guards::LooksAt;
+        let all = acted.on(LooksAt::Both);
+        if all.is_empty() {
+            return Vec::new();
+        }
+        let guards = &self.parts.guards.guards;
+        for (direction, name) in [
+            (LooksAt::Arguments, "arguments"),
+            (LooksAt::Answers, "answers"),
+        ] {
+            for i in acted.on(direction).iter() {
+                let Some(rule) = guards.rules.get(i) else {
+                    continue;
+                };
+                let action = rule.action.as_str();
+                self.parts.metrics.record_guard(&rule.id, name, action);
+            }
+        }
+        guards.ids(all)
     }
 
     /// A repeat of a finished write, answered from the store: counted, logged and

@@ -52,6 +52,7 @@ pub async fn decided(parts: &Parts, d: Decided<'_>) {
         trace_id: d.trace_id,
         duration_ms: 0,
         confirmation: Some(d.by),
+        guards: None,
         policies: None,
         cost: None,
     };

@@ -620,6 +620,7 @@ async fn audit(
         trace_id: String::new(),
         duration_ms: 0,
         confirmation: Some(via.to_string()),
+        guards: None,
         policies: None,
         cost: None,
     };

@@ -34,6 +34,9 @@ pub struct Parts {
     pub policies: Option<crate::policy::PolicyState>,
     /// What each tool costs: `rules/costs.toml` with the deployment's `[costs]`.
     pub costs: Arc<crate::catalog::costs::Costs>,
+    /// Which guard rules read each tool's arguments and answers: `rules/guards.toml`
+    /// with the deployment's `[[guards.rule]]`.
+    pub guards: Arc<crate::catalog::guards::applied::Applied>,
     /// `[[budgets]]`: how much each user, role or key may spend per window.
     pub budgets: Arc<[crate::config::budgets::Budget]>,
     /// `[settings.<service>]`: non-secret values templates read.
@@ -77,6 +80,52 @@ fn deployment_costs(
     })
 }
 
+/// The catalog's guard rules, or with the deployment's `[[guards.rule]]` the two
+/// compiled together (each of its rules changes, extends or adds to the shipped ones);
+/// every problem with the config's file and line.
+fn deployment_guards(
+    catalog: &Catalog,
+    config: &ConfigFile,
+) -> Result<Arc<crate::catalog::guards::applied::Applied>, String> {
+    use crate::catalog::guards::applied::Applied;
+    let Some(own) = &config.guards else {
+        return Ok(catalog.guards.clone());
+    };
+    let (file, text) = config
+        .file
+        .clone()
+        .unwrap_or_else(|| ("the config".into(), String::new()));
+    let lines: Vec<usize> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim() == "[[guards.rule]]")
+        .map(|(i, _)| i + 1)
+        .collect();
+    let refused = |problems: Vec<(usize, String)>| {
+        let lines: Vec<String> = problems
+            .iter()
+            .map(|(line, message)| format!("{file}:{line}: {message}"))
+            .collect();
+        format!("the guard rules do not compile:\n{}", lines.join("\n"))
+    };
+    let guards = catalog
+        .rules
+        .guards
+        .with(&own.rule, &lines)
+        .map_err(refused)?;
+    let guards = Arc::new(guards);
+    Applied::new(guards.clone(), &catalog.tools)
+        .map(Arc::new)
+        .map_err(|problems| {
+            refused(
+                problems
+                    .into_iter()
+                    .map(|(rule, message)| (guards.line(rule), message))
+                    .collect(),
+            )
+        })
+}
+
 impl Parts {
     /// Builds the parts. `env` reads environment variables (injectable for tests).
     pub fn new(
@@ -93,6 +142,7 @@ impl Parts {
             .map(|(k, v)| (k.clone(), serde_json::to_value(v).unwrap_or(Value::Null)))
             .collect();
         let costs = Arc::new(deployment_costs(&catalog, config)?);
+        let guards = deployment_guards(&catalog, config)?;
         let policies = match &config.policy {
             Some(policy) => {
                 // `context.cost` is typed with every unit the costs know.
@@ -123,6 +173,7 @@ impl Parts {
         Ok(Self {
             policies,
             costs,
+            guards,
             budgets,
             catalog,
             store,

@@ -50,6 +50,18 @@ pub struct Decision {
     pub confirm: Option<Confirm>,
 }
 
+/// What a call brings to its decision beyond its arguments: `context.dryRun`,
+/// `context.cost` and `context.guards`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Facts<'a> {
+    /// Whether the call would answer a preview.
+    pub dry_run: bool,
+    /// Its estimated cost: unit and units, when priced.
+    pub cost: Option<(&'a str, u64)>,
+    /// The ids of the guard rules that fired on its arguments (docs/guards.md).
+    pub guards: &'a [Arc<str>],
+}
+
 /// `context.cost`: `{<unit>: <units>}` for a priced call, `{}` otherwise.
 fn cost_record(cost: Option<(&str, u64)>) -> RestrictedExpression {
     let pairs = cost.map(|(unit, n)| {
@@ -403,7 +415,8 @@ impl Policies {
     }
 
     /// Decides a call of `tool` by `caller` with `arguments` (validated, defaults
-    /// applied) and its estimated `cost` (unit and units, when priced); `now` is read
+    /// applied) and what else it brings ([`Facts`]: whether it is a dry run, its
+    /// estimated cost, the guard rules that fired on its arguments); `now` is read
     /// only when a policy of the caller's cut reads `context.now`. A forbid that fails
     /// to evaluate refuses the call (Cedar would skip it).
     pub fn decide(
@@ -411,10 +424,14 @@ impl Policies {
         tool: &Tool,
         caller: &Caller,
         arguments: &Map<String, Value>,
-        dry_run: bool,
-        cost: Option<(&str, u64)>,
+        facts: Facts<'_>,
         now: impl FnOnce() -> jiff::Timestamp,
     ) -> Result<Decision, Unreadable> {
+        let Facts {
+            dry_run,
+            cost,
+            guards,
+        } = facts;
         let Some((index, entry)) = self.entry(tool) else {
             return Ok(refused());
         };
@@ -431,6 +448,14 @@ impl Policies {
                 RestrictedExpression::new_bool(dry_run),
             ),
             ("cost".to_string(), cost_record(cost)),
+            (
+                "guards".to_string(),
+                RestrictedExpression::new_set(
+                    guards
+                        .iter()
+                        .map(|id| RestrictedExpression::new_string(id.to_string())),
+                ),
+            ),
         ];
         if cut.reads_now {
             pairs.push((
@@ -821,7 +846,7 @@ mod tests {
                 (user("sales"), false),
             ] {
                 let decided = policies
-                    .decide(refund, &who, &args, false, None, || now)
+                    .decide(refund, &who, &args, Facts::default(), || now)
                     .unwrap();
                 assert_eq!(decided.allowed, allowed, "{:?} {:?}", who.roles, who.claims);
                 assert_eq!(policies.may_see(refund, &who), allowed);
@@ -865,7 +890,16 @@ mod tests {
                 ("trainee", 9_000, true, true),
             ] {
                 let decided = policies
-                    .decide(refund, &who(role), &args(amount), dry_run, None, || now)
+                    .decide(
+                        refund,
+                        &who(role),
+                        &args(amount),
+                        Facts {
+                            dry_run,
+                            ..Facts::default()
+                        },
+                        || now,
+                    )
                     .unwrap();
                 assert_eq!(decided.allowed, allowed, "{role} {amount} {dry_run}");
             }
@@ -909,7 +943,7 @@ mod tests {
             other.resolve("payments.post_refunds").unwrap(),
         ] {
             let decided = policies
-                .decide(refund, &who, &args, false, None, now)
+                .decide(refund, &who, &args, Facts::default(), now)
                 .unwrap();
             assert!(decided.allowed);
             assert_eq!(&decided.policies[..], ["refunds"]);
@@ -921,7 +955,7 @@ mod tests {
         );
         let balance = catalog.resolve("payments.get_balance").unwrap();
         let decided = policies
-            .decide(balance, &who, &Map::new(), false, None, now)
+            .decide(balance, &who, &Map::new(), Facts::default(), now)
             .unwrap();
         assert!(decided.allowed);
         assert_eq!(read.get(), 1);

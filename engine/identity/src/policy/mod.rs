@@ -18,7 +18,7 @@ pub mod schema;
 
 use std::sync::{Arc, RwLock};
 
-pub use decide::{Decision, Policies, Unreadable};
+pub use decide::{Decision, Facts, Policies, Unreadable};
 pub use load::Confirm;
 
 use crate::catalog::Catalog;

@@ -105,6 +105,7 @@ pub fn schema_json(
                             "arguments": arguments,
                             "dryRun": { "type": "Boolean", "required": true },
                             "cost": cost,
+                            "guards": { "type": "Set", "element": { "type": "String" }, "required": true },
                             "now": { "type": "Extension", "name": "datetime", "required": true },
                         }
                     }

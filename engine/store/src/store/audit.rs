@@ -124,6 +124,10 @@ pub struct AuditRecord {
     /// priced and it ran (docs/budgets.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost: Option<std::collections::BTreeMap<String, u64>>,
+    /// The ids of the guard rules that acted on the call (its arguments, and answers
+    /// read before the record was written; docs/guards.md), when any did. Never a value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guards: Option<Vec<String>>,
 }
 
 /// What `audit list` selects.
@@ -137,7 +141,7 @@ pub struct AuditQuery {
     pub limit: i64,
 }
 
-/// A record as both readers select it (`SELECT seq, at, ... cost`).
+/// A record as both readers select it (`SELECT seq, at, ... cost, guards`).
 pub(super) type Row = (
     i64,
     String,
@@ -154,6 +158,7 @@ pub(super) type Row = (
     Option<String>,
     Option<String>,
     Option<String>,
+    Option<String>,
 );
 
 impl Store {
@@ -165,12 +170,16 @@ impl Store {
                 .unwrap_or(0);
         let sql = "INSERT INTO audit (at, at_ms, key_name, tool, descriptor_hash, catalog_version, \
                    args_sha256, outcome, upstream_status, classification, trace_id, duration_ms, confirmation, \
-                   policies, cost) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)";
+                   policies, cost, guards) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
         let policies = r
             .policies
             .as_ref()
             .map(|p| serde_json::Value::from(p.clone()).to_string());
         let cost = r.cost.as_ref().and_then(|c| serde_json::to_string(c).ok());
+        let guards = r
+            .guards
+            .as_ref()
+            .map(|g| serde_json::Value::from(g.clone()).to_string());
         on_pool!(self, pool => sqlx::query(sql)
             .bind(&r.at)
             .bind(at_ms)
@@ -187,6 +196,7 @@ impl Store {
             .bind(r.confirmation.as_deref())
             .bind(policies.as_deref())
             .bind(cost.as_deref())
+            .bind(guards.as_deref())
             .execute(pool)
             .await
             .map(|_| ())
@@ -197,7 +207,7 @@ impl Store {
     pub async fn list_audit(&self, q: &AuditQuery) -> Result<Vec<AuditRecord>, StoreError> {
         let since = q.since.map_or(i64::MIN, super::millis);
         let sql = "SELECT seq, at, key_name, tool, descriptor_hash, catalog_version, args_sha256, \
-                   outcome, upstream_status, classification, trace_id, duration_ms, confirmation, policies, cost FROM audit \
+                   outcome, upstream_status, classification, trace_id, duration_ms, confirmation, policies, cost, guards FROM audit \
                    WHERE at_ms >= $1 AND ($2 = '' OR tool = $2) ORDER BY seq DESC LIMIT $3";
         let rows: Vec<Row> = on_pool!(self, pool => sqlx::query_as(sql)
             .bind(since)
@@ -230,5 +240,6 @@ pub(super) fn record(r: Row) -> AuditRecord {
         confirmation: r.12,
         policies: r.13.and_then(|text| serde_json::from_str(&text).ok()),
         cost: r.14.and_then(|text| serde_json::from_str(&text).ok()),
+        guards: r.15.and_then(|text| serde_json::from_str(&text).ok()),
     }
 }

@@ -136,7 +136,7 @@ impl Store {
         let (clause, binds) = filter.conditions();
         let sql = format!(
             "SELECT seq, at, key_name, tool, descriptor_hash, catalog_version, args_sha256, \
-             outcome, upstream_status, classification, trace_id, duration_ms, confirmation, policies, cost \
+             outcome, upstream_status, classification, trace_id, duration_ms, confirmation, policies, cost, guards \
              FROM audit{clause} ORDER BY seq DESC LIMIT {}",
             limit + 1
         );

@@ -86,6 +86,11 @@ pub const PORTABLE: &[Migration] = &[
         "hub_connections",
         include_str!("migrations/portable/0014_hub_connections.sql"),
     ),
+    (
+        15,
+        "audit_guards",
+        include_str!("migrations/portable/0015_audit_guards.sql"),
+    ),
 ];
 
 /// SQLite's own later migrations.

@@ -105,6 +105,7 @@ pub async fn act(broker: &Broker, viewer: &Viewer, action: &Action) -> Result<Va
                 trace_id: String::new(),
                 duration_ms: 0,
                 confirmation: Some(by.clone()),
+                guards: None,
                 policies: None,
                 cost: None,
             };

@@ -37,7 +37,39 @@ fn settings(served: &Served) -> Value {
             "services": broker.parts.catalog.services.values().map(|s| json!({ "service": s.id, "catalogVersion": s.catalog_version })).collect::<Vec<_>>(),
         },
         "store": { "kind": broker.parts.store.kind() },
+        "guards": guards(served),
     })
+}
+
+/// The guard rules in effect (shipped and the deployment's), each with its hits in the
+/// last hour.
+fn guards(served: &Served) -> Value {
+    let parts = &served.broker.parts;
+    let hits = parts.metrics.guard_hits_last_hour();
+    let rules: Vec<Value> = parts
+        .guards
+        .guards
+        .rules
+        .iter()
+        .map(|r| {
+            let s = &r.selectors;
+            json!({
+                "id": r.id,
+                "kind": format!("{:?}", r.kind).to_ascii_lowercase(),
+                "on": r.on,
+                "looksAt": format!("{:?}", r.looks_at).to_ascii_lowercase(),
+                "action": r.action.as_str(),
+                "family": r.family,
+                "tool": s.tool,
+                "service": s.service,
+                "risk": s.risk.map(|r| r.as_str()),
+                "classes": s.classes,
+                "description": r.description,
+                "hitsLastHour": hits.get(&r.id).copied().unwrap_or(0),
+            })
+        })
+        .collect();
+    Value::Array(rules)
 }
 
 /// `GET /admin/api/config`.
@@ -109,6 +141,7 @@ pub fn page(served: &Served, viewer: &Viewer) -> crate::html::Page {
             }
         }
     }
+    body.push_str(&guards_table(&s["guards"]));
     body.push_str(&format!(
         "<h2>Catalog</h2><dl><dt>Snapshot</dt><dd><code>{}</code></dd><dt>Tools</dt><dd>{}</dd><dt>Read from</dt><dd>{}</dd></dl>",
         text(&s["catalog"]["snapshotId"]),
@@ -144,4 +177,45 @@ fn collect_variables(at: &str, value: &Value, out: &mut Vec<(String, String, boo
         }
         _ => {}
     }
+}
+
+/// The guard rules as a table: what each finds, where, what it does, and its hits in
+/// the last hour.
+fn guards_table(rules: &Value) -> String {
+    let text = |v: &Value| escape(v.as_str().unwrap_or(""));
+    let mut out = String::from(
+        "<h2>Guards</h2><p class=\"muted\">Rules on arguments and answers (<code>rules/guards.toml</code> and the config's <code>[[guards.rule]]</code>); hits count calls a rule acted on.</p>\
+<table class=\"sortable\"><thead><tr><th>Rule</th><th>Kind</th><th>State</th><th>Looks at</th><th>Action</th><th>Applies to</th><th class=\"num\">Hits, last hour</th></tr></thead><tbody>",
+    );
+    for r in rules.as_array().into_iter().flatten() {
+        let scope: Vec<String> = ["tool", "service", "risk"]
+            .into_iter()
+            .filter_map(|k| r[k].as_str().map(|v| format!("{k} {}", escape(v))))
+            .chain(
+                r["classes"]
+                    .as_array()
+                    .filter(|c| !c.is_empty())
+                    .map(|c| format!("classes {}", escape(&Value::Array(c.clone()).to_string()))),
+            )
+            .collect();
+        out.push_str(&format!(
+            "<tr><td><code title=\"{}\">{}</code>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td></tr>",
+            text(&r["description"]),
+            text(&r["id"]),
+            r["family"]
+                .as_str()
+                .filter(|f| Some(*f) != r["id"].as_str())
+                .map(|f| format!(" <span class=\"muted\">of {}</span>", escape(f)))
+                .unwrap_or_default(),
+            text(&r["kind"]),
+            if r["on"] == true { "ok" } else { "muted" },
+            if r["on"] == true { "on" } else { "off" },
+            text(&r["looksAt"]),
+            text(&r["action"]),
+            if scope.is_empty() { "every tool".to_string() } else { scope.join(", ") },
+            r["hitsLastHour"],
+        ));
+    }
+    out.push_str("</tbody></table>");
+    out
 }

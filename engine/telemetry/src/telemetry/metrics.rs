@@ -26,6 +26,8 @@ pub struct Metrics {
     /// Refreshes of connected accounts' tokens by outcome, shown once a deployment has
     /// `[connect.*]` (refreshed, reconnect_needed, failed).
     refreshes: Mutex<Option<[u64; 3]>>,
+    /// The guard rules' hits (`tool_broker_guard_hits_total`, the console's last hour).
+    guards: Mutex<super::guard_hits::GuardHits>,
 }
 
 /// The totals since start and the last hour, under one lock.
@@ -74,12 +76,17 @@ struct Counter {
     duration_ms: u64,
 }
 
+/// Unix seconds now.
+fn now_s() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(0))
+}
+
 impl Metrics {
     /// Records one tool call and how it ended (`ok` or a classification).
     pub fn record_call(&self, tool: &str, outcome: &'static str, duration_ms: u64) {
-        let now_s = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(0));
+        let now_s = now_s();
         if let Ok(mut guard) = self.calls.lock() {
             let calls = &mut *guard;
             let c = match calls.totals.get_mut(tool) {
@@ -95,6 +102,22 @@ impl Metrics {
             c.duration_ms += duration_ms;
             calls.recent.record(now_s, tool, outcome, duration_ms);
         }
+    }
+
+    /// Records that guard rule `rule` acted on one call's `direction` (`arguments` or
+    /// `answers`) doing `action`.
+    pub fn record_guard(&self, rule: &str, direction: &'static str, action: &'static str) {
+        if let Ok(mut hits) = self.guards.lock() {
+            hits.record(rule, direction, action, now_s());
+        }
+    }
+
+    /// Hits by guard rule in the last hour.
+    pub fn guard_hits_last_hour(&self) -> BTreeMap<String, u64> {
+        self.guards
+            .lock()
+            .map(|hits| hits.last_hour(now_s()))
+            .unwrap_or_default()
     }
 
     /// Records one response status of `POST /`.
@@ -223,6 +246,7 @@ impl Metrics {
             "tool_broker_catalog_info{{snapshot=\"{snapshot_id}\",tools=\"{tools}\"}} 1"
         );
         let calls = self.calls.lock().map(|c| c.flat()).unwrap_or_default();
+        self.render_guards(&mut out);
         family(
             &mut out,
             "tool_broker_calls_total",
@@ -325,6 +349,24 @@ impl Metrics {
     }
 
     /// The spending families, once budgets are on: units spent, budget refusals.
+    /// `tool_broker_guard_hits_total{rule,direction,action}`.
+    fn render_guards(&self, out: &mut String) {
+        family(
+            out,
+            "tool_broker_guard_hits_total",
+            "counter",
+            "Calls a guard rule acted on (docs/guards.md), by rule, direction (arguments, answers) and action.",
+        );
+        if let Ok(hits) = self.guards.lock() {
+            for ((rule, direction, action), n) in hits.totals() {
+                let _ = writeln!(
+                    out,
+                    "tool_broker_guard_hits_total{{rule=\"{rule}\",direction=\"{direction}\",action=\"{action}\"}} {n}"
+                );
+            }
+        }
+    }
+
     fn render_spending(&self, out: &mut String) {
         if let Ok(spending) = self.spending.lock()
             && let Some(spending) = spending.as_ref()

@@ -5,6 +5,7 @@
 //!
 //! May import: [`crate::error`] and [`crate::net`]; every stage may import it.
 
+pub mod guard_hits;
 pub mod log_writer;
 pub mod logging;
 pub mod metrics;

@@ -265,6 +265,16 @@ impl<'a> Compiler<'a> {
                 }
             }
         }
+        let guards = catalog.rules.guards.clone();
+        match crate::catalog::guards::applied::Applied::new(guards.clone(), &catalog.tools) {
+            Ok(applied) => catalog.guards = std::sync::Arc::new(applied),
+            Err(problems) => {
+                for (rule, message) in problems {
+                    self.diags
+                        .push("rules/guards.toml", guards.line(rule), message);
+                }
+            }
+        }
         if !self.diags.is_empty() {
             self.diags.sort();
             return Err(self.diags);

@@ -15,23 +15,27 @@
 //!
 //! This module compiles and scans; what a call does with a finding is the call's.
 
+pub mod applied;
 pub mod validate;
+pub mod written;
 
 use aho_corasick::AhoCorasick;
 use regex::Regex;
 use serde::Deserialize;
 
 use validate::Validator;
+pub use written::WrittenRule;
 
 /// The largest compiled pattern (bytes of the regex's program): a pattern over it is
 /// refused at start.
 pub const PATTERN_BYTES: usize = 256 * 1024;
 
 /// What a rule finds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     /// Keys, tokens, private keys, signatures.
+    #[default]
     Secret,
     /// Numbers and addresses that name or charge a person.
     Personal,
@@ -60,7 +64,7 @@ impl LooksAt {
 }
 
 /// What a rule does where it finds something.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Action {
     /// The finding replaced with `[REDACTED:<id>]`.
@@ -70,56 +74,77 @@ pub enum Action {
     /// The call refused (`guard_blocked`), the text never returned.
     Block,
     /// Left as it is, noted.
+    #[default]
     Alert,
 }
 
-/// One `[[rule]]` as written.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+impl Action {
+    /// Its name as written (`redact`, `strip`, `block`, `alert`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Redact => "redact",
+            Self::Strip => "strip",
+            Self::Block => "block",
+            Self::Alert => "alert",
+        }
+    }
+}
+
+/// One rule, whole: a [`WrittenRule`] with what it changes or extends filled in
+/// ([`written::resolve`]).
+#[derive(Debug, Clone, Default)]
 pub struct RawRule {
     /// The rule's id (`card`, `aws-access-key`).
     pub id: String,
+    /// The id of the rule it descends from through `extends` (its own when none): of the
+    /// rules of one family that apply to a tool in one direction, the most specific wins.
+    pub family: String,
+    /// How many `extends` lead from the family's first rule to it: at equal specificity
+    /// the deeper rule wins (it was written to refine the other).
+    pub depth: u8,
     /// What it finds.
     pub kind: Kind,
     /// One line on what it finds, from which format.
-    #[serde(default)]
     pub description: String,
     /// The pattern.
     pub pattern: String,
     /// Literals one of which must occur for the pattern to run (none: it always runs).
-    #[serde(default)]
     pub keywords: Vec<String>,
     /// Whether keywords are matched in any case.
-    #[serde(default)]
     pub keywords_any_case: bool,
     /// For a format with no literal to wait for, what a text must hold for the
     /// pattern to run: `"digits >= n"` (at least n ASCII digits) or `"non_ascii"` (a
     /// byte outside ASCII). A rule with neither keywords nor `needs` runs on every text.
-    #[serde(default)]
     pub needs: Option<String>,
     /// A check the finding must also pass.
-    #[serde(default)]
     pub validator: Option<String>,
     /// Findings never flagged: literals, or `re:<pattern>` matched whole.
-    #[serde(default)]
     pub allow: Vec<String>,
     /// Where it looks.
-    #[serde(default)]
     pub looks_at: LooksAt,
     /// What it does.
     pub action: Action,
-    /// Whether it is on unless a deployment says otherwise.
-    #[serde(default = "on")]
+    /// Whether it is on.
     pub on: bool,
     /// Texts it must flag.
     pub matches: Vec<String>,
     /// Texts it must not flag.
-    #[serde(default)]
     pub ignores: Vec<String>,
+    /// Which tools it applies to.
+    pub selectors: Selectors,
 }
 
-fn on() -> bool {
-    true
+/// Which tools a rule applies to: every one named must hold (none named: every tool).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selectors {
+    /// One tool, by full name.
+    pub tool: Option<String>,
+    /// Tools of this service.
+    pub service: Option<String>,
+    /// Tools of this risk.
+    pub risk: Option<crate::catalog::descriptor::Risk>,
+    /// Tools with at least one of these classes.
+    pub classes: Vec<crate::catalog::descriptor::Class>,
 }
 
 /// A text without its spaces and dashes: how an allowed literal is compared (a test
@@ -129,12 +154,12 @@ fn loose(text: &str) -> String {
 }
 
 /// `rules/guards.toml`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawGuards {
     /// The rules, in order.
     #[serde(default)]
-    pub rule: Vec<RawRule>,
+    pub rule: Vec<WrittenRule>,
 }
 
 /// One compiled rule.
@@ -154,6 +179,12 @@ pub struct Rule {
     pub on: bool,
     /// The description.
     pub description: String,
+    /// Its family (the rule it descends from through `extends`, else itself).
+    pub family: String,
+    /// Its depth in the family.
+    pub depth: u8,
+    /// Which tools it applies to.
+    pub selectors: Selectors,
     pattern: Regex,
     validator: Option<Validator>,
     allow_literals: Vec<String>,
@@ -287,6 +318,10 @@ pub struct Guards {
     on_arguments: Set,
     /// The rules that are on and look at answers.
     on_answers: Set,
+    /// The rules whole, as compiled (a deployment's rules change or extend them).
+    raw: Vec<RawRule>,
+    /// The line each was last written at.
+    lines: Vec<usize>,
 }
 
 /// The most rules the guards hold (a [`Set`] is one 128-bit word).
@@ -399,6 +434,9 @@ impl Rule {
             action: raw.action,
             on: raw.on,
             description: raw.description.clone(),
+            family: raw.family.clone(),
+            depth: raw.depth,
+            selectors: raw.selectors.clone(),
             pattern,
             validator,
             allow_literals,
@@ -490,16 +528,48 @@ impl Rule {
 impl Guards {
     /// Compiles `raw`; every refusal with the line of its rule (`lines[i]` is the line
     /// of the `i`-th `[[rule]]`).
-    pub fn compile(raw: &[RawRule], lines: &[usize]) -> Result<Self, Vec<Refusal>> {
+    pub fn compile(written: &[WrittenRule], lines: &[usize]) -> Result<Self, Vec<Refusal>> {
+        Self::empty().with(written, lines)
+    }
+
+    /// These guards with `written` applied in order on top (a deployment's
+    /// `[[guards.rule]]`): each changes a rule by its id, extends one, or adds one; then
+    /// every rule compiled and proven again. `lines[i]` is the line of the `i`-th.
+    pub fn with(&self, written: &[WrittenRule], lines: &[usize]) -> Result<Self, Vec<Refusal>> {
+        let mut raw = self.raw.clone();
+        let mut raw_lines = self.lines.clone();
         let mut refusals = Vec::new();
-        let mut rules = Vec::new();
         let mut seen = std::collections::BTreeSet::new();
-        for (i, r) in raw.iter().enumerate() {
+        for (i, w) in written.iter().enumerate() {
             let line = lines.get(i).copied().unwrap_or(0);
-            if !seen.insert(r.id.clone()) {
-                refusals.push((line, format!("rule `{}` is defined twice", r.id)));
+            if !seen.insert(w.id.as_str()) {
+                refusals.push((line, format!("rule `{}` is written twice here", w.id)));
                 continue;
             }
+            match written::resolve(w, &raw) {
+                Ok(written::Resolved::Changes(at, rule)) => {
+                    raw[at] = rule;
+                    raw_lines[at] = line;
+                }
+                Ok(written::Resolved::Adds(rule)) => {
+                    raw.push(rule);
+                    raw_lines.push(line);
+                }
+                Err(e) => refusals.push((line, e)),
+            }
+        }
+        if !refusals.is_empty() {
+            return Err(refusals);
+        }
+        Self::compile_whole(raw, raw_lines)
+    }
+
+    /// Compiles whole rules, each proven by its examples.
+    fn compile_whole(raw: Vec<RawRule>, lines: Vec<usize>) -> Result<Self, Vec<Refusal>> {
+        let mut refusals = Vec::new();
+        let mut rules = Vec::new();
+        for (i, r) in raw.iter().enumerate() {
+            let line = lines.get(i).copied().unwrap_or(0);
             match Rule::compile(r) {
                 Ok(rule) => {
                     refusals.extend(proven(&rule, r).into_iter().map(|e| (line, e)));
@@ -544,6 +614,8 @@ impl Guards {
             rules,
             keywords,
             keyword_rule,
+            raw,
+            lines,
             ..Self::empty()
         };
         guards.keyed = guards.select(|r| r.keyed);
@@ -565,6 +637,8 @@ impl Guards {
             always: Set::EMPTY,
             on_arguments: Set::EMPTY,
             on_answers: Set::EMPTY,
+            raw: Vec::new(),
+            lines: Vec::new(),
         }
     }
 
@@ -635,6 +709,12 @@ impl Guards {
             }
         }
         kept
+    }
+
+    /// The line rule `i` was last written at (in `rules/guards.toml`, or the
+    /// deployment's config for a rule it wrote).
+    pub fn line(&self, i: usize) -> usize {
+        self.lines.get(i).copied().unwrap_or(0)
     }
 
     /// The ids of the rules of `set`, in the file's order.
