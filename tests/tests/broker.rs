@@ -32,6 +32,7 @@ mod failures;
 mod gate;
 mod gate_property;
 mod guards;
+mod guards_corpus;
 mod held;
 mod http1;
 mod hub;

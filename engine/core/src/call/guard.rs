@@ -9,7 +9,7 @@
 use serde_json::{Value, json};
 
 use super::Broker;
-use crate::answer::guard::{Blocked, guard};
+use crate::answer::guard::{Blocked, OnePass, guard};
 use crate::catalog::Tool;
 use crate::catalog::guards::{Acted, Guards, LooksAt, Set};
 use crate::error::{CallError, Classification};
@@ -73,38 +73,12 @@ impl Broker {
             .map_err(|b| blocked(guards, tool, direction, &b))
     }
 
-    /// Whether one string of an answer written in one pass would be acted on by
-    /// `tool`'s rules on answers (then the answer is read as a tree); `None` when no
-    /// rule reads its answers. `body` is the whole answer: a rule none of whose keywords
-    /// occurs anywhere in it is left out of every string written as it came.
+    /// What reads each string of an answer written in one pass for `tool`'s rules on
+    /// answers (then the answer is read as a tree where one would act); `None` when no
+    /// rule reads its answers.
     pub(super) fn one_pass_guard<'g>(&'g self, tool: &Tool, body: &[u8]) -> Option<OnePass<'g>> {
         let set = self.guard_set(tool, LooksAt::Answers);
-        if set.is_empty() {
-            return None;
-        }
-        let guards = &self.parts.guards.guards;
-        let plain = std::str::from_utf8(body)
-            .map(|text| guards.candidates(text, guards.keyed_in(set)))
-            .map(|keyed| keyed.union(guards.unkeyed_in(set)))
-            .unwrap_or(set);
-        Some(OnePass { guards, set, plain })
-    }
-}
-
-/// What reads each string of an answer written in one pass.
-pub(super) struct OnePass<'g> {
-    guards: &'g Guards,
-    /// Every rule on answers (a string with an escape may hide a keyword).
-    set: Set,
-    /// Those that can act on a string written as it came.
-    plain: Set,
-}
-
-impl OnePass<'_> {
-    /// Whether a rule would act on `text` (`decoded`: it had an escape).
-    pub(super) fn acts_on(&self, text: &str, decoded: bool) -> bool {
-        let set = if decoded { self.set } else { self.plain };
-        crate::answer::guard::acts_on(text, self.guards, set)
+        (!set.is_empty()).then(|| OnePass::new(&self.parts.guards.guards, set, body))
     }
 }
 

@@ -127,6 +127,37 @@ pub fn acts_on(text: &str, guards: &Guards, set: Set) -> bool {
     !set.is_empty() && !guards.scan(text, set).is_empty()
 }
 
+/// What reads each string of an answer written in one pass ([`crate::answer::scan`]):
+/// a rule none of whose keywords occurs anywhere in the answer's bytes is left out for
+/// the strings written as they came (each is a piece of those bytes); a string with an
+/// escape is read by every rule (an escape may hide a keyword).
+#[derive(Debug, Clone, Copy)]
+pub struct OnePass<'g> {
+    guards: &'g Guards,
+    /// Every rule on answers.
+    set: Set,
+    /// Those that can act on a string written as it came.
+    plain: Set,
+}
+
+impl<'g> OnePass<'g> {
+    /// The reader of the answer `body` for the rules of `set`: one keyword pass over
+    /// its bytes.
+    pub fn new(guards: &'g Guards, set: Set, body: &[u8]) -> Self {
+        let plain = std::str::from_utf8(body)
+            .map(|text| guards.candidates(text, guards.keyed_in(set)))
+            .map(|keyed| keyed.union(guards.unkeyed_in(set)))
+            .unwrap_or(set);
+        Self { guards, set, plain }
+    }
+
+    /// Whether a rule would act on `text` (`decoded`: it had an escape).
+    pub fn acts_on(&self, text: &str, decoded: bool) -> bool {
+        let set = if decoded { self.set } else { self.plain };
+        acts_on(text, self.guards, set)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
