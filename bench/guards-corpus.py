@@ -1,3 +1,14 @@
+#!/usr/bin/env python3
+"""The negative corpus of the guard rules: every `example`, `x-example` and `examples`
+value of the upstream OpenAPI documents, as their string leaves, deduplicated per
+service, written to tests/fixtures/guards/upstream-examples.json (which the tests read;
+the documents themselves are no test's input).
+
+    python3 bench/guards-corpus.py SPECS_DIR > /dev/null
+
+SPECS_DIR holds one folder per service with its OpenAPI files (JSON or YAML; PyYAML).
+Prints per service: examples, distinct strings, their bytes.
+"""
 import json, sys, os, glob, yaml
 root = sys.argv[1]
 def load(p):
@@ -35,4 +46,10 @@ for svc in sorted(os.listdir(root)):
     for e in ex: strings(e, s)
     total[svc] = (len(ex), sorted(s))
     print(svc, len(ex), len(s), sum(len(x) for x in s), file=sys.stderr)
-json.dump({k: v[1] for k, v in total.items()}, open('/tmp/corpus/strings.json', 'w'))
+out = {
+    "source": "every `example`, `x-example` and `examples` value of the upstream OpenAPI documents (docs: bench/README.md \"Guards\"), string leaves, deduplicated per service",
+    "services": {k: v[1] for k, v in total.items()},
+}
+here = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(here, '..', 'tests', 'fixtures', 'guards', 'upstream-examples.json'), 'w') as f:
+    json.dump(out, f, indent=0, ensure_ascii=False, sort_keys=True)
