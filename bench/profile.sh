@@ -22,6 +22,7 @@
 # example, which prints the token; the broker runs with `[oauth]` naming them.
 # LOG=info (default warn) sets TOOL_BROKER_LOG: `info` writes the per-call line (to a file
 # here), `warn` does not; BROKER=PATH runs another build of the binary.
+# GUARDS=off runs it with every guard rule off (the cost of the guards, side by side).
 # POLICIES=50 runs the broker with compare.sh's 50 Cedar policies (`[policy]`, the
 # `50 policies` figures), none by default.
 # KEY=hub (default header; needs AUTH=token) sends no upstream key header: the user
@@ -128,13 +129,25 @@ elif [[ -n ${POLICIES:-} ]]; then
   echo "POLICIES is 50 or unset, not $POLICIES" >&2
   exit 2
 fi
+# GUARDS=off turns every guard rule that ships on off (`[[guards.rule]]`): the same binary
+# without guards, for the cost they add (docs/guards.md).
+guards_table=""
+if [[ ${GUARDS:-} == off ]]; then
+  for id in aws-access-key github-token gitlab-token slack-token payments-live-secret \
+    google-api-key private-key signed-url card iban invisible-characters; do
+    guards_table+=$(printf '\n[[guards.rule]]\nid = "%s"\non = false\n' "$id")
+  done
+elif [[ -n ${GUARDS:-} ]]; then
+  echo "GUARDS is off or unset, not $GUARDS" >&2
+  exit 2
+fi
 url="http://127.0.0.1:$broker_port$path"
 serve=("${BROKER:-target/release/tool-broker}" serve --listen "127.0.0.1:$broker_port" --data-dir "$work/data")
 http1_server=${HTTP1_SERVER:-own}
 export TOOL_BROKER_API_KEY=tb_bench_key TOOL_BROKER_UPSTREAM_HOSTING="http://127.0.0.1:$up_port" TOOL_BROKER_LOG=${LOG:-warn}
 
 if [[ $mode == callgrind ]]; then
-  printf '%s\n[server]\nworkers = 1\nhttp1_server = "%s"\n%s\n%s\n' "$vault_line" "$http1_server" "$oauth_table" "$policy_table" > "$work/one-worker.toml"
+  printf '%s\n[server]\nworkers = 1\nhttp1_server = "%s"\n%s\n%s\n%s\n' "$vault_line" "$http1_server" "$oauth_table" "$policy_table" "$guards_table" > "$work/one-worker.toml"
   mkdir -p "$(dirname "$out")"
   valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" \
     "${serve[@]}" --config "$work/one-worker.toml" > "$work/valgrind.log" 2>&1 &
@@ -206,7 +219,7 @@ EOF
   exit 0
 fi
 
-printf '%s\n[server]\nhttp1_server = "%s"\n%s\n%s\n' "$vault_line" "$http1_server" "$oauth_table" "$policy_table" > "$work/serve.toml"
+printf '%s\n[server]\nhttp1_server = "%s"\n%s\n%s\n%s\n' "$vault_line" "$http1_server" "$oauth_table" "$policy_table" "$guards_table" > "$work/serve.toml"
 "${serve[@]}" --config "$work/serve.toml" > "$work/broker.log" 2>&1 &
 broker=$!
 pids+=("$broker")

@@ -49,6 +49,26 @@ impl Broker {
             .map(|_| ())
     }
 
+    /// Phase 9's guard step for an answer read as a tree from `raw`, its bytes: the
+    /// rules that could find nothing in the bytes as a whole are left out for every
+    /// string, when no string of it had an escape (each string is then a piece of the
+    /// bytes).
+    pub(super) fn guard_answer_of(
+        &self,
+        tool: &Tool,
+        value: &mut Value,
+        raw: &[u8],
+        acted: Option<&Acted>,
+    ) -> Result<(), CallError> {
+        let mut set = self.guard_set(tool, LooksAt::Answers);
+        if !set.is_empty() && !raw.contains(&b'\\') {
+            let guards = &self.parts.guards.guards;
+            set = guards.occurring(raw, guards.candidates_in(raw, set));
+        }
+        self.guard_in(tool, value, LooksAt::Answers, set, acted)
+            .map(|_| ())
+    }
+
     /// `value` read by `tool`'s rules on `direction`, what acted noted in `acted` and
     /// answered.
     fn guard_value(
@@ -59,6 +79,18 @@ impl Broker {
         acted: Option<&Acted>,
     ) -> Result<Set, CallError> {
         let set = self.guard_set(tool, direction);
+        self.guard_in(tool, value, direction, set, acted)
+    }
+
+    /// `value` read by the rules of `set`.
+    fn guard_in(
+        &self,
+        tool: &Tool,
+        value: &mut Value,
+        direction: LooksAt,
+        set: Set,
+        acted: Option<&Acted>,
+    ) -> Result<Set, CallError> {
         if set.is_empty() {
             return Ok(Set::EMPTY);
         }

@@ -245,7 +245,7 @@ impl Broker {
         let mut body = answer.json(&tool.service)?;
         let cost_reading = price.map(|p| p.read(&body));
         let redacted = self.redact_answer(tool, &mut body, exchange.scope, secrets)?;
-        self.guard_answer(tool, &mut body, ctx.guards)?;
+        self.guard_answer_of(tool, &mut body, &answer.bytes, ctx.guards)?;
         let pagination = extract_pagination(tool, &body);
         self.note_jobs(tool, &body, exchange.scope, ctx).await;
         let plan = &tool.response;

@@ -128,9 +128,10 @@ pub fn acts_on(text: &str, guards: &Guards, set: Set) -> bool {
 }
 
 /// What reads each string of an answer written in one pass ([`crate::answer::scan`]):
-/// a rule none of whose keywords occurs anywhere in the answer's bytes is left out for
-/// the strings written as they came (each is a piece of those bytes); a string with an
-/// escape is read by every rule (an escape may hide a keyword).
+/// a rule that would not run on the answer's bytes as a whole (none of its keywords
+/// occurs, or the bytes do not hold what it needs) is left out for the strings written
+/// as they came (each is a piece of those bytes); a string with an escape is read by
+/// every rule (an escape may hide a keyword or a character).
 #[derive(Debug, Clone, Copy)]
 pub struct OnePass<'g> {
     guards: &'g Guards,
@@ -138,23 +139,35 @@ pub struct OnePass<'g> {
     set: Set,
     /// Those that can act on a string written as it came.
     plain: Set,
+    /// When those all wait for digits, the fewest they need: a shorter string is passed
+    /// at once.
+    shortest: Option<usize>,
 }
 
 impl<'g> OnePass<'g> {
     /// The reader of the answer `body` for the rules of `set`: one keyword pass over
     /// its bytes.
     pub fn new(guards: &'g Guards, set: Set, body: &[u8]) -> Self {
-        let plain = std::str::from_utf8(body)
-            .map(|text| guards.candidates(text, guards.keyed_in(set)))
-            .map(|keyed| keyed.union(guards.unkeyed_in(set)))
-            .unwrap_or(set);
-        Self { guards, set, plain }
+        let plain = guards.candidates_in(body, set);
+        let plain = guards.occurring(body, plain);
+        Self {
+            guards,
+            set,
+            plain,
+            shortest: guards.only_digits(plain),
+        }
     }
 
     /// Whether a rule would act on `text` (`decoded`: it had an escape).
+    #[inline]
     pub fn acts_on(&self, text: &str, decoded: bool) -> bool {
-        let set = if decoded { self.set } else { self.plain };
-        acts_on(text, self.guards, set)
+        if decoded {
+            return acts_on(text, self.guards, self.set);
+        }
+        if self.shortest.is_some_and(|n| text.len() < n) {
+            return false;
+        }
+        acts_on(text, self.guards, self.plain)
     }
 }
 

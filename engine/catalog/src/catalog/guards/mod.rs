@@ -16,10 +16,10 @@
 //! This module compiles and scans; what a call does with a finding is the call's.
 
 pub mod applied;
+mod keywords;
 pub mod validate;
 pub mod written;
 
-use aho_corasick::AhoCorasick;
 use regex::Regex;
 use serde::Deserialize;
 
@@ -232,13 +232,25 @@ struct Signals {
 }
 
 impl Signals {
-    fn of(text: &str) -> Self {
-        let mut out = Self::default();
-        for b in text.bytes() {
-            out.digits += usize::from(b.is_ascii_digit());
-            out.non_ascii |= !b.is_ascii();
+    /// The signals of `text`; its digits counted only when it is long enough to hold
+    /// `least` of them (no rule needs fewer).
+    fn of(text: &[u8], least: usize) -> Self {
+        Self {
+            // Counted in bytes, 255 at a time: the compiler counts 16 or 32 at once.
+            digits: if text.len() >= least {
+                text.chunks(255)
+                    .map(|chunk| {
+                        let n = chunk.iter().fold(0u8, |n, &b| {
+                            n.wrapping_add(u8::from(b.wrapping_sub(b'0') < 10))
+                        });
+                        usize::from(n)
+                    })
+                    .sum()
+            } else {
+                0
+            },
+            non_ascii: !text.is_ascii(),
         }
-        out
     }
 
     fn meet(self, needs: Needs) -> bool {
@@ -304,10 +316,12 @@ impl Acted {
 pub struct Guards {
     /// The rules, in the file's order.
     pub rules: Vec<Rule>,
-    /// Every rule's keywords in one automaton.
-    keywords: Option<AhoCorasick>,
-    /// The rule of each keyword pattern of the automaton.
-    keyword_rule: Vec<usize>,
+    /// The keyword automata: of the keyed rules on arguments, on answers, and of all
+    /// keyed rules (last: what any other set falls back on).
+    keywords: Vec<keywords::Keywords>,
+    /// The patterns of the rules without keywords, as one set each: of those on
+    /// arguments, on answers, and of all (last).
+    patterns: Vec<keywords::Patterns>,
     /// The rules with keywords.
     keyed: Set,
     /// The rules without keywords that need something of a text.
@@ -514,7 +528,8 @@ impl Rule {
             };
             return self.keywords.iter().any(|k| text.contains(k.as_str()));
         }
-        self.needs.is_none_or(|n| Signals::of(text).meet(n))
+        self.needs
+            .is_none_or(|n| Signals::of(text.as_bytes(), 0).meet(n))
     }
 
     /// Whether this rule alone flags `text`.
@@ -590,30 +605,8 @@ impl Guards {
         if !refusals.is_empty() {
             return Err(refusals);
         }
-        let mut patterns = Vec::new();
-        let mut keyword_rule = Vec::new();
-        let mut any_case = false;
-        for (i, r) in raw.iter().enumerate() {
-            for k in &r.keywords {
-                patterns.push(k.clone());
-                keyword_rule.push(i);
-            }
-            any_case |= r.keywords_any_case;
-        }
-        let keywords = if patterns.is_empty() {
-            None
-        } else {
-            Some(
-                aho_corasick::AhoCorasickBuilder::new()
-                    .ascii_case_insensitive(any_case)
-                    .build(&patterns)
-                    .map_err(|e| vec![(0, format!("the guards' keywords do not compile: {e}"))])?,
-            )
-        };
         let mut guards = Self {
             rules,
-            keywords,
-            keyword_rule,
             raw,
             lines,
             ..Self::empty()
@@ -623,6 +616,25 @@ impl Guards {
         guards.always = guards.select(|r| !r.keyed && r.needs.is_none());
         guards.on_arguments = guards.select(|r| r.on && r.looks_at.covers(LooksAt::Arguments));
         guards.on_answers = guards.select(|r| r.on && r.looks_at.covers(LooksAt::Answers));
+        for set in [guards.on_arguments, guards.on_answers, guards.keyed] {
+            let set = guards.keyed_in(set);
+            let built = keywords::Keywords::build(&guards.rules, set).map_err(|e| vec![(0, e)])?;
+            guards.keywords.push(built);
+        }
+        let unkeyed: Vec<(usize, &str)> = guards
+            .raw
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.keywords.is_empty())
+            .map(|(i, r)| (i, r.pattern.as_str()))
+            .collect();
+        let all = guards.select(|_| true);
+        let mut patterns = Vec::new();
+        for set in [guards.on_arguments, guards.on_answers, all] {
+            let set = Set(set.0 & !guards.keyed.0);
+            patterns.push(keywords::Patterns::build(&unkeyed, set).map_err(|e| vec![(0, e)])?);
+        }
+        guards.patterns = patterns;
         Ok(guards)
     }
 
@@ -630,8 +642,8 @@ impl Guards {
     pub fn empty() -> Self {
         Self {
             rules: Vec::new(),
-            keywords: None,
-            keyword_rule: Vec::new(),
+            keywords: Vec::new(),
+            patterns: Vec::new(),
             keyed: Set::EMPTY,
             needing: Set::EMPTY,
             always: Set::EMPTY,
@@ -667,10 +679,16 @@ impl Guards {
     /// such rules) or that need nothing. A text with no keyword and no signal runs no
     /// pattern, and costs no allocation.
     pub fn candidates(&self, text: &str, set: Set) -> Set {
+        self.candidates_in(text.as_bytes(), set)
+    }
+
+    /// [`Guards::candidates`] over bytes (an answer's, before they are known to be
+    /// text: the keywords and signals are bytes).
+    pub fn candidates_in(&self, text: &[u8], set: Set) -> Set {
         let mut hit = set.0 & self.always.0;
         let needing = set.0 & self.needing.0;
         if needing != 0 {
-            let signals = Signals::of(text);
+            let signals = Signals::of(text, self.least_digits(Set(needing)));
             for i in Set(needing).iter() {
                 if self.rules[i].needs.is_some_and(|n| signals.meet(n)) {
                     hit |= 1 << i;
@@ -678,13 +696,10 @@ impl Guards {
             }
         }
         let keyed = set.0 & self.keyed.0;
-        if keyed != 0
-            && let Some(automaton) = &self.keywords
-        {
-            for m in automaton.find_overlapping_iter(text) {
-                if let Some(&rule) = self.keyword_rule.get(m.pattern().as_usize()) {
-                    hit |= keyed & (1 << rule);
-                }
+        if keyed != 0 {
+            let automata = self.keywords.iter().find(|k| k.set.0 == keyed);
+            if let Some(automata) = automata.or(self.keywords.last()) {
+                hit |= keyed & automata.found(text).0;
             }
         }
         Set(hit)
@@ -725,14 +740,44 @@ impl Guards {
             .collect()
     }
 
+    /// When every rule of `set` waits for digits: the fewest any of them needs (a text
+    /// shorter than that runs none of them).
+    pub fn only_digits(&self, set: Set) -> Option<usize> {
+        set.iter()
+            .all(|i| matches!(self.rules[i].needs, Some(Needs::Digits(_))) && !self.rules[i].keyed)
+            .then(|| self.least_digits(set))
+    }
+
+    /// The rules of `set` that could find something in `text` as a whole: those with
+    /// keywords as they are, and of those without, only the ones whose pattern matches
+    /// somewhere in it (one pass of one set of regexes). What cannot match in the whole
+    /// cannot match in a piece of it.
+    pub fn occurring(&self, text: &[u8], set: Set) -> Set {
+        let unkeyed = Set(set.0 & !self.keyed.0);
+        if unkeyed.is_empty() {
+            return set;
+        }
+        let patterns = self.patterns.iter().find(|p| p.set == unkeyed);
+        let Some(patterns) = patterns.or(self.patterns.last()) else {
+            return set;
+        };
+        Set((set.0 & self.keyed.0) | (unkeyed.0 & patterns.matching(text).0))
+    }
+
+    /// The fewest digits a rule of `set` needs (`usize::MAX` when none needs digits).
+    fn least_digits(&self, set: Set) -> usize {
+        set.iter()
+            .filter_map(|i| match self.rules[i].needs {
+                Some(Needs::Digits(n)) => Some(n),
+                _ => None,
+            })
+            .min()
+            .unwrap_or(usize::MAX)
+    }
+
     /// The rules of `set` that have keywords.
     pub fn keyed_in(&self, set: Set) -> Set {
         Set(set.0 & self.keyed.0)
-    }
-
-    /// The rules of `set` that have none.
-    pub fn unkeyed_in(&self, set: Set) -> Set {
-        Set(set.0 & !self.keyed.0)
     }
 
     /// The rules of `set` whose action is `action`.
