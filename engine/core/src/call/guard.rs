@@ -63,7 +63,7 @@ impl Broker {
         let mut set = self.guard_set(tool, LooksAt::Answers);
         if !set.is_empty() && !raw.contains(&b'\\') {
             let guards = &self.parts.guards.guards;
-            set = guards.occurring(raw, guards.candidates_in(raw, set));
+            set = guards.narrowed(raw, set);
         }
         self.guard_in(tool, value, LooksAt::Answers, set, acted)
             .map(|_| ())

@@ -148,8 +148,7 @@ impl<'g> OnePass<'g> {
     /// The reader of the answer `body` for the rules of `set`: one keyword pass over
     /// its bytes.
     pub fn new(guards: &'g Guards, set: Set, body: &[u8]) -> Self {
-        let plain = guards.candidates_in(body, set);
-        let plain = guards.occurring(body, plain);
+        let plain = guards.narrowed(body, set);
         Self {
             guards,
             set,

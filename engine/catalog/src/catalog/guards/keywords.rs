@@ -121,6 +121,34 @@ mod tests {
     }
 
     #[test]
+    fn a_long_text_narrows_the_keywordless_rules_to_those_whose_pattern_matches_in_it() {
+        let text = include_str!("../../../../../rules/guards.toml");
+        let raw: RawGuards = toml::from_str(text).unwrap_or_else(|e| panic!("{e}"));
+        let guards = Guards::compile(&raw.rule, &[]).unwrap_or_else(|e| panic!("{e:?}"));
+        let on = guards.on_for(super::super::LooksAt::Answers);
+        let ids = |set: super::super::Set| -> Vec<String> {
+            set.iter().map(|i| guards.rules[i].id.clone()).collect()
+        };
+        // Dates and amounts: enough digits for `card` and `iban` to wait on, and a
+        // character outside ASCII, but no number of either form anywhere.
+        let calm =
+            "{\"at\":\"2026-11-30T10:00:00Z\",\"amount\":123456789,\"city\":\"Köln\"}".repeat(100);
+        assert!(calm.len() >= super::super::WHOLE_PATTERNS_FROM);
+        assert_eq!(
+            ids(guards.candidates(&calm, on)),
+            ["card", "iban", "invisible-characters"]
+        );
+        assert!(ids(guards.narrowed(calm.as_bytes(), on)).is_empty());
+        let with_card = format!("{calm} paid by 4539 1488 0343 6467");
+        assert_eq!(ids(guards.narrowed(with_card.as_bytes(), on)), ["card"]);
+        // A short text is narrowed by its candidates only.
+        assert_eq!(
+            ids(guards.narrowed(b"2026-11-30 123456789 K\xc3\xb6ln", on)).len(),
+            3
+        );
+    }
+
+    #[test]
     fn word_boundaries_become_ascii_ones_and_other_escapes_stay() {
         assert_eq!(
             super::ascii_boundaries(r"\b(\d{4})\b \\b \x{202A}"),

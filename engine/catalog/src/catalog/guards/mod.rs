@@ -26,6 +26,10 @@ use serde::Deserialize;
 use validate::Validator;
 pub use written::WrittenRule;
 
+/// From how many bytes an answer's keywordless rules are first run as one set over the
+/// whole of it ([`Guards::narrowed`]; measured in bench/README.md "Guards").
+pub const WHOLE_PATTERNS_FROM: usize = 4096;
+
 /// The largest compiled pattern (bytes of the regex's program): a pattern over it is
 /// refused at start.
 pub const PATTERN_BYTES: usize = 256 * 1024;
@@ -746,6 +750,20 @@ impl Guards {
         set.iter()
             .all(|i| matches!(self.rules[i].needs, Some(Needs::Digits(_))) && !self.rules[i].keyed)
             .then(|| self.least_digits(set))
+    }
+
+    /// The rules of `set` that can find something in the bytes `text` as a whole: its
+    /// candidates ([`Guards::candidates_in`]), and in a text of
+    /// [`WHOLE_PATTERNS_FROM`] bytes or more, of the keywordless ones only those whose
+    /// pattern matches somewhere ([`Guards::occurring`]): below that, one pass of the
+    /// set of patterns costs more than the strings it would spare.
+    pub fn narrowed(&self, text: &[u8], set: Set) -> Set {
+        let candidates = self.candidates_in(text, set);
+        if text.len() >= WHOLE_PATTERNS_FROM {
+            self.occurring(text, candidates)
+        } else {
+            candidates
+        }
     }
 
     /// The rules of `set` that could find something in `text` as a whole: those with
