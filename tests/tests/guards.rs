@@ -139,6 +139,17 @@ async fn sent(server: &MockServer) -> Vec<Value> {
         .collect()
 }
 
+/// A confirmed `probe.note` with `text`.
+async fn note(broker: &TestBroker, text: &str) -> (u16, Value) {
+    broker
+        .call(
+            "probe.note",
+            json!({ "text": text, "confirm": true }),
+            &[KEY],
+        )
+        .await
+}
+
 fn guards(body: &Value) -> Vec<&str> {
     body["meta"]["guards"]
         .as_array()
@@ -413,13 +424,7 @@ on = false
 async fn a_deployment_extends_changes_and_selects_rules_and_the_most_specific_wins() {
     let answer = format!(r#"{{"text":"card {CARD}, mail dana@acme.io, doc jo@example.com"}}"#);
     let (server, broker) = probe_with(&answer, Some(DEPLOYED)).await;
-    let (status, body) = broker
-        .call(
-            "probe.note",
-            json!({ "text": format!("card {CARD}"), "confirm": true }),
-            &[KEY],
-        )
-        .await;
+    let (status, body) = note(&broker, &format!("card {CARD}")).await;
     assert_eq!(
         (status, classification(&body)),
         (422, "guard_blocked"),
@@ -438,13 +443,7 @@ async fn a_deployment_extends_changes_and_selects_rules_and_the_most_specific_wi
     // One tool named: its family's rule for that tool wins, and it is off there.
     let (server, broker) =
         probe_with(&answer, Some(&format!("{DEPLOYED}{NOTES_TAKE_CARDS}"))).await;
-    let (status, body) = broker
-        .call(
-            "probe.note",
-            json!({ "text": format!("card {CARD}"), "confirm": true }),
-            &[KEY],
-        )
-        .await;
+    let (status, body) = note(&broker, &format!("card {CARD}")).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(
         sent(&server).await,
@@ -520,13 +519,7 @@ async fn policies_read_the_rules_that_fired_and_the_audit_and_metric_name_them()
     let answer = format!(r#"{{"text":"card {CARD}"}}"#);
     let (server, broker) = probe_with(&answer, Some(&config)).await;
     // A card number in a write's arguments: redacted, and the policy refuses it.
-    let (status, body) = broker
-        .call(
-            "probe.note",
-            json!({ "text": format!("card {CARD}"), "confirm": true }),
-            &[KEY],
-        )
-        .await;
+    let (status, body) = note(&broker, &format!("card {CARD}")).await;
     assert_eq!(
         (status, classification(&body)),
         (403, "forbidden"),
@@ -538,13 +531,7 @@ async fn policies_read_the_rules_that_fired_and_the_audit_and_metric_name_them()
     );
     assert_eq!(guards(&body), ["card"]);
     // An AWS key is redacted, and the policy reads no card: it runs.
-    let (status, body) = broker
-        .call(
-            "probe.note",
-            json!({ "text": format!("key {AWS}"), "confirm": true }),
-            &[KEY],
-        )
-        .await;
+    let (status, body) = note(&broker, &format!("key {AWS}")).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(sent(&server).await.len(), 1);
     // A read's answer with a card is not the arguments: the policy lets it through.

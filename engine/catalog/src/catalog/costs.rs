@@ -485,23 +485,13 @@ pub fn compile(
 /// How specific a cost's match of a tool is (`None`: no match): the tool named beats
 /// the service, the service beats classes, classes beat the risk.
 fn rank(raw: &RawCost, tool: &Tool) -> Option<u8> {
-    let selected = crate::catalog::descriptor::selects(
-        raw.service.as_deref(),
-        raw.risk,
-        &raw.classes,
-        &tool.service,
-        tool.risk,
-        &tool.classes,
-    );
-    if !selected || raw.tool.as_ref().is_some_and(|t| *t != tool.full_name) {
-        return None;
+    crate::catalog::descriptor::Selecting {
+        tool: raw.tool.as_deref(),
+        service: raw.service.as_deref(),
+        risk: raw.risk,
+        classes: &raw.classes,
     }
-    Some(
-        (u8::from(raw.tool.is_some()) << 3)
-            | (u8::from(raw.service.is_some()) << 2)
-            | (u8::from(!raw.classes.is_empty()) << 1)
-            | u8::from(raw.risk.is_some()),
-    )
+    .rank(&tool.full_name, &tool.service, tool.risk, &tool.classes)
 }
 
 /// A cost's counting rule: exactly one of `constant`, `per_item`, `per_unit`, `amount`.

@@ -1001,3 +1001,45 @@ pub fn selects(
         && risk.is_none_or(|r| r == tool_risk)
         && (classes.is_empty() || classes.iter().any(|c| tool_classes.contains(c)))
 }
+
+/// Selectors as a rule names them (costs, guards): a tool by full name, a service, a
+/// risk, classes.
+#[derive(Debug, Clone, Copy)]
+pub struct Selecting<'a> {
+    /// One tool, by full name.
+    pub tool: Option<&'a str>,
+    /// Tools of this service.
+    pub service: Option<&'a str>,
+    /// Tools of this risk.
+    pub risk: Option<Risk>,
+    /// Tools with at least one of these classes.
+    pub classes: &'a [Class],
+}
+
+impl Selecting<'_> {
+    /// How specifically these selectors pick the tool `full_name` of `service` with
+    /// `risk` and `classes` (`None`: they do not): a tool named beats a service, a service
+    /// beats classes, classes beat a risk, any of them beats none.
+    pub fn rank(
+        &self,
+        full_name: &str,
+        service: &str,
+        risk: Risk,
+        classes: &[Class],
+    ) -> Option<u8> {
+        let selected = selects(
+            self.service,
+            self.risk,
+            self.classes,
+            service,
+            risk,
+            classes,
+        ) && self.tool.is_none_or(|t| t == full_name);
+        selected.then(|| {
+            (u8::from(self.tool.is_some()) << 3)
+                | (u8::from(self.service.is_some()) << 2)
+                | (u8::from(!self.classes.is_empty()) << 1)
+                | u8::from(self.risk.is_some())
+        })
+    }
+}

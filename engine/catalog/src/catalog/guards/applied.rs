@@ -86,22 +86,16 @@ impl Applied {
 /// How specifically `rule` selects `tool`, or `None` when it does not.
 fn rank(rule: &Rule, tool: &Tool) -> Option<u16> {
     let s = &rule.selectors;
-    let selected = crate::catalog::descriptor::selects(
-        s.service.as_deref(),
-        s.risk,
-        &s.classes,
-        &tool.service,
-        tool.risk,
-        &tool.classes,
-    ) && s.tool.as_ref().is_none_or(|t| *t == tool.full_name);
+    let selecting = crate::catalog::descriptor::Selecting {
+        tool: s.tool.as_deref(),
+        service: s.service.as_deref(),
+        risk: s.risk,
+        classes: &s.classes,
+    };
     // The selectors first, then the depth in the family.
-    selected.then(|| {
-        let selectors = (u16::from(s.tool.is_some()) << 3)
-            | (u16::from(s.service.is_some()) << 2)
-            | (u16::from(!s.classes.is_empty()) << 1)
-            | u16::from(s.risk.is_some());
-        selectors << 8 | u16::from(rule.depth)
-    })
+    selecting
+        .rank(&tool.full_name, &tool.service, tool.risk, &tool.classes)
+        .map(|selectors| u16::from(selectors) << 8 | u16::from(rule.depth))
 }
 
 /// The rules of `tool` in `direction`: per family the most specific that selects it and
