@@ -692,3 +692,45 @@ async fn a_call_the_policies_refuse_is_answered_at_once_and_never_stored_as_a_ta
     assert!(stored.is_empty(), "a refused call was stored: {stored:?}");
     assert_eq!(posts(&server).await, 0);
 }
+
+#[tokio::test]
+async fn a_task_s_arguments_are_guarded_before_they_are_sent_and_its_result_names_the_rules() {
+    let server = MockServer::start().await;
+    mount_submit(&server).await;
+    mount_status(&server, 200, generation("COMPLETE")).await;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = broker(&server, dir.path()).await;
+    let (status, reply) = rpc(
+        &broker,
+        "tools/call",
+        json!({ "name": TOOL, "arguments": { "prompt": "a receipt for 4539 1488 0343 6467", "confirm": true } }),
+        true,
+        TOOL,
+        IMAGEGEN_KEY,
+    )
+    .await;
+    assert_eq!(status, 200, "{reply}");
+    let task = reply["result"]["taskId"].as_str().unwrap().to_string();
+    let done = settled(&broker, &task).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"]["meta"]["guards"],
+        json!(["card"]),
+        "{done}"
+    );
+    let sent = server.received_requests().await.unwrap_or_default();
+    let submitted: Value = sent
+        .iter()
+        .find(|r| r.method.as_str() == "POST")
+        .map(|r| serde_json::from_slice(&r.body).unwrap())
+        .unwrap_or_default();
+    assert_eq!(
+        submitted["prompt"], "a receipt for [REDACTED:card]",
+        "{submitted}"
+    );
+    let text = crate::support::folder_text(dir.path());
+    assert!(
+        !text.contains("4539 1488"),
+        "the stored task holds no card number"
+    );
+}

@@ -114,19 +114,18 @@ impl Broker {
     /// confirmation mode the call runs under.
     pub(super) fn admit<'p>(&'p self, call: &mut Call<'_>) -> Admission<'p> {
         let tool = call.tool;
+        let mut arguments = call.arguments.take();
+        let guarded = authorize(tool, call.caller, call.descriptor_hash.as_deref())
+            .and_then(|()| self.guard_arguments(tool, &mut arguments, Some(&call.guards)));
+        // A task's copy is of the arguments as the guards left them.
         let task_args = (call.task_watch.is_some() && tool.task.is_some()).then(|| {
-            call.arguments
+            arguments
                 .as_ref()
                 .and_then(Value::as_object)
                 .cloned()
                 .unwrap_or_default()
         });
-        let checked =
-            authorize(tool, call.caller, call.descriptor_hash.as_deref()).and_then(|()| {
-                let mut arguments = call.arguments.take();
-                self.guard_arguments(tool, &mut arguments, Some(&call.guards))?;
-                self.validate_and_price(tool, arguments)
-            });
+        let checked = guarded.and_then(|_| self.validate_and_price(tool, arguments));
         let priced = checked.as_ref().ok().map(|(_, priced)| *priced);
         let decided = checked.and_then(|(args, priced)| {
             let decision = self.door_policy(call, &args, priced)?;
