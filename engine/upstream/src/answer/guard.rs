@@ -97,7 +97,7 @@ fn deeper(depth_left: usize) -> Result<usize, Vec<String>> {
 
 /// Reads one text with the rules of `set`: the blocking rule's index when one found
 /// something (the text left as it was), else the text redacted and stripped in place.
-pub fn guard_text(text: &mut String, guards: &Guards, set: Set, acted: &mut Set) -> Option<usize> {
+fn guard_text(text: &mut String, guards: &Guards, set: Set, acted: &mut Set) -> Option<usize> {
     let found = guards.scan(text, set);
     if found.is_empty() {
         return None;

@@ -798,11 +798,6 @@ impl Guards {
         Set(set.0 & self.keyed.0)
     }
 
-    /// The rules of `set` whose action is `action`.
-    pub fn acting(&self, set: Set, action: Action) -> Set {
-        Set(set.0 & self.select(|r| r.action == action).0)
-    }
-
     /// `text` with each redacting finding replaced by `[REDACTED:<id>]` and each
     /// stripping one removed; blocking and alerting findings leave it as it is.
     pub fn apply(&self, text: &str, findings: &[Finding]) -> String {
