@@ -139,8 +139,8 @@ pub struct OnePass<'g> {
     set: Set,
     /// Those that can act on a string written as it came.
     plain: Set,
-    /// When those all wait for digits, the fewest they need: a shorter string is passed
-    /// at once.
+    /// When those all wait for what they need, the fewest bytes a text meeting it has:
+    /// a shorter string is passed at once.
     shortest: Option<usize>,
 }
 
@@ -153,7 +153,7 @@ impl<'g> OnePass<'g> {
             guards,
             set,
             plain,
-            shortest: guards.only_digits(plain),
+            shortest: guards.shortest(plain),
         }
     }
 

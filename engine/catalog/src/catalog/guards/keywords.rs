@@ -129,10 +129,10 @@ mod tests {
         let ids = |set: super::super::Set| -> Vec<String> {
             set.iter().map(|i| guards.rules[i].id.clone()).collect()
         };
-        // Dates and amounts: enough digits for `card` and `iban` to wait on, and a
-        // character outside ASCII, but no number of either form anywhere.
-        let calm =
-            "{\"at\":\"2026-11-30T10:00:00Z\",\"amount\":123456789,\"city\":\"Köln\"}".repeat(100);
+        // A run of 13 digits and a capital pair before two digits: what `card` and
+        // `iban` wait on, and a character outside ASCII, but no number of either form.
+        let calm = "{\"at\":\"2026-11-30T10:00:00Z\",\"format\":\"ISO8601\",\"ref\":1234567890123,\"city\":\"Köln\"}"
+            .repeat(100);
         assert!(calm.len() >= super::super::WHOLE_PATTERNS_FROM);
         assert_eq!(
             ids(guards.candidates(&calm, on)),
@@ -143,7 +143,7 @@ mod tests {
         assert_eq!(ids(guards.narrowed(with_card.as_bytes(), on)), ["card"]);
         // A short text is narrowed by its candidates only.
         assert_eq!(
-            ids(guards.narrowed(b"2026-11-30 123456789 K\xc3\xb6ln", on)).len(),
+            ids(guards.narrowed(b"2026-11-30 1234567890123 ISO8601 K\xc3\xb6ln", on)).len(),
             3
         );
     }
@@ -190,6 +190,8 @@ pub(super) struct Patterns {
     /// The rules it was built for.
     pub(super) set: Set,
     regexes: regex::bytes::RegexSet,
+    /// The one pattern of a set of one, as a regex: it stops at its first match.
+    one: Option<regex::bytes::Regex>,
     rule_of: Vec<usize>,
 }
 
@@ -203,15 +205,32 @@ impl Patterns {
                 .size_limit(super::PATTERN_BYTES.saturating_mul(chosen.len().max(1)))
                 .build()
                 .map_err(|e| format!("the guards' patterns do not compile as one set: {e}"))?;
+        let one = match chosen.as_slice() {
+            [(_, pattern)] => Some(
+                regex::bytes::RegexBuilder::new(&ascii_boundaries(pattern))
+                    .size_limit(super::PATTERN_BYTES)
+                    .build()
+                    .map_err(|e| format!("the guards' pattern does not compile over bytes: {e}"))?,
+            ),
+            _ => None,
+        };
         Ok(Self {
             set,
             regexes,
+            one,
             rule_of: chosen.iter().map(|(i, _)| *i).collect(),
         })
     }
 
     /// The rules of its set whose pattern matches somewhere in `text`.
     pub(super) fn matching(&self, text: &[u8]) -> Set {
+        if let Some(one) = &self.one {
+            return if one.is_match(text) {
+                self.set
+            } else {
+                Set::EMPTY
+            };
+        }
         self.regexes
             .matches(text)
             .iter()
