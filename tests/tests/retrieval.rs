@@ -192,3 +192,51 @@ async fn find_tools_reaches_the_floors_on_the_held_out_requests() {
         "held-out retrieval under the floor: {under:?}"
     );
 }
+
+/// Each hit says why it ranked: the query's words it matched, as the person wrote them
+/// (or as the tool says them, for a word read from a phrase or an id), and a word
+/// matched through a synonym as "bill as invoice".
+#[tokio::test]
+async fn each_hit_says_why_it_ranked() {
+    let server = MockServer::start().await;
+    let broker = TestBroker::start(Setup::all_upstreams(&server.uri())).await;
+    let why = |reply: &serde_json::Value| -> Vec<(String, String)> {
+        reply["result"]["structuredContent"]["data"]["results"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|r| {
+                let name = r["fullName"].as_str().unwrap_or_default().to_string();
+                (name, r["why"].as_str().unwrap_or("<none>").to_string())
+            })
+            .collect()
+    };
+    let ask = |query: &'static str| {
+        crate::support::mcp_tools_call(
+            &broker,
+            json!({ "name": "find_tools", "arguments": { "query": query, "limit": 3 } }),
+            &[],
+        )
+    };
+    let (status, reply) = ask("Refunds for charge ch_3MmlLrLkdIwHu7ix0snN0B15").await;
+    assert_eq!(status, 200, "{reply}");
+    let hits = why(&reply);
+    let (name, first) = hits.first().cloned().unwrap_or_default();
+    assert!(name.starts_with("payments."), "{hits:?}");
+    // "Refunds" as written; "charge" from the id, spelled as the tool says it.
+    assert!(
+        first.starts_with("matched ") && first.contains("charge") && first.contains("refunds"),
+        "{hits:?}"
+    );
+    assert!(
+        hits.iter()
+            .all(|(_, w)| w.starts_with("matched ") || w.contains(" as ")),
+        "{hits:?}"
+    );
+    let (_, reply) = ask("void a bill").await;
+    let hits = why(&reply);
+    assert!(
+        hits.iter().any(|(_, w)| w.contains("bill as invoice")),
+        "{hits:?}"
+    );
+}

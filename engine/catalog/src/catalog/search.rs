@@ -23,6 +23,8 @@ use serde::Deserialize;
 
 use crate::catalog::{Action, PathPart, Tool};
 
+mod why;
+
 /// `rules/search.toml`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
@@ -194,13 +196,18 @@ struct Doc {
     writes: bool,
 }
 
-/// One search hit: the tool's position in `Catalog::tools` and its score.
+/// One search hit: the tool's position in `Catalog::tools`, its score, and which of
+/// the query's distinct words it matched ([`SearchIndex::why`] says them).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Hit {
     /// Index into the catalog's tools.
     pub tool: usize,
     /// Score (higher is better).
     pub score: f64,
+    /// Bit i: the i-th distinct query word (sorted) matched as itself.
+    pub own: u64,
+    /// Bit i: the i-th distinct query word matched only through a synonym.
+    pub related: u64,
 }
 
 /// Each field's average length in words over the catalog (at least 1).
@@ -433,38 +440,45 @@ impl SearchIndex {
     }
 
     /// [`Self::words`], looking each stem up in `memo` first and keeping it there.
-    fn words_with(
+    fn words_with(&self, text: &str, memo: Option<&mut HashMap<String, String>>) -> Vec<String> {
+        let mut out = Vec::new();
+        self.each_word(text, memo, |_, stem| out.push(stem));
+        out
+    }
+
+    /// Each word of `text` (as [`Self::words`] reads it), lowercased as written and
+    /// stemmed.
+    fn each_word(
         &self,
         text: &str,
         mut memo: Option<&mut HashMap<String, String>>,
-    ) -> Vec<String> {
-        let mut out = Vec::new();
+        mut each: impl FnMut(&str, String),
+    ) {
         let mut current = String::new();
         let mut prev_lower = false;
         for c in text.chars() {
             if c.is_alphanumeric() {
                 if c.is_uppercase() && prev_lower {
-                    self.push_word(&mut out, &mut current, memo.as_deref_mut());
+                    self.push_word(&mut current, memo.as_deref_mut(), &mut each);
                 }
                 prev_lower = c.is_lowercase() || c.is_ascii_digit();
                 current.extend(c.to_lowercase());
             } else {
                 prev_lower = false;
-                self.push_word(&mut out, &mut current, memo.as_deref_mut());
+                self.push_word(&mut current, memo.as_deref_mut(), &mut each);
             }
         }
-        self.push_word(&mut out, &mut current, memo);
-        out
+        self.push_word(&mut current, memo, &mut each);
     }
 
     fn push_word(
         &self,
-        out: &mut Vec<String>,
         current: &mut String,
         memo: Option<&mut HashMap<String, String>>,
+        each: &mut impl FnMut(&str, String),
     ) {
         if !current.is_empty() && !self.stopwords.contains(current.as_str()) {
-            out.push(match (self.stems.get(current.as_str()), memo) {
+            let stemmed = match (self.stems.get(current.as_str()), memo) {
                 (Some(kept), _) => kept.clone(),
                 (None, None) => stem(current),
                 (None, Some(memo)) => match memo.get(current.as_str()) {
@@ -475,7 +489,8 @@ impl SearchIndex {
                         stemmed
                     }
                 },
-            });
+            };
+            each(current, stemmed);
         }
         current.clear();
     }
@@ -569,17 +584,10 @@ impl SearchIndex {
         (reading, verb)
     }
 
-    /// Ranks `docs`, each with its service's id.
-    fn rank<'a>(
-        &self,
-        docs: impl Iterator<Item = (&'a str, &'a Doc)>,
-        stats: &Stats,
-        query: &str,
-        keep: impl Fn(usize) -> bool,
-    ) -> Vec<Hit> {
-        let mut query_words = self.query_words(query);
-        let (reading, verb) = self.intent(query, &query_words);
-        // A word naming a service says where to look, not what to match.
+    /// A query's words, once each and sorted (so sums are added in one order and equal
+    /// scores tie exactly), and the services it names: a word naming a service says
+    /// where to look, not what to match (it is left out when other words remain).
+    fn distinct(&self, mut query_words: Vec<String>) -> (Vec<String>, HashSet<&str>) {
         let named: HashSet<&str> = query_words
             .iter()
             .filter_map(|w| self.service_words.get(w.as_str()).map(String::as_str))
@@ -594,8 +602,20 @@ impl SearchIndex {
         }
         query_words.sort_unstable();
         query_words.dedup();
-        // Sorted, so sums are added in one order and equal scores tie exactly.
-        let distinct: Vec<&String> = query_words.iter().collect();
+        (query_words, named)
+    }
+
+    /// Ranks `docs`, each with its service's id.
+    fn rank<'a>(
+        &self,
+        docs: impl Iterator<Item = (&'a str, &'a Doc)>,
+        stats: &Stats,
+        query: &str,
+        keep: impl Fn(usize) -> bool,
+    ) -> Vec<Hit> {
+        let query_words = self.query_words(query);
+        let (reading, verb) = self.intent(query, &query_words);
+        let (distinct, named) = self.distinct(query_words);
         if distinct.is_empty() {
             return Vec::new();
         }
@@ -644,6 +664,8 @@ impl SearchIndex {
                     .collect()
             })
             .collect();
+        // Each query word's own term, where a tool holds it.
+        let owns: Vec<Option<u32>> = distinct.iter().map(|w| id(w)).collect();
         let mut hits = Vec::new();
         for (service, doc) in docs {
             if !keep(doc.tool) {
@@ -651,18 +673,29 @@ impl SearchIndex {
             }
             let mut score = 0.0;
             let mut matched = 0usize;
-            for candidates in &weighted {
+            let (mut own, mut related) = (0u64, 0u64);
+            for (i, candidates) in weighted.iter().enumerate() {
                 let mut best = 0.0f64;
+                let mut itself = false;
                 for &(term, weight) in candidates {
                     if let Ok(at) = doc.terms.binary_search_by_key(&term, |&(id, _)| id) {
                         let tf = doc.terms[at].1;
                         let part = weight * tf * (self.k1 + 1.0) / (tf + self.k1);
-                        best = best.max(part);
+                        if part > best {
+                            best = part;
+                            itself = owns.get(i).copied().flatten() == Some(term);
+                        }
                     }
                 }
                 if best > 0.0 {
                     matched += 1;
                     score += best;
+                    let bit = 1u64.checked_shl(i as u32).unwrap_or(0);
+                    if itself {
+                        own |= bit;
+                    } else {
+                        related |= bit;
+                    }
                 }
             }
             if matched > 0 {
@@ -683,6 +716,8 @@ impl SearchIndex {
                 hits.push(Hit {
                     tool: doc.tool,
                     score: score * coverage * action * place,
+                    own,
+                    related,
                 });
             }
         }

@@ -324,8 +324,14 @@ fn find(
     let results: Vec<Value> = hits
         .iter()
         .take(filters.limit)
-        .filter_map(|h| catalog.tools.get(h.tool))
-        .map(|t| summary(catalog, t))
+        .filter_map(|hit| {
+            let tool = catalog.tools.get(hit.tool)?;
+            let mut row = summary(catalog, tool);
+            if let Some(map) = row.as_object_mut() {
+                map.insert("why".into(), json!(catalog.search().why(query, hit, tool)));
+            }
+            Some(row)
+        })
         .collect();
     envelope::standard_ok(
         json!({ "query": query, "total": hits.len(), "results": results,
