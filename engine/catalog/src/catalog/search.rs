@@ -50,6 +50,11 @@ pub struct RawSearch {
     /// prefix is dropped (it names no tool).
     #[serde(default)]
     pub id_prefixes: BTreeMap<String, String>,
+    /// What a value in a user's sentence is read as: an e-mail address, a URL, a domain
+    /// name (each a hint of what the tool takes, or nothing); a number, an amount, a
+    /// date, a time or an IP address is never a search word.
+    #[serde(default)]
+    pub values: Values,
     /// Words the stemmer would merge with others, kept as these stems ("customer"
     /// is not "custom").
     #[serde(default)]
@@ -65,6 +70,21 @@ pub struct RawSearch {
     /// Verbs a query can name as the thing to do.
     #[serde(default)]
     pub actions: Option<Actions>,
+}
+
+/// The words a value in a query is read as (`[values]` of `rules/search.toml`).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct Values {
+    /// An e-mail address (`jane@example.com`).
+    #[serde(default)]
+    pub email: String,
+    /// A URL (`https://...`).
+    #[serde(default)]
+    pub url: String,
+    /// A domain name (`example.com`, `www.example.com`).
+    #[serde(default)]
+    pub domain: String,
 }
 
 /// What to do when a query names an action ("cancel a subscription", "refund a
@@ -149,6 +169,8 @@ pub struct SearchIndex {
     phrases: Vec<(Vec<String>, Vec<String>)>,
     /// Id prefix -> the words an id of that form stands for.
     id_prefixes: HashMap<String, String>,
+    /// What a value in a query is read as.
+    values: Values,
     /// Word -> its stem, where the stemmer's would merge it with another word.
     stems: HashMap<String, String>,
     /// Stemmed service id -> the service it names.
@@ -243,6 +265,7 @@ impl SearchIndex {
             synonyms: HashMap::new(),
             phrases: Vec::new(),
             id_prefixes: raw.id_prefixes.clone().into_iter().collect(),
+            values: raw.values.clone(),
             stems: raw
                 .stems
                 .iter()
@@ -501,13 +524,14 @@ impl SearchIndex {
         let mut text = String::with_capacity(query.len());
         for token in query.split_whitespace() {
             let bare = token.trim_matches(|c: char| !c.is_alphanumeric() && c != '_');
-            match id_prefix(bare) {
-                Some(prefix) => {
-                    if let Some(named) = self.id_prefixes.get(prefix) {
-                        text.push_str(named);
-                    }
+            if let Some(prefix) = id_prefix(bare) {
+                if let Some(named) = self.id_prefixes.get(prefix) {
+                    text.push_str(named);
                 }
-                None => text.push_str(token),
+            } else if let Some(value) = self.value(token) {
+                text.push_str(value);
+            } else {
+                text.push_str(token);
             }
             text.push(' ');
         }
@@ -727,6 +751,44 @@ impl SearchIndex {
     }
 }
 
+impl SearchIndex {
+    /// What a value in a query is read as, when `token` is one: an e-mail address, a
+    /// URL or a domain name its hint words; a number, an amount, a date, a time or an
+    /// IP address nothing (`Some("")`). `None`: a word.
+    fn value(&self, token: &str) -> Option<&str> {
+        let bare = token.trim_matches(|c: char| {
+            !c.is_alphanumeric() && !matches!(c, '$' | '€' | '£' | '/' | ':')
+        });
+        let bare = bare.trim_end_matches(['.', ':', '/']);
+        if bare.is_empty() {
+            return None;
+        }
+        if bare.contains('@') && bare.contains('.') {
+            return Some(&self.values.email);
+        }
+        if bare.starts_with("http://") || bare.starts_with("https://") {
+            return Some(&self.values.url);
+        }
+        let numeric = bare.chars().any(|c| c.is_ascii_digit())
+            && bare.chars().all(|c| {
+                c.is_ascii_digit()
+                    || matches!(c, '.' | ',' | ':' | '/' | '-' | '$' | '€' | '£' | '%')
+            });
+        if numeric {
+            return Some("");
+        }
+        let labels: Vec<&str> = bare.split('.').collect();
+        let domain = labels.len() >= 2
+            && labels
+                .iter()
+                .all(|l| !l.is_empty() && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
+            && labels
+                .last()
+                .is_some_and(|tld| tld.len() >= 2 && tld.chars().all(|c| c.is_ascii_lowercase()));
+        domain.then_some(self.values.domain.as_str())
+    }
+}
+
 /// The prefix of an id such as `ch_3MmlLrLkdIwHu7ix` or `vm_42`: a short lowercase word,
 /// `_`, and letters and digits with at least one digit. `get_refunds` is no id.
 fn id_prefix(token: &str) -> Option<&str> {
@@ -786,6 +848,30 @@ customers = "customer"
         // phrase right after it is read too.
         assert_eq!(index.query_words("set up set up calendars"), ["calendar"]);
         assert_eq!(index.query_words("get_refunds"), ["get", "refund"]);
+    }
+
+    #[test]
+    fn values_in_a_sentence_are_hints_or_nothing() {
+        let raw: RawSearch = toml::from_str(
+            "k1 = 1.2\nb = 0.5\nstopwords = [\"at\", \"the\", \"to\", \"on\", \"for\"]\n\
+             [weights]\nname = 1.0\naliases = 1.0\ntitle = 1.0\ncategory = 1.0\ndescription = 1.0\npath = 1.0\noperation = 1.0\n\
+             [values]\nemail = \"email\"\nurl = \"url\"\ndomain = \"domain\"\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let index = SearchIndex::build(&raw, &[]);
+        assert_eq!(
+            index.query_words("Point www.example.com at the IP 203.0.113.7."),
+            ["point", "domain", "ip"]
+        );
+        assert_eq!(
+            index.query_words("Invite jane@example.com to https://acme.io/page on 2026-12-01 at 10:00 for $25.50 (12/29)"),
+            ["invit", "email", "url"]
+        );
+        // Words with a dot or a digit that are not values stay words.
+        assert_eq!(
+            index.query_words("Q3 targets, e.g. ASP.NET"),
+            ["q3", "target", "e", "g", "asp", "net"]
+        );
     }
 
     #[test]
