@@ -33,11 +33,13 @@ struct Request {
     held_out: bool,
 }
 
-/// Hits of one part, one form, one service: `(top-1, top-5, asked)`.
+/// Hits of one part, one form, one service: top-1, top-5, the sum of reciprocal ranks
+/// within the first ten (MRR@10), asked.
 #[derive(Default, Clone, Copy)]
 struct Tally {
     top1: usize,
     top5: usize,
+    reciprocal: f64,
     asked: usize,
 }
 
@@ -46,6 +48,7 @@ impl Tally {
         self.asked += 1;
         self.top1 += usize::from(rank == Some(0));
         self.top5 += usize::from(rank.is_some_and(|r| r < 5));
+        self.reciprocal += rank.map_or(0.0, |r| 1.0 / (r + 1) as f64);
     }
 
     fn share(hits: usize, asked: usize) -> f64 {
@@ -54,18 +57,19 @@ impl Tally {
 
     fn cells(self) -> String {
         format!(
-            "{:.0}% | {:.0}%",
+            "{:.0}% | {:.0}% | {:.2}",
             100.0 * Self::share(self.top1, self.asked),
-            100.0 * Self::share(self.top5, self.asked)
+            100.0 * Self::share(self.top5, self.asked),
+            self.reciprocal / self.asked.max(1) as f64
         )
     }
 }
 
-/// The full names `find_tools` ranks first for a query, best first (at most five).
-async fn top5(broker: &TestBroker, query: &str) -> Vec<String> {
+/// The full names `find_tools` ranks first for a query, best first (at most ten).
+async fn top10(broker: &TestBroker, query: &str) -> Vec<String> {
     let (status, reply) = crate::support::mcp_tools_call(
         broker,
-        json!({ "name": "find_tools", "arguments": { "query": query, "limit": 5 } }),
+        json!({ "name": "find_tools", "arguments": { "query": query, "limit": 10 } }),
         &[],
     )
     .await;
@@ -113,7 +117,7 @@ async fn find_tools_reaches_the_floors_on_the_held_out_requests() {
             .unwrap_or_default()
             .to_string();
         for (form, query) in [("words", &r.words), ("sentence", &r.sentence)] {
-            let found = top5(&broker, query).await;
+            let found = top10(&broker, query).await;
             let rank = found.iter().position(|n| r.expect.contains(n));
             for s in [service.clone(), "all".to_string()] {
                 tallies.entry((r.held_out, form, s)).or_default().add(rank);
@@ -130,8 +134,10 @@ async fn find_tools_reaches_the_floors_on_the_held_out_requests() {
     let received = server.received_requests().await.unwrap_or_default();
     assert!(received.is_empty(), "find_tools contacted an upstream");
 
-    println!("| part | service | words top-1 | words top-5 | sentences top-1 | sentences top-5 |");
-    println!("|---|---|---|---|---|---|");
+    println!(
+        "| part | service | words top-1 | words top-5 | words MRR | sentences top-1 | sentences top-5 | sentences MRR |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
     for held_out in [true, false] {
         let part = if held_out { "held out" } else { "tuned on" };
         let names: BTreeSet<&String> = tallies.keys().map(|(_, _, s)| s).collect();

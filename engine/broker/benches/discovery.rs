@@ -85,6 +85,19 @@ fn discovery(c: &mut Criterion) {
             })
         },
     );
+    // Why each of the first ten ranked, as `find_tools` says it.
+    let sentence = "Give the customer their money back for charge ch_3MmlLrLkdIwHu7ix";
+    let hits = catalog.search().search_all(None, sentence, |_| true);
+    c.bench_function("find_tools: why of the first ten, a user's sentence", |b| {
+        b.iter(|| {
+            let why = catalog.search().why(black_box(sentence));
+            hits.iter()
+                .take(10)
+                .map(|h| why.of(h))
+                .map(|w| w.len())
+                .sum::<usize>()
+        })
+    });
     let find = catalog
         .resolve("payments.find_tools")
         .unwrap_or_else(|| panic!("payments.find_tools missing"));

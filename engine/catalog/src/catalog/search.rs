@@ -24,6 +24,7 @@ use serde::Deserialize;
 use crate::catalog::{Action, PathPart, Tool};
 
 mod why;
+pub use why::Why;
 
 /// `rules/search.toml`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -181,6 +182,8 @@ pub struct SearchIndex {
     global: Stats,
     /// Every word a tool holds -> its term id.
     vocabulary: HashMap<String, u32>,
+    /// A stem -> its shortest written form in the catalog ("charg" -> "charge").
+    spelled: HashMap<String, String>,
 }
 
 /// What BM25 needs of a corpus besides its documents.
@@ -232,6 +235,19 @@ pub struct Hit {
     pub related: u64,
 }
 
+/// Each stem spelled as a person reads it, from the catalog's `written -> stem` pairs:
+/// its shortest written form ("charg" is "charge"), for `why`.
+fn spelled(stems: HashMap<String, String>) -> HashMap<String, String> {
+    let mut spelled: HashMap<String, String> = HashMap::new();
+    for (written, stemmed) in stems {
+        let kept = spelled.entry(stemmed).or_insert_with(|| written.clone());
+        if (written.len(), &written) < (kept.len(), &*kept) {
+            *kept = written;
+        }
+    }
+    spelled
+}
+
 /// Each field's average length in words over the catalog (at least 1).
 fn average_lengths(fielded: &[[Vec<String>; FIELDS]]) -> [f64; FIELDS] {
     let mut avg = [0.0f64; FIELDS];
@@ -276,6 +292,7 @@ impl SearchIndex {
             services: HashMap::new(),
             global: Stats::default(),
             vocabulary: HashMap::new(),
+            spelled: HashMap::new(),
         };
         index.phrases = raw
             .phrases
@@ -330,6 +347,7 @@ impl SearchIndex {
             .map(|tool| index.fields(raw, tool, &mut stems))
             .collect();
         let avg = average_lengths(&fielded);
+        index.spelled = spelled(stems);
         for (i, (tool, fields)) in tools.iter().zip(fielded).enumerate() {
             // BM25F: a term's frequency is the sum over fields of the field's weight,
             // each normalised by that field's own length, so a long description

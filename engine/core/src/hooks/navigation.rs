@@ -185,6 +185,7 @@ pub fn find_tools(
         })
     };
     let hits = catalog.search().search(&tool.service, query, keep);
+    let why = catalog.search().why(query);
     let results: Vec<Value> = hits
         .iter()
         .take(limit)
@@ -195,7 +196,7 @@ pub fn find_tools(
             if let Some(map) = row.as_object_mut() {
                 map.insert("rank".into(), json!(rank + 1));
                 map.insert("score".into(), json!((hit.score * 1000.0).round() / 1000.0));
-                map.insert("why".into(), json!(catalog.search().why(query, hit, found)));
+                map.insert("why".into(), json!(why.of(hit)));
             }
             Some(row)
         })

@@ -321,6 +321,7 @@ fn find(
     };
     // One corpus across services, so scores of two services compare.
     let hits = catalog.search().search_all(service, query, keep);
+    let why = catalog.search().why(query);
     let results: Vec<Value> = hits
         .iter()
         .take(filters.limit)
@@ -328,7 +329,7 @@ fn find(
             let tool = catalog.tools.get(hit.tool)?;
             let mut row = summary(catalog, tool);
             if let Some(map) = row.as_object_mut() {
-                map.insert("why".into(), json!(catalog.search().why(query, hit, tool)));
+                map.insert("why".into(), json!(why.of(hit)));
             }
             Some(row)
         })

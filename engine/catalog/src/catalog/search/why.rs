@@ -6,46 +6,81 @@
 use std::collections::HashMap;
 
 use super::{Hit, SearchIndex};
-use crate::catalog::Tool;
+
+/// The reading of one query that says why each of its hits ranked: the query is read
+/// once, each hit then costs a few lookups.
+#[derive(Debug)]
+pub struct Why<'i> {
+    index: &'i SearchIndex,
+    /// The query's distinct words, as ranked (a hit's bits index them).
+    words: Vec<String>,
+    /// Each stem of the query -> the word that gave it, as written.
+    asked: HashMap<String, String>,
+}
 
 /// At most this many words are named (the best first, as the query's words sort).
 const MOST_NAMED: usize = 6;
 
 impl SearchIndex {
-    /// Why `hit` (of `tool`) ranked for `query`: `matched refund, charge; bill as
-    /// invoice`. Empty when it matched nothing (no hit is without a match).
-    pub fn why(&self, query: &str, hit: &Hit, tool: &Tool) -> String {
-        let (words, _) = self.distinct(self.query_words(query));
-        let asked = self.spellings(query);
-        let says = self.spellings(&format!(
-            "{} {} {} {} {}",
-            tool.title,
-            tool.name,
-            tool.aliases.join(" "),
-            tool.description,
-            tool.argument_names.join(" ")
-        ));
+    /// What says why each hit of `query` ranked ([`Why::of`]).
+    pub fn why(&self, query: &str) -> Why<'_> {
+        Why {
+            index: self,
+            words: self.distinct(self.query_words(query)).0,
+            asked: self.spellings(query),
+        }
+    }
+
+    /// Whether the tool at `tool` holds the word `stem` in any field.
+    fn holds(&self, tool: usize, stem: &str) -> bool {
+        let Some(term) = self.vocabulary.get(stem) else {
+            return false;
+        };
+        self.services
+            .values()
+            .flat_map(|s| s.docs.iter())
+            .find(|d| d.tool == tool)
+            .is_some_and(|d| d.terms.binary_search_by_key(term, |&(id, _)| id).is_ok())
+    }
+
+    /// Each stem of `text` -> the first word that gave it, lowercased as written.
+    fn spellings(&self, text: &str) -> HashMap<String, String> {
+        let mut out: HashMap<String, String> = HashMap::new();
+        self.each_word(text, None, |written, stem| {
+            out.entry(stem).or_insert_with(|| written.to_string());
+        });
+        out
+    }
+}
+
+impl Why<'_> {
+    /// Why `hit` ranked: `matched refund, charge; bill as invoice`. Empty when it
+    /// matched nothing (no hit is without a match). Reads no tool text: a word the
+    /// query does not spell (one from a phrase or an id) is spelled as the catalog
+    /// writes it.
+    pub fn of(&self, hit: &Hit) -> String {
         let spell = |stem: &str| {
-            asked
+            self.asked
                 .get(stem)
-                .or_else(|| says.get(stem))
+                .or_else(|| self.index.spelled.get(stem))
                 .map_or_else(|| stem.to_string(), Clone::clone)
         };
         let bit = |i: usize, set: u64| 1u64.checked_shl(i as u32).is_some_and(|b| set & b != 0);
-        let matched: Vec<String> = (0..words.len())
+        let matched: Vec<String> = (0..self.words.len())
             .filter(|i| bit(*i, hit.own))
-            .map(|i| spell(&words[i]))
+            .map(|i| spell(&self.words[i]))
             .take(MOST_NAMED)
             .collect();
-        let through: Vec<String> = (0..words.len())
+        let through: Vec<String> = (0..self.words.len())
             .filter(|i| bit(*i, hit.related))
             .filter_map(|i| {
-                let word = &words[i];
+                let word = &self.words[i];
                 let synonym = self
+                    .index
                     .synonyms
                     .get(word)?
                     .iter()
-                    .find(|s| says.contains_key(s.as_str()))?;
+                    .find(|s| self.index.holds(hit.tool, s))?;
                 Some(format!("{} as {}", spell(word), spell(synonym)))
             })
             .take(MOST_NAMED)
@@ -62,14 +97,5 @@ impl SearchIndex {
             why.push_str(&through.join(", "));
         }
         why
-    }
-
-    /// Each stem of `text` -> the first word that gave it, lowercased as written.
-    fn spellings(&self, text: &str) -> HashMap<String, String> {
-        let mut out: HashMap<String, String> = HashMap::new();
-        self.each_word(text, None, |written, stem| {
-            out.entry(stem).or_insert_with(|| written.to_string());
-        });
-        out
     }
 }
