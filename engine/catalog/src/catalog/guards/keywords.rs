@@ -189,10 +189,15 @@ fn ascii_boundaries(pattern: &str) -> String {
 pub(super) struct Patterns {
     /// The rules it was built for.
     pub(super) set: Set,
-    regexes: regex::bytes::RegexSet,
-    /// The one pattern of a set of one, as a regex: it stops at its first match.
-    one: Option<regex::bytes::Regex>,
+    matcher: Matcher,
     rule_of: Vec<usize>,
+}
+
+/// How a [`Patterns`] runs: one rule's regex (it stops at its first match), or the set.
+#[derive(Debug, Clone)]
+enum Matcher {
+    One(regex::bytes::Regex),
+    Set(regex::bytes::RegexSet),
 }
 
 impl Patterns {
@@ -200,38 +205,35 @@ impl Patterns {
     pub(super) fn build(patterns: &[(usize, &str)], set: Set) -> Result<Self, String> {
         let chosen: Vec<&(usize, &str)> =
             patterns.iter().filter(|(i, _)| set.contains(*i)).collect();
-        let regexes =
-            regex::bytes::RegexSetBuilder::new(chosen.iter().map(|(_, p)| ascii_boundaries(p)))
-                .size_limit(super::PATTERN_BYTES.saturating_mul(chosen.len().max(1)))
-                .build()
-                .map_err(|e| format!("the guards' patterns do not compile as one set: {e}"))?;
-        let one = match chosen.as_slice() {
-            [(_, pattern)] => Some(
+        let matcher = match chosen.as_slice() {
+            [(_, pattern)] => Matcher::One(
                 regex::bytes::RegexBuilder::new(&ascii_boundaries(pattern))
                     .size_limit(super::PATTERN_BYTES)
                     .build()
                     .map_err(|e| format!("the guards' pattern does not compile over bytes: {e}"))?,
             ),
-            _ => None,
+            _ => Matcher::Set(
+                regex::bytes::RegexSetBuilder::new(chosen.iter().map(|(_, p)| ascii_boundaries(p)))
+                    .size_limit(super::PATTERN_BYTES.saturating_mul(chosen.len().max(1)))
+                    .build()
+                    .map_err(|e| format!("the guards' patterns do not compile as one set: {e}"))?,
+            ),
         };
         Ok(Self {
             set,
-            regexes,
-            one,
+            matcher,
             rule_of: chosen.iter().map(|(i, _)| *i).collect(),
         })
     }
 
     /// The rules of its set whose pattern matches somewhere in `text`.
     pub(super) fn matching(&self, text: &[u8]) -> Set {
-        if let Some(one) = &self.one {
-            return if one.is_match(text) {
-                self.set
-            } else {
-                Set::EMPTY
-            };
-        }
-        self.regexes
+        let regexes = match &self.matcher {
+            Matcher::One(one) if one.is_match(text) => return self.set,
+            Matcher::One(_) => return Set::EMPTY,
+            Matcher::Set(regexes) => regexes,
+        };
+        regexes
             .matches(text)
             .iter()
             .filter_map(|k| self.rule_of.get(k))

@@ -22,10 +22,9 @@ const MOST_SHAPE: usize = 8;
 const MOST_SHAPES_AT_ONCE: usize = 4;
 
 /// A byte class of a [`Shape`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Class {
     /// `A`: an ASCII capital.
-    #[default]
     Upper,
     /// `a`: an ASCII small letter.
     Lower,
