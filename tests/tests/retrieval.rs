@@ -12,14 +12,18 @@ use wiremock::MockServer;
 
 use crate::support::{Setup, TestBroker, root};
 
-/// Search words: top-1 and top-5 floors; sentences: top-5 floor.
-const WORDS_TOP1: f64 = 0.85;
-const WORDS_TOP5: f64 = 0.97;
-const SENTENCE_TOP5: f64 = 0.60;
+/// Search words: top-1 and top-5 floors (the goals); sentences: top-1 and top-5 floors
+/// (under the goals of 60% and 85%, which the held-out part does not reach yet).
+const WORDS_TOP1: f64 = 0.90;
+const WORDS_TOP5: f64 = 0.98;
+const SENTENCE_TOP1: f64 = 0.45;
+const SENTENCE_TOP5: f64 = 0.70;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Set {
+    /// How many of the first requests were written before the catalog had intents.
+    before_intents: usize,
     request: Vec<Request>,
 }
 
@@ -84,42 +88,31 @@ async fn top10(broker: &TestBroker, query: &str) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
-async fn find_tools_reaches_the_floors_on_the_held_out_requests() {
-    let text = std::fs::read_to_string(root().join("tests/retrieval/requests.toml")).unwrap();
-    let set: Set = toml::from_str(&text).unwrap();
-    let catalog = crate::support::embedded_catalog();
-    // The set is what a fair measure needs: 200 requests or more, every service, every
-    // expected name a tool (a typo must not pass as a miss).
-    assert!(set.request.len() >= 200, "{} requests", set.request.len());
-    let mut services = BTreeSet::new();
-    for r in &set.request {
-        assert!(!r.expect.is_empty(), "`{}` expects nothing", r.words);
-        for name in &r.expect {
-            let tool = catalog
-                .resolve(name)
-                .unwrap_or_else(|| panic!("`{}` expects `{name}`, which is not a tool", r.words));
-            assert_eq!(&tool.full_name, name, "expect canonical names");
-            services.insert(tool.service.clone());
-        }
-    }
-    assert_eq!(services.len(), catalog.services.len(), "{services:?}");
+/// The row of the requests written before the catalog had intents.
+const BEFORE_INTENTS: &str = "all, written before intents";
 
-    let server = MockServer::start().await;
-    let broker = TestBroker::start(Setup::all_upstreams(&server.uri())).await;
-    // (held out, form, service) -> tally; service "all" sums them.
-    let mut tallies: BTreeMap<(bool, &str, String), Tally> = BTreeMap::new();
+/// (held out, form, service) -> tally; service "all" sums them.
+type Tallies = BTreeMap<(bool, &'static str, String), Tally>;
+
+/// Asks `find_tools` every request of the set in both forms; the tallies, and the
+/// first-rank misses of the tuned-on part.
+async fn measure(broker: &TestBroker, set: &Set) -> (Tallies, Vec<String>) {
+    let mut tallies = Tallies::new();
     let mut misses = Vec::new();
-    for r in &set.request {
+    for (i, r) in set.request.iter().enumerate() {
         let service = r.expect[0]
             .split('.')
             .next()
             .unwrap_or_default()
             .to_string();
         for (form, query) in [("words", &r.words), ("sentence", &r.sentence)] {
-            let found = top10(&broker, query).await;
+            let found = top10(broker, query).await;
             let rank = found.iter().position(|n| r.expect.contains(n));
-            for s in [service.clone(), "all".to_string()] {
+            let mut parts = vec![service.clone(), "all".to_string()];
+            if i < set.before_intents {
+                parts.push(BEFORE_INTENTS.to_string());
+            }
+            for s in parts {
                 tallies.entry((r.held_out, form, s)).or_default().add(rank);
             }
             if rank != Some(0) && !r.held_out {
@@ -131,9 +124,12 @@ async fn find_tools_reaches_the_floors_on_the_held_out_requests() {
             }
         }
     }
-    let received = server.received_requests().await.unwrap_or_default();
-    assert!(received.is_empty(), "find_tools contacted an upstream");
+    (tallies, misses)
+}
 
+/// The figures of both parts, per service, as a markdown table (bench/README.md).
+fn print_table(label: &str, tallies: &Tallies) {
+    println!("{label}");
     println!(
         "| part | service | words top-1 | words top-5 | words MRR | sentences top-1 | sentences top-5 | sentences MRR |"
     );
@@ -159,6 +155,64 @@ async fn find_tools_reaches_the_floors_on_the_held_out_requests() {
             }
         }
     }
+}
+
+/// The set, checked: 400 requests or more, every service, every expected name a tool
+/// (a typo must not pass as a miss).
+fn checked_set() -> Set {
+    let text = std::fs::read_to_string(root().join("tests/retrieval/requests.toml")).unwrap();
+    let set: Set = toml::from_str(&text).unwrap();
+    let catalog = crate::support::embedded_catalog();
+    assert!(set.request.len() >= 400, "{} requests", set.request.len());
+    let mut services = BTreeSet::new();
+    for r in &set.request {
+        assert!(!r.expect.is_empty(), "`{}` expects nothing", r.words);
+        for name in &r.expect {
+            let tool = catalog
+                .resolve(name)
+                .unwrap_or_else(|| panic!("`{}` expects `{name}`, which is not a tool", r.words));
+            assert_eq!(&tool.full_name, name, "expect canonical names");
+            // A tool `find_tools` never returns by default cannot be expected.
+            assert!(
+                tool.exposed && tool.tier == tool_broker::catalog::descriptor::Tier::AgentReady,
+                "`{}` expects `{name}`, which find_tools does not return (not exposed, or legacy)",
+                r.words
+            );
+            services.insert(tool.service.clone());
+        }
+    }
+    assert_eq!(services.len(), catalog.services.len(), "{services:?}");
+    set
+}
+
+#[tokio::test]
+async fn find_tools_reaches_the_floors_on_the_held_out_requests() {
+    let set = checked_set();
+    let server = MockServer::start().await;
+    // The catalog root as it is on disk (the same files the binary embeds), so a
+    // change to rules/search.toml or an intents file is measured without a rebuild.
+    let on_disk = || {
+        tool_broker::catalog::source::Sources::from_dir(&root()).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let mut with = Setup::all_upstreams(&server.uri());
+    with.sources = Some(on_disk());
+    let broker = TestBroker::start(with).await;
+    let (tallies, misses) = measure(&broker, &set).await;
+    let received = server.received_requests().await.unwrap_or_default();
+    assert!(received.is_empty(), "find_tools contacted an upstream");
+    // The same catalog without its intents (`catalog/<service>/intents.toml`), for
+    // the figures with and without them.
+    let mut without = Setup::all_upstreams(&server.uri());
+    let mut sources = on_disk();
+    sources
+        .files
+        .retain(|path, _| !path.ends_with(tool_broker::catalog::intents::FILE_NAME));
+    without.sources = Some(sources);
+    let plain = TestBroker::start(without).await;
+    let (plain_tallies, _) = measure(&plain, &set).await;
+
+    print_table("with intents:", &tallies);
+    print_table("without intents:", &plain_tallies);
     println!(
         "first-rank misses of the tuned-on part:\n{}",
         misses.join("\n")
@@ -181,6 +235,11 @@ async fn find_tools_reaches_the_floors_on_the_held_out_requests() {
             "search words top-5",
             Tally::share(w.top5, w.asked),
             WORDS_TOP5,
+        ),
+        (
+            "sentences top-1",
+            Tally::share(t.top1, t.asked),
+            SENTENCE_TOP1,
         ),
         (
             "sentences top-5",
@@ -239,10 +298,53 @@ async fn each_hit_says_why_it_ranked() {
             .all(|(_, w)| w.starts_with("matched ") || w.contains(" as ")),
         "{hits:?}"
     );
+    // A hit an intent says names it (catalog/payments/intents.toml).
+    let (_, reply) = ask("give a customer their money back").await;
+    let hits = why(&reply);
+    assert!(
+        hits.iter().any(|(name, w)| name == "payments.post_refunds"
+            && w.contains("like \"give a customer their money back\"")),
+        "{hits:?}"
+    );
     let (_, reply) = ask("void a bill").await;
     let hits = why(&reply);
     assert!(
         hits.iter().any(|(_, w)| w.contains("bill as invoice")),
         "{hits:?}"
     );
+}
+
+/// Intents are searched, and are no part of a descriptor: a tool given one keeps its
+/// descriptor hash (the lock does not move), and a request only the intent says finds it.
+#[test]
+fn intents_are_searched_and_leave_descriptors_alone() {
+    let plain = crate::support::embedded_catalog();
+    let payouts = plain.resolve("payments.get_payouts").unwrap();
+    assert!(
+        payouts.intents.iter().any(|i| i.contains("bank")),
+        "{:?}",
+        payouts.intents
+    );
+    let asked = "bring home the treasure chest";
+    let first = |catalog: &tool_broker::catalog::Catalog| {
+        catalog
+            .search()
+            .search_all(None, asked, |_| true)
+            .first()
+            .map(|hit| catalog.tools[hit.tool].full_name.clone())
+    };
+    assert_ne!(first(&plain).as_deref(), Some("payments.get_payouts"));
+
+    let intents = "[intents]\nget_payouts = [\"bring home the treasure chest\"]\n";
+    let given = crate::support::compiled(&crate::support::sources_with(&[(
+        "catalog/payments/intents.toml",
+        intents,
+    )]));
+    let tool = given.resolve("payments.get_payouts").unwrap();
+    assert_eq!(tool.intents, ["bring home the treasure chest"]);
+    assert_eq!(tool.descriptor_hash, payouts.descriptor_hash);
+    for (a, b) in plain.tools.iter().zip(&given.tools) {
+        assert_eq!(a.descriptor_hash, b.descriptor_hash, "{}", a.full_name);
+    }
+    assert_eq!(first(&given).as_deref(), Some("payments.get_payouts"));
 }

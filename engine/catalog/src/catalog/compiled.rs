@@ -228,6 +228,9 @@ pub struct Tool {
     pub category: Option<String>,
     /// Aliases as written.
     pub aliases: Vec<String>,
+    /// Requests in a user's words that the tool serves (`catalog/<service>/intents.toml`):
+    /// searched by `find_tools`, no part of the descriptor.
+    pub intents: Vec<String>,
     /// Resolved confirmation mode (never `auto`).
     pub confirmation: ConfirmationMode,
     /// Argument that requests a preview (hosting `dry_run`).

@@ -18,6 +18,7 @@ pub mod diag;
 pub mod guards;
 mod hook;
 pub mod identity;
+pub mod intents;
 pub mod listed;
 pub mod mcp;
 pub mod rules;

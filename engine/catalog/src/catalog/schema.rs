@@ -23,6 +23,10 @@ pub fn format_schemas() -> Vec<(&'static str, String)> {
             pretty(schemars::schema_for!(ToolFile)),
         ),
         (
+            "catalog-intents.schema.json",
+            pretty(schemars::schema_for!(crate::catalog::intents::IntentsFile)),
+        ),
+        (
             "rules-errors.schema.json",
             pretty(schemars::schema_for!(RawErrors)),
         ),

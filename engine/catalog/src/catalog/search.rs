@@ -51,6 +51,13 @@ pub struct RawSearch {
     /// prefix is dropped (it names no tool).
     #[serde(default)]
     pub id_prefixes: BTreeMap<String, String>,
+    /// Score factor of a tool that takes no id of the kind a query's id names ("when
+    /// will payout po_1Nq... land?" asks about one payout: the tool that reads a payout
+    /// ranks above the one that lists them). A tool takes a kind of id when a path
+    /// placeholder follows the kind's segment (`/v1/payouts/{payout}`) or an argument
+    /// is named for it (`charge`). Between 0 and 1; 1 (the default) turns it off.
+    #[serde(default = "one")]
+    pub id_miss_factor: f64,
     /// What a value in a user's sentence is read as: an e-mail address, a URL, a domain
     /// name (each a hint of what the tool takes, or nothing); a number, an amount, a
     /// date, a time or an IP address is never a search word.
@@ -130,6 +137,10 @@ pub struct Weights {
     /// The names of the arguments (`email`, `evidence`).
     #[serde(default)]
     pub arguments: f64,
+    /// The tool's intents (`catalog/<service>/intents.toml`): requests in a user's
+    /// words, read as a query is (phrases, ids and values as the rules say).
+    #[serde(default)]
+    pub intents: f64,
 }
 
 /// Words for tools of one method whose path ends one way.
@@ -170,6 +181,8 @@ pub struct SearchIndex {
     phrases: Vec<(Vec<String>, Vec<String>)>,
     /// Id prefix -> the words an id of that form stands for.
     id_prefixes: HashMap<String, String>,
+    /// See [`RawSearch::id_miss_factor`].
+    id_miss: f64,
     /// What a value in a query is read as.
     values: Values,
     /// Word -> its stem, where the stemmer's would merge it with another word.
@@ -184,6 +197,9 @@ pub struct SearchIndex {
     vocabulary: HashMap<String, u32>,
     /// A stem -> its shortest written form in the catalog ("charg" -> "charge").
     spelled: HashMap<String, String>,
+    /// A tool (index into the catalog's tools) -> each of its intents and the intent's
+    /// distinct words, for `why`.
+    intents: HashMap<usize, Vec<(String, Vec<String>)>>,
 }
 
 /// What BM25 needs of a corpus besides its documents.
@@ -195,12 +211,14 @@ struct Stats {
 }
 
 /// A tool's fields: name, aliases, title, category, description, path, operation words,
-/// resource, argument names.
-const FIELDS: usize = 9;
+/// resource, argument names, intents.
+const FIELDS: usize = 10;
 
 /// Which fields say what a tool does (an action word there is one it performs); the
-/// category, the description and the arguments only talk about it.
-const SAYS_WHAT: [bool; FIELDS] = [true, true, true, false, false, true, true, true, false];
+/// category, the description, the arguments and the intents only talk about it.
+const SAYS_WHAT: [bool; FIELDS] = [
+    true, true, true, false, false, true, true, true, false, false,
+];
 
 #[derive(Debug, Default)]
 struct ServiceIndex {
@@ -219,6 +237,9 @@ struct Doc {
     verbs: Vec<u32>,
     /// Whether it writes.
     writes: bool,
+    /// The kinds of id it takes (term ids, sorted): the segment before each path
+    /// placeholder and the argument names.
+    takes: Vec<u32>,
 }
 
 /// One search hit: the tool's position in `Catalog::tools`, its score, and which of
@@ -248,16 +269,24 @@ fn spelled(stems: HashMap<String, String>) -> HashMap<String, String> {
     spelled
 }
 
-/// Each field's average length in words over the catalog (at least 1).
+/// The intents field's position in [`FIELDS`].
+const INTENTS: usize = 9;
+
+/// Each field's average length in words over the catalog (at least 1). The intents'
+/// average is over the tools that have some: few tools do, and over all tools any
+/// tool's intents would read as overlong.
 fn average_lengths(fielded: &[[Vec<String>; FIELDS]]) -> [f64; FIELDS] {
-    let mut avg = [0.0f64; FIELDS];
+    let mut sum = [0.0f64; FIELDS];
+    let mut count = [0usize; FIELDS];
     for fields in fielded {
         for (f, words) in fields.iter().enumerate() {
-            avg[f] += words.len() as f64;
+            sum[f] += words.len() as f64;
+            count[f] += usize::from(f != INTENTS || !words.is_empty());
         }
     }
-    for a in &mut avg {
-        *a = (*a / fielded.len().max(1) as f64).max(1.0);
+    let mut avg = [1.0f64; FIELDS];
+    for (f, a) in avg.iter_mut().enumerate() {
+        *a = (sum[f] / count[f].max(1) as f64).max(1.0);
     }
     avg
 }
@@ -281,6 +310,7 @@ impl SearchIndex {
             synonyms: HashMap::new(),
             phrases: Vec::new(),
             id_prefixes: raw.id_prefixes.clone().into_iter().collect(),
+            id_miss: raw.id_miss_factor,
             values: raw.values.clone(),
             stems: raw
                 .stems
@@ -293,6 +323,7 @@ impl SearchIndex {
             global: Stats::default(),
             vocabulary: HashMap::new(),
             spelled: HashMap::new(),
+            intents: HashMap::new(),
         };
         index.phrases = raw
             .phrases
@@ -335,6 +366,7 @@ impl SearchIndex {
             w.operation,
             w.resource,
             w.arguments,
+            w.intents,
         ];
         // First the words of each tool's fields (a word counts once per field:
         // `/charges/{charge}/refunds/{refund}` does not outrank `/refunds` for "refund"
@@ -348,40 +380,14 @@ impl SearchIndex {
             .collect();
         let avg = average_lengths(&fielded);
         index.spelled = spelled(stems);
+        index.intents = index.intents_of(tools);
         for (i, (tool, fields)) in tools.iter().zip(fielded).enumerate() {
-            // BM25F: a term's frequency is the sum over fields of the field's weight,
-            // each normalised by that field's own length, so a long description
-            // weakens what the description says, never a match in the name.
-            let mut terms: HashMap<u32, f64> = HashMap::new();
-            let mut verbs: Vec<u32> = Vec::new();
-            // A read does none of the actions a query can name: its path and name may
-            // say "refunds" or "cancel", but calling it changes nothing.
-            let acts = tool.risk == crate::catalog::descriptor::Risk::Write;
-            for (f, words) in fields.iter().enumerate() {
-                let norm = 1.0 - index.b + index.b * words.len() as f64 / avg[f];
-                for word in words {
-                    let next = u32::try_from(index.vocabulary.len()).unwrap_or(u32::MAX);
-                    let id = *index.vocabulary.entry(word.clone()).or_insert(next);
-                    if acts && SAYS_WHAT[f] && index.actions.contains(word) {
-                        verbs.push(id);
-                    }
-                    *terms.entry(id).or_default() += weights[f] / norm;
-                }
-            }
-            let mut terms: Vec<(u32, f64)> = terms.into_iter().collect();
-            terms.sort_unstable_by_key(|&(id, _)| id);
-            verbs.sort_unstable();
-            verbs.dedup();
+            let doc = index.doc(i, tool, &fields, &avg, &weights);
             let service = index.services.entry(tool.service.clone()).or_default();
-            for &(id, _) in &terms {
+            for &(id, _) in &doc.terms {
                 *service.stats.df.entry(id).or_default() += 1;
             }
-            service.docs.push(Doc {
-                tool: i,
-                terms,
-                verbs,
-                writes: acts,
-            });
+            service.docs.push(doc);
         }
         for service in index.services.values_mut() {
             service.stats.docs = service.docs.len();
@@ -391,6 +397,75 @@ impl SearchIndex {
             }
         }
         index
+    }
+
+    /// One tool's document: its terms with their BM25F frequencies (each word of
+    /// `fields` given a term id of the vocabulary), its verbs and the ids it takes.
+    fn doc(
+        &mut self,
+        i: usize,
+        tool: &Tool,
+        fields: &[Vec<String>; FIELDS],
+        avg: &[f64; FIELDS],
+        weights: &[f64; FIELDS],
+    ) -> Doc {
+        // BM25F: a term's frequency is the sum over fields of the field's weight, each
+        // normalised by that field's own length, so a long description weakens what
+        // the description says, never a match in the name.
+        let mut terms: HashMap<u32, f64> = HashMap::new();
+        let mut verbs: Vec<u32> = Vec::new();
+        // A read does none of the actions a query can name: its path and name may say
+        // "refunds" or "cancel", but calling it changes nothing.
+        let acts = tool.risk == crate::catalog::descriptor::Risk::Write;
+        for (f, words) in fields.iter().enumerate() {
+            let norm = 1.0 - self.b + self.b * words.len() as f64 / avg[f];
+            for word in words {
+                let next = u32::try_from(self.vocabulary.len()).unwrap_or(u32::MAX);
+                let id = *self.vocabulary.entry(word.clone()).or_insert(next);
+                if acts && SAYS_WHAT[f] && self.actions.contains(word) {
+                    verbs.push(id);
+                }
+                *terms.entry(id).or_default() += weights[f] / norm;
+            }
+        }
+        let mut terms: Vec<(u32, f64)> = terms.into_iter().collect();
+        terms.sort_unstable_by_key(|&(id, _)| id);
+        verbs.sort_unstable();
+        verbs.dedup();
+        let mut takes: Vec<u32> = self
+            .takes(tool)
+            .iter()
+            .filter_map(|w| self.vocabulary.get(w).copied())
+            .collect();
+        takes.sort_unstable();
+        takes.dedup();
+        Doc {
+            tool: i,
+            terms,
+            verbs,
+            writes: acts,
+            takes,
+        }
+    }
+
+    /// Each tool with intents -> each intent and its distinct words (for `why`).
+    fn intents_of(&self, tools: &[Tool]) -> HashMap<usize, Vec<(String, Vec<String>)>> {
+        tools
+            .iter()
+            .enumerate()
+            .filter(|(_, tool)| !tool.intents.is_empty())
+            .map(|(i, tool)| {
+                let said = tool
+                    .intents
+                    .iter()
+                    .map(|intent| {
+                        let words = self.intent_words(std::slice::from_ref(intent));
+                        (intent.clone(), words)
+                    })
+                    .collect();
+                (i, said)
+            })
+            .collect()
     }
 
     /// The stems of a word list of the rules (absent: none).
@@ -471,7 +546,50 @@ impl SearchIndex {
             operation,
             resource,
             words(&tool.argument_names.join(" ")),
+            self.intent_words(&tool.intents),
         ]
+    }
+
+    /// The words of the kinds of id a tool takes: the last segment of the literal
+    /// before each path placeholder (`payouts` of `/v1/payouts/{payout}`) and its
+    /// argument names.
+    fn takes(&self, tool: &Tool) -> Vec<String> {
+        let mut words = self.words(&tool.argument_names.join(" "));
+        if let Action::Http(plan) = &tool.action {
+            for pair in plan.segments.windows(2) {
+                if let [PathPart::Literal(text), PathPart::Param(_)] = pair {
+                    let last = text.trim_end_matches('/').rsplit('/').next();
+                    words.extend(self.words(last.unwrap_or_default()));
+                }
+            }
+        }
+        words
+    }
+
+    /// The words each id of a query names, as term ids (`po_1Nq...` -> "payout"); an
+    /// id whose words no tool holds is left out.
+    fn query_ids(&self, query: &str) -> Vec<Vec<u32>> {
+        query
+            .split_whitespace()
+            .filter_map(|token| {
+                let bare = token.trim_matches(|c: char| !c.is_alphanumeric() && c != '_');
+                let named = self.id_prefixes.get(id_prefix(bare)?)?;
+                self.words(named)
+                    .iter()
+                    .map(|w| self.vocabulary.get(w).copied())
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The distinct words of a tool's intents, each read as a query is (its phrases,
+    /// ids and values as the rules say), so an intent and a request in the same words
+    /// meet.
+    fn intent_words(&self, intents: &[String]) -> Vec<String> {
+        let mut words: Vec<String> = intents.iter().flat_map(|i| self.query_words(i)).collect();
+        words.sort_unstable();
+        words.dedup();
+        words
     }
 
     /// Words of a text: split at punctuation and camelCase, lowercased, stop words
@@ -708,6 +826,11 @@ impl SearchIndex {
             .collect();
         // Each query word's own term, where a tool holds it.
         let owns: Vec<Option<u32>> = distinct.iter().map(|w| id(w)).collect();
+        let ids = if self.id_miss < 1.0 {
+            self.query_ids(query)
+        } else {
+            Vec::new()
+        };
         let mut hits = Vec::new();
         for (service, doc) in docs {
             if !keep(doc.tool) {
@@ -755,9 +878,13 @@ impl SearchIndex {
                 } else {
                     self.service_miss
                 };
+                let takes = ids
+                    .iter()
+                    .all(|words| words.iter().all(|w| doc.takes.binary_search(w).is_ok()));
+                let target = if takes { 1.0 } else { self.id_miss };
                 hits.push(Hit {
                     tool: doc.tool,
-                    score: score * coverage * action * place,
+                    score: score * coverage * action * place * target,
                     own,
                     related,
                 });

@@ -92,10 +92,11 @@ pub fn compile_with(
     templates.set_plain_expressions(options.plain_expressions);
     c.templates(&mut templates);
     let services = c.services();
-    let tools = match &rules {
+    let mut tools = match &rules {
         Some(rules) => c.tools(rules, &services, &mut templates, &options),
         None => Vec::new(),
     };
+    c.intents(&mut tools);
     for tool in &tools {
         c.check_steps(tool, &tools);
         c.check_task(tool, &tools);
@@ -648,6 +649,28 @@ impl<'a> Compiler<'a> {
         headers
     }
 
+    /// Each service folder's `intents.toml` given to its tools (see
+    /// [`crate::catalog::intents`]); a file in a folder without a service is reported.
+    fn intents(&mut self, tools: &mut [Tool]) {
+        let sources: &'a Sources = self.sources;
+        let suffix = format!("/{}", crate::catalog::intents::FILE_NAME);
+        for (file, text) in &sources.files {
+            if !file.starts_with("catalog/") || !file.ends_with(&suffix) {
+                continue;
+            }
+            let service = service_of(file).unwrap_or_default();
+            if tools.iter().any(|t| t.service == service) {
+                crate::catalog::intents::attach(file, text, service, tools, &mut self.diags);
+            } else {
+                self.diags.push(
+                    file,
+                    0,
+                    "intents file is not in a service folder with tools",
+                );
+            }
+        }
+    }
+
     fn tool_files(&self) -> Vec<(&'a str, &'a str)> {
         let sources: &'a Sources = self.sources;
         sources
@@ -657,6 +680,7 @@ impl<'a> Compiler<'a> {
                 p.starts_with("catalog/")
                     && p.ends_with(".toml")
                     && !p.ends_with("/service.toml")
+                    && !p.ends_with(&format!("/{}", crate::catalog::intents::FILE_NAME))
                     && p.trim_start_matches("catalog/").contains('/')
             })
             .map(|(p, t)| (p.as_str(), t.as_str()))

@@ -551,6 +551,7 @@ impl ToolCompiler<'_, '_> {
             classes: raw.classes,
             category: raw.category,
             aliases: raw.aliases,
+            intents: Vec::new(),
             confirmation,
             preview_arg,
             timeout: Duration::from_millis(limits.timeout_ms),

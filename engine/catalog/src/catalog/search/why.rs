@@ -1,7 +1,8 @@
 //! Why a tool ranked for a query, in a few words a model can read: the query's words it
 //! matched, spelled as the person wrote them (or as the tool says them, for a word that
-//! came from a phrase or an id), and a word matched through a synonym as "bill as
-//! invoice".
+//! came from a phrase or an id), a word matched through a synonym as "bill as
+//! invoice", and the tool's intent the query says most alike ("like \"give a customer
+//! their money back\"").
 
 use std::collections::HashMap;
 
@@ -85,17 +86,34 @@ impl Why<'_> {
             })
             .take(MOST_NAMED)
             .collect();
-        let mut why = String::new();
+        let mut parts = Vec::new();
         if !matched.is_empty() {
-            why.push_str("matched ");
-            why.push_str(&matched.join(", "));
+            parts.push(format!("matched {}", matched.join(", ")));
         }
         if !through.is_empty() {
-            if !why.is_empty() {
-                why.push_str("; ");
-            }
-            why.push_str(&through.join(", "));
+            parts.push(through.join(", "));
         }
-        why
+        if let Some(intent) = self.intent(hit) {
+            parts.push(format!("like \"{intent}\""));
+        }
+        parts.join("; ")
+    }
+
+    /// The hit's intent that shares the most of the query's words, when it shares two
+    /// or more (or the whole of a one-word query); the first such intent on a tie.
+    fn intent(&self, hit: &Hit) -> Option<&str> {
+        let needed = 2.min(self.words.len());
+        let mut best: Option<(usize, &str)> = None;
+        for (text, words) in self.index.intents.get(&hit.tool)? {
+            let shared = self
+                .words
+                .iter()
+                .filter(|w| words.binary_search(w).is_ok())
+                .count();
+            if shared >= needed.max(1) && best.is_none_or(|(most, _)| shared > most) {
+                best = Some((shared, text));
+            }
+        }
+        best.map(|(_, text)| text)
     }
 }
