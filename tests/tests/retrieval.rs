@@ -91,6 +91,9 @@ async fn top10(broker: &TestBroker, query: &str) -> Vec<String> {
 /// The row of the requests written before the catalog had intents.
 const BEFORE_INTENTS: &str = "all, written before intents";
 
+/// The row of the requests written after the intents (mostly of tools without any).
+const AFTER_INTENTS: &str = "all, written after intents";
+
 /// (held out, form, service) -> tally; service "all" sums them.
 type Tallies = BTreeMap<(bool, &'static str, String), Tally>;
 
@@ -109,9 +112,14 @@ async fn measure(broker: &TestBroker, set: &Set) -> (Tallies, Vec<String>) {
             let found = top10(broker, query).await;
             let rank = found.iter().position(|n| r.expect.contains(n));
             let mut parts = vec![service.clone(), "all".to_string()];
-            if i < set.before_intents {
-                parts.push(BEFORE_INTENTS.to_string());
-            }
+            parts.push(
+                if i < set.before_intents {
+                    BEFORE_INTENTS
+                } else {
+                    AFTER_INTENTS
+                }
+                .to_string(),
+            );
             for s in parts {
                 tallies.entry((r.held_out, form, s)).or_default().add(rank);
             }
