@@ -1,0 +1,239 @@
+//! How a query is read: its phrases, ids and values as the catalog's words, what it asks
+//! (to read, or the action its verb names), its distinct words, and the kinds of object
+//! its ids name.
+
+use std::collections::HashSet;
+
+use super::SearchIndex;
+
+impl SearchIndex {
+    /// The words of a query, each phrase the rules know replaced by the words it stands
+    /// for.
+    pub fn query_words(&self, query: &str) -> Vec<String> {
+        let mut text = String::with_capacity(query.len());
+        for token in query.split_whitespace() {
+            let bare = token.trim_matches(|c: char| !c.is_alphanumeric() && c != '_');
+            if let Some(prefix) = id_prefix(bare) {
+                if let Some(named) = self.id_prefixes.get(prefix) {
+                    text.push_str(named);
+                }
+            } else if let Some(value) = self.value(token) {
+                text.push_str(value);
+            } else {
+                text.push_str(token);
+            }
+            text.push(' ');
+        }
+        let mut words = self.words(&text);
+        for (phrase, replacement) in &self.phrases {
+            let mut i = 0;
+            while i + phrase.len() <= words.len() {
+                if words[i..i + phrase.len()] == phrase[..] {
+                    words.splice(i..i + phrase.len(), replacement.iter().cloned());
+                    // A phrase that stands for nothing ("set up") leaves the next word
+                    // where the phrase began.
+                    i += replacement.len();
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        words
+    }
+
+    /// The words each id of a query names, as term ids (`po_1Nq...` -> "payout"); an
+    /// id whose words no tool holds is left out.
+    pub(super) fn query_ids(&self, query: &str) -> Vec<Vec<u32>> {
+        query
+            .split_whitespace()
+            .filter_map(|token| {
+                let bare = token.trim_matches(|c: char| !c.is_alphanumeric() && c != '_');
+                let named = self.id_prefixes.get(id_prefix(bare)?)?;
+                self.words(named)
+                    .iter()
+                    .map(|w| self.vocabulary.get(w).copied())
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// What a query asks: to read (`true`), or the action its verb names. A question
+    /// ("which plugins are installed?") asks to read, as does a query that opens with a
+    /// read verb ("list refunds", "show me every refund"); then writes score
+    /// `miss_factor` of what they would. Otherwise the query's verb is its first action
+    /// word ("give the customer their money back" asks to refund; "my site shows an
+    /// old page, flush its cache" to flush).
+    pub(super) fn intent(&self, query: &str, query_words: &[String]) -> (bool, Option<String>) {
+        let opener = query
+            .split_whitespace()
+            .next()
+            .map(|w| {
+                w.trim_matches(|c: char| !c.is_alphanumeric())
+                    .to_lowercase()
+            })
+            .unwrap_or_default();
+        let reading = self.read_openers.contains(&opener)
+            || query_words
+                .first()
+                .is_some_and(|w| self.reads.contains(w.as_str()));
+        let verb = if reading {
+            None
+        } else {
+            query_words
+                .iter()
+                .find(|w| self.actions.contains(w.as_str()))
+                .cloned()
+        };
+        (reading, verb)
+    }
+
+    /// A query's words, once each and sorted (so sums are added in one order and equal
+    /// scores tie exactly), and the services it names: a word naming a service says
+    /// where to look, not what to match (it is left out when other words remain).
+    pub(super) fn distinct(&self, mut query_words: Vec<String>) -> (Vec<String>, HashSet<&str>) {
+        let named: HashSet<&str> = query_words
+            .iter()
+            .filter_map(|w| self.service_words.get(w.as_str()).map(String::as_str))
+            .collect();
+        if !named.is_empty()
+            && self.service_miss < 1.0
+            && query_words
+                .iter()
+                .any(|w| !self.service_words.contains_key(w.as_str()))
+        {
+            query_words.retain(|w| !self.service_words.contains_key(w.as_str()));
+        }
+        query_words.sort_unstable();
+        query_words.dedup();
+        (query_words, named)
+    }
+
+    /// What a value in a query is read as, when `token` is one: an e-mail address, a
+    /// URL or a domain name its hint words; a number, an amount, a date, a time or an
+    /// IP address nothing (`Some("")`). `None`: a word.
+    pub(super) fn value(&self, token: &str) -> Option<&str> {
+        let bare = token.trim_matches(|c: char| {
+            !c.is_alphanumeric() && !matches!(c, '$' | '€' | '£' | '/' | ':')
+        });
+        let bare = bare.trim_end_matches(['.', ':', '/']);
+        if bare.is_empty() {
+            return None;
+        }
+        if bare.contains('@') && bare.contains('.') {
+            return Some(&self.values.email);
+        }
+        if bare.starts_with("http://") || bare.starts_with("https://") {
+            return Some(&self.values.url);
+        }
+        let numeric = bare.chars().any(|c| c.is_ascii_digit())
+            && bare.chars().all(|c| {
+                c.is_ascii_digit()
+                    || matches!(c, '.' | ',' | ':' | '/' | '-' | '$' | '€' | '£' | '%')
+            });
+        if numeric {
+            return Some("");
+        }
+        let labels: Vec<&str> = bare.split('.').collect();
+        let domain = labels.len() >= 2
+            && labels
+                .iter()
+                .all(|l| !l.is_empty() && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
+            && labels
+                .last()
+                .is_some_and(|tld| tld.len() >= 2 && tld.chars().all(|c| c.is_ascii_lowercase()));
+        domain.then_some(self.values.domain.as_str())
+    }
+}
+
+/// The prefix of an id such as `ch_3MmlLrLkdIwHu7ix` or `vm_42`: a short lowercase word,
+/// `_`, and letters and digits with at least one digit. `get_refunds` is no id.
+fn id_prefix(token: &str) -> Option<&str> {
+    let (prefix, rest) = token.split_once('_')?;
+    let is_id = (1..=6).contains(&prefix.len())
+        && prefix.bytes().all(|b| b.is_ascii_lowercase())
+        && !rest.is_empty()
+        && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && rest.bytes().any(|b| b.is_ascii_digit());
+    is_id.then_some(prefix)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::id_prefix;
+    use crate::catalog::search::{RawSearch, SearchIndex};
+
+    #[test]
+    pub(super) fn a_query_reads_phrases_ids_and_kept_stems_as_the_catalog_words() {
+        let raw: RawSearch = toml::from_str(
+            r#"
+k1 = 1.2
+b = 0.5
+stopwords = ["the", "for", "of", "and"]
+[weights]
+name = 1.0
+aliases = 1.0
+title = 1.0
+category = 1.0
+description = 1.0
+path = 1.0
+operation = 1.0
+[phrases]
+"money back" = ["refund"]
+"set up" = []
+[id_prefixes]
+ch = "charge"
+[stems]
+customers = "customer"
+"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let index = SearchIndex::build(&raw, &[]);
+        assert_eq!(
+            index.query_words("money back for the customers of ch_3Mml9x and xy_12"),
+            ["refund", "customer", "charg"]
+        );
+        // A phrase that stands for nothing leaves the next word where it began, so a
+        // phrase right after it is read too.
+        assert_eq!(index.query_words("set up set up calendars"), ["calendar"]);
+        assert_eq!(index.query_words("get_refunds"), ["get", "refund"]);
+    }
+
+    #[test]
+    pub(super) fn values_in_a_sentence_are_hints_or_nothing() {
+        let raw: RawSearch = toml::from_str(
+            "k1 = 1.2\nb = 0.5\nstopwords = [\"at\", \"the\", \"to\", \"on\", \"for\"]\n\
+             [weights]\nname = 1.0\naliases = 1.0\ntitle = 1.0\ncategory = 1.0\ndescription = 1.0\npath = 1.0\noperation = 1.0\n\
+             [values]\nemail = \"email\"\nurl = \"url\"\ndomain = \"domain\"\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let index = SearchIndex::build(&raw, &[]);
+        assert_eq!(
+            index.query_words("Point www.example.com at the IP 203.0.113.7."),
+            ["point", "domain", "ip"]
+        );
+        assert_eq!(
+            index.query_words("Invite jane@example.com to https://acme.io/page on 2026-12-01 at 10:00 for $25.50 (12/29)"),
+            ["invit", "email", "url"]
+        );
+        // Words with a dot or a digit that are not values stay words.
+        assert_eq!(
+            index.query_words("Q3 targets, e.g. ASP.NET"),
+            ["q3", "target", "e", "g", "asp", "net"]
+        );
+    }
+
+    #[test]
+    pub(super) fn ids_are_told_from_names() {
+        for (token, prefix) in [
+            ("ch_3MmlLrLkdIwHu7ix0snN0B15", Some("ch")),
+            ("cus_NffrFeUfNV2Hib", Some("cus")),
+            ("vm_42", Some("vm")),
+            ("get_refunds", None),
+            ("abc123", None),
+            ("Ch_123", None),
+            ("customers_123", None),
+        ] {
+            assert_eq!(id_prefix(token), prefix, "{token}");
+        }
+    }
+}
