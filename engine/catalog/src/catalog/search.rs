@@ -16,10 +16,13 @@
 //! else its first action word is the verb, and tools that do not name it in the fields
 //! that say what they do are scaled instead. A query word naming a service is not
 //! matched and scales the other services' tools, and an id scales the tools that take
-//! no id of its kind. No embedding service.
+//! no id of its kind. Beside the words, the meaning: each tool's and the query's
+//! vector of a static word-vector table (`meaning`), its cosine similarity added to the
+//! words' score. No model runs at search time and no embedding service is called.
 //!
 //! Here the rules and the index's build; `words` reads a text, `query` a query, `rank`
-//! ranks, `why` says why a hit ranked.
+//! ranks, `meaning` places tools and queries by what their words mean, `why` says why
+//! a hit ranked.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -28,10 +31,12 @@ use serde::Deserialize;
 
 use crate::catalog::{Action, PathPart, Tool};
 
+mod meaning;
 mod query;
 mod rank;
 mod why;
 mod words;
+pub use meaning::MeaningRules;
 pub use why::Why;
 pub use words::stem;
 
@@ -87,6 +92,10 @@ pub struct RawSearch {
     /// Verbs a query can name as the thing to do.
     #[serde(default)]
     pub actions: Option<Actions>,
+    /// The meaning signal beside the words (static word vectors, fused by rank);
+    /// absent, tools rank by their words alone.
+    #[serde(default)]
+    pub meaning: Option<MeaningRules>,
 }
 
 /// The words a value in a query is read as (`[values]` of `rules/search.toml`).
@@ -209,6 +218,8 @@ pub struct SearchIndex {
     /// A tool (index into the catalog's tools) -> each of its intents and the intent's
     /// distinct words, for `why`.
     intents: HashMap<usize, Vec<(String, Vec<String>)>>,
+    /// The tools' vectors of the meaning signal.
+    meaning: meaning::Meaning,
 }
 
 /// What BM25 needs of a corpus besides its documents.
@@ -333,6 +344,7 @@ impl SearchIndex {
             vocabulary: HashMap::new(),
             spelled: HashMap::new(),
             intents: HashMap::new(),
+            meaning: meaning::Meaning::default(),
         };
         index.phrases = raw
             .phrases
@@ -390,6 +402,7 @@ impl SearchIndex {
         let avg = average_lengths(&fielded);
         index.spelled = spelled(stems);
         index.intents = index.intents_of(tools);
+        index.meaning = meaning::Meaning::build(raw.meaning, tools, &index.stopwords);
         for (i, (tool, fields)) in tools.iter().zip(fielded).enumerate() {
             let doc = index.doc(i, tool, &fields, &avg, &weights);
             let service = index.services.entry(tool.service.clone()).or_default();

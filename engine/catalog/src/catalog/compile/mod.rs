@@ -345,7 +345,14 @@ impl<'a> Compiler<'a> {
         let confirmation = load(self, "confirmation.toml")
             .and_then(|(p, t)| self.parse::<RawConfirmation>(&p, &t).map(|c| (p, c)));
         let limits = load(self, "limits.toml").and_then(|(p, t)| self.parse::<Limits>(&p, &t));
-        let search = load(self, "search.toml").and_then(|(p, t)| self.parse::<RawSearch>(&p, &t));
+        let search = load(self, "search.toml").and_then(|(p, t)| {
+            let search = self.parse::<RawSearch>(&p, &t)?;
+            if let Some(problem) = search.meaning.and_then(|m| m.problem()) {
+                let line = t.find("[meaning]").map_or(0, |o| line_of(&t, o));
+                self.diags.push(&p, line, problem);
+            }
+            Some(search)
+        });
         let argument_sets = load(self, "argument_sets.toml")
             .and_then(|(p, t)| self.parse::<RawArgumentSets>(&p, &t));
         let guards = load(self, "guards.toml").and_then(|(p, t)| self.guards(&p, &t));

@@ -1,5 +1,6 @@
 //! Ranking: BM25F over the docs of one service or of all, each score times the share of
-//! the query's words matched, its verb, the service it names and the ids it holds.
+//! the query's words matched, its verb, the service it names and the ids it holds; then
+//! fused by rank with the ranking by meaning (`meaning`), when the rules turn it on.
 
 use super::{Doc, Hit, SearchIndex, Stats};
 
@@ -28,6 +29,26 @@ impl SearchIndex {
             .filter(|(id, _)| service.is_none_or(|s| s == id.as_str()))
             .flat_map(|(id, index)| index.docs.iter().map(move |doc| (id.as_str(), doc)));
         self.rank(docs, &self.global, query, keep)
+    }
+
+    /// The terms of the verb a query names (`None`: it names none), with its synonyms
+    /// that are verbs too: a tool does it when it holds any of them.
+    fn verb_terms(&self, verb: Option<&str>) -> Vec<Vec<u32>> {
+        verb.iter()
+            .map(|w| {
+                std::iter::once(*w)
+                    .chain(
+                        self.synonyms
+                            .get(*w)
+                            .into_iter()
+                            .flatten()
+                            .map(String::as_str)
+                            .filter(|s| self.actions.contains(*s)),
+                    )
+                    .filter_map(|word| self.vocabulary.get(word).copied())
+                    .collect()
+            })
+            .collect()
     }
 
     /// Ranks `docs`, each with its service's id.
@@ -72,23 +93,7 @@ impl SearchIndex {
                     .collect()
             })
             .collect();
-        // The verb the query names, with its synonyms that are verbs too.
-        let asked: Vec<Vec<u32>> = verb
-            .iter()
-            .map(|w| {
-                std::iter::once(w.as_str())
-                    .chain(
-                        self.synonyms
-                            .get(w.as_str())
-                            .into_iter()
-                            .flatten()
-                            .map(String::as_str)
-                            .filter(|s| self.actions.contains(*s)),
-                    )
-                    .filter_map(id)
-                    .collect()
-            })
-            .collect();
+        let asked = self.verb_terms(verb.as_deref());
         // Each query word's own term, where a tool holds it.
         let owns: Vec<Option<u32>> = distinct.iter().map(|w| id(w)).collect();
         let ids = if self.id_miss < 1.0 {
@@ -96,11 +101,14 @@ impl SearchIndex {
         } else {
             Vec::new()
         };
+        // The tools `keep` admits, for the meaning signal.
+        let mut kept = Vec::new();
         let mut hits = Vec::new();
         for (service, doc) in docs {
             if !keep(doc.tool) {
                 continue;
             }
+            kept.push(doc.tool);
             let mut score = 0.0;
             let mut matched = 0usize;
             let (mut own, mut related) = (0u64, 0u64);
@@ -157,6 +165,8 @@ impl SearchIndex {
         }
         // Ties keep catalog order (tools are sorted by name), so results are stable.
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.tool.cmp(&b.tool)));
+        self.meaning
+            .fuse(&mut hits, query, &self.stopwords, &kept, distinct.len());
         hits
     }
 }

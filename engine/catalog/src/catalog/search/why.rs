@@ -1,8 +1,8 @@
 //! Why a tool ranked for a query, in a few words a model can read: the query's words it
 //! matched, spelled as the person wrote them (or as the tool says them, for a word that
 //! came from a phrase or an id), a word matched through a synonym as "bill as
-//! invoice", and the tool's intent the query says most alike ("like \"give a customer
-//! their money back\"").
+//! invoice", the tool's intent the query says most alike ("like \"give a customer
+//! their money back\""), and "similar meaning" for a tool only the meaning ranked.
 
 use std::collections::HashMap;
 
@@ -55,8 +55,8 @@ impl SearchIndex {
 }
 
 impl Why<'_> {
-    /// Why `hit` ranked: `matched refund, charge; bill as invoice`. Empty when it
-    /// matched nothing (no hit is without a match). Reads no tool text: a word the
+    /// Why `hit` ranked: `matched refund, charge; bill as invoice`, or `similar
+    /// meaning` when only the meaning signal ranked it. Reads no tool text: a word the
     /// query does not spell (one from a phrase or an id) is spelled as the catalog
     /// writes it.
     pub fn of(&self, hit: &Hit) -> String {
@@ -95,6 +95,10 @@ impl Why<'_> {
         }
         if let Some(intent) = self.intent(hit) {
             parts.push(format!("like \"{intent}\""));
+        }
+        if hit.own == 0 && hit.related == 0 {
+            // Ranked by the meaning signal alone: no word of the query is the tool's.
+            parts.push("similar meaning".to_string());
         }
         parts.join("; ")
     }
