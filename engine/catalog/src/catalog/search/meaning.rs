@@ -6,7 +6,8 @@
 //!
 //! A tool's vector is the weighted mean of its words' (name, title, description,
 //! argument names, intents), built with the index; a query's is built per search from
-//! its words that are neither stop words nor values (an id, an amount, an address). A
+//! its words as the ranking by words reads them (an id as its object's words, `ch_...`
+//! "charge"; a value as `[values]` says; stop words dropped). A
 //! word weighs `smoothing / (smoothing + p)`, `p` its share of all the catalog's words,
 //! so "list" and "returns" say little and "refund" much; a word the catalog never says
 //! weighs 1. Unless a tool matched every word of the query, a tool's cosine similarity
@@ -249,24 +250,24 @@ impl Meaning {
         }
     }
 
-    /// The unit vector of a query, or `None` when the signal is off or none of the
-    /// query's words is known. Ids and values (a word with a digit, an address) and
-    /// stop words say nothing.
-    fn query(&self, text: &str, stopwords: &HashSet<String>) -> Option<Vec<f32>> {
+    /// Whether the signal is on (the rules turn it on and the table reads).
+    pub(super) fn on(&self) -> bool {
+        self.table.is_some()
+    }
+
+    /// The unit vector of a query read plain (`SearchIndex::plain`: its ids as their
+    /// objects' words, its values as the rules read them), or `None` when the signal
+    /// is off or none of its words is known. Stop words say nothing.
+    fn query(&self, plain: &str, stopwords: &HashSet<String>) -> Option<Vec<f32>> {
         let table = self.table?;
         let mut vector = vec![0.0f32; table.dims];
         let mut any = false;
-        for token in text.split_whitespace() {
-            if token.contains(|c: char| c.is_ascii_digit() || c == '@' || c == '/') {
-                continue;
+        each_word(plain, |w| {
+            if w.len() > 1 && !stopwords.contains(w) {
+                let weight = self.weights.get(w).copied().unwrap_or(1.0);
+                any |= table.add(w, weight, &mut vector);
             }
-            each_word(token, |w| {
-                if w.len() > 1 && !stopwords.contains(w) {
-                    let weight = self.weights.get(w).copied().unwrap_or(1.0);
-                    any |= table.add(w, weight, &mut vector);
-                }
-            });
-        }
+        });
         (any && unit(&mut vector)).then_some(vector)
     }
 
@@ -292,7 +293,7 @@ impl Meaning {
     }
 
     /// Fuses `hits` (ranked by BM25F, best first) with the similarities of the tools
-    /// `kept` to `query`, unless a hit matched every one of the query's `words`
+    /// `kept` to the query (`plain` reads it, only when needed), unless a hit matched every one of the query's `words`
     /// (then the words speak for themselves: "create a contact"): a hit's score becomes
     /// its share of the best hit's plus `weight` times its similarity, when that is
     /// among the `depth` most similar and at least `least_similarity`. A tool only the
@@ -301,7 +302,7 @@ impl Meaning {
     pub(super) fn fuse(
         &self,
         hits: &mut Vec<Hit>,
-        query: &str,
+        plain: impl FnOnce() -> String,
         stopwords: &HashSet<String>,
         kept: &[usize],
         words: usize,
@@ -319,7 +320,7 @@ impl Meaning {
         if weight <= 0.0 {
             return;
         }
-        let Some(meant) = self.query(query, stopwords) else {
+        let Some(meant) = self.query(&plain(), stopwords) else {
             return;
         };
         let mut similar: Vec<(usize, f32)> = kept
@@ -438,6 +439,26 @@ mod tests {
         }
         let newer = Table::read(&deflate(&header)).unwrap_err();
         assert!(newer.contains("version 3"), "{newer}");
+    }
+
+    /// A query is read once for words and meaning: an id speaks as its object
+    /// (`ch_...` is a charge), a number says nothing.
+    #[test]
+    fn a_query_means_what_its_ids_name() {
+        let raw: crate::catalog::search::RawSearch = toml::from_str(
+            "k1 = 1.2\nb = 0.5\n[weights]\nname = 1.0\naliases = 1.0\ntitle = 1.0\n\
+             category = 1.0\ndescription = 1.0\npath = 1.0\noperation = 1.0\n\
+             [id_prefixes]\nch = \"charge\"\n\
+             [meaning]\nweight = 0.3\nsmoothing = 0.03\ndepth = 50\nleast_similarity = 0.3\n",
+        )
+        .unwrap();
+        let index = crate::catalog::search::SearchIndex::build(&raw, &[]);
+        let meaning = &index.meaning;
+        assert!(meaning.on());
+        let read = |query: &str| meaning.query(&index.plain(query), &HashSet::new());
+        let charge = read("charge").unwrap();
+        assert_eq!(read("ch_3MmlLrLkdIwHu7ix"), Some(charge));
+        assert_eq!(read("42 2026-12-01 $25.50"), None);
     }
 
     #[test]

@@ -10,21 +10,7 @@ impl SearchIndex {
     /// The words of a query, each phrase the rules know replaced by the words it stands
     /// for.
     pub fn query_words(&self, query: &str) -> Vec<String> {
-        let mut text = String::with_capacity(query.len());
-        for token in query.split_whitespace() {
-            let bare = token.trim_matches(|c: char| !c.is_alphanumeric() && c != '_');
-            if let Some(prefix) = id_prefix(bare) {
-                if let Some(named) = self.id_prefixes.get(prefix) {
-                    text.push_str(named);
-                }
-            } else if let Some(value) = self.value(token) {
-                text.push_str(value);
-            } else {
-                text.push_str(token);
-            }
-            text.push(' ');
-        }
-        let mut words = self.words(&text);
+        let mut words = self.words(&self.plain(query));
         for (phrase, replacement) in &self.phrases {
             let mut i = 0;
             while i + phrase.len() <= words.len() {
@@ -39,6 +25,28 @@ impl SearchIndex {
             }
         }
         words
+    }
+
+    /// A query with each id read as the words of its object (`ch_3Mml...` -> "charge";
+    /// an id of an unknown prefix is dropped) and each value as what the rules read it
+    /// as (`[values]`: an address as "email", a number as nothing): what both the words
+    /// and the meaning of a query are read from.
+    pub(super) fn plain(&self, query: &str) -> String {
+        let mut text = String::with_capacity(query.len());
+        for token in query.split_whitespace() {
+            let bare = token.trim_matches(|c: char| !c.is_alphanumeric() && c != '_');
+            if let Some(prefix) = id_prefix(bare) {
+                if let Some(named) = self.id_prefixes.get(prefix) {
+                    text.push_str(named);
+                }
+            } else if let Some(value) = self.value(token) {
+                text.push_str(value);
+            } else {
+                text.push_str(token);
+            }
+            text.push(' ');
+        }
+        text
     }
 
     /// The words each id of a query names, as term ids (`po_1Nq...` -> "payout"); an

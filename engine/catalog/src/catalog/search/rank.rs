@@ -101,14 +101,17 @@ impl SearchIndex {
         } else {
             Vec::new()
         };
-        // The tools `keep` admits, for the meaning signal.
+        // The tools `keep` admits, for the meaning signal (when it is on).
+        let on = self.meaning.on();
         let mut kept = Vec::new();
         let mut hits = Vec::new();
         for (service, doc) in docs {
             if !keep(doc.tool) {
                 continue;
             }
-            kept.push(doc.tool);
+            if on {
+                kept.push(doc.tool);
+            }
             let mut score = 0.0;
             let mut matched = 0usize;
             let (mut own, mut related) = (0u64, 0u64);
@@ -165,8 +168,11 @@ impl SearchIndex {
         }
         // Ties keep catalog order (tools are sorted by name), so results are stable.
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.tool.cmp(&b.tool)));
-        self.meaning
-            .fuse(&mut hits, query, &self.stopwords, &kept, distinct.len());
+        if on {
+            let plain = || self.plain(query);
+            self.meaning
+                .fuse(&mut hits, plain, &self.stopwords, &kept, distinct.len());
+        }
         hits
     }
 }
