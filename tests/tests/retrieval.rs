@@ -421,3 +421,35 @@ fn intents_are_searched_and_leave_descriptors_alone() {
     }
     assert_eq!(first(&given).as_deref(), Some("payments.get_payouts"));
 }
+
+/// A tool's documentation (the upstream document's whole text, where the description
+/// keeps only its opening) is searched as a field of its own: words only it says find
+/// the tool, and with its weight at 0 they do not.
+#[test]
+fn the_documentation_is_searched() {
+    let asked = "subtotal subtracted";
+    let first = |catalog: &tool_broker::catalog::Catalog| {
+        catalog
+            .search()
+            .search_all(None, asked, |_| true)
+            .first()
+            .map(|hit| catalog.tools[hit.tool].full_name.clone())
+    };
+    let shipped = crate::support::embedded_catalog();
+    let coupons = shipped.resolve("payments.post_coupons").unwrap();
+    let documentation = coupons.documentation.as_deref().unwrap_or_default();
+    assert!(
+        documentation.contains("subtotal") && !coupons.description.contains("subtotal"),
+        "{documentation}"
+    );
+    assert_eq!(first(&shipped).as_deref(), Some("payments.post_coupons"));
+
+    let rules = std::fs::read_to_string(root().join("rules/search.toml")).unwrap();
+    assert!(rules.contains("\ndocumentation = 0.3\n"), "the shipped weight");
+    let unread = rules.replace("\ndocumentation = 0.3\n", "\ndocumentation = 0\n");
+    let without = crate::support::compiled(&crate::support::sources_with(&[(
+        "rules/search.toml",
+        &unread,
+    )]));
+    assert_ne!(first(&without).as_deref(), Some("payments.post_coupons"));
+}

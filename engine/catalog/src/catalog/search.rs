@@ -4,8 +4,10 @@
 //! A tool's fields are its native name, aliases, title, category, description, literal
 //! path segments, *operation words* (from its method and path shape: a GET on a
 //! collection is a "list", a POST on one a "create"), its resource (the last path
-//! segment that is not an action), its argument names and its intents (requests in
-//! users' words, `catalog/<service>/intents.toml`); each has its weight from
+//! segment that is not an action), its argument names, its intents (requests in
+//! users' words, `catalog/<service>/intents.toml`) and its documentation (the upstream
+//! document's whole text, where the description keeps only its opening); each has its
+//! weight from
 //! `rules/search.toml` and its own length normalisation, so a long description never
 //! weakens a match in the name. Words are split at punctuation and camelCase,
 //! lowercased, stop words dropped and Snowball-stemmed (some stems kept whole); each
@@ -159,6 +161,10 @@ pub struct Weights {
     /// words, read as a query is (phrases, ids and values as the rules say).
     #[serde(default)]
     pub intents: f64,
+    /// The upstream document's whole text on the operation, where the description
+    /// keeps only its opening (a tool's `documentation`).
+    #[serde(default)]
+    pub documentation: f64,
 }
 
 /// Words for tools of one method whose path ends one way.
@@ -231,13 +237,14 @@ struct Stats {
 }
 
 /// A tool's fields: name, aliases, title, category, description, path, operation words,
-/// resource, argument names, intents.
-const FIELDS: usize = 10;
+/// resource, argument names, intents, documentation.
+const FIELDS: usize = 11;
 
 /// Which fields say what a tool does (an action word there is one it performs); the
-/// category, the description, the arguments and the intents only talk about it.
+/// category, the description, the arguments, the intents and the documentation only
+/// talk about it.
 const SAYS_WHAT: [bool; FIELDS] = [
-    true, true, true, false, false, true, true, true, false, false,
+    true, true, true, false, false, true, true, true, false, false, false,
 ];
 
 #[derive(Debug, Default)]
@@ -289,19 +296,20 @@ fn spelled(stems: HashMap<String, String>) -> HashMap<String, String> {
     spelled
 }
 
-/// The intents field's position in [`FIELDS`].
-const INTENTS: usize = 9;
+/// The fields few tools have, by position in [`FIELDS`]: the intents and the
+/// documentation.
+const SPARSE: [usize; 2] = [9, 10];
 
 /// Each field's average length in words over the catalog (at least 1). The intents'
-/// average is over the tools that have some: few tools do, and over all tools any
-/// tool's intents would read as overlong.
+/// and the documentation's average is over the tools that have some: few tools do,
+/// and over all tools any tool's would read as overlong.
 fn average_lengths(fielded: &[[Vec<String>; FIELDS]]) -> [f64; FIELDS] {
     let mut sum = [0.0f64; FIELDS];
     let mut count = [0usize; FIELDS];
     for fields in fielded {
         for (f, words) in fields.iter().enumerate() {
             sum[f] += words.len() as f64;
-            count[f] += usize::from(f != INTENTS || !words.is_empty());
+            count[f] += usize::from(!SPARSE.contains(&f) || !words.is_empty());
         }
     }
     let mut avg = [1.0f64; FIELDS];
@@ -388,6 +396,7 @@ impl SearchIndex {
             w.resource,
             w.arguments,
             w.intents,
+            w.documentation,
         ];
         // First the words of each tool's fields (a word counts once per field:
         // `/charges/{charge}/refunds/{refund}` does not outrank `/refunds` for "refund"
@@ -569,6 +578,7 @@ impl SearchIndex {
             resource,
             words(&tool.argument_names.join(" ")),
             self.intent_words(&tool.intents),
+            words(tool.documentation.as_deref().unwrap_or_default()),
         ]
     }
 
