@@ -188,6 +188,24 @@ async fn tool_reference_resolves_every_spelling() {
         )
         .await;
     assert_ne!(body["data"]["confirmation"]["mode"], "none", "{body}");
+    // It shows the tool's intents (catalog/payments/intents.toml), so a model reads
+    // the requests the tool is for; a tool without any shows an empty list.
+    let intents = body["data"]["intents"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        intents.contains(&json!("give a customer their money back")),
+        "{body}"
+    );
+    let (_, body) = broker
+        .call(
+            "payments.get_tool_reference",
+            json!({ "name": "get_issuing_cards" }),
+            &[],
+        )
+        .await;
+    assert_eq!(body["data"]["intents"], json!([]), "{body}");
     // Unknown: 404 with suggestions; another service's tool is not this one's.
     let (status, body) = broker
         .call(

@@ -181,6 +181,7 @@ pub fn descriptor(catalog: &Catalog, tool: &Tool) -> Value {
         "description": tool.description,
         "documentation": tool.documentation,
         "aliases": tool.aliases,
+        "intents": tool.intents,
         "tier": tool.tier,
         "risk": tool.risk,
         "classes": tool.classes,

@@ -456,7 +456,10 @@ impl SearchIndex {
                 if acts && SAYS_WHAT[f] && self.actions.contains(word) {
                     verbs.push(id);
                 }
-                *terms.entry(id).or_default() += weights[f] / norm;
+                // A field weighed 0 is not searched: its words count in no frequency.
+                if weights[f] > 0.0 {
+                    *terms.entry(id).or_default() += weights[f] / norm;
+                }
             }
         }
         let mut terms: Vec<(u32, f64)> = terms.into_iter().collect();
