@@ -430,6 +430,15 @@ async fn each_hit_says_why_it_ranked() {
     );
 }
 
+/// The full name of the tool a search across every service ranks first for `asked`.
+fn first_found(catalog: &tool_broker::catalog::Catalog, asked: &str) -> Option<String> {
+    catalog
+        .search()
+        .search_all(None, asked, |_| true)
+        .first()
+        .map(|hit| catalog.tools[hit.tool].full_name.clone())
+}
+
 /// Intents are searched, and are no part of a descriptor: a tool given one keeps its
 /// descriptor hash (the lock does not move), and a request only the intent says finds it.
 #[test]
@@ -441,14 +450,7 @@ fn intents_are_searched_and_leave_descriptors_alone() {
         "{:?}",
         payouts.intents
     );
-    let asked = "bring home the treasure chest";
-    let first = |catalog: &tool_broker::catalog::Catalog| {
-        catalog
-            .search()
-            .search_all(None, asked, |_| true)
-            .first()
-            .map(|hit| catalog.tools[hit.tool].full_name.clone())
-    };
+    let first = |catalog| first_found(catalog, "bring home the treasure chest");
     assert_ne!(first(&plain).as_deref(), Some("payments.get_payouts"));
 
     let intents = "[intents]\nget_payouts = [\"bring home the treasure chest\"]\n";
@@ -470,14 +472,7 @@ fn intents_are_searched_and_leave_descriptors_alone() {
 /// the tool, and with its weight at 0 they do not.
 #[test]
 fn the_documentation_is_searched() {
-    let asked = "subtotal subtracted";
-    let first = |catalog: &tool_broker::catalog::Catalog| {
-        catalog
-            .search()
-            .search_all(None, asked, |_| true)
-            .first()
-            .map(|hit| catalog.tools[hit.tool].full_name.clone())
-    };
+    let first = |catalog| first_found(catalog, "subtotal subtracted");
     let shipped = crate::support::embedded_catalog();
     let coupons = shipped.resolve("payments.post_coupons").unwrap();
     let documentation = coupons.documentation.as_deref().unwrap_or_default();
