@@ -469,7 +469,7 @@ fn intents_are_searched_and_leave_descriptors_alone() {
 
 /// A tool's documentation (the upstream document's whole text, where the description
 /// keeps only its opening) is searched as a field of its own: words only it says find
-/// the tool, and with its weight at 0 they do not.
+/// the tool, and with its weight at 0 they do not, nor count in any word's frequency.
 #[test]
 fn the_documentation_is_searched() {
     let first = |catalog| first_found(catalog, "subtotal subtracted");
@@ -493,4 +493,38 @@ fn the_documentation_is_searched() {
         &unread,
     )]));
     assert_ne!(first(&without).as_deref(), Some("payments.post_coupons"));
+    // A field weighed 0 is not there at all: the payments tools with their
+    // documentation cut out rank every query the same, to the score (their words count
+    // in no word's frequency either).
+    let file = "catalog/payments/openapi.toml";
+    let mut cut = crate::support::sources_with(&[("rules/search.toml", &unread)]);
+    let text = cut.files.get_mut(file).unwrap();
+    let mut kept = String::with_capacity(text.len());
+    let mut within = false;
+    for line in text.lines() {
+        if within {
+            within = !line.ends_with("\"\"\"");
+        } else if let Some(value) = line.strip_prefix("documentation = ") {
+            within = value.starts_with("\"\"\"") && (value.len() < 6 || !value.ends_with("\"\"\""));
+        } else {
+            kept.push_str(line);
+            kept.push('\n');
+        }
+    }
+    *text = kept;
+    let cut = crate::support::compiled(&cut);
+    assert!(
+        cut.tools
+            .iter()
+            .all(|t| t.service != "payments" || t.documentation.is_none())
+    );
+    for asked in [
+        "refund the charge",
+        "why was the card declined",
+        "subtotal subtracted",
+    ] {
+        let ranked =
+            |c: &tool_broker::catalog::Catalog| c.search().search_all(None, asked, |_| true);
+        assert_eq!(ranked(&without), ranked(&cut), "{asked}");
+    }
 }

@@ -94,7 +94,7 @@ pub struct RawSearch {
     /// Verbs a query can name as the thing to do.
     #[serde(default)]
     pub actions: Option<Actions>,
-    /// The meaning signal beside the words (static word vectors, fused by rank);
+    /// The meaning signal beside the words (static word vectors, fused by score);
     /// absent, tools rank by their words alone.
     #[serde(default)]
     pub meaning: Option<MeaningRules>,

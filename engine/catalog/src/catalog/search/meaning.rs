@@ -255,7 +255,7 @@ impl Meaning {
         self.table.is_some()
     }
 
-    /// The unit vector of a query read plain (`SearchIndex::plain`: its ids as their
+    /// The unit vector of a query read plain (`SearchIndex::read`: its ids as their
     /// objects' words, its values as the rules read them), or `None` when the signal
     /// is off or none of its words is known. Stop words say nothing.
     fn query(&self, plain: &str, stopwords: &HashSet<String>) -> Option<Vec<f32>> {
@@ -293,7 +293,7 @@ impl Meaning {
     }
 
     /// Fuses `hits` (ranked by BM25F, best first) with the similarities of the tools
-    /// `kept` to the query (`plain` reads it, only when needed), unless a hit matched every one of the query's `words`
+    /// `kept` to the query (read `plain`), unless a hit matched every one of the query's `words`
     /// (then the words speak for themselves: "create a contact"): a hit's score becomes
     /// its share of the best hit's plus `weight` times its similarity, when that is
     /// among the `depth` most similar and at least `least_similarity`. A tool only the
@@ -302,7 +302,7 @@ impl Meaning {
     pub(super) fn fuse(
         &self,
         hits: &mut Vec<Hit>,
-        plain: impl FnOnce() -> String,
+        plain: &str,
         stopwords: &HashSet<String>,
         kept: &[usize],
         words: usize,
@@ -320,7 +320,7 @@ impl Meaning {
         if weight <= 0.0 {
             return;
         }
-        let Some(meant) = self.query(&plain(), stopwords) else {
+        let Some(meant) = self.query(plain, stopwords) else {
             return;
         };
         let mut similar: Vec<(usize, f32)> = kept
@@ -455,7 +455,7 @@ mod tests {
         let index = crate::catalog::search::SearchIndex::build(&raw, &[]);
         let meaning = &index.meaning;
         assert!(meaning.on());
-        let read = |query: &str| meaning.query(&index.plain(query), &HashSet::new());
+        let read = |query: &str| meaning.query(&index.read(query).0, &HashSet::new());
         let charge = read("charge").unwrap();
         assert_eq!(read("ch_3MmlLrLkdIwHu7ix"), Some(charge));
         assert_eq!(read("42 2026-12-01 $25.50"), None);

@@ -10,7 +10,13 @@ impl SearchIndex {
     /// The words of a query, each phrase the rules know replaced by the words it stands
     /// for.
     pub fn query_words(&self, query: &str) -> Vec<String> {
-        let mut words = self.words(&self.plain(query));
+        self.plain_words(&self.read(query).0)
+    }
+
+    /// The words of a query read plain ([`Self::read`]), each phrase the rules know
+    /// replaced by the words it stands for.
+    pub(super) fn plain_words(&self, plain: &str) -> Vec<String> {
+        let mut words = self.words(plain);
         for (phrase, replacement) in &self.phrases {
             let mut i = 0;
             while i + phrase.len() <= words.len() {
@@ -27,17 +33,20 @@ impl SearchIndex {
         words
     }
 
-    /// A query with each id read as the words of its object (`ch_3Mml...` -> "charge";
-    /// an id of an unknown prefix is dropped) and each value as what the rules read it
-    /// as (`[values]`: an address as "email", a number as nothing): what both the words
-    /// and the meaning of a query are read from.
-    pub(super) fn plain(&self, query: &str) -> String {
+    /// A query read once, plain: each id as the words of its object (`ch_3Mml...` ->
+    /// "charge"; an id of an unknown prefix is dropped) and each value as what the rules
+    /// read it as (`[values]`: an address as "email", a number as nothing), which both
+    /// the words and the meaning of a query are read from; and the objects its ids name,
+    /// in order.
+    pub(super) fn read(&self, query: &str) -> (String, Vec<&str>) {
         let mut text = String::with_capacity(query.len());
+        let mut objects = Vec::new();
         for token in query.split_whitespace() {
             let bare = token.trim_matches(|c: char| !c.is_alphanumeric() && c != '_');
             if let Some(prefix) = id_prefix(bare) {
                 if let Some(named) = self.id_prefixes.get(prefix) {
                     text.push_str(named);
+                    objects.push(named.as_str());
                 }
             } else if let Some(value) = self.value(token) {
                 text.push_str(value);
@@ -46,17 +55,15 @@ impl SearchIndex {
             }
             text.push(' ');
         }
-        text
+        (text, objects)
     }
 
-    /// The words each id of a query names, as term ids (`po_1Nq...` -> "payout"); an
-    /// id whose words no tool holds is left out.
-    pub(super) fn query_ids(&self, query: &str) -> Vec<Vec<u32>> {
-        query
-            .split_whitespace()
-            .filter_map(|token| {
-                let bare = token.trim_matches(|c: char| !c.is_alphanumeric() && c != '_');
-                let named = self.id_prefixes.get(id_prefix(bare)?)?;
+    /// The words of the objects a query's ids name ([`Self::read`]), as term ids
+    /// (`po_1Nq...` -> "payout"); an object whose words no tool holds is left out.
+    pub(super) fn id_terms(&self, objects: &[&str]) -> Vec<Vec<u32>> {
+        objects
+            .iter()
+            .filter_map(|named| {
                 self.words(named)
                     .iter()
                     .map(|w| self.vocabulary.get(w).copied())

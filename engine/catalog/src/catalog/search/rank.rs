@@ -1,6 +1,7 @@
 //! Ranking: BM25F over the docs of one service or of all, each score times the share of
-//! the query's words matched, its verb, the service it names and the ids it holds; then
-//! fused by rank with the ranking by meaning (`meaning`), when the rules turn it on.
+//! the query's words matched, its verb, the service it names and the ids it holds; then,
+//! unless a tool matched every word, fused by score with the tools' similarity of
+//! meaning (`meaning`), when the rules turn it on.
 
 use super::{Doc, Hit, SearchIndex, Stats};
 
@@ -59,7 +60,9 @@ impl SearchIndex {
         query: &str,
         keep: impl Fn(usize) -> bool,
     ) -> Vec<Hit> {
-        let query_words = self.query_words(query);
+        // The query read once: its words, its ids' objects and its meaning come from it.
+        let (plain, objects) = self.read(query);
+        let query_words = self.plain_words(&plain);
         let (reading, verb) = self.intent(query, &query_words);
         let (distinct, named) = self.distinct(query_words);
         if distinct.is_empty() {
@@ -97,7 +100,7 @@ impl SearchIndex {
         // Each query word's own term, where a tool holds it.
         let owns: Vec<Option<u32>> = distinct.iter().map(|w| id(w)).collect();
         let ids = if self.id_miss < 1.0 {
-            self.query_ids(query)
+            self.id_terms(&objects)
         } else {
             Vec::new()
         };
@@ -169,9 +172,8 @@ impl SearchIndex {
         // Ties keep catalog order (tools are sorted by name), so results are stable.
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.tool.cmp(&b.tool)));
         if on {
-            let plain = || self.plain(query);
             self.meaning
-                .fuse(&mut hits, plain, &self.stopwords, &kept, distinct.len());
+                .fuse(&mut hits, &plain, &self.stopwords, &kept, distinct.len());
         }
         hits
     }
