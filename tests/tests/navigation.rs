@@ -150,6 +150,9 @@ async fn plain_queries_rank_the_obvious_tool_first() {
 #[tokio::test]
 async fn tool_reference_resolves_every_spelling() {
     let (server, broker) = broker().await;
+    let reference = |name: &'static str| {
+        broker.call("payments.get_tool_reference", json!({ "name": name }), &[])
+    };
     for name in [
         "get_issuing_cards",
         "get-issuing-cards",
@@ -157,9 +160,7 @@ async fn tool_reference_resolves_every_spelling() {
         "GetIssuingCards",
         "Get Issuing Cards",
     ] {
-        let (status, body) = broker
-            .call("payments.get_tool_reference", json!({ "name": name }), &[])
-            .await;
+        let (status, body) = reference(name).await;
         assert_eq!(status, 200, "{name}: {body}");
         let d = &body["data"];
         assert_eq!(d["fullName"], "payments.get_issuing_cards", "{name}");
@@ -180,13 +181,7 @@ async fn tool_reference_resolves_every_spelling() {
         assert_eq!(hash, tool.descriptor_hash);
     }
     // A write tool says how it is confirmed.
-    let (_, body) = broker
-        .call(
-            "payments.get_tool_reference",
-            json!({ "name": "post_refunds" }),
-            &[],
-        )
-        .await;
+    let (_, body) = reference("post_refunds").await;
     assert_ne!(body["data"]["confirmation"]["mode"], "none", "{body}");
     // It shows the tool's intents (catalog/payments/intents.toml), so a model reads
     // the requests the tool is for; a tool without any shows an empty list.
@@ -198,22 +193,10 @@ async fn tool_reference_resolves_every_spelling() {
         intents.contains(&json!("give a customer their money back")),
         "{body}"
     );
-    let (_, body) = broker
-        .call(
-            "payments.get_tool_reference",
-            json!({ "name": "get_issuing_cards" }),
-            &[],
-        )
-        .await;
+    let (_, body) = reference("get_issuing_cards").await;
     assert_eq!(body["data"]["intents"], json!([]), "{body}");
     // Unknown: 404 with suggestions; another service's tool is not this one's.
-    let (status, body) = broker
-        .call(
-            "payments.get_tool_reference",
-            json!({ "name": "get_issuing_card" }),
-            &[],
-        )
-        .await;
+    let (status, body) = reference("get_issuing_card").await;
     assert_eq!(status, 404, "{body}");
     assert_eq!(classification(&body), "unknown_tool");
     assert!(
@@ -223,13 +206,7 @@ async fn tool_reference_resolves_every_spelling() {
             .contains("get_issuing_cards"),
         "{body}"
     );
-    let (status, _) = broker
-        .call(
-            "payments.get_tool_reference",
-            json!({ "name": "agent.list_tasks" }),
-            &[],
-        )
-        .await;
+    let (status, _) = reference("agent.list_tasks").await;
     assert_eq!(status, 404);
     assert_untouched(&server).await;
 }
