@@ -528,3 +528,43 @@ fn the_documentation_is_searched() {
         assert_eq!(ranked(&without), ranked(&cut), "{asked}");
     }
 }
+
+/// The index is by term, each term's tools across every service: a search of one
+/// service finds only that service's tools; across services, narrowed to one, it finds
+/// the same tools with the scores they have among all (every word of the query is
+/// matched, so no meaning is fused in); a service the catalog lacks finds nothing; and
+/// `keep` leaves out what it refuses.
+#[test]
+fn a_search_keeps_to_its_scope() {
+    let catalog = crate::support::embedded_catalog();
+    let search = catalog.search();
+    let service_of = |tool: usize| catalog.tools[tool].service.as_str();
+    let query = "list refunds";
+    let one = search.search("payments", query, |_| true);
+    assert!(one.len() > 1 && one.iter().all(|h| service_of(h.tool) == "payments"));
+
+    let narrowed = search.search_all(Some("payments"), query, |_| true);
+    let all = search.search_all(None, query, |_| true);
+    assert!(all.iter().any(|h| service_of(h.tool) != "payments"));
+    let among_all: Vec<_> = all
+        .iter()
+        .filter(|h| service_of(h.tool) == "payments")
+        .copied()
+        .collect();
+    assert_eq!(narrowed, among_all);
+    let tools = |hits: &[tool_broker::catalog::search::Hit]| {
+        hits.iter().map(|h| h.tool).collect::<BTreeSet<_>>()
+    };
+    assert_eq!(tools(&one), tools(&narrowed));
+
+    assert!(search.search("nowhere", query, |_| true).is_empty());
+    assert!(
+        search
+            .search_all(Some("nowhere"), query, |_| true)
+            .is_empty()
+    );
+    let first = one[0].tool;
+    let kept = search.search("payments", query, |tool| tool != first);
+    assert_eq!(kept.len(), one.len() - 1);
+    assert!(kept.iter().all(|h| h.tool != first));
+}

@@ -11,7 +11,8 @@
 //! `rules/search.toml` and its own length normalisation, so a long description never
 //! weakens a match in the name. Words are split at punctuation and camelCase,
 //! lowercased, stop words dropped and Snowball-stemmed (some stems kept whole); each
-//! word is stored once, as a term id. A query's phrases and ids are read as the
+//! word is stored once, as a term id, with the list of tools that hold it (the index
+//! is by term: a search reads its words' lists, never every tool). A query's phrases and ids are read as the
 //! catalog's words first; a query word also matches its synonyms at half weight. A
 //! score is the BM25F sum times the share of distinct query words matched. A query that
 //! opens with a read verb or a question asks to read (writes scaled by `miss_factor`);
@@ -215,6 +216,13 @@ pub struct SearchIndex {
     service_words: HashMap<String, String>,
     service_miss: f64,
     services: HashMap<String, ServiceIndex>,
+    /// Each service's id by its number ([`ServiceIndex::number`]).
+    service_ids: Vec<String>,
+    /// Every tool's document, at its index in the catalog's tools.
+    docs: Vec<Doc>,
+    /// Term id -> the tools that hold it: `(tool, its service's number, BM25F term
+    /// frequency)`, by tool. A query walks the lists of its words only, never every tool.
+    postings: Vec<Vec<Posting>>,
     /// Document frequencies over every service, for searches across them.
     global: Stats,
     /// Every word a tool holds -> its term id.
@@ -247,19 +255,28 @@ const SAYS_WHAT: [bool; FIELDS] = [
     true, true, true, false, false, true, true, true, false, false, false,
 ];
 
+/// One service's part of the index.
 #[derive(Debug, Default)]
 struct ServiceIndex {
-    docs: Vec<Doc>,
+    /// Its number in the postings ([`Posting::service`]).
+    number: u32,
     stats: Stats,
 }
 
-/// One tool's terms. Terms are ids of the index's vocabulary (each word stored once,
-/// not once per tool), kept sorted for a binary search per query word.
+/// One tool holding one term: the tool, its service's number and the term's BM25F
+/// frequency in it.
+#[derive(Debug, Clone, Copy)]
+struct Posting {
+    tool: u32,
+    service: u32,
+    tf: f64,
+}
+
+/// What the ranking needs of a tool beside its terms (those are in the postings).
 #[derive(Debug)]
 struct Doc {
-    tool: usize,
-    /// `(term id, BM25F term frequency)`, sorted by id.
-    terms: Vec<(u32, f64)>,
+    /// Its service's number.
+    service: u32,
     /// Action words of the fields that say what the tool does (term ids, sorted).
     verbs: Vec<u32>,
     /// Whether it writes.
@@ -348,6 +365,9 @@ impl SearchIndex {
             service_words: HashMap::new(),
             service_miss: raw.service_miss_factor,
             services: HashMap::new(),
+            service_ids: Vec::new(),
+            docs: Vec::new(),
+            postings: Vec::new(),
             global: Stats::default(),
             vocabulary: HashMap::new(),
             spelled: HashMap::new(),
@@ -412,34 +432,67 @@ impl SearchIndex {
         index.spelled = spelled(stems);
         index.intents = index.intents_of(tools);
         index.meaning = meaning::Meaning::build(raw.meaning, tools, &index.stopwords);
-        for (i, (tool, fields)) in tools.iter().zip(fielded).enumerate() {
-            let doc = index.doc(i, tool, &fields, &avg, &weights);
-            let service = index.services.entry(tool.service.clone()).or_default();
-            for &(id, _) in &doc.terms {
-                *service.stats.df.entry(id).or_default() += 1;
-            }
-            service.docs.push(doc);
-        }
-        for service in index.services.values_mut() {
-            service.stats.docs = service.docs.len();
-            index.global.docs += service.docs.len();
-            for (&id, df) in &service.stats.df {
-                *index.global.df.entry(id).or_default() += df;
-            }
-        }
+        index.add_docs(tools, fielded, &avg, &weights);
         index
     }
 
-    /// One tool's document: its terms with their BM25F frequencies (each word of
-    /// `fields` given a term id of the vocabulary), its verbs and the ids it takes.
+    /// Each tool's document, its terms in the postings and the document frequencies
+    /// of its service and of the catalog.
+    fn add_docs(
+        &mut self,
+        tools: &[Tool],
+        fielded: Vec<[Vec<String>; FIELDS]>,
+        avg: &[f64; FIELDS],
+        weights: &[f64; FIELDS],
+    ) {
+        for (i, (tool, fields)) in tools.iter().zip(fielded).enumerate() {
+            let next = u32::try_from(self.service_ids.len()).unwrap_or(u32::MAX);
+            let number = match self.services.get(&tool.service) {
+                Some(service) => service.number,
+                None => {
+                    self.service_ids.push(tool.service.clone());
+                    let service = ServiceIndex {
+                        number: next,
+                        stats: Stats::default(),
+                    };
+                    self.services.insert(tool.service.clone(), service);
+                    next
+                }
+            };
+            let (doc, terms) = self.doc(number, tool, &fields, avg, weights);
+            let service = self.services.entry(tool.service.clone()).or_default();
+            service.stats.docs += 1;
+            self.global.docs += 1;
+            let at = u32::try_from(i).unwrap_or(u32::MAX);
+            for (id, tf) in terms {
+                *service.stats.df.entry(id).or_default() += 1;
+                *self.global.df.entry(id).or_default() += 1;
+                let slot = id as usize;
+                if self.postings.len() <= slot {
+                    self.postings.resize_with(slot + 1, Vec::new);
+                }
+                self.postings[slot].push(Posting {
+                    tool: at,
+                    service: number,
+                    tf,
+                });
+            }
+            self.docs.push(doc);
+        }
+        self.postings.resize_with(self.vocabulary.len(), Vec::new);
+    }
+
+    /// One tool's document (its verbs and the ids it takes) and its terms with their
+    /// BM25F frequencies, by term id (each word of `fields` given a term id of the
+    /// vocabulary).
     fn doc(
         &mut self,
-        i: usize,
+        service: u32,
         tool: &Tool,
         fields: &[Vec<String>; FIELDS],
         avg: &[f64; FIELDS],
         weights: &[f64; FIELDS],
-    ) -> Doc {
+    ) -> (Doc, Vec<(u32, f64)>) {
         // BM25F: a term's frequency is the sum over fields of the field's weight, each
         // normalised by that field's own length, so a long description weakens what
         // the description says, never a match in the name.
@@ -473,13 +526,13 @@ impl SearchIndex {
             .collect();
         takes.sort_unstable();
         takes.dedup();
-        Doc {
-            tool: i,
-            terms,
+        let doc = Doc {
+            service,
             verbs,
             writes: acts,
             takes,
-        }
+        };
+        (doc, terms)
     }
 
     /// Each tool with intents -> each intent and its distinct words (for `why`).

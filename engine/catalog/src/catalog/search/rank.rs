@@ -3,7 +3,17 @@
 //! unless a tool matched every word, fused by score with the tools' similarity of
 //! meaning (`meaning`), when the rules turn it on.
 
-use super::{Doc, Hit, SearchIndex, Stats};
+use super::{Hit, SearchIndex, Stats};
+
+/// What a tool gathered from a query's words so far: its BM25F sum, how many distinct
+/// words it matched, and which (as themselves, or through a synonym).
+#[derive(Debug, Clone, Copy, Default)]
+struct Gathered {
+    score: f64,
+    matched: u32,
+    own: u64,
+    related: u64,
+}
 
 impl SearchIndex {
     /// Ranks the tools of one service for a query; `keep` filters candidates.
@@ -11,8 +21,7 @@ impl SearchIndex {
         let Some(index) = self.services.get(service) else {
             return Vec::new();
         };
-        let docs = index.docs.iter().map(|doc| (service, doc));
-        self.rank(docs, &index.stats, query, keep)
+        self.rank(Some(index.number), &index.stats, query, keep)
     }
 
     /// Ranks the tools of every service (or of one, scored against every service's
@@ -24,12 +33,14 @@ impl SearchIndex {
         query: &str,
         keep: impl Fn(usize) -> bool,
     ) -> Vec<Hit> {
-        let docs = self
-            .services
-            .iter()
-            .filter(|(id, _)| service.is_none_or(|s| s == id.as_str()))
-            .flat_map(|(id, index)| index.docs.iter().map(move |doc| (id.as_str(), doc)));
-        self.rank(docs, &self.global, query, keep)
+        let number = match service {
+            Some(id) => match self.services.get(id) {
+                Some(index) => Some(index.number),
+                None => return Vec::new(),
+            },
+            None => None,
+        };
+        self.rank(number, &self.global, query, keep)
     }
 
     /// The terms of the verb a query names (`None`: it names none), with its synonyms
@@ -52,10 +63,10 @@ impl SearchIndex {
             .collect()
     }
 
-    /// Ranks `docs`, each with its service's id.
-    pub(super) fn rank<'a>(
+    /// Ranks the tools of the service numbered `service` (`None`: of every service).
+    pub(super) fn rank(
         &self,
-        docs: impl Iterator<Item = (&'a str, &'a Doc)>,
+        service: Option<u32>,
         stats: &Stats,
         query: &str,
         keep: impl Fn(usize) -> bool,
@@ -104,77 +115,113 @@ impl SearchIndex {
         } else {
             Vec::new()
         };
-        // The tools `keep` admits, for the meaning signal (when it is on).
-        let on = self.meaning.on();
-        let mut kept = Vec::new();
-        let mut hits = Vec::new();
-        for (service, doc) in docs {
-            if !keep(doc.tool) {
+        let in_scope = |number: u32| service.is_none_or(|s| s == number);
+        let (gathered, touched) = self.gather(&weighted, &owns, in_scope);
+        let mut hits = Vec::with_capacity(touched.len());
+        for tool in touched {
+            let (tool, tally) = (tool as usize, gathered[tool as usize]);
+            let Some(doc) = self.docs.get(tool) else {
+                continue;
+            };
+            if !keep(tool) {
                 continue;
             }
-            if on {
-                kept.push(doc.tool);
-            }
-            let mut score = 0.0;
-            let mut matched = 0usize;
-            let (mut own, mut related) = (0u64, 0u64);
-            for (i, candidates) in weighted.iter().enumerate() {
-                let mut best = 0.0f64;
-                let mut itself = false;
-                for &(term, weight) in candidates {
-                    if let Ok(at) = doc.terms.binary_search_by_key(&term, |&(id, _)| id) {
-                        let tf = doc.terms[at].1;
-                        let part = weight * tf * (self.k1 + 1.0) / (tf + self.k1);
-                        if part > best {
-                            best = part;
-                            itself = owns.get(i).copied().flatten() == Some(term);
-                        }
-                    }
-                }
-                if best > 0.0 {
-                    matched += 1;
-                    score += best;
-                    let bit = 1u64.checked_shl(i as u32).unwrap_or(0);
-                    if itself {
-                        own |= bit;
-                    } else {
-                        related |= bit;
-                    }
-                }
-            }
-            if matched > 0 {
-                let coverage = matched as f64 / distinct.len() as f64;
-                let does_it = asked
-                    .iter()
-                    .all(|verb| verb.iter().any(|v| doc.verbs.binary_search(v).is_ok()));
-                let action = if does_it && !(reading && doc.writes) {
-                    1.0
-                } else {
-                    self.action_miss
-                };
-                let place = if named.is_empty() || named.contains(service) {
-                    1.0
-                } else {
-                    self.service_miss
-                };
-                let takes = ids
-                    .iter()
-                    .all(|words| words.iter().all(|w| doc.takes.binary_search(w).is_ok()));
-                let target = if takes { 1.0 } else { self.id_miss };
-                hits.push(Hit {
-                    tool: doc.tool,
-                    score: score * coverage * action * place * target,
-                    own,
-                    related,
-                });
-            }
+            let coverage = f64::from(tally.matched) / distinct.len() as f64;
+            let does_it = asked
+                .iter()
+                .all(|verb| verb.iter().any(|v| doc.verbs.binary_search(v).is_ok()));
+            let action = if does_it && !(reading && doc.writes) {
+                1.0
+            } else {
+                self.action_miss
+            };
+            let place = if named.is_empty()
+                || self
+                    .service_ids
+                    .get(doc.service as usize)
+                    .is_some_and(|id| named.contains(id.as_str()))
+            {
+                1.0
+            } else {
+                self.service_miss
+            };
+            let takes = ids
+                .iter()
+                .all(|words| words.iter().all(|w| doc.takes.binary_search(w).is_ok()));
+            let target = if takes { 1.0 } else { self.id_miss };
+            hits.push(Hit {
+                tool,
+                score: tally.score * coverage * action * place * target,
+                own: tally.own,
+                related: tally.related,
+            });
         }
         // Ties keep catalog order (tools are sorted by name), so results are stable.
         hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.tool.cmp(&b.tool)));
-        if on {
+        if self.meaning.on() {
+            // Every tool `keep` admits, for the meaning signal.
+            let kept: Vec<usize> = self
+                .docs
+                .iter()
+                .enumerate()
+                .filter(|(tool, doc)| in_scope(doc.service) && keep(*tool))
+                .map(|(tool, _)| tool)
+                .collect();
             self.meaning
                 .fuse(&mut hits, &plain, &self.stopwords, &kept, distinct.len());
         }
         hits
+    }
+
+    /// What each tool in scope gathers from the query's words: each word's postings
+    /// (its own term's and its synonyms') walked once for a tool's best part for the
+    /// word, then added to the tool's sum word by word (so sums are added in one order);
+    /// and the tools that matched any word, in the order first reached.
+    fn gather(
+        &self,
+        weighted: &[Vec<(u32, f64)>],
+        owns: &[Option<u32>],
+        in_scope: impl Fn(u32) -> bool,
+    ) -> (Vec<Gathered>, Vec<u32>) {
+        let mut gathered = vec![Gathered::default(); self.docs.len()];
+        let mut best = vec![(0.0f64, false); self.docs.len()];
+        let mut touched: Vec<u32> = Vec::new();
+        let mut reached: Vec<u32> = Vec::new();
+        for (i, candidates) in weighted.iter().enumerate() {
+            for &(term, weight) in candidates {
+                let itself = owns.get(i).copied().flatten() == Some(term);
+                let postings = self
+                    .postings
+                    .get(term as usize)
+                    .map_or(&[][..], Vec::as_slice);
+                for posting in postings.iter().filter(|p| in_scope(p.service)) {
+                    let tf = posting.tf;
+                    let part = weight * tf * (self.k1 + 1.0) / (tf + self.k1);
+                    let slot = &mut best[posting.tool as usize];
+                    if part > slot.0 {
+                        if slot.0 == 0.0 {
+                            reached.push(posting.tool);
+                        }
+                        *slot = (part, itself);
+                    }
+                }
+            }
+            let bit = 1u64.checked_shl(i as u32).unwrap_or(0);
+            for tool in reached.drain(..) {
+                let (part, itself) = std::mem::take(&mut best[tool as usize]);
+                let tally = &mut gathered[tool as usize];
+                if tally.matched == 0 {
+                    touched.push(tool);
+                }
+                tally.matched += 1;
+                tally.score += part;
+                if itself {
+                    tally.own |= bit;
+                } else {
+                    tally.related |= bit;
+                }
+            }
+        }
+        (gathered, touched)
     }
 }

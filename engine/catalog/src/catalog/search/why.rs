@@ -37,11 +37,11 @@ impl SearchIndex {
         let Some(term) = self.vocabulary.get(stem) else {
             return false;
         };
-        self.services
-            .values()
-            .flat_map(|s| s.docs.iter())
-            .find(|d| d.tool == tool)
-            .is_some_and(|d| d.terms.binary_search_by_key(term, |&(id, _)| id).is_ok())
+        self.postings.get(*term as usize).is_some_and(|postings| {
+            postings
+                .binary_search_by_key(&tool, |p| p.tool as usize)
+                .is_ok()
+        })
     }
 
     /// Each stem of `text` -> the first word that gave it, lowercased as written.
