@@ -336,6 +336,10 @@ pub enum CatalogCommand {
     /// `$schema`, non-object roots) or that some providers refuse (property names
     /// outside ^[a-zA-Z0-9_.-]{1,64}$). Fails on the first kind only.
     Lint,
+    /// Rank the tools for a query as the MCP discovery `find_tools` does for a key
+    /// allowed everything: rank, tool, score and why. See what an intent, a synonym or a
+    /// weight changes before the retrieval test does.
+    Find(FindArgs),
     /// The size of MCP `tools/list` per toolset (discovery, all, each service): tools,
     /// bytes and estimated tokens, for a key allowed everything.
     Surface {
@@ -383,4 +387,23 @@ mod tests {
         assert_eq!(store.data_dir, PathBuf::from("d"));
         assert!(Cli::try_parse_from(["tool-broker", "vault", "rekey"]).is_err());
     }
+}
+
+/// What `catalog find` is asked.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FindArgs {
+    /// What a person or a model asks, in its own words.
+    pub query: String,
+    /// Only this service's tools (scored against every service's words).
+    #[arg(long)]
+    pub service: Option<String>,
+    /// Most results (1 to 50).
+    #[arg(long, default_value_t = 10)]
+    pub limit: usize,
+    /// Legacy tools too.
+    #[arg(long)]
+    pub include_legacy: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
 }

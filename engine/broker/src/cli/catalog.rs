@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use super::args::{CatalogCommand, Format};
+use super::args::{CatalogCommand, FindArgs, Format};
 use super::output::pretty;
 use crate::catalog::Catalog;
 use crate::catalog::compile::compile;
@@ -204,6 +204,7 @@ pub fn catalog(command: CatalogCommand, root: impl Into<CatalogRoot>) -> Result<
         ),
         CatalogCommand::Lint => lint(&root),
         CatalogCommand::Surface { format } => surface(&root, format),
+        CatalogCommand::Find(asked) => find(&root.load()?, &asked),
         CatalogCommand::Schema { write } => {
             for (name, text) in crate::catalog::schema::format_schemas() {
                 if write {
@@ -427,6 +428,71 @@ fn lint(root: &CatalogRoot) -> Result<String, String> {
     if refused > 0 { Err(out) } else { Ok(out) }
 }
 
+/// `catalog find`: the tools `find_tools` ranks first for a query, for a key allowed
+/// everything (the same index, filters and `why`).
+fn find(catalog: &Catalog, asked: &FindArgs) -> Result<String, String> {
+    use std::fmt::Write as _;
+    if asked.query.trim().is_empty() {
+        return Err("the query is empty: say what you want to do, in plain words".into());
+    }
+    if !(1..=50).contains(&asked.limit) {
+        return Err(format!(
+            "--limit {} is out of range: give 1 to 50",
+            asked.limit
+        ));
+    }
+    if let Some(service) = asked.service.as_deref()
+        && !catalog.services.contains_key(service)
+    {
+        let known: Vec<&str> = catalog.services.keys().map(String::as_str).collect();
+        return Err(format!(
+            "no service `{service}`; the services are: {}",
+            known.join(", ")
+        ));
+    }
+    let filters = crate::hooks::FindFilters {
+        risk: None,
+        include_legacy: asked.include_legacy,
+        limit: asked.limit,
+    };
+    let keep = |i: usize| catalog.tools.get(i).is_some_and(|t| filters.admits(t));
+    let search = catalog.search();
+    let hits = search.search_all(asked.service.as_deref(), &asked.query, keep);
+    let why = search.why(&asked.query);
+    let rows: Vec<serde_json::Value> = hits
+        .iter()
+        .take(asked.limit)
+        .enumerate()
+        .filter_map(|(rank, hit)| {
+            let tool = catalog.tools.get(hit.tool)?;
+            Some(json!({
+                "rank": rank + 1,
+                "name": tool.full_name,
+                "score": (hit.score * 1000.0).round() / 1000.0,
+                "why": why.of(hit),
+            }))
+        })
+        .collect();
+    let mut out = String::new();
+    match asked.format {
+        Format::Json => pretty(&mut out, &rows),
+        Format::Text => {
+            for row in &rows {
+                let _ = writeln!(
+                    out,
+                    "{:>2}. {}  {:.3}  {}",
+                    row["rank"].as_u64().unwrap_or_default(),
+                    row["name"].as_str().unwrap_or_default(),
+                    row["score"].as_f64().unwrap_or_default(),
+                    row["why"].as_str().unwrap_or_default()
+                );
+            }
+            let _ = writeln!(out, "{} tools matched", hits.len());
+        }
+    }
+    Ok(out)
+}
+
 /// `catalog surface`: what each toolset's `tools/list` costs a client.
 fn surface(root: &CatalogRoot, format: Format) -> Result<String, String> {
     use std::fmt::Write as _;
@@ -527,5 +593,55 @@ mod tests {
             import.contains("works on a catalog root folder"),
             "{import}"
         );
+    }
+
+    fn find_of(query: &str, service: Option<&str>, limit: usize) -> Result<String, String> {
+        catalog(
+            CatalogCommand::Find(FindArgs {
+                query: query.into(),
+                service: service.map(String::from),
+                limit,
+                include_legacy: false,
+                format: Format::Json,
+            }),
+            CatalogRoot::Embedded,
+        )
+    }
+
+    #[test]
+    fn find_ranks_as_find_tools_does_and_says_what_is_wrong() {
+        let found = find_of("give the customer their money back", None, 3).unwrap_or_default();
+        let rows: Vec<serde_json::Value> = serde_json::from_str(&found).unwrap_or_default();
+        assert_eq!(rows.len(), 3, "{found}");
+        assert_eq!(rows[0]["name"], "payments.post_refunds", "{found}");
+        assert_eq!(rows[0]["rank"], 1);
+        assert!(
+            rows[0]["why"]
+                .as_str()
+                .is_some_and(|w| w.contains("refund")),
+            "{found}"
+        );
+        let crm = find_of("create a contact", Some("crm"), 5).unwrap_or_default();
+        let rows: Vec<serde_json::Value> = serde_json::from_str(&crm).unwrap_or_default();
+        assert!(!rows.is_empty());
+        assert!(
+            rows.iter()
+                .all(|r| r["name"].as_str().is_some_and(|n| n.starts_with("crm."))),
+            "{crm}"
+        );
+        for (query, service, limit, said) in [
+            ("  ", None, 10, "the query is empty"),
+            ("list refunds", None, 0, "--limit 0 is out of range"),
+            ("list refunds", None, 51, "--limit 51 is out of range"),
+            (
+                "list refunds",
+                Some("nope"),
+                10,
+                "no service `nope`; the services are: agent",
+            ),
+        ] {
+            let error = find_of(query, service, limit).unwrap_err();
+            assert!(error.contains(said), "{query:?}: {error}");
+        }
     }
 }
