@@ -220,9 +220,12 @@ pub struct SearchIndex {
     service_ids: Vec<String>,
     /// Every tool's document, at its index in the catalog's tools.
     docs: Vec<Doc>,
-    /// Term id -> the tools that hold it: `(tool, its service's number, BM25F term
-    /// frequency)`, by tool. A query walks the lists of its words only, never every tool.
-    postings: Vec<Vec<Posting>>,
+    /// Every term's tools, term after term, each term's by tool ([`Self::postings`]):
+    /// a query walks the lists of its words only, never every tool.
+    postings: Vec<Posting>,
+    /// Where each term's tools begin in `postings` (term id -> start; one more entry
+    /// than terms, the last the end).
+    starts: Vec<u32>,
     /// Document frequencies over every service, for searches across them.
     global: Stats,
     /// Every word a tool holds -> its term id.
@@ -265,7 +268,7 @@ struct ServiceIndex {
 
 /// One tool holding one term: the tool, its service's number and the term's BM25F
 /// frequency in it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Posting {
     tool: u32,
     service: u32,
@@ -368,6 +371,7 @@ impl SearchIndex {
             service_ids: Vec::new(),
             docs: Vec::new(),
             postings: Vec::new(),
+            starts: Vec::new(),
             global: Stats::default(),
             vocabulary: HashMap::new(),
             spelled: HashMap::new(),
@@ -436,8 +440,9 @@ impl SearchIndex {
         index
     }
 
-    /// Each tool's document, its terms in the postings and the document frequencies
-    /// of its service and of the catalog.
+    /// Each tool's document, the document frequencies of its service and of the
+    /// catalog, and the postings: every term's tools in one list, sized once (a list per
+    /// term grown by pushing would leave the allocator's heap in pieces).
     fn add_docs(
         &mut self,
         tools: &[Tool],
@@ -445,7 +450,8 @@ impl SearchIndex {
         avg: &[f64; FIELDS],
         weights: &[f64; FIELDS],
     ) {
-        for (i, (tool, fields)) in tools.iter().zip(fielded).enumerate() {
+        let mut held: Vec<(u32, Vec<(u32, f64)>)> = Vec::with_capacity(tools.len());
+        for (tool, fields) in tools.iter().zip(fielded) {
             let next = u32::try_from(self.service_ids.len()).unwrap_or(u32::MAX);
             let number = match self.services.get(&tool.service) {
                 Some(service) => service.number,
@@ -463,23 +469,46 @@ impl SearchIndex {
             let service = self.services.entry(tool.service.clone()).or_default();
             service.stats.docs += 1;
             self.global.docs += 1;
-            let at = u32::try_from(i).unwrap_or(u32::MAX);
-            for (id, tf) in terms {
+            for &(id, _) in &terms {
                 *service.stats.df.entry(id).or_default() += 1;
                 *self.global.df.entry(id).or_default() += 1;
-                let slot = id as usize;
-                if self.postings.len() <= slot {
-                    self.postings.resize_with(slot + 1, Vec::new);
-                }
-                self.postings[slot].push(Posting {
-                    tool: at,
-                    service: number,
-                    tf,
-                });
             }
             self.docs.push(doc);
+            held.push((number, terms));
         }
-        self.postings.resize_with(self.vocabulary.len(), Vec::new);
+        // A counting sort by term: each term's count, where each term's tools begin,
+        // then every tool's terms put in place (tools in order, so each term's by tool).
+        let mut starts = vec![0u32; self.vocabulary.len() + 1];
+        for (_, terms) in &held {
+            for &(id, _) in terms {
+                starts[id as usize + 1] += 1;
+            }
+        }
+        for i in 1..starts.len() {
+            starts[i] += starts[i - 1];
+        }
+        let mut postings = vec![Posting::default(); starts.last().map_or(0, |&n| n as usize)];
+        let mut next = starts.clone();
+        for (tool, (service, terms)) in held.into_iter().enumerate() {
+            let tool = u32::try_from(tool).unwrap_or(u32::MAX);
+            for (id, tf) in terms {
+                let at = &mut next[id as usize];
+                postings[*at as usize] = Posting { tool, service, tf };
+                *at += 1;
+            }
+        }
+        self.postings = postings;
+        self.starts = starts;
+    }
+
+    /// The tools that hold a term, by tool.
+    fn postings(&self, term: u32) -> &[Posting] {
+        let at = term as usize;
+        match (self.starts.get(at), self.starts.get(at + 1)) {
+            (Some(&start), Some(&end)) => self.postings.get(start as usize..end as usize),
+            _ => None,
+        }
+        .unwrap_or_default()
     }
 
     /// One tool's document (its verbs and the ids it takes) and its terms with their

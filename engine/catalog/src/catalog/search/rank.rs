@@ -190,10 +190,7 @@ impl SearchIndex {
         for (i, candidates) in weighted.iter().enumerate() {
             for &(term, weight) in candidates {
                 let itself = owns.get(i).copied().flatten() == Some(term);
-                let postings = self
-                    .postings
-                    .get(term as usize)
-                    .map_or(&[][..], Vec::as_slice);
+                let postings = self.postings(term);
                 for posting in postings.iter().filter(|p| in_scope(p.service)) {
                     let tf = posting.tf;
                     let part = weight * tf * (self.k1 + 1.0) / (tf + self.k1);

@@ -37,11 +37,9 @@ impl SearchIndex {
         let Some(term) = self.vocabulary.get(stem) else {
             return false;
         };
-        self.postings.get(*term as usize).is_some_and(|postings| {
-            postings
-                .binary_search_by_key(&tool, |p| p.tool as usize)
-                .is_ok()
-        })
+        self.postings(*term)
+            .binary_search_by_key(&tool, |p| p.tool as usize)
+            .is_ok()
     }
 
     /// Each stem of `text` -> the first word that gave it, lowercased as written.
