@@ -258,7 +258,7 @@ const SAYS_WHAT: [bool; FIELDS] = [
 ];
 
 /// One service's part of the index.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct ServiceIndex {
     /// Its number in the postings ([`Posting::service`]).
     number: u32,

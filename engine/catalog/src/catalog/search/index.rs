@@ -159,26 +159,17 @@ impl SearchIndex {
     ) {
         let mut held: Vec<(u32, Vec<(u32, f64)>)> = Vec::with_capacity(tools.len());
         for (tool, fields) in tools.iter().zip(fielded) {
-            let next = u32::try_from(self.service_ids.len()).unwrap_or(u32::MAX);
-            let number = match self.services.get(&tool.service) {
-                Some(service) => service.number,
-                None => {
-                    self.service_ids.push(tool.service.clone());
-                    let service = ServiceIndex {
-                        number: next,
-                        stats: Stats::default(),
-                    };
-                    self.services.insert(tool.service.clone(), service);
-                    next
-                }
-            };
+            let number = self.service_number(&tool.service);
             let (doc, terms) = self.doc(number, tool, &fields, avg, weights);
-            let service = self.services.entry(tool.service.clone()).or_default();
-            service.stats.docs += 1;
             self.global.docs += 1;
             for &(id, _) in &terms {
-                *service.stats.df.entry(id).or_default() += 1;
                 *self.global.df.entry(id).or_default() += 1;
+            }
+            if let Some(service) = self.services.get_mut(&tool.service) {
+                service.stats.docs += 1;
+                for &(id, _) in &terms {
+                    *service.stats.df.entry(id).or_default() += 1;
+                }
             }
             self.docs.push(doc);
             held.push((number, terms));
@@ -206,6 +197,21 @@ impl SearchIndex {
         }
         self.postings = postings;
         self.starts = starts;
+    }
+
+    /// A service's number in the postings, given on first sight.
+    fn service_number(&mut self, service: &str) -> u32 {
+        if let Some(known) = self.services.get(service) {
+            return known.number;
+        }
+        let number = u32::try_from(self.service_ids.len()).unwrap_or(u32::MAX);
+        self.service_ids.push(service.to_string());
+        let index = ServiceIndex {
+            number,
+            stats: Stats::default(),
+        };
+        self.services.insert(service.to_string(), index);
+        number
     }
 
     /// The tools that hold a term, by tool.
