@@ -568,3 +568,63 @@ fn a_search_keeps_to_its_scope() {
     assert_eq!(kept.len(), one.len() - 1);
     assert!(kept.iter().all(|h| h.tool != first));
 }
+
+/// A query longer than a hit's word marks (a pasted text) still says every word a tool
+/// matched, and a tool that matched every word leaves the meaning out, however many
+/// words there are.
+#[test]
+fn a_long_query_says_every_word_it_matched() {
+    use tool_broker::catalog::search::MARKED;
+    let catalog = crate::support::embedded_catalog();
+    let search = catalog.search();
+    // Words no tool holds, sorting before the words a tool holds: those come past the
+    // marked ones.
+    let filler: Vec<String> = (0..MARKED)
+        .map(|i| {
+            let letter = |n: usize| char::from(b'a' + u8::try_from(n % 26).unwrap_or(0));
+            format!("aaq{}{}", letter(i / 26), letter(i))
+        })
+        .collect();
+    let query = format!("{} refund charge", filler.join(" "));
+    let hits = search.search_all(Some("payments"), &query, |_| true);
+    let refunds = hits
+        .iter()
+        .find(|h| catalog.tools[h.tool].full_name == "payments.post_refunds")
+        .expect("payments.post_refunds matches `refund charge`");
+    assert_eq!(refunds.matched, 2, "{refunds:?}");
+    let why = search.why(&query).of(refunds);
+    assert!(why.starts_with("matched charge, refund"), "{why}");
+
+    // A tool that matched every word of a query longer than the marks: the words speak
+    // for themselves, so its score is its words' (many words' sum), not a share of the
+    // best fused with a similarity (at most 1 + the meaning's weight).
+    let one_word_phrases = ["remind", "enroll", "pull", "chargeback", "chargebacks"];
+    let stopwords = &catalog.rules.search.stopwords;
+    let (tool, words) = catalog
+        .tools
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let text = format!(
+                "{} {}",
+                t.description,
+                t.documentation.as_deref().unwrap_or("")
+            );
+            let words: BTreeSet<String> = text
+                .split(|c: char| !c.is_ascii_alphabetic())
+                .filter(|w| w.len() > 3)
+                .map(str::to_ascii_lowercase)
+                .filter(|w| !one_word_phrases.contains(&w.as_str()) && !stopwords.contains(w))
+                .collect();
+            (i, words)
+        })
+        .max_by_key(|(_, words)| words.len())
+        .expect("the catalog has tools");
+    assert!(words.len() > MARKED + 10, "{} words", words.len());
+    let query: Vec<&str> = words.iter().map(String::as_str).collect();
+    let service = catalog.tools[tool].service.as_str();
+    let hits = search.search_all(Some(service), &query.join(" "), |_| true);
+    let best = hits.first().expect("the tool's own words find it");
+    assert_eq!(best.tool, tool, "{best:?}");
+    assert!(best.score > 2.0, "fused with the meaning: {best:?}");
+}

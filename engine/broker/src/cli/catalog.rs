@@ -10,6 +10,7 @@ use super::args::{CatalogCommand, FindArgs, Format};
 use super::output::pretty;
 use crate::catalog::Catalog;
 use crate::catalog::compile::compile;
+use crate::catalog::describe::found;
 use crate::catalog::identity::{LOCK_PATH, Lock, diff, verify};
 use crate::catalog::source::Sources;
 
@@ -458,21 +459,7 @@ fn find(catalog: &Catalog, asked: &FindArgs) -> Result<String, String> {
     let keep = |i: usize| catalog.tools.get(i).is_some_and(|t| filters.admits(t));
     let search = catalog.search();
     let hits = search.search_all(asked.service.as_deref(), &asked.query, keep);
-    let why = search.why(&asked.query);
-    let rows: Vec<serde_json::Value> = hits
-        .iter()
-        .take(asked.limit)
-        .enumerate()
-        .filter_map(|(rank, hit)| {
-            let tool = catalog.tools.get(hit.tool)?;
-            Some(json!({
-                "rank": rank + 1,
-                "name": tool.full_name,
-                "score": (hit.score * 1000.0).round() / 1000.0,
-                "why": why.of(hit),
-            }))
-        })
-        .collect();
+    let rows = found(catalog, &hits, &search.why(&asked.query), asked.limit);
     let mut out = String::new();
     match asked.format {
         Format::Json => pretty(&mut out, &rows),
@@ -482,7 +469,7 @@ fn find(catalog: &Catalog, asked: &FindArgs) -> Result<String, String> {
                     out,
                     "{:>2}. {}  {:.3}  {}",
                     row["rank"].as_u64().unwrap_or_default(),
-                    row["name"].as_str().unwrap_or_default(),
+                    row["fullName"].as_str().unwrap_or_default(),
                     row["score"].as_f64().unwrap_or_default(),
                     row["why"].as_str().unwrap_or_default()
                 );
@@ -613,8 +600,12 @@ mod tests {
         let found = find_of("give the customer their money back", None, 3).unwrap_or_default();
         let rows: Vec<serde_json::Value> = serde_json::from_str(&found).unwrap_or_default();
         assert_eq!(rows.len(), 3, "{found}");
-        assert_eq!(rows[0]["name"], "payments.post_refunds", "{found}");
+        assert_eq!(rows[0]["fullName"], "payments.post_refunds", "{found}");
         assert_eq!(rows[0]["rank"], 1);
+        assert!(
+            rows[0]["score"].as_f64().is_some_and(|s| s > 0.0),
+            "{found}"
+        );
         assert!(
             rows[0]["why"]
                 .as_str()
@@ -625,8 +616,9 @@ mod tests {
         let rows: Vec<serde_json::Value> = serde_json::from_str(&crm).unwrap_or_default();
         assert!(!rows.is_empty());
         assert!(
-            rows.iter()
-                .all(|r| r["name"].as_str().is_some_and(|n| n.starts_with("crm."))),
+            rows.iter().all(|r| r["fullName"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("crm."))),
             "{crm}"
         );
         for (query, service, limit, said) in [

@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::catalog::descriptor::{ConfirmationMode, Tier};
+use crate::catalog::search::{Hit, Why};
 use crate::catalog::{Action, Catalog, Tool};
 
 /// The build id: the broker's version and the catalog snapshot it serves.
@@ -166,6 +167,27 @@ pub fn summary(catalog: &Catalog, tool: &Tool) -> Value {
         );
     }
     row
+}
+
+/// A search's answer, best first: each of the first `limit` hits as its [`summary`],
+/// with its rank, its score (three decimals) and why it ranked (`why` read for the same
+/// query). The per-service `find_tools`, the MCP discovery `find_tools` and
+/// `tool-broker catalog find` all answer with these rows.
+pub fn found(catalog: &Catalog, hits: &[Hit], why: &Why<'_>, limit: usize) -> Vec<Value> {
+    hits.iter()
+        .filter_map(|hit| Some((hit, catalog.tools.get(hit.tool)?)))
+        .take(limit)
+        .enumerate()
+        .map(|(rank, (hit, tool))| {
+            let mut row = summary(catalog, tool);
+            if let Some(map) = row.as_object_mut() {
+                map.insert("rank".into(), json!(rank + 1));
+                map.insert("score".into(), json!((hit.score * 1000.0).round() / 1000.0));
+                map.insert("why".into(), json!(why.of(hit)));
+            }
+            row
+        })
+        .collect()
 }
 
 /// The complete descriptor: everything a caller needs to call the tool correctly.

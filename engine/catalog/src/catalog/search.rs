@@ -296,8 +296,15 @@ pub struct Hit {
     pub tool: usize,
     /// Score (higher is better).
     pub score: f64,
-    /// Bit i: the i-th distinct query word (sorted) matched as itself.
+    /// How many of the query's distinct words it matched, as themselves or through a
+    /// synonym.
+    pub matched: u32,
+    /// Bit i: the i-th distinct query word (sorted) matched as itself. Only the first
+    /// [`MARKED`] words have a bit; [`Why`] reads a later word's match from the index.
     pub own: u64,
     /// Bit i: the i-th distinct query word matched only through a synonym.
     pub related: u64,
 }
+
+/// How many of a query's distinct words a [`Hit`]'s bits mark.
+pub const MARKED: usize = u64::BITS as usize;

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use crate::catalog::describe::{build_id, descriptor, status, summary};
+use crate::catalog::describe::{build_id, descriptor, found, status};
 use crate::catalog::descriptor::{Risk, Tier};
 use crate::catalog::unknown_tool;
 use crate::catalog::{Action, Catalog, Tool};
@@ -185,22 +185,7 @@ pub fn find_tools(
         })
     };
     let hits = catalog.search().search(&tool.service, query, keep);
-    let why = catalog.search().why(query);
-    let results: Vec<Value> = hits
-        .iter()
-        .take(limit)
-        .enumerate()
-        .filter_map(|(rank, hit)| {
-            let found = catalog.tools.get(hit.tool)?;
-            let mut row = summary(catalog, found);
-            if let Some(map) = row.as_object_mut() {
-                map.insert("rank".into(), json!(rank + 1));
-                map.insert("score".into(), json!((hit.score * 1000.0).round() / 1000.0));
-                map.insert("why".into(), json!(why.of(hit)));
-            }
-            Some(row)
-        })
-        .collect();
+    let results = found(catalog, &hits, &catalog.search().why(query), limit);
     let summary_text = match results.first() {
         Some(best) => format!(
             "{} tools match `{query}`; best: {}",

@@ -17,7 +17,7 @@ use super::schemas::{compact_envelope_schema, published_input};
 use crate::answer::envelope::{self, Enveloped, Meta};
 use crate::call::{Broker, CallInput};
 use crate::caller::Caller;
-use crate::catalog::describe::{descriptor, summary};
+use crate::catalog::describe::{descriptor, found};
 use crate::catalog::descriptor::{Class, EnvelopeKind, Risk, Tier};
 use crate::catalog::unknown_tool;
 use crate::catalog::{Action, Catalog, Tool};
@@ -321,19 +321,7 @@ fn find(
     };
     // One corpus across services, so scores of two services compare.
     let hits = catalog.search().search_all(service, query, keep);
-    let why = catalog.search().why(query);
-    let results: Vec<Value> = hits
-        .iter()
-        .take(filters.limit)
-        .filter_map(|hit| {
-            let tool = catalog.tools.get(hit.tool)?;
-            let mut row = summary(catalog, tool);
-            if let Some(map) = row.as_object_mut() {
-                map.insert("why".into(), json!(why.of(hit)));
-            }
-            Some(row)
-        })
-        .collect();
+    let results = found(catalog, &hits, &catalog.search().why(query), filters.limit);
     envelope::standard_ok(
         json!({ "query": query, "total": hits.len(), "results": results,
                 "next": "call_tool with a result's fullName and its required arguments; get_tool_reference for the full schema" }),

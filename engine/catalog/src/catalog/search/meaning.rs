@@ -311,11 +311,7 @@ impl Meaning {
             return;
         };
         // The words speak for themselves when a tool matched every one of them.
-        let covered = hits
-            .iter()
-            .map(|h| (h.own | h.related).count_ones() as usize)
-            .max()
-            .unwrap_or(0);
+        let covered = hits.iter().map(|h| h.matched as usize).max().unwrap_or(0);
         let weight = if covered >= words { 0.0 } else { rules.weight };
         if weight <= 0.0 {
             return;
@@ -346,6 +342,7 @@ impl Meaning {
         hits.extend(meant.into_iter().map(|(tool, score)| Hit {
             tool,
             score,
+            matched: 0,
             own: 0,
             related: 0,
         }));

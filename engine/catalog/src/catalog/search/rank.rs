@@ -152,6 +152,7 @@ impl SearchIndex {
             hits.push(Hit {
                 tool,
                 score: tally.score * coverage * action * place * target,
+                matched: tally.matched,
                 own: tally.own,
                 related: tally.related,
             });

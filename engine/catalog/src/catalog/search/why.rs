@@ -6,7 +6,16 @@
 
 use std::collections::HashMap;
 
-use super::{Hit, SearchIndex};
+use super::{Hit, MARKED, SearchIndex};
+
+/// How a hit matched one of the query's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Match {
+    /// The tool holds the word itself.
+    Itself,
+    /// The tool holds only a synonym of it.
+    Synonym,
+}
 
 /// The reading of one query that says why each of its hits ranked: the query is read
 /// once, each hit then costs a few lookups.
@@ -64,14 +73,13 @@ impl Why<'_> {
                 .or_else(|| self.index.spelled.get(stem))
                 .map_or_else(|| stem.to_string(), Clone::clone)
         };
-        let bit = |i: usize, set: u64| 1u64.checked_shl(i as u32).is_some_and(|b| set & b != 0);
         let matched: Vec<String> = (0..self.words.len())
-            .filter(|i| bit(*i, hit.own))
+            .filter(|i| self.matched(hit, *i) == Some(Match::Itself))
             .map(|i| spell(&self.words[i]))
             .take(MOST_NAMED)
             .collect();
         let through: Vec<String> = (0..self.words.len())
-            .filter(|i| bit(*i, hit.related))
+            .filter(|i| self.matched(hit, *i) == Some(Match::Synonym))
             .filter_map(|i| {
                 let word = &self.words[i];
                 let synonym = self
@@ -94,11 +102,37 @@ impl Why<'_> {
         if let Some(intent) = self.intent(hit) {
             parts.push(format!("like \"{intent}\""));
         }
-        if hit.own == 0 && hit.related == 0 {
+        if hit.matched == 0 {
             // Ranked by the meaning signal alone: no word of the query is the tool's.
             parts.push("similar meaning".to_string());
         }
         parts.join("; ")
+    }
+
+    /// How `hit` matched the query's `i`-th word, if it did: from the hit's bits for the
+    /// first [`MARKED`] words, from the index for a later one (a query that long is a
+    /// pasted text; the tool holds the word, or else one of its synonyms).
+    fn matched(&self, hit: &Hit, i: usize) -> Option<Match> {
+        if i < MARKED {
+            let bit = 1u64.checked_shl(i as u32).unwrap_or(0);
+            return if hit.own & bit != 0 {
+                Some(Match::Itself)
+            } else if hit.related & bit != 0 {
+                Some(Match::Synonym)
+            } else {
+                None
+            };
+        }
+        let word = self.words.get(i)?;
+        if self.index.holds(hit.tool, word) {
+            Some(Match::Itself)
+        } else {
+            let synonyms = self.index.synonyms.get(word)?;
+            synonyms
+                .iter()
+                .any(|s| self.index.holds(hit.tool, s))
+                .then_some(Match::Synonym)
+        }
     }
 
     /// The hit's intent that shares the most of the query's words, when it shares two
