@@ -3,6 +3,8 @@
 //! projection (done once per process, then served from memory).
 //!
 //! Run: `cargo bench -p tool-broker --bench discovery`. Figures: `bench/README.md`.
+//! `TOOL_BROKER_BENCH_CATALOG=<catalog root>` reads the catalog from that folder instead
+//! of the one built in, so a change of intents, rules or tools is timed without a rebuild.
 #![allow(clippy::panic, reason = "a benchmark with a broken setup should stop")]
 
 use std::hint::black_box;
@@ -21,7 +23,12 @@ use tool_broker::serve::projection::text;
 use tool_broker::store::{Store, StoreConfig};
 
 fn discovery(c: &mut Criterion) {
-    let catalog = Arc::new(compile(&Sources::embedded()).unwrap_or_else(|d| panic!("{d}")));
+    let sources = match std::env::var_os("TOOL_BROKER_BENCH_CATALOG") {
+        Some(root) => Sources::from_dir(std::path::Path::new(&root))
+            .unwrap_or_else(|e| panic!("TOOL_BROKER_BENCH_CATALOG: {e}")),
+        None => Sources::embedded(),
+    };
+    let catalog = Arc::new(compile(&sources).unwrap_or_else(|d| panic!("{d}")));
     let env = |name: &str| (name == "TOOL_BROKER_API_KEY").then(|| "tb_bench".to_string());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
