@@ -390,6 +390,12 @@ async fn each_hit_says_why_it_ranked() {
     };
     let (status, reply) = ask("Refunds for charge ch_3MmlLrLkdIwHu7ix0snN0B15").await;
     assert_eq!(status, 200, "{reply}");
+    // The rows every find answers with: rank and score beside the summary and why.
+    let rows = &reply["result"]["structuredContent"]["data"]["results"];
+    for (i, row) in rows.as_array().into_iter().flatten().enumerate() {
+        assert_eq!(row["rank"], i + 1, "{row}");
+        assert!(row["score"].as_f64().is_some_and(|s| s > 0.0), "{row}");
+    }
     let hits = why(&reply);
     let (name, first) = hits.first().cloned().unwrap_or_default();
     assert!(name.starts_with("payments."), "{hits:?}");
