@@ -88,6 +88,19 @@ pub struct RawSearch {
     /// (the default) turns it off.
     #[serde(default = "one")]
     pub service_miss_factor: f64,
+    /// Score factor of a tool none of whose name's words the query says: a tool whose
+    /// name says more than the query asks for ("list calendars":
+    /// `calendars_fetch_calendar_resources` against `calendars_get_calendars`) scores
+    /// `1 - (1 - factor) * share`, the share that of
+    /// its name's words the query says neither as itself nor through a synonym. A
+    /// name's words here leave out its HTTP method, verbs, services' words and
+    /// `name_filler`. Between 0 and 1; 1 (the default) turns it off.
+    #[serde(default = "one")]
+    pub name_miss_factor: f64,
+    /// Words of tools' names that say nothing of what a tool acts on (`id`, an
+    /// upstream's path quirk), left out of [`Self::name_miss_factor`]'s share.
+    #[serde(default)]
+    pub name_filler: Vec<String>,
     /// Words a tool gets from its method and path shape.
     #[serde(default)]
     pub operation_words: Vec<OperationWords>,
@@ -214,6 +227,10 @@ pub struct SearchIndex {
     /// Stemmed service id -> the service it names.
     service_words: HashMap<String, String>,
     service_miss: f64,
+    /// See [`RawSearch::name_miss_factor`].
+    name_miss: f64,
+    /// Stemmed [`RawSearch::name_filler`].
+    name_filler: HashSet<String>,
     services: HashMap<String, ServiceIndex>,
     /// Each service's id by its number ([`ServiceIndex::number`]).
     service_ids: Vec<String>,
@@ -286,6 +303,9 @@ struct Doc {
     /// The kinds of id it takes (term ids, sorted): the segment before each path
     /// placeholder and the argument names.
     takes: Vec<u32>,
+    /// The words of its name that say what it acts on (term ids, sorted; see
+    /// [`RawSearch::name_miss_factor`]).
+    named: Vec<u32>,
 }
 
 /// One search hit: the tool's position in `Catalog::tools`, its score, and which of

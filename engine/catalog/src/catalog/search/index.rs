@@ -74,6 +74,8 @@ impl SearchIndex {
                 .collect(),
             service_words: HashMap::new(),
             service_miss: raw.service_miss_factor,
+            name_miss: raw.name_miss_factor,
+            name_filler: HashSet::new(),
             services: HashMap::new(),
             service_ids: Vec::new(),
             docs: Vec::new(),
@@ -115,6 +117,7 @@ impl SearchIndex {
             .filter_map(|t| Some((index.words(&t.service).pop()?, t.service.clone())))
             .collect();
         index.reads = index.stemmed(actions.map(|a| a.read_words.as_slice()));
+        index.name_filler = index.stemmed(Some(raw.name_filler.as_slice()));
         let w = raw.weights;
         let weights = [
             w.name,
@@ -273,8 +276,34 @@ impl SearchIndex {
             verbs,
             writes: acts,
             takes,
+            named: self.named(&fields[0], tool),
         };
         (doc, terms)
+    }
+
+    /// The words of a tool's name (`name`, its name field's words) that say what it
+    /// acts on, as terms (sorted): not its HTTP method (`leads_post_contacts`), not a
+    /// verb, not a service's word (`crm.payments_delete_coupon` acts on a coupon), not
+    /// a word the rules call filler (`name_filler`: `id`).
+    fn named(&self, name: &[String], tool: &Tool) -> Vec<u32> {
+        let method = match &tool.action {
+            Action::Http(plan) => self.words(plan.method.as_str()),
+            Action::Mcp(_) | Action::Hook(_) => Vec::new(),
+        };
+        let mut named: Vec<u32> = name
+            .iter()
+            .filter(|w| {
+                !method.contains(*w)
+                    && !self.actions.contains(*w)
+                    && !self.reads.contains(*w)
+                    && !self.service_words.contains_key(w.as_str())
+                    && !self.name_filler.contains(*w)
+            })
+            .filter_map(|w| self.vocabulary.get(w).copied())
+            .collect();
+        named.sort_unstable();
+        named.dedup();
+        named
     }
 
     /// Each tool with intents -> each intent and its distinct words (for `why`).

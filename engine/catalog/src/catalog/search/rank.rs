@@ -115,6 +115,11 @@ impl SearchIndex {
         } else {
             Vec::new()
         };
+        // Every term the query says, as a word or a synonym (sorted), for the share of
+        // a tool's name it says.
+        let mut said: Vec<u32> = weighted.iter().flatten().map(|&(term, _)| term).collect();
+        said.sort_unstable();
+        said.dedup();
         let in_scope = |number: u32| service.is_none_or(|s| s == number);
         let (gathered, touched) = self.gather(&weighted, &owns, in_scope);
         let mut hits = Vec::with_capacity(touched.len());
@@ -149,9 +154,19 @@ impl SearchIndex {
                 .iter()
                 .all(|words| words.iter().all(|w| doc.takes.binary_search(w).is_ok()));
             let target = if takes { 1.0 } else { self.id_miss };
+            let naming = if self.name_miss < 1.0 && !doc.named.is_empty() {
+                let unsaid = doc
+                    .named
+                    .iter()
+                    .filter(|term| said.binary_search(term).is_err())
+                    .count();
+                1.0 - (1.0 - self.name_miss) * unsaid as f64 / doc.named.len() as f64
+            } else {
+                1.0
+            };
             hits.push(Hit {
                 tool,
-                score: tally.score * coverage * action * place * target,
+                score: tally.score * coverage * action * place * target * naming,
                 matched: tally.matched,
                 own: tally.own,
                 related: tally.related,
