@@ -87,10 +87,17 @@ impl SearchIndex {
                     .to_lowercase()
             })
             .unwrap_or_default();
-        let reading = self.read_openers.contains(&opener)
-            || query_words
+        // A phrase at the opening speaks for its words: "get rid of the plugin" asks to
+        // remove it, "get a new number" to buy one; neither opens with a read.
+        let phrased = self.opening_phrase(query);
+        let reading = match phrased {
+            Some(replacement) => replacement
                 .first()
-                .is_some_and(|w| self.reads.contains(w.as_str()));
+                .is_some_and(|w| self.reads.contains(w.as_str())),
+            None => self.read_openers.contains(&opener),
+        } || query_words
+            .first()
+            .is_some_and(|w| self.reads.contains(w.as_str()));
         let verb = if reading {
             None
         } else {
@@ -100,6 +107,19 @@ impl SearchIndex {
                 .cloned()
         };
         (reading, verb)
+    }
+
+    /// The words a phrase of the rules stands for, when the query opens with it (its
+    /// first word the query's first, stop words between them skipped).
+    fn opening_phrase(&self, query: &str) -> Option<&[String]> {
+        let first = query.split_whitespace().next()?;
+        let head = self.words(first);
+        let opens = head.first()?;
+        let words = self.words(query);
+        self.phrases
+            .iter()
+            .find(|(phrase, _)| phrase.first() == Some(opens) && words.starts_with(phrase))
+            .map(|(_, replacement)| replacement.as_slice())
     }
 
     /// A query's words, once each and sorted (so sums are added in one order and equal
@@ -235,6 +255,31 @@ customers = "customer"
             index.query_words("Q3 targets, e.g. ASP.NET"),
             ["q3", "target", "e", "g", "asp", "net"]
         );
+    }
+
+    #[test]
+    pub(super) fn a_phrase_at_the_opening_says_what_the_query_asks() {
+        let raw: RawSearch = toml::from_str(
+            "k1 = 1.2\nb = 0.5\nstopwords = [\"a\", \"of\", \"the\", \"my\"]\n\
+             [weights]\nname = 1.0\naliases = 1.0\ntitle = 1.0\ncategory = 1.0\ndescription = 1.0\npath = 1.0\noperation = 1.0\n\
+             [phrases]\n\"get rid of\" = [\"remove\"]\n\"get new\" = [\"buy\"]\n\"look up\" = [\"get\"]\n\
+             [actions]\nmiss_factor = 0.3\nread_words = [\"get\", \"show\", \"which\"]\nwords = [\"remove\", \"buy\"]\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let index = SearchIndex::build(&raw, &[]);
+        let asks = |query: &str| index.intent(query, &index.query_words(query));
+        // "get" opens them, but the phrase says what they ask: to remove, to buy.
+        assert_eq!(
+            asks("Get rid of the old plugin"),
+            (false, Some("remov".into()))
+        );
+        assert_eq!(asks("Get a new phone number"), (false, Some("buy".into())));
+        // A phrase standing for a read, a read verb and a question still read.
+        assert_eq!(asks("Look up my plugins"), (true, None));
+        assert_eq!(asks("Get the plugins"), (true, None));
+        assert_eq!(asks("Which plugins can I remove?"), (true, None));
+        // A phrase later in the query leaves the opening as it is.
+        assert_eq!(asks("Show what to get rid of"), (true, None));
     }
 
     #[test]
