@@ -110,12 +110,22 @@ impl SearchIndex {
     }
 
     /// The words a phrase of the rules stands for, when the query opens with it (its
-    /// first word the query's first, stop words between them skipped).
+    /// first word the query's first, stop words between them skipped; the longest
+    /// phrase first). Only the opening is read, and only when a phrase begins with the
+    /// query's first word.
     fn opening_phrase(&self, query: &str) -> Option<&[String]> {
         let first = query.split_whitespace().next()?;
         let head = self.words(first);
         let opens = head.first()?;
-        let words = self.words(query);
+        let longest = self
+            .phrases
+            .iter()
+            .filter(|(phrase, _)| phrase.first() == Some(opens))
+            .map(|(phrase, _)| phrase.len())
+            .max()?;
+        // A phrase's words with a stop word between each two at most.
+        let opening: Vec<&str> = query.split_whitespace().take(2 * longest).collect();
+        let words = self.words(&opening.join(" "));
         self.phrases
             .iter()
             .find(|(phrase, _)| phrase.first() == Some(opens) && words.starts_with(phrase))
