@@ -10,17 +10,22 @@ impl SearchIndex {
     /// The words of a query, each phrase the rules know replaced by the words it stands
     /// for.
     pub fn query_words(&self, query: &str) -> Vec<String> {
-        self.plain_words(&self.read(query).0)
+        self.plain_words(&self.read(query).0).0
     }
 
     /// The words of a query read plain ([`Self::read`]), each phrase the rules know
-    /// replaced by the words it stands for.
-    pub(super) fn plain_words(&self, plain: &str) -> Vec<String> {
+    /// replaced by the words it stands for; and the phrase (its index in the rules'
+    /// phrases) that stood at the opening, if one did.
+    pub(super) fn plain_words(&self, plain: &str) -> (Vec<String>, Option<usize>) {
         let mut words = self.words(plain);
-        for (phrase, replacement) in &self.phrases {
+        let mut opening = None;
+        for (number, (phrase, replacement)) in self.phrases.iter().enumerate() {
             let mut i = 0;
             while i + phrase.len() <= words.len() {
                 if words[i..i + phrase.len()] == phrase[..] {
+                    if i == 0 {
+                        opening = Some(number);
+                    }
                     words.splice(i..i + phrase.len(), replacement.iter().cloned());
                     // A phrase that stands for nothing ("set up") leaves the next word
                     // where the phrase began.
@@ -30,7 +35,7 @@ impl SearchIndex {
                 }
             }
         }
-        words
+        (words, opening)
     }
 
     /// A query read once, plain: each id as the words of its object (`ch_3Mml...` ->
@@ -78,7 +83,14 @@ impl SearchIndex {
     /// `miss_factor` of what they would. Otherwise the query's verb is its first action
     /// word ("give the customer their money back" asks to refund; "my site shows an
     /// old page, flush its cache" to flush).
-    pub(super) fn intent(&self, query: &str, query_words: &[String]) -> (bool, Option<String>) {
+    /// `opening` is the phrase that stood at the opening of the query's words
+    /// ([`Self::plain_words`]).
+    pub(super) fn intent(
+        &self,
+        query: &str,
+        query_words: &[String],
+        opening: Option<usize>,
+    ) -> (bool, Option<String>) {
         let opener = query
             .split_whitespace()
             .next()
@@ -89,7 +101,7 @@ impl SearchIndex {
             .unwrap_or_default();
         // A phrase at the opening speaks for its words: "get rid of the plugin" asks to
         // remove it, "get a new number" to buy one; neither opens with a read.
-        let phrased = self.opening_phrase(query);
+        let phrased = self.opening_phrase(&opener, opening);
         let reading = match phrased {
             Some(replacement) => replacement
                 .first()
@@ -109,27 +121,13 @@ impl SearchIndex {
         (reading, verb)
     }
 
-    /// The words a phrase of the rules stands for, when the query opens with it (its
-    /// first word the query's first, stop words between them skipped; the longest
-    /// phrase first). Only the opening is read, and only when a phrase begins with the
-    /// query's first word.
-    fn opening_phrase(&self, query: &str) -> Option<&[String]> {
-        let first = query.split_whitespace().next()?;
-        let head = self.words(first);
-        let opens = head.first()?;
-        let longest = self
-            .phrases
-            .iter()
-            .filter(|(phrase, _)| phrase.first() == Some(opens))
-            .map(|(phrase, _)| phrase.len())
-            .max()?;
-        // A phrase's words with a stop word between each two at most.
-        let opening: Vec<&str> = query.split_whitespace().take(2 * longest).collect();
-        let words = self.words(&opening.join(" "));
-        self.phrases
-            .iter()
-            .find(|(phrase, _)| phrase.first() == Some(opens) && words.starts_with(phrase))
-            .map(|(_, replacement)| replacement.as_slice())
+    /// The words the phrase at the opening of a query's words stands for, when the
+    /// query's first word (`opener`) is the phrase's first: "please get rid of" opens
+    /// with no phrase, its first word is none of one.
+    fn opening_phrase(&self, opener: &str, opening: Option<usize>) -> Option<&[String]> {
+        let (phrase, replacement) = self.phrases.get(opening?)?;
+        let head = self.words(opener);
+        (!head.is_empty() && head.first() == phrase.first()).then_some(replacement.as_slice())
     }
 
     /// A query's words, once each and sorted (so sums are added in one order and equal
@@ -270,14 +268,17 @@ customers = "customer"
     #[test]
     pub(super) fn a_phrase_at_the_opening_says_what_the_query_asks() {
         let raw: RawSearch = toml::from_str(
-            "k1 = 1.2\nb = 0.5\nstopwords = [\"a\", \"of\", \"the\", \"my\"]\n\
+            "k1 = 1.2\nb = 0.5\nstopwords = [\"a\", \"of\", \"the\", \"my\", \"how\", \"please\"]\n\
              [weights]\nname = 1.0\naliases = 1.0\ntitle = 1.0\ncategory = 1.0\ndescription = 1.0\npath = 1.0\noperation = 1.0\n\
-             [phrases]\n\"get rid of\" = [\"remove\"]\n\"get new\" = [\"buy\"]\n\"look up\" = [\"get\"]\n\
-             [actions]\nmiss_factor = 0.3\nread_words = [\"get\", \"show\", \"which\"]\nwords = [\"remove\", \"buy\"]\n",
+             [phrases]\n\"get rid of\" = [\"remove\"]\n\"get new\" = [\"buy\"]\n\"look up\" = [\"get\"]\n\"how much money\" = [\"balance\"]\n\
+             [actions]\nmiss_factor = 0.3\nread_words = [\"get\", \"show\", \"which\", \"how\"]\nwords = [\"remove\", \"buy\"]\n",
         )
         .unwrap_or_else(|e| panic!("{e}"));
         let index = SearchIndex::build(&raw, &[]);
-        let asks = |query: &str| index.intent(query, &index.query_words(query));
+        let asks = |query: &str| {
+            let (words, opening) = index.plain_words(&index.read(query).0);
+            index.intent(query, &words, opening)
+        };
         // "get" opens them, but the phrase says what they ask: to remove, to buy.
         assert_eq!(
             asks("Get rid of the old plugin"),
@@ -288,8 +289,14 @@ customers = "customer"
         assert_eq!(asks("Look up my plugins"), (true, None));
         assert_eq!(asks("Get the plugins"), (true, None));
         assert_eq!(asks("Which plugins can I remove?"), (true, None));
-        // A phrase later in the query leaves the opening as it is.
+        // A phrase later in the query leaves the opening as it is, and a phrase whose
+        // first word is not the query's (a stop word opens it) does not speak for it.
         assert_eq!(asks("Show what to get rid of"), (true, None));
+        assert_eq!(asks("How much money do we have?"), (true, None));
+        assert_eq!(
+            asks("Please get rid of the old plugin"),
+            (false, Some("remov".into()))
+        );
     }
 
     #[test]

@@ -73,8 +73,8 @@ impl SearchIndex {
     ) -> Vec<Hit> {
         // The query read once: its words, its ids' objects and its meaning come from it.
         let (plain, objects) = self.read(query);
-        let query_words = self.plain_words(&plain);
-        let (reading, verb) = self.intent(query, &query_words);
+        let (query_words, opening) = self.plain_words(&plain);
+        let (reading, verb) = self.intent(query, &query_words, opening);
         let (distinct, named) = self.distinct(query_words);
         if distinct.is_empty() {
             return Vec::new();
