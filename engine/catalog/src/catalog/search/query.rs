@@ -127,7 +127,8 @@ impl SearchIndex {
     fn opening_phrase(&self, opener: &str, opening: Option<usize>) -> Option<&[String]> {
         let (phrase, replacement) = self.phrases.get(opening?)?;
         let head = self.words(opener);
-        (!head.is_empty() && head.first() == phrase.first()).then_some(replacement.as_slice())
+        // Phrases are never empty (the index drops those), so no word opens none.
+        (head.first() == phrase.first()).then_some(replacement.as_slice())
     }
 
     /// A query's words, once each and sorted (so sums are added in one order and equal

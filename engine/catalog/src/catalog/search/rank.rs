@@ -116,10 +116,13 @@ impl SearchIndex {
             Vec::new()
         };
         // Every term the query says, as a word or a synonym (sorted), for the share of
-        // a tool's name it says.
-        let mut said: Vec<u32> = weighted.iter().flatten().map(|&(term, _)| term).collect();
-        said.sort_unstable();
-        said.dedup();
+        // a tool's name it says (none when the rules turn that off).
+        let mut said: Vec<u32> = Vec::new();
+        if self.name_miss < 1.0 {
+            said.extend(weighted.iter().flatten().map(|&(term, _)| term));
+            said.sort_unstable();
+            said.dedup();
+        }
         let in_scope = |number: u32| service.is_none_or(|s| s == number);
         let (gathered, touched) = self.gather(&weighted, &owns, in_scope);
         let mut hits = Vec::with_capacity(touched.len());
