@@ -88,6 +88,11 @@ pub struct RawSearch {
     /// (the default) turns it off.
     #[serde(default = "one")]
     pub service_miss_factor: f64,
+    /// Other words that name a service, as [`Self::service_miss_factor`] reads a
+    /// service's id: the upstream's own name ("apollo" -> `leads`), which people say
+    /// more often than ours. Each names a service of the catalog.
+    #[serde(default)]
+    pub service_names: BTreeMap<String, String>,
     /// Score factor of a tool none of whose name's words the query says: a tool whose
     /// name says more than the query asks for ("list calendars":
     /// `calendars_fetch_calendar_resources` against `calendars_get_calendars`) scores

@@ -1,6 +1,6 @@
 //! What is checked across tools once every tool is compiled: the step tools a
-//! multi-step hook runs, a task's watch, a dispatcher's categories, and a webhook's
-//! verification key tool.
+//! multi-step hook runs, a task's watch, a dispatcher's categories, a webhook's
+//! verification key tool, and the services the search rules name.
 
 use super::*;
 use crate::catalog::descriptor::Risk;
@@ -148,6 +148,49 @@ impl Compiler<'_> {
                     format!(
                         "[webhook] public_key.tool `{name}` must be a read HTTP tool of the service"
                     ),
+                );
+            }
+        }
+    }
+
+    /// Each of the search rules' `service_names` is one word and names a service of the
+    /// catalog (`apollo = "leads"`).
+    pub(super) fn check_service_names(
+        &mut self,
+        search: &RawSearch,
+        services: &BTreeMap<String, (Service, ServiceFile)>,
+    ) {
+        const FILE: &str = "rules/search.toml";
+        let text = self.sources.get(FILE).unwrap_or_default();
+        let table = text.find("[service_names]").unwrap_or(0);
+        for (word, service) in &search.service_names {
+            let line = text
+                .get(table..)
+                .and_then(|t| {
+                    t.find(&format!("\n{word} ="))
+                        .or_else(|| t.find(&format!("\n\"{word}\" =")))
+                })
+                .map_or(0, |o| line_of(text, table + o + 1));
+            if word.is_empty()
+                || !word
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+            {
+                self.diags.push(
+                    FILE,
+                    line,
+                    format!(
+                        "[service_names] `{word}` must be one lowercase word (letters and digits), as a query is read"
+                    ),
+                );
+            }
+            if !services.contains_key(service) {
+                let hint = did_you_mean(service, services.keys().map(String::as_str))
+                    .map_or_else(String::new, |s| format!("; {s}"));
+                self.diags.push(
+                    FILE,
+                    line,
+                    format!("[service_names] `{word}` names the service `{service}`, which the catalog does not have{hint}"),
                 );
             }
         }

@@ -92,6 +92,9 @@ pub fn compile_with(
     templates.set_plain_expressions(options.plain_expressions);
     c.templates(&mut templates);
     let services = c.services();
+    if let Some(rules) = &rules {
+        c.check_service_names(&rules.search, &services);
+    }
     let mut tools = match &rules {
         Some(rules) => c.tools(rules, &services, &mut templates, &options),
         None => Vec::new(),

@@ -116,6 +116,11 @@ impl SearchIndex {
             .iter()
             .filter_map(|t| Some((index.words(&t.service).pop()?, t.service.clone())))
             .collect();
+        for (word, service) in &raw.service_names {
+            if let Some(stem) = index.words(word).pop() {
+                index.service_words.insert(stem, service.clone());
+            }
+        }
         index.reads = index.stemmed(actions.map(|a| a.read_words.as_slice()));
         index.name_filler = index.stemmed(Some(raw.name_filler.as_slice()));
         let w = raw.weights;
