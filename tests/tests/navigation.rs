@@ -193,7 +193,7 @@ async fn tool_reference_resolves_every_spelling() {
         intents.contains(&json!("give a customer their money back")),
         "{body}"
     );
-    let (_, body) = reference("get_apple_pay_domains").await;
+    let (_, body) = reference("get_apple_pay_domains_domain").await;
     assert_eq!(body["data"]["intents"], json!([]), "{body}");
     // Unknown: 404 with suggestions; another service's tool is not this one's.
     let (status, body) = reference("get_issuing_card").await;
