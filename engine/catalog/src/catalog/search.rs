@@ -90,7 +90,8 @@ pub struct RawSearch {
     pub service_miss_factor: f64,
     /// Other words that name a service, as [`Self::service_miss_factor`] reads a
     /// service's id: the upstream's own name ("apollo" -> `leads`), which people say
-    /// more often than ours. Each names a service of the catalog.
+    /// more often than ours. Unlike an id, such a word is also matched: a tool may say
+    /// it ("update the Hostinger plugin"). Each names a service of the catalog.
     #[serde(default)]
     pub service_names: BTreeMap<String, String>,
     /// Score factor of a tool none of whose name's words the query says: a tool whose
@@ -229,8 +230,11 @@ pub struct SearchIndex {
     values: Values,
     /// Word -> its stem, where the stemmer's would merge it with another word.
     stems: HashMap<String, String>,
-    /// Stemmed service id -> the service it names.
+    /// Stemmed service id or [`RawSearch::service_names`] word -> the service it names.
     service_words: HashMap<String, String>,
+    /// The stems of [`RawSearch::service_names`]: they name a service and are matched
+    /// too (a tool's name may say one: `hosting_update_hostinger_word_press_plugin`).
+    service_names: HashSet<String>,
     service_miss: f64,
     /// See [`RawSearch::name_miss_factor`].
     name_miss: f64,

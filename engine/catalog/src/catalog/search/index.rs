@@ -73,6 +73,7 @@ impl SearchIndex {
                 .map(|(w, s)| (w.to_lowercase(), s.to_lowercase()))
                 .collect(),
             service_words: HashMap::new(),
+            service_names: HashSet::new(),
             service_miss: raw.service_miss_factor,
             name_miss: raw.name_miss_factor,
             name_filler: HashSet::new(),
@@ -118,7 +119,8 @@ impl SearchIndex {
             .collect();
         for (word, service) in &raw.service_names {
             if let Some(stem) = index.words(word).pop() {
-                index.service_words.insert(stem, service.clone());
+                index.service_words.insert(stem.clone(), service.clone());
+                index.service_names.insert(stem);
             }
         }
         index.reads = index.stemmed(actions.map(|a| a.read_words.as_slice()));
@@ -288,7 +290,7 @@ impl SearchIndex {
 
     /// The words of a tool's name (`name`, its name field's words) that say what it
     /// acts on, as terms (sorted): not its HTTP method (`leads_post_contacts`), not a
-    /// verb, not a service's word (`crm.payments_delete_coupon` acts on a coupon), not
+    /// verb, not a service's id (`crm.payments_delete_coupon` acts on a coupon), not
     /// a word the rules call filler (`name_filler`: `id`).
     fn named(&self, name: &[String], tool: &Tool) -> Vec<u32> {
         let method = match &tool.action {
@@ -301,7 +303,7 @@ impl SearchIndex {
                 !method.contains(*w)
                     && !self.actions.contains(*w)
                     && !self.reads.contains(*w)
-                    && !self.service_words.contains_key(w.as_str())
+                    && !self.names_only_a_service(w)
                     && !self.name_filler.contains(*w)
             })
             .filter_map(|w| self.vocabulary.get(w).copied())

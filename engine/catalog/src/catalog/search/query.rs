@@ -131,9 +131,15 @@ impl SearchIndex {
         (head.first() == phrase.first()).then_some(replacement.as_slice())
     }
 
+    /// Whether `word` is a service's id ("crm"): it says where to look, never what a
+    /// tool is (an upstream's own name, `service_names`, says both).
+    pub(super) fn names_only_a_service(&self, word: &str) -> bool {
+        self.service_words.contains_key(word) && !self.service_names.contains(word)
+    }
+
     /// A query's words, once each and sorted (so sums are added in one order and equal
-    /// scores tie exactly), and the services it names: a word naming a service says
-    /// where to look, not what to match (it is left out when other words remain).
+    /// scores tie exactly), and the services it names: a service's id says where to
+    /// look, not what to match (it is left out when other words remain).
     pub(super) fn distinct(&self, mut query_words: Vec<String>) -> (Vec<String>, HashSet<&str>) {
         let named: HashSet<&str> = query_words
             .iter()
@@ -145,7 +151,7 @@ impl SearchIndex {
                 .iter()
                 .any(|w| !self.service_words.contains_key(w.as_str()))
         {
-            query_words.retain(|w| !self.service_words.contains_key(w.as_str()));
+            query_words.retain(|w| !self.names_only_a_service(w));
         }
         query_words.sort_unstable();
         query_words.dedup();
