@@ -123,6 +123,12 @@ fn diff_lists_added_removed_and_changed_tools() {
     let text = std::fs::read_to_string(dir.join("catalog/crm/operations.toml")).unwrap();
     let cut = text.find("[[tool]]\nname = \"get_opportunity\"").unwrap();
     std::fs::write(dir.join("catalog/crm/operations.toml"), &text[..cut]).unwrap();
+    // A removed tool's intents go with it (an intent naming no tool is a mistake).
+    let intents = std::fs::read_to_string(dir.join("catalog/crm/intents.toml")).unwrap();
+    let from = intents.find("\nget_opportunity = [").unwrap() + 1;
+    let to = from + intents[from..].find("]\n").unwrap() + 2;
+    let kept = format!("{}{}", &intents[..from], &intents[to..]);
+    std::fs::write(dir.join("catalog/crm/intents.toml"), kept).unwrap();
     std::fs::write(
         dir.join("catalog/media/extra.toml"),
         "[[tool]]\nname = \"get_thumbnail\"\ntitle = \"Get Thumbnail\"\ndescription = \"Reads a job.\"\ntier = \"agent_ready\"\nrisk = \"read\"\n[tool.http]\nmethod = \"GET\"\npath = \"/v1/jobs/{job_id}\"\n[tool.arguments]\ntype = \"object\"\nrequired = [\"job_id\"]\nproperties = { job_id = { type = \"string\" } }\n",

@@ -5,7 +5,9 @@
 //! They sit beside the tool files, not in them: the importer rewrites the tool files from
 //! the upstream documents, and intents are no part of what a tool does, so no descriptor
 //! hash covers them (adding one leaves `catalog.lock` as it is). Each key must name a tool
-//! of the folder's service; every problem is reported with its line.
+//! of the folder's service; every problem is reported with its line (a name is not
+//! reported while a tool file of the service has a problem of its own: its tools are
+//! missing for that reason alone).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -55,10 +57,20 @@ pub fn attach(file: &str, text: &str, service: &str, tools: &mut [Tool], diags: 
         .filter(|(_, t)| t.service == service)
         .map(|(i, t)| (t.name.as_str(), i))
         .collect();
+    // A tool file of the service that did not compile left its tools out: their
+    // intents name no tool only because of that one problem, which is reported already.
+    let folder = format!("catalog/{service}/");
+    let tools_failed = diags
+        .0
+        .iter()
+        .any(|d| d.file.starts_with(&folder) && d.file != file);
     let mut given: Vec<(usize, Vec<String>)> = Vec::new();
     for (name, said) in &parsed.intents {
         let line = lines.line(name.span().start);
         let Some(&at) = by_name.get(name.get_ref().as_str()) else {
+            if tools_failed {
+                continue;
+            }
             diags.push_help(
                 file,
                 line,
@@ -136,6 +148,17 @@ mod tests {
                 .message
                 .contains("`get_refundz` is no tool of service `x`")
         );
+
+        // When a tool file of the service failed, its tools are missing: their intents
+        // add no second problem.
+        let mut diags = Diagnostics::default();
+        diags.push("catalog/x/operations.toml", 3, "a tool file's mistake");
+        attach("catalog/x/intents.toml", text, "x", &mut [], &mut diags);
+        assert_eq!(diags.0.len(), 1, "{:?}", diags.0);
+        let mut diags = Diagnostics::default();
+        diags.push("catalog/y/operations.toml", 3, "another service's mistake");
+        attach("catalog/x/intents.toml", text, "x", &mut [], &mut diags);
+        assert_eq!(diags.0.len(), 2, "{:?}", diags.0);
 
         let mut diags = Diagnostics::default();
         attach("f", "[intents]\nx = 3\n", "x", &mut [], &mut diags);

@@ -84,7 +84,8 @@ pub struct RawSearch {
     #[serde(default)]
     pub stems: BTreeMap<String, String>,
     /// Score factor of the tools of other services when a query word names a service
-    /// ("list crm users"); the word itself is then not matched. Between 0 and 1; 1
+    /// ("list crm users"; an id names one only as written: "payments", not "a
+    /// payment"); the word itself is then not matched. Between 0 and 1; 1
     /// (the default) turns it off.
     #[serde(default = "one")]
     pub service_miss_factor: f64,

@@ -153,8 +153,9 @@ impl Compiler<'_> {
         }
     }
 
-    /// Each of the search rules' `service_names` is one word and names a service of the
-    /// catalog (`apollo = "leads"`).
+    /// Each of the search rules' `service_names` is one word, names a service of the
+    /// catalog (`apollo = "leads"`) and is no service's id (which names its service
+    /// already: `leads = "crm"` would take the word from the leads service).
     pub(super) fn check_service_names(
         &mut self,
         search: &RawSearch,
@@ -181,6 +182,21 @@ impl Compiler<'_> {
                     line,
                     format!(
                         "[service_names] `{word}` must be one lowercase word (letters and digits), as a query is read"
+                    ),
+                );
+            }
+            let stemmed = |w: &str| {
+                (search.stems.get(w).cloned()).unwrap_or_else(|| crate::catalog::search::stem(w))
+            };
+            if let Some(id) = services
+                .keys()
+                .find(|id| *id == word || stemmed(id) == stemmed(word))
+            {
+                self.diags.push(
+                    FILE,
+                    line,
+                    format!(
+                        "[service_names] `{word}` is the service id `{id}` as a query is read (the same stem): an upstream's own name must be another word"
                     ),
                 );
             }

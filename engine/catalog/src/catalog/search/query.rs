@@ -137,25 +137,46 @@ impl SearchIndex {
         self.service_words.contains_key(word) && !self.service_names.contains(word)
     }
 
+    /// The services a query read plain names: a service's id as written ("list
+    /// payments", not "record a payment": an id's stem is often an everyday word), or an
+    /// upstream's own name ([`RawSearch::service_names`](super::RawSearch), any form).
+    pub(super) fn named_services(&self, plain: &str) -> HashSet<&str> {
+        let mut named = HashSet::new();
+        self.each_word(plain, None, |written, stem| {
+            if let Some(service) = self.service_words.get(&stem)
+                && (self.service_names.contains(&stem) || written == service.as_str())
+            {
+                named.insert(service.as_str());
+            }
+        });
+        named
+    }
+
     /// A query's words, once each and sorted (so sums are added in one order and equal
-    /// scores tie exactly), and the services it names: a service's id says where to
-    /// look, not what to match (it is left out when other words remain).
-    pub(super) fn distinct(&self, mut query_words: Vec<String>) -> (Vec<String>, HashSet<&str>) {
-        let named: HashSet<&str> = query_words
-            .iter()
-            .filter_map(|w| self.service_words.get(w.as_str()).map(String::as_str))
-            .collect();
+    /// scores tie exactly): a service's id that names a service (`named`, from
+    /// [`Self::named_services`]) says where to look, not what to match (it is left out
+    /// when other words remain).
+    pub(super) fn distinct(
+        &self,
+        mut query_words: Vec<String>,
+        named: &HashSet<&str>,
+    ) -> Vec<String> {
+        let names_named = |w: &str| {
+            self.names_only_a_service(w)
+                && self
+                    .service_words
+                    .get(w)
+                    .is_some_and(|s| named.contains(s.as_str()))
+        };
         if !named.is_empty()
             && self.service_miss < 1.0
-            && query_words
-                .iter()
-                .any(|w| !self.service_words.contains_key(w.as_str()))
+            && query_words.iter().any(|w| !names_named(w))
         {
-            query_words.retain(|w| !self.names_only_a_service(w));
+            query_words.retain(|w| !names_named(w));
         }
         query_words.sort_unstable();
         query_words.dedup();
-        (query_words, named)
+        query_words
     }
 
     /// What a value in a query is read as, when `token` is one: an e-mail address, a

@@ -75,7 +75,8 @@ impl SearchIndex {
         let (plain, objects) = self.read(query);
         let (query_words, opening) = self.plain_words(&plain);
         let (reading, verb) = self.intent(query, &query_words, opening);
-        let (distinct, named) = self.distinct(query_words);
+        let named = self.named_services(&plain);
+        let distinct = self.distinct(query_words, &named);
         if distinct.is_empty() {
             return Vec::new();
         }

@@ -36,7 +36,11 @@ impl SearchIndex {
     pub fn why(&self, query: &str) -> Why<'_> {
         Why {
             index: self,
-            words: self.distinct(self.query_words(query)).0,
+            words: {
+                let plain = self.read(query).0;
+                let named = self.named_services(&plain);
+                self.distinct(self.plain_words(&plain).0, &named)
+            },
             asked: self.spellings(query),
         }
     }
