@@ -137,18 +137,25 @@ impl SearchIndex {
         self.service_words.contains_key(word) && !self.service_names.contains(word)
     }
 
-    /// The services a query read plain names: a service's id as written ("list
-    /// payments", not "record a payment": an id's stem is often an everyday word), or an
-    /// upstream's own name ([`RawSearch::service_names`](super::RawSearch), any form).
-    pub(super) fn named_services(&self, plain: &str) -> HashSet<&str> {
-        let mut named = HashSet::new();
-        self.each_word(plain, None, |written, stem| {
-            if let Some(service) = self.service_words.get(&stem)
-                && (self.service_names.contains(&stem) || written == service.as_str())
+    /// The services a query names: a service's id as written in the query read plain
+    /// ("list payments", not "record a payment": an id's stem is often an everyday
+    /// word), or an upstream's own name ([`RawSearch::service_names`](super::RawSearch))
+    /// among its words, in any form.
+    pub(super) fn named_services(&self, plain: &str, query_words: &[String]) -> HashSet<&str> {
+        let mut named: HashSet<&str> = query_words
+            .iter()
+            .filter(|w| self.service_names.contains(w.as_str()))
+            .filter_map(|w| self.service_words.get(w.as_str()).map(String::as_str))
+            .collect();
+        for token in plain.split(|c: char| !c.is_alphanumeric()) {
+            if let Some(id) = self
+                .service_ids
+                .iter()
+                .find(|id| token.eq_ignore_ascii_case(id))
             {
-                named.insert(service.as_str());
+                named.insert(id.as_str());
             }
-        });
+        }
         named
     }
 

@@ -75,7 +75,7 @@ impl SearchIndex {
         let (plain, objects) = self.read(query);
         let (query_words, opening) = self.plain_words(&plain);
         let (reading, verb) = self.intent(query, &query_words, opening);
-        let named = self.named_services(&plain);
+        let named = self.named_services(&plain, &query_words);
         let distinct = self.distinct(query_words, &named);
         if distinct.is_empty() {
             return Vec::new();

@@ -38,8 +38,9 @@ impl SearchIndex {
             index: self,
             words: {
                 let plain = self.read(query).0;
-                let named = self.named_services(&plain);
-                self.distinct(self.plain_words(&plain).0, &named)
+                let words = self.plain_words(&plain).0;
+                let named = self.named_services(&plain, &words);
+                self.distinct(words, &named)
             },
             asked: self.spellings(query),
         }
