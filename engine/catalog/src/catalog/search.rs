@@ -67,6 +67,12 @@ pub struct RawSearch {
     /// prefix is dropped (it names no tool).
     #[serde(default)]
     pub id_prefixes: BTreeMap<String, String>,
+    /// Service -> the id prefixes (of [`Self::id_prefixes`]) only its upstream issues
+    /// (`payments = ["ch", "cus"]`: Stripe's): an id of such a prefix names the service
+    /// as its id does ([`Self::service_miss_factor`]). A prefix that more than one
+    /// upstream issues names none.
+    #[serde(default)]
+    pub id_services: BTreeMap<String, Vec<String>>,
     /// Score factor of a tool that takes no id of the kind a query's id names ("when
     /// will payout po_1Nq... land?" asks about one payout: the tool that reads a payout
     /// ranks above the one that lists them). A tool takes a kind of id when a path
@@ -225,6 +231,8 @@ pub struct SearchIndex {
     phrases: Vec<(Vec<String>, Vec<String>)>,
     /// Id prefix -> the words an id of that form stands for.
     id_prefixes: HashMap<String, String>,
+    /// Id prefix -> the service only whose upstream issues ids of that form.
+    id_services: HashMap<String, String>,
     /// See [`RawSearch::id_miss_factor`].
     id_miss: f64,
     /// What a value in a query is read as.

@@ -102,6 +102,31 @@ impl Compiler<'_> {
         }
     }
 
+    /// A service's id (in `path`, at `line`): one lowercase word, the name of its
+    /// folder.
+    pub(super) fn check_service_id(&mut self, path: &str, line: usize, id: &str, folder: &str) {
+        if id.is_empty()
+            || !id
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        {
+            self.diags.push(
+                path,
+                line,
+                format!(
+                    "service id `{id}` must be one lowercase word (letters and digits): a tool's name is `<id>.<name>` and a query names the service by its id as written"
+                ),
+            );
+        }
+        if id != folder {
+            self.diags.push(
+                path,
+                line,
+                format!("service id `{id}` does not match its folder `{folder}`"),
+            );
+        }
+    }
+
     /// A dispatcher's categories: each the category of some tool of its service.
     pub(super) fn check_categories(&mut self, tool: &Tool, tools: &[Tool]) {
         for category in tool.dispatch.iter().flat_map(|d| &d.categories) {
@@ -208,6 +233,56 @@ impl Compiler<'_> {
                     line,
                     format!("[service_names] `{word}` names the service `{service}`, which the catalog does not have{hint}"),
                 );
+            }
+        }
+    }
+
+    /// Each of the search rules' `id_services` is a service of the catalog, and each
+    /// of its prefixes one of `id_prefixes`, listed under one service only.
+    pub(super) fn check_id_services(
+        &mut self,
+        search: &RawSearch,
+        services: &BTreeMap<String, (Service, ServiceFile)>,
+    ) {
+        const FILE: &str = "rules/search.toml";
+        let text = self.sources.get(FILE).unwrap_or_default();
+        let table = text.find("[id_services]").unwrap_or(0);
+        let mut owner: BTreeMap<&str, &str> = BTreeMap::new();
+        for (service, prefixes) in &search.id_services {
+            let line = text
+                .get(table..)
+                .and_then(|t| t.find(&format!("\n{service} =")))
+                .map_or(0, |o| line_of(text, table + o + 1));
+            if !services.contains_key(service) {
+                let hint = did_you_mean(service, services.keys().map(String::as_str))
+                    .map_or_else(String::new, |s| format!("; {s}"));
+                self.diags.push(
+                    FILE,
+                    line,
+                    format!("[id_services] `{service}` is no service of the catalog{hint}"),
+                );
+            }
+            for prefix in prefixes {
+                if !search.id_prefixes.contains_key(prefix) {
+                    let hint = did_you_mean(prefix, search.id_prefixes.keys().map(String::as_str))
+                        .map_or_else(String::new, |s| format!("; {s}"));
+                    self.diags.push(
+                        FILE,
+                        line,
+                        format!(
+                            "[id_services] {service}: `{prefix}` is no prefix of [id_prefixes]: say what its ids name there first{hint}"
+                        ),
+                    );
+                }
+                if let Some(first) = owner.insert(prefix, service) {
+                    self.diags.push(
+                        FILE,
+                        line,
+                        format!(
+                            "[id_services] `{prefix}` is listed under `{first}` and `{service}`: a prefix that more than one upstream issues names no service; take it out of both"
+                        ),
+                    );
+                }
             }
         }
     }

@@ -94,6 +94,7 @@ pub fn compile_with(
     let services = c.services();
     if let Some(rules) = &rules {
         c.check_service_names(&rules.search, &services);
+        c.check_id_services(&rules.search, &services);
     }
     let mut tools = match &rules {
         Some(rules) => c.tools(rules, &services, &mut templates, &options),
@@ -527,16 +528,7 @@ impl<'a> Compiler<'a> {
             };
             let folder = service_of(path).unwrap_or_default().to_string();
             let line = |s: &SpannedStr| line_of(text, s.span().start);
-            if raw.id.get_ref() != &folder {
-                self.diags.push(
-                    path,
-                    line(&raw.id),
-                    format!(
-                        "service id `{}` does not match its folder `{folder}`",
-                        raw.id.get_ref()
-                    ),
-                );
-            }
+            self.check_service_id(path, line(&raw.id), raw.id.get_ref(), &folder);
             if !version_matches(
                 raw.version_format,
                 raw.id.get_ref(),

@@ -65,6 +65,13 @@ impl SearchIndex {
             synonyms: HashMap::new(),
             phrases: Vec::new(),
             id_prefixes: raw.id_prefixes.clone().into_iter().collect(),
+            id_services: raw
+                .id_services
+                .iter()
+                .flat_map(|(service, prefixes)| {
+                    prefixes.iter().map(move |p| (p.clone(), service.clone()))
+                })
+                .collect(),
             id_miss: raw.id_miss_factor,
             values: raw.values.clone(),
             stems: raw

@@ -452,7 +452,7 @@ mod tests {
         let index = crate::catalog::search::SearchIndex::build(&raw, &[]);
         let meaning = &index.meaning;
         assert!(meaning.on());
-        let read = |query: &str| meaning.query(&index.read(query).0, &HashSet::new());
+        let read = |query: &str| meaning.query(&index.read(query).text, &HashSet::new());
         let charge = read("charge").unwrap();
         assert_eq!(read("ch_3MmlLrLkdIwHu7ix"), Some(charge));
         assert_eq!(read("42 2026-12-01 $25.50"), None);

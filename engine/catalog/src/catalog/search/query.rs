@@ -6,11 +6,35 @@ use std::collections::HashSet;
 
 use super::SearchIndex;
 
+/// A query read plain ([`SearchIndex::read`]).
+pub(super) struct Plain<'i> {
+    /// Its text, each id as its object's words and each value as the rules read it.
+    pub(super) text: String,
+    /// The kinds of object its ids name, in order.
+    pub(super) objects: Vec<&'i str>,
+    /// The services whose ids (of a prefix only that service issues) it holds.
+    pub(super) services: Vec<&'i str>,
+}
+
+/// A query as it is ranked ([`SearchIndex::reading`]).
+pub(super) struct Reading<'i> {
+    /// The query read plain: its meaning and its ids' objects.
+    pub(super) plain: Plain<'i>,
+    /// Its words, each phrase the rules know replaced, in order.
+    pub(super) words: Vec<String>,
+    /// The phrase (its index in the rules' phrases) that stood at its opening.
+    pub(super) opening: Option<usize>,
+    /// The services it names ([`SearchIndex::named_services`]).
+    pub(super) named: HashSet<&'i str>,
+    /// Its distinct words, as ranked ([`SearchIndex::distinct`]).
+    pub(super) distinct: Vec<String>,
+}
+
 impl SearchIndex {
     /// The words of a query, each phrase the rules know replaced by the words it stands
     /// for.
     pub fn query_words(&self, query: &str) -> Vec<String> {
-        self.plain_words(&self.read(query).0).0
+        self.plain_words(&self.read(query).text).0
     }
 
     /// The words of a query read plain ([`Self::read`]), each phrase the rules know
@@ -38,20 +62,41 @@ impl SearchIndex {
         (words, opening)
     }
 
+    /// A query as it is ranked, read once: plain ([`Self::read`]), its words, what it
+    /// names and its distinct words. Ranking and [`Self::why`] read a query this way.
+    pub(super) fn reading(&self, query: &str) -> Reading<'_> {
+        let plain = self.read(query);
+        let (words, opening) = self.plain_words(&plain.text);
+        let written = self.written_ids(&plain.text);
+        let distinct = self.distinct(words.clone(), &written);
+        let named = self.named_services(&plain, &words, &written);
+        Reading {
+            plain,
+            words,
+            opening,
+            named,
+            distinct,
+        }
+    }
+
     /// A query read once, plain: each id as the words of its object (`ch_3Mml...` ->
     /// "charge"; an id of an unknown prefix is dropped) and each value as what the rules
     /// read it as (`[values]`: an address as "email", a number as nothing), which both
-    /// the words and the meaning of a query are read from; and the objects its ids name,
-    /// in order.
-    pub(super) fn read(&self, query: &str) -> (String, Vec<&str>) {
+    /// the words and the meaning of a query are read from; the objects its ids name,
+    /// in order, and the services whose ids they are (`[id_services]`).
+    pub(super) fn read(&self, query: &str) -> Plain<'_> {
         let mut text = String::with_capacity(query.len());
         let mut objects = Vec::new();
+        let mut services = Vec::new();
         for token in query.split_whitespace() {
             let bare = token.trim_matches(|c: char| !c.is_alphanumeric() && c != '_');
             if let Some(prefix) = id_prefix(bare) {
-                if let Some(named) = self.id_prefixes.get(prefix) {
+                if let Some((prefix, named)) = self.id_prefixes.get_key_value(prefix) {
                     text.push_str(named);
                     objects.push(named.as_str());
+                    if let Some(service) = self.id_services.get(prefix) {
+                        services.push(service.as_str());
+                    }
                 }
             } else if let Some(value) = self.value(token) {
                 text.push_str(value);
@@ -60,7 +105,11 @@ impl SearchIndex {
             }
             text.push(' ');
         }
-        (text, objects)
+        Plain {
+            text,
+            objects,
+            services,
+        }
     }
 
     /// The words of the objects a query's ids name ([`Self::read`]), as term ids
@@ -138,48 +187,62 @@ impl SearchIndex {
     }
 
     /// The services a query names: a service's id as written in the query read plain
-    /// ("list payments", not "record a payment": an id's stem is often an everyday
-    /// word), or an upstream's own name ([`RawSearch::service_names`](super::RawSearch))
-    /// among its words, in any form.
-    pub(super) fn named_services(&self, plain: &str, query_words: &[String]) -> HashSet<&str> {
-        let mut named: HashSet<&str> = query_words
+    /// ([`Self::written_ids`]), an upstream's own name
+    /// ([`RawSearch::service_names`](super::RawSearch)) among its words, in any form,
+    /// or an id only that service issues ([`RawSearch::id_services`](super::RawSearch):
+    /// `ch_...` is Stripe's).
+    pub(super) fn named_services<'i>(
+        &'i self,
+        plain: &Plain<'i>,
+        query_words: &[String],
+        written: &HashSet<&'i str>,
+    ) -> HashSet<&'i str> {
+        query_words
             .iter()
             .filter(|w| self.service_names.contains(w.as_str()))
             .filter_map(|w| self.service_words.get(w.as_str()).map(String::as_str))
-            .collect();
-        for token in plain.split(|c: char| !c.is_alphanumeric()) {
-            if let Some(id) = self
-                .service_ids
-                .iter()
-                .find(|id| token.eq_ignore_ascii_case(id))
-            {
-                named.insert(id.as_str());
-            }
-        }
-        named
+            .chain(plain.services.iter().copied())
+            .chain(written.iter().copied())
+            .collect()
+    }
+
+    /// The services whose ids a query read plain holds as written ("list payments",
+    /// not "record a payment": an id's stem is often an everyday word).
+    pub(super) fn written_ids(&self, plain: &str) -> HashSet<&str> {
+        plain
+            .split(|c: char| !c.is_alphanumeric())
+            .filter_map(|token| {
+                self.service_ids
+                    .iter()
+                    .find(|id| token.eq_ignore_ascii_case(id))
+            })
+            .map(String::as_str)
+            .collect()
     }
 
     /// A query's words, once each and sorted (so sums are added in one order and equal
-    /// scores tie exactly): a service's id that names a service (`named`, from
-    /// [`Self::named_services`]) says where to look, not what to match (it is left out
-    /// when other words remain).
+    /// scores tie exactly): a service's id written in the query (`written`, from
+    /// [`Self::written_ids`]) says where to look, not what to match (its word is left
+    /// out when other words remain). The same word said otherwise is matched: "payment"
+    /// of "delete payment method pm_..." (whose id names the payments service) or of
+    /// "a Stripe payment".
     pub(super) fn distinct(
         &self,
         mut query_words: Vec<String>,
-        named: &HashSet<&str>,
+        written: &HashSet<&str>,
     ) -> Vec<String> {
-        let names_named = |w: &str| {
+        let names_written = |w: &str| {
             self.names_only_a_service(w)
                 && self
                     .service_words
                     .get(w)
-                    .is_some_and(|s| named.contains(s.as_str()))
+                    .is_some_and(|s| written.contains(s.as_str()))
         };
-        if !named.is_empty()
+        if !written.is_empty()
             && self.service_miss < 1.0
-            && query_words.iter().any(|w| !names_named(w))
+            && query_words.iter().any(|w| !names_written(w))
         {
-            query_words.retain(|w| !names_named(w));
+            query_words.retain(|w| !names_written(w));
         }
         query_words.sort_unstable();
         query_words.dedup();
@@ -277,6 +340,74 @@ customers = "customer"
     }
 
     #[test]
+    pub(super) fn a_service_is_named_by_its_id_as_written_its_name_or_an_id_only_it_issues() {
+        let raw: RawSearch = toml::from_str(
+            r#"
+k1 = 1.2
+b = 0.5
+stopwords = ["a", "the"]
+service_miss_factor = 0.3
+[weights]
+name = 1.0
+aliases = 1.0
+title = 1.0
+category = 1.0
+description = 1.0
+path = 1.0
+operation = 1.0
+[service_names]
+stripe = "payments"
+[id_prefixes]
+pm = "payment method"
+cus = "customer"
+[id_services]
+payments = ["pm"]
+"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let mut index = SearchIndex::build(&raw, &[]);
+        index.service_ids.push("payments".into());
+        index
+            .service_words
+            .insert("payment".into(), "payments".into());
+        let read = |query: &str| {
+            let reading = index.reading(query);
+            let mut named: Vec<&str> = reading.named.into_iter().collect();
+            named.sort_unstable();
+            (named, reading.distinct)
+        };
+        // The id as written names its service and is no search word.
+        assert_eq!(
+            read("list Payments"),
+            (vec!["payments"], vec!["list".into()])
+        );
+        // Its stem said otherwise is an everyday word: it names nothing.
+        assert_eq!(
+            read("record a payment"),
+            (vec![], vec!["payment".into(), "record".into()])
+        );
+        // An id only one upstream issues names its service; the words said beside it,
+        // and the id's own object, stay search words.
+        assert_eq!(
+            read("delete payment method pm_1Nq8x7"),
+            (
+                vec!["payments"],
+                vec!["delet".into(), "method".into(), "payment".into()]
+            )
+        );
+        // A prefix under no service names none.
+        assert_eq!(
+            read("update customer cus_1Nq8x7"),
+            (vec![], vec!["custom".into(), "updat".into()])
+        );
+        // An upstream's own name names its service and is matched, as is the word.
+        assert_eq!(
+            read("a Stripe payment"),
+            (vec!["payments"], vec!["payment".into(), "stripe".into()])
+        );
+    }
+
+    #[test]
     pub(super) fn values_in_a_sentence_are_hints_or_nothing() {
         let raw: RawSearch = toml::from_str(
             "k1 = 1.2\nb = 0.5\nstopwords = [\"at\", \"the\", \"to\", \"on\", \"for\"]\n\
@@ -311,7 +442,7 @@ customers = "customer"
         .unwrap_or_else(|e| panic!("{e}"));
         let index = SearchIndex::build(&raw, &[]);
         let asks = |query: &str| {
-            let (words, opening) = index.plain_words(&index.read(query).0);
+            let (words, opening) = index.plain_words(&index.read(query).text);
             index.intent(query, &words, opening)
         };
         // "get" opens them, but the phrase says what they ask: to remove, to buy.

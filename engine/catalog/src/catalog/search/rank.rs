@@ -3,6 +3,7 @@
 //! unless a tool matched every word, fused by score with the tools' similarity of
 //! meaning (`meaning`), when the rules turn it on.
 
+use super::query::Reading;
 use super::{Hit, SearchIndex, Stats};
 
 /// What a tool gathered from a query's words so far: its BM25F sum, how many distinct
@@ -72,11 +73,14 @@ impl SearchIndex {
         keep: impl Fn(usize) -> bool,
     ) -> Vec<Hit> {
         // The query read once: its words, its ids' objects and its meaning come from it.
-        let (plain, objects) = self.read(query);
-        let (query_words, opening) = self.plain_words(&plain);
-        let (reading, verb) = self.intent(query, &query_words, opening);
-        let named = self.named_services(&plain, &query_words);
-        let distinct = self.distinct(query_words, &named);
+        let Reading {
+            plain,
+            words,
+            opening,
+            named,
+            distinct,
+        } = self.reading(query);
+        let (reading, verb) = self.intent(query, &words, opening);
         if distinct.is_empty() {
             return Vec::new();
         }
@@ -112,7 +116,7 @@ impl SearchIndex {
         // Each query word's own term, where a tool holds it.
         let owns: Vec<Option<u32>> = distinct.iter().map(|w| id(w)).collect();
         let ids = if self.id_miss < 1.0 {
-            self.id_terms(&objects)
+            self.id_terms(&plain.objects)
         } else {
             Vec::new()
         };
@@ -187,8 +191,13 @@ impl SearchIndex {
                 .filter(|(tool, doc)| in_scope(doc.service) && keep(*tool))
                 .map(|(tool, _)| tool)
                 .collect();
-            self.meaning
-                .fuse(&mut hits, &plain, &self.stopwords, &kept, distinct.len());
+            self.meaning.fuse(
+                &mut hits,
+                &plain.text,
+                &self.stopwords,
+                &kept,
+                distinct.len(),
+            );
         }
         hits
     }

@@ -36,12 +36,7 @@ impl SearchIndex {
     pub fn why(&self, query: &str) -> Why<'_> {
         Why {
             index: self,
-            words: {
-                let plain = self.read(query).0;
-                let words = self.plain_words(&plain).0;
-                let named = self.named_services(&plain, &words);
-                self.distinct(words, &named)
-            },
+            words: self.reading(query).distinct,
             asked: self.spellings(query),
         }
     }
