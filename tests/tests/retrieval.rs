@@ -2,7 +2,8 @@
 //! `tests/retrieval/requests.toml`, each request in both forms, sent to the MCP
 //! discovery `find_tools` as a model sends it. The held-out part must reach the floors;
 //! the figures of both parts, per service, are printed (`cargo test retrieval --
-//! --nocapture`) and recorded in bench/README.md.
+//! --nocapture`) and recorded in bench/README.md: as shipped, by words alone, without
+//! intents, and with each request asked of its own tool's service alone.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -104,11 +105,16 @@ impl Tally {
     }
 }
 
-/// The full names `find_tools` ranks first for a query, best first (at most ten).
-async fn top10(broker: &TestBroker, query: &str) -> Vec<String> {
+/// The full names `find_tools` ranks first for a query, best first (at most ten); with
+/// `service`, among that service's tools only (its `service` argument).
+async fn top10(broker: &TestBroker, query: &str, service: Option<&str>) -> Vec<String> {
+    let mut arguments = json!({ "query": query, "limit": 10 });
+    if let Some(service) = service {
+        arguments["service"] = json!(service);
+    }
     let (status, reply) = crate::support::mcp_tools_call(
         broker,
-        json!({ "name": "find_tools", "arguments": { "query": query, "limit": 10 } }),
+        json!({ "name": "find_tools", "arguments": arguments }),
         &[],
     )
     .await;
@@ -141,12 +147,21 @@ const FOR_UNCOVERED: &str = "all, for tools without intents";
 /// (held out, form, service) -> tally; service "all" sums them.
 type Tallies = BTreeMap<(bool, &'static str, String), Tally>;
 
+/// Where a request is asked: of every service, or of the expected tool's service alone
+/// (as by a caller whose key holds that service only).
+#[derive(Clone, Copy, PartialEq)]
+enum Scope {
+    Every,
+    Own,
+}
+
 /// Asks `find_tools` every request of the set in both forms; the tallies, and the
 /// first-rank misses of the tuned-on part.
 async fn measure(
     broker: &TestBroker,
     set: &Set,
     covered: &BTreeSet<String>,
+    scope: Scope,
 ) -> (Tallies, Vec<String>) {
     let mut tallies = Tallies::new();
     let mut misses = Vec::new();
@@ -157,7 +172,12 @@ async fn measure(
             .unwrap_or_default()
             .to_string();
         for (form, query) in [("words", &r.words), ("sentence", &r.sentence)] {
-            let found = top10(broker, query).await;
+            let within = (scope == Scope::Own).then_some(service.as_str());
+            let found = top10(broker, query, within).await;
+            assert!(
+                within.is_none_or(|s| found.iter().all(|n| n.starts_with(&format!("{s}.")))),
+                "`{query}` asked of {service} alone found {found:?}"
+            );
             let rank = found.iter().position(|n| r.expect.contains(n));
             let mut parts = vec![service.clone(), "all".to_string()];
             parts.push(
@@ -278,7 +298,10 @@ async fn find_tools_reaches_the_floors_on_the_held_out_requests() {
         .filter(|t| !t.intents.is_empty())
         .map(|t| t.full_name.clone())
         .collect();
-    let (tallies, misses) = measure(&broker, &set, &covered).await;
+    let (tallies, misses) = measure(&broker, &set, &covered, Scope::Every).await;
+    // The same, each request asked of its tool's service alone: what is left when no
+    // other service's twin (the CRM's invoices beside Stripe's) competes.
+    let (own_tallies, _) = measure(&broker, &set, &covered, Scope::Own).await;
     let received = server.received_requests().await.unwrap_or_default();
     assert!(received.is_empty(), "find_tools contacted an upstream");
     // The same catalog without its intents (`catalog/<service>/intents.toml`), for
@@ -290,7 +313,7 @@ async fn find_tools_reaches_the_floors_on_the_held_out_requests() {
         .retain(|path, _| !path.ends_with(tool_broker::catalog::intents::FILE_NAME));
     without.sources = Some(sources);
     let plain = TestBroker::start(without).await;
-    let (plain_tallies, _) = measure(&plain, &set, &covered).await;
+    let (plain_tallies, _) = measure(&plain, &set, &covered, Scope::Every).await;
     // The same with intents but words alone: the meaning signal turned off.
     let mut words_alone = Setup::all_upstreams(&server.uri());
     let mut sources = on_disk();
@@ -307,13 +330,17 @@ async fn find_tools_reaches_the_floors_on_the_held_out_requests() {
     rules.replace_range(line..end, "weight = 0");
     words_alone.sources = Some(sources);
     let alone = TestBroker::start(words_alone).await;
-    let (alone_tallies, _) = measure(&alone, &set, &covered).await;
+    let (alone_tallies, _) = measure(&alone, &set, &covered, Scope::Every).await;
 
     print_table("with intents:", &tallies);
     print_table("without intents:", &plain_tallies);
     print_table(
         "with intents, words alone (no meaning signal):",
         &alone_tallies,
+    );
+    print_table(
+        "with intents, each request asked of its tool's service alone:",
+        &own_tallies,
     );
     println!(
         "first-rank misses of the tuned-on part:\n{}",
