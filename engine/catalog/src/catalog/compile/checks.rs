@@ -186,24 +186,16 @@ impl Compiler<'_> {
         search: &RawSearch,
         services: &BTreeMap<String, (Service, ServiceFile)>,
     ) {
-        const FILE: &str = "rules/search.toml";
-        let text = self.sources.get(FILE).unwrap_or_default();
-        let table = text.find("[service_names]").unwrap_or(0);
+        let text = self.sources.get(SEARCH_RULES).unwrap_or_default();
         for (word, service) in &search.service_names {
-            let line = text
-                .get(table..)
-                .and_then(|t| {
-                    t.find(&format!("\n{word} ="))
-                        .or_else(|| t.find(&format!("\n\"{word}\" =")))
-                })
-                .map_or(0, |o| line_of(text, table + o + 1));
+            let line = key_line(text, "service_names", word);
             if word.is_empty()
                 || !word
                     .chars()
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
             {
                 self.diags.push(
-                    FILE,
+                    SEARCH_RULES,
                     line,
                     format!(
                         "[service_names] `{word}` must be one lowercase word (letters and digits), as a query is read"
@@ -218,7 +210,7 @@ impl Compiler<'_> {
                 .find(|id| *id == word || stemmed(id) == stemmed(word))
             {
                 self.diags.push(
-                    FILE,
+                    SEARCH_RULES,
                     line,
                     format!(
                         "[service_names] `{word}` is the service id `{id}` as a query is read (the same stem): an upstream's own name must be another word"
@@ -226,10 +218,9 @@ impl Compiler<'_> {
                 );
             }
             if !services.contains_key(service) {
-                let hint = did_you_mean(service, services.keys().map(String::as_str))
-                    .map_or_else(String::new, |s| format!("; {s}"));
+                let hint = service_hint(service, services);
                 self.diags.push(
-                    FILE,
+                    SEARCH_RULES,
                     line,
                     format!("[service_names] `{word}` names the service `{service}`, which the catalog does not have{hint}"),
                 );
@@ -244,20 +235,14 @@ impl Compiler<'_> {
         search: &RawSearch,
         services: &BTreeMap<String, (Service, ServiceFile)>,
     ) {
-        const FILE: &str = "rules/search.toml";
-        let text = self.sources.get(FILE).unwrap_or_default();
-        let table = text.find("[id_services]").unwrap_or(0);
+        let text = self.sources.get(SEARCH_RULES).unwrap_or_default();
         let mut owner: BTreeMap<&str, &str> = BTreeMap::new();
         for (service, prefixes) in &search.id_services {
-            let line = text
-                .get(table..)
-                .and_then(|t| t.find(&format!("\n{service} =")))
-                .map_or(0, |o| line_of(text, table + o + 1));
+            let line = key_line(text, "id_services", service);
             if !services.contains_key(service) {
-                let hint = did_you_mean(service, services.keys().map(String::as_str))
-                    .map_or_else(String::new, |s| format!("; {s}"));
+                let hint = service_hint(service, services);
                 self.diags.push(
-                    FILE,
+                    SEARCH_RULES,
                     line,
                     format!("[id_services] `{service}` is no service of the catalog{hint}"),
                 );
@@ -267,7 +252,7 @@ impl Compiler<'_> {
                     let hint = did_you_mean(prefix, search.id_prefixes.keys().map(String::as_str))
                         .map_or_else(String::new, |s| format!("; {s}"));
                     self.diags.push(
-                        FILE,
+                        SEARCH_RULES,
                         line,
                         format!(
                             "[id_services] {service}: `{prefix}` is no prefix of [id_prefixes]: say what its ids name there first{hint}"
@@ -276,7 +261,7 @@ impl Compiler<'_> {
                 }
                 if let Some(first) = owner.insert(prefix, service) {
                     self.diags.push(
-                        FILE,
+                        SEARCH_RULES,
                         line,
                         format!(
                             "[id_services] `{prefix}` is listed under `{first}` and `{service}`: a prefix that more than one upstream issues names no service; take it out of both"
@@ -286,4 +271,25 @@ impl Compiler<'_> {
             }
         }
     }
+}
+
+/// The search rules' file.
+const SEARCH_RULES: &str = "rules/search.toml";
+
+/// The line of `key = ...` (or `"key" = ...`) in the table `[table]` of a rules file's
+/// `text`; 0 when it is not found.
+fn key_line(text: &str, table: &str, key: &str) -> usize {
+    let start = text.find(&format!("[{table}]")).unwrap_or(0);
+    text.get(start..)
+        .and_then(|t| {
+            t.find(&format!("\n{key} ="))
+                .or_else(|| t.find(&format!("\n\"{key}\" =")))
+        })
+        .map_or(0, |o| line_of(text, start + o + 1))
+}
+
+/// "; did you mean `x`?" for a service the catalog lacks, or nothing.
+fn service_hint(service: &str, services: &BTreeMap<String, (Service, ServiceFile)>) -> String {
+    did_you_mean(service, services.keys().map(String::as_str))
+        .map_or_else(String::new, |s| format!("; {s}"))
 }

@@ -303,21 +303,20 @@ mod tests {
     use super::id_prefix;
     use crate::catalog::search::{RawSearch, SearchIndex};
 
+    /// Search rules of equal weights, with `rest` (top-level keys first, then tables).
+    fn rules(rest: &str) -> RawSearch {
+        let weights = "[weights]\nname = 1.0\naliases = 1.0\ntitle = 1.0\ncategory = 1.0\n\
+                       description = 1.0\npath = 1.0\noperation = 1.0\n";
+        // Top-level keys must come before the first table.
+        let (top, tables) = rest.split_at(rest.find("\n[").map_or(rest.len(), |i| i + 1));
+        toml::from_str(&format!("k1 = 1.2\nb = 0.5\n{top}\n{weights}{tables}"))
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
     #[test]
     pub(super) fn a_query_reads_phrases_ids_and_kept_stems_as_the_catalog_words() {
-        let raw: RawSearch = toml::from_str(
-            r#"
-k1 = 1.2
-b = 0.5
-stopwords = ["the", "for", "of", "and"]
-[weights]
-name = 1.0
-aliases = 1.0
-title = 1.0
-category = 1.0
-description = 1.0
-path = 1.0
-operation = 1.0
+        let raw = rules(
+            r#"stopwords = ["the", "for", "of", "and"]
 [phrases]
 "money back" = ["refund"]
 "set up" = []
@@ -326,8 +325,7 @@ ch = "charge"
 [stems]
 customers = "customer"
 "#,
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
+        );
         let index = SearchIndex::build(&raw, &[]);
         assert_eq!(
             index.query_words("money back for the customers of ch_3Mml9x and xy_12"),
@@ -341,20 +339,9 @@ customers = "customer"
 
     #[test]
     pub(super) fn a_service_is_named_by_its_id_as_written_its_name_or_an_id_only_it_issues() {
-        let raw: RawSearch = toml::from_str(
-            r#"
-k1 = 1.2
-b = 0.5
-stopwords = ["a", "the"]
+        let raw = rules(
+            r#"stopwords = ["a", "the"]
 service_miss_factor = 0.3
-[weights]
-name = 1.0
-aliases = 1.0
-title = 1.0
-category = 1.0
-description = 1.0
-path = 1.0
-operation = 1.0
 [service_names]
 stripe = "payments"
 [id_prefixes]
@@ -363,8 +350,7 @@ cus = "customer"
 [id_services]
 payments = ["pm"]
 "#,
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
+        );
         let mut index = SearchIndex::build(&raw, &[]);
         index.service_ids.push("payments".into());
         index
