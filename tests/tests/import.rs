@@ -101,6 +101,42 @@ fn a_skip_rule_makes_the_run_clean_and_the_result_compiles() {
 }
 
 #[test]
+fn an_override_s_risk_chooses_the_defaults() {
+    // `updatePet` is a POST: a write, with the writes' `confirm`, unless its override
+    // says it reads (an upstream's search sent as a POST).
+    let import = format!(
+        "{IMPORT}\n[skip]\n\"POST /v1/pets/{{pet_id}}/photo\" = \"x\"\n\
+         [defaults.read.arguments.properties.fields]\ntype = \"string\"\n\
+         [operations.updatePet]\nrisk = \"read\"\n"
+    );
+    let (_keep, dir) = scratch(&import);
+    run(&dir, false).unwrap_or_else(|e| panic!("{e}"));
+    let text = std::fs::read_to_string(dir.join("catalog/pets/openapi.toml")).unwrap();
+    let file: toml::Table = toml::from_str(&text).unwrap();
+    let tools = file["tool"].as_array().unwrap();
+    let tool = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t["name"].as_str() == Some(name))
+            .unwrap_or_else(|| panic!("no {name} in {text}"))
+    };
+    let arguments = |name: &str| {
+        tool(name)["arguments"]["properties"]
+            .as_table()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(tool("update_pet")["risk"].as_str(), Some("read"));
+    assert!(arguments("update_pet").contains(&"fields".to_string()));
+    assert!(!arguments("update_pet").contains(&"confirm".to_string()));
+    // The other POST keeps the writes' defaults.
+    assert!(arguments("create_pet").contains(&"confirm".to_string()));
+    assert!(!arguments("create_pet").contains(&"fields".to_string()));
+}
+
+#[test]
 fn an_override_for_no_operation_is_an_error() {
     let import = format!(
         "{IMPORT}\n[skip]\n\"POST /v1/pets/{{pet_id}}/photo\" = \"x\"\n[operations.nosuchOperation]\ntitle = \"x\"\n"

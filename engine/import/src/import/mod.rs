@@ -245,16 +245,20 @@ fn tools(
 }
 
 /// A generated tool with the import file's defaults (all, then read or write) and
-/// its own overrides merged in; `used` notes the overrides that matched.
+/// its own overrides merged in; `used` notes the overrides that matched. An override's
+/// `risk` chooses the defaults: a search sent as a POST (`risk = "read"`) takes the read
+/// tools' arguments, not the writes' confirmation.
 fn overridden(
     config: &ImportFile,
     tool: &mut toml::Table,
     keys: &[String],
     used: &mut BTreeSet<String>,
 ) {
-    let risk = tool
-        .get("risk")
-        .and_then(toml::Value::as_str)
+    let risk = keys
+        .iter()
+        .filter_map(|key| config.operations.get(key)?.get("risk"))
+        .chain(tool.get("risk"))
+        .find_map(toml::Value::as_str)
         .unwrap_or("read")
         .to_string();
     merge(tool, &config.defaults.all);
