@@ -20,10 +20,8 @@ pub(super) struct Plain<'i> {
 pub(super) struct Reading<'i> {
     /// The query read plain: its meaning and its ids' objects.
     pub(super) plain: Plain<'i>,
-    /// Its words, each phrase the rules know replaced, in order.
-    pub(super) words: Vec<String>,
-    /// The phrase (its index in the rules' phrases) that stood at its opening.
-    pub(super) opening: Option<usize>,
+    /// Whether it asks to read, else the action its verb names ([`SearchIndex::intent`]).
+    pub(super) asks: (bool, Option<String>),
     /// The services it names ([`SearchIndex::named_services`]).
     pub(super) named: HashSet<&'i str>,
     /// Its distinct words, as ranked ([`SearchIndex::distinct`]).
@@ -62,18 +60,18 @@ impl SearchIndex {
         (words, opening)
     }
 
-    /// A query as it is ranked, read once: plain ([`Self::read`]), its words, what it
-    /// names and its distinct words. Ranking and [`Self::why`] read a query this way.
+    /// A query as it is ranked, read once: plain ([`Self::read`]), what it asks, what
+    /// it names and its distinct words. Ranking and [`Self::why`] read a query this way.
     pub(super) fn reading(&self, query: &str) -> Reading<'_> {
         let plain = self.read(query);
         let (words, opening) = self.plain_words(&plain.text);
+        let asks = self.intent(query, &words, opening);
         let written = self.written_ids(&plain.text);
-        let distinct = self.distinct(words.clone(), &written);
         let named = self.named_services(&plain, &words, &written);
+        let distinct = self.distinct(words, &written);
         Reading {
             plain,
-            words,
-            opening,
+            asks,
             named,
             distinct,
         }

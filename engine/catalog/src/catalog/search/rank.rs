@@ -75,12 +75,10 @@ impl SearchIndex {
         // The query read once: its words, its ids' objects and its meaning come from it.
         let Reading {
             plain,
-            words,
-            opening,
+            asks: (reading, verb),
             named,
             distinct,
         } = self.reading(query);
-        let (reading, verb) = self.intent(query, &words, opening);
         if distinct.is_empty() {
             return Vec::new();
         }
