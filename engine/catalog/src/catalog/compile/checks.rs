@@ -102,22 +102,8 @@ impl Compiler<'_> {
         }
     }
 
-    /// A service's id (in `path`, at `line`): one lowercase word, the name of its
-    /// folder.
+    /// A service's id (in `path`, at `line`): the name of its folder.
     pub(super) fn check_service_id(&mut self, path: &str, line: usize, id: &str, folder: &str) {
-        if id.is_empty()
-            || !id
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        {
-            self.diags.push(
-                path,
-                line,
-                format!(
-                    "service id `{id}` must be one lowercase word (letters and digits): a tool's name is `<id>.<name>` and a query names the service by its id as written"
-                ),
-            );
-        }
         if id != folder {
             self.diags.push(
                 path,

@@ -205,17 +205,25 @@ impl SearchIndex {
     }
 
     /// The services whose ids a query read plain holds as written ("list payments",
-    /// not "record a payment": an id's stem is often an everyday word).
+    /// not "record a payment": an id's stem is often an everyday word), as a token of
+    /// its own or a part of one between punctuation: an id may hold `_` or `-`
+    /// (`everything_http`), and "payments-related" says "payments".
     pub(super) fn written_ids(&self, plain: &str) -> HashSet<&str> {
-        plain
-            .split(|c: char| !c.is_alphanumeric())
-            .filter_map(|token| {
-                self.service_ids
+        let mut written = HashSet::new();
+        let joined = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
+        for token in plain.split(|c: char| !joined(c)).filter(|t| !t.is_empty()) {
+            let parts = std::iter::once(token).chain(token.split(['_', '-']));
+            for part in parts {
+                if let Some(id) = self
+                    .service_ids
                     .iter()
-                    .find(|id| token.eq_ignore_ascii_case(id))
-            })
-            .map(String::as_str)
-            .collect()
+                    .find(|id| part.eq_ignore_ascii_case(id))
+                {
+                    written.insert(id.as_str());
+                }
+            }
+        }
+        written
     }
 
     /// A query's words, once each and sorted (so sums are added in one order and equal
@@ -351,6 +359,7 @@ payments = ["pm"]
         );
         let mut index = SearchIndex::build(&raw, &[]);
         index.service_ids.push("payments".into());
+        index.service_ids.push("everything_http".into());
         index
             .service_words
             .insert("payment".into(), "payments".into());
@@ -365,6 +374,12 @@ payments = ["pm"]
             read("list Payments"),
             (vec!["payments"], vec!["list".into()])
         );
+        // An id holding `_` names its service written whole; an id within a token too.
+        assert_eq!(
+            read("list everything_http tools").0,
+            vec!["everything_http"]
+        );
+        assert_eq!(read("payments-related refunds").0, vec!["payments"]);
         // Its stem said otherwise is an everyday word: it names nothing.
         assert_eq!(
             read("record a payment"),
