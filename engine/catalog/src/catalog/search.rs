@@ -68,7 +68,7 @@ pub struct RawSearch {
     #[serde(default)]
     pub id_prefixes: BTreeMap<String, String>,
     /// Service -> the id prefixes (of [`Self::id_prefixes`]) only its upstream issues
-    /// (`payments = ["ch", "cus"]`: Stripe's): an id of such a prefix names the service
+    /// (`payments = ["ch", "pi"]`: Stripe's): an id of such a prefix names the service
     /// as its id does ([`Self::service_miss_factor`]). A prefix that more than one
     /// upstream issues names none.
     #[serde(default)]

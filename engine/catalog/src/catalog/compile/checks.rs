@@ -102,17 +102,6 @@ impl Compiler<'_> {
         }
     }
 
-    /// A service's id (in `path`, at `line`): the name of its folder.
-    pub(super) fn check_service_id(&mut self, path: &str, line: usize, id: &str, folder: &str) {
-        if id != folder {
-            self.diags.push(
-                path,
-                line,
-                format!("service id `{id}` does not match its folder `{folder}`"),
-            );
-        }
-    }
-
     /// A dispatcher's categories: each the category of some tool of its service.
     pub(super) fn check_categories(&mut self, tool: &Tool, tools: &[Tool]) {
         for category in tool.dispatch.iter().flat_map(|d| &d.categories) {
@@ -204,7 +193,7 @@ impl Compiler<'_> {
                 );
             }
             if !services.contains_key(service) {
-                let hint = service_hint(service, services);
+                let hint = hint(service, services.keys());
                 self.diags.push(
                     SEARCH_RULES,
                     line,
@@ -226,7 +215,7 @@ impl Compiler<'_> {
         for (service, prefixes) in &search.id_services {
             let line = key_line(text, "id_services", service);
             if !services.contains_key(service) {
-                let hint = service_hint(service, services);
+                let hint = hint(service, services.keys());
                 self.diags.push(
                     SEARCH_RULES,
                     line,
@@ -235,8 +224,7 @@ impl Compiler<'_> {
             }
             for prefix in prefixes {
                 if !search.id_prefixes.contains_key(prefix) {
-                    let hint = did_you_mean(prefix, search.id_prefixes.keys().map(String::as_str))
-                        .map_or_else(String::new, |s| format!("; {s}"));
+                    let hint = hint(prefix, search.id_prefixes.keys());
                     self.diags.push(
                         SEARCH_RULES,
                         line,
@@ -274,8 +262,7 @@ fn key_line(text: &str, table: &str, key: &str) -> usize {
         .map_or(0, |o| line_of(text, start + o + 1))
 }
 
-/// "; did you mean `x`?" for a service the catalog lacks, or nothing.
-fn service_hint(service: &str, services: &BTreeMap<String, (Service, ServiceFile)>) -> String {
-    did_you_mean(service, services.keys().map(String::as_str))
-        .map_or_else(String::new, |s| format!("; {s}"))
+/// "; did you mean `x`?" for a name none of `known` is, or nothing.
+fn hint<'a>(name: &str, known: impl Iterator<Item = &'a String>) -> String {
+    did_you_mean(name, known.map(String::as_str)).map_or_else(String::new, |s| format!("; {s}"))
 }

@@ -528,7 +528,16 @@ impl<'a> Compiler<'a> {
             };
             let folder = service_of(path).unwrap_or_default().to_string();
             let line = |s: &SpannedStr| line_of(text, s.span().start);
-            self.check_service_id(path, line(&raw.id), raw.id.get_ref(), &folder);
+            if raw.id.get_ref() != &folder {
+                self.diags.push(
+                    path,
+                    line(&raw.id),
+                    format!(
+                        "service id `{}` does not match its folder `{folder}`",
+                        raw.id.get_ref()
+                    ),
+                );
+            }
             if !version_matches(
                 raw.version_format,
                 raw.id.get_ref(),
