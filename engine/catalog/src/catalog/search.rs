@@ -156,6 +156,25 @@ pub struct Actions {
     /// refunds", "which plugins are installed?") and writes score `miss_factor`.
     #[serde(default)]
     pub read_words: Vec<String>,
+    /// How a query says not to do an action ("don't send payout po_...", "never
+    /// publish it"): absent, a negated verb reads as the verb.
+    #[serde(default)]
+    pub negation: Option<Negation>,
+}
+
+/// A negation before an action verb (`[actions.negation]` of `rules/search.toml`): the
+/// query asks to call the action off, so the negation reads as `means` ("cancel"),
+/// which comes first and so is the query's verb; the negated verb stays a word of the
+/// query ("send" of "don't send payout po_...": the cancel of a payout).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+pub struct Negation {
+    /// The negations as written, one word or two ("don't", "do not", "never"); an
+    /// apostrophe may be typed either way. A negation counts only right before a word
+    /// of [`Actions::words`].
+    pub words: Vec<String>,
+    /// The action word a negated action asks for.
+    pub means: String,
 }
 
 /// Weight of each field.
@@ -224,6 +243,10 @@ pub struct SearchIndex {
     reads: HashSet<String>,
     /// The read verbs and question words as written, for a query's first word.
     read_openers: HashSet<String>,
+    /// Each negation as its lowercase words ([`Negation::words`]), and what a negated
+    /// action asks for.
+    negations: Vec<Vec<String>>,
+    negated: String,
     action_miss: f64,
     stopwords: HashSet<String>,
     synonyms: HashMap<String, Vec<String>>,

@@ -245,6 +245,47 @@ impl Compiler<'_> {
             }
         }
     }
+
+    /// The search rules' `[actions.negation]`: each negation one word or two, and what
+    /// a negated action means one of `[actions] words`, so it is read as the query's
+    /// verb.
+    pub(super) fn check_negation(&mut self, search: &RawSearch) {
+        let Some(actions) = &search.actions else {
+            return;
+        };
+        let Some(negation) = &actions.negation else {
+            return;
+        };
+        let text = self.sources.get(SEARCH_RULES).unwrap_or_default();
+        for word in &negation.words {
+            let count = word.split_whitespace().count();
+            if !(1..=2).contains(&count) {
+                self.diags.push(
+                    SEARCH_RULES,
+                    key_line(text, "actions.negation", "words"),
+                    format!(
+                        "[actions.negation] words: `{word}` must be one word or two (\"don't\", \"do not\"), as written before a verb"
+                    ),
+                );
+            }
+        }
+        let stemmed = |w: &str| {
+            let w = w.to_lowercase();
+            (search.stems.get(&w).cloned()).unwrap_or_else(|| crate::catalog::search::stem(&w))
+        };
+        let means = stemmed(&negation.means);
+        if !actions.words.iter().any(|w| stemmed(w) == means) {
+            let hint = hint(&negation.means, actions.words.iter());
+            self.diags.push(
+                SEARCH_RULES,
+                key_line(text, "actions.negation", "means"),
+                format!(
+                    "[actions.negation] means `{}` is none of [actions] words, so it could not be read as the query's verb: list it there or mean one of them{hint}",
+                    negation.means
+                ),
+            );
+        }
+    }
 }
 
 /// The search rules' file.

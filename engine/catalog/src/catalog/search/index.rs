@@ -5,8 +5,9 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::query::apostrophe;
 use super::{
-    Doc, FIELDS, Posting, RawSearch, SAYS_WHAT, SearchIndex, ServiceIndex, Stats, meaning,
+    Actions, Doc, FIELDS, Posting, RawSearch, SAYS_WHAT, SearchIndex, ServiceIndex, Stats, meaning,
 };
 use crate::catalog::{Action, PathPart, Tool};
 
@@ -26,6 +27,19 @@ fn spelled(stems: HashMap<String, String>) -> HashMap<String, String> {
 /// The fields few tools have, by position in [`FIELDS`]: the intents and the
 /// documentation.
 const SPARSE: [usize; 2] = [9, 10];
+
+/// Each negation of the rules' `[actions.negation]` as its words (lowercase, the
+/// apostrophe typed straight), and what a negated action means; none without it.
+fn negation(actions: Option<&Actions>) -> (Vec<Vec<String>>, String) {
+    let Some(negation) = actions.and_then(|a| a.negation.as_ref()) else {
+        return (Vec::new(), String::new());
+    };
+    let negations = (negation.words.iter())
+        .map(|w| w.split_whitespace().map(apostrophe).collect::<Vec<_>>())
+        .filter(|words| !words.is_empty())
+        .collect();
+    (negations, negation.means.to_lowercase())
+}
 
 /// Each field's average length in words over the catalog (at least 1). The intents'
 /// and the documentation's average is over the tools that have some: few tools do,
@@ -49,6 +63,7 @@ fn average_lengths(fielded: &[[Vec<String>; FIELDS]]) -> [f64; FIELDS] {
 impl SearchIndex {
     /// Builds the index over every tool (grouped by service).
     pub fn build(raw: &RawSearch, tools: &[Tool]) -> Self {
+        let (negations, negated) = negation(raw.actions.as_ref());
         let mut index = Self {
             k1: raw.k1,
             b: raw.b,
@@ -60,6 +75,8 @@ impl SearchIndex {
                 .flat_map(|a| a.read_words.iter())
                 .map(|w| w.to_lowercase())
                 .collect(),
+            negations,
+            negated,
             action_miss: raw.actions.as_ref().map_or(1.0, |a| a.miss_factor),
             stopwords: raw.stopwords.iter().map(|w| w.to_lowercase()).collect(),
             synonyms: HashMap::new(),
@@ -120,9 +137,14 @@ impl SearchIndex {
             .collect();
         let actions = raw.actions.as_ref();
         index.actions = index.stemmed(actions.map(|a| a.words.as_slice()));
+        // A service id of one word is that word; one of several (`everything_http`)
+        // names its service only written whole, never by a word of it.
         index.service_words = tools
             .iter()
-            .filter_map(|t| Some((index.words(&t.service).pop()?, t.service.clone())))
+            .filter_map(|t| match index.words(&t.service)[..] {
+                [ref word] => Some((word.clone(), t.service.clone())),
+                _ => None,
+            })
             .collect();
         for (word, service) in &raw.service_names {
             if let Some(stem) = index.words(word).pop() {

@@ -86,7 +86,16 @@ impl SearchIndex {
         let mut text = String::with_capacity(query.len());
         let mut objects = Vec::new();
         let mut services = Vec::new();
-        for token in query.split_whitespace() {
+        let tokens: Vec<&str> = query.split_whitespace().collect();
+        let mut at = 0;
+        while let Some(&token) = tokens.get(at) {
+            at += 1;
+            if let Some(len) = self.negation_at(&tokens[at - 1..]) {
+                text.push_str(&self.negated);
+                text.push(' ');
+                at += len - 1;
+                continue;
+            }
             let bare = token.trim_matches(|c: char| !c.is_alphanumeric() && c != '_');
             if let Some(prefix) = id_prefix(bare) {
                 if let Some((prefix, named)) = self.id_prefixes.get_key_value(prefix) {
@@ -108,6 +117,27 @@ impl SearchIndex {
             objects,
             services,
         }
+    }
+
+    /// How many tokens a negation at the head of `tokens` spans, when a word of
+    /// the rules' actions follows it ("don't send", "do not publish"; not "don't
+    /// worry"): the query asks to call that action off.
+    fn negation_at(&self, tokens: &[&str]) -> Option<usize> {
+        self.negations.iter().find_map(|negation| {
+            let len = negation.len();
+            let said = tokens
+                .get(..len)?
+                .iter()
+                .zip(negation)
+                .all(|(t, w)| says(t, w));
+            let verb = tokens.get(len)?;
+            (said
+                && self
+                    .words(verb)
+                    .first()
+                    .is_some_and(|w| self.actions.contains(w)))
+            .then_some(len)
+        })
     }
 
     /// The words of the objects a query's ids name ([`Self::read`]), as term ids
@@ -142,8 +172,10 @@ impl SearchIndex {
             .split_whitespace()
             .next()
             .map(|w| {
-                w.trim_matches(|c: char| !c.is_alphanumeric())
-                    .to_lowercase()
+                let bare = w.trim_matches(|c: char| !c.is_alphanumeric());
+                // A contraction opens with its first word: "what's" is "what".
+                let head = bare.split(['\'', '\u{2019}']).next().unwrap_or(bare);
+                head.to_lowercase()
             })
             .unwrap_or_default();
         // A phrase at the opening speaks for its words: "get rid of the plugin" asks to
@@ -178,8 +210,8 @@ impl SearchIndex {
         (head.first() == phrase.first()).then_some(replacement.as_slice())
     }
 
-    /// Whether `word` is a service's id ("crm"): it says where to look, never what a
-    /// tool is (an upstream's own name, `service_names`, says both).
+    /// Whether `word` is a service's id of one word ("crm"): it says where to look,
+    /// never what a tool is (an upstream's own name, `service_names`, says both).
     pub(super) fn names_only_a_service(&self, word: &str) -> bool {
         self.service_words.contains_key(word) && !self.service_names.contains(word)
     }
@@ -237,13 +269,14 @@ impl SearchIndex {
         mut query_words: Vec<String>,
         written: &HashSet<&str>,
     ) -> Vec<String> {
-        let names_written = |w: &str| {
-            self.names_only_a_service(w)
-                && self
-                    .service_words
-                    .get(w)
-                    .is_some_and(|s| written.contains(s.as_str()))
-        };
+        // The words of the ids written (each of `everything_http`'s), save an
+        // upstream's own name, which is matched too.
+        let ids_words: Vec<String> = written
+            .iter()
+            .flat_map(|id| self.words(id))
+            .filter(|w| !self.service_names.contains(w))
+            .collect();
+        let names_written = |w: &str| ids_words.iter().any(|x| x == w);
         if !written.is_empty()
             && self.service_miss < 1.0
             && query_words.iter().any(|w| !names_written(w))
@@ -290,6 +323,21 @@ impl SearchIndex {
                 .is_some_and(|tld| tld.len() >= 2 && tld.chars().all(|c| c.is_ascii_lowercase()));
         domain.then_some(self.values.domain.as_str())
     }
+}
+
+/// A word as the rules write it: lowercase, an apostrophe typed straight (`’` -> `'`).
+pub(super) fn apostrophe(word: &str) -> String {
+    word.to_lowercase().replace('\u{2019}', "'")
+}
+
+/// Whether a query's token says `word` (written as [`apostrophe`] gives it), leaving
+/// punctuation around it aside: "Don’t," says "don't".
+fn says(token: &str, word: &str) -> bool {
+    let bare = token.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'' && c != '\u{2019}');
+    bare.chars()
+        .flat_map(char::to_lowercase)
+        .map(|c| if c == '\u{2019}' { '\'' } else { c })
+        .eq(word.chars())
 }
 
 /// The prefix of an id such as `ch_3MmlLrLkdIwHu7ix` or `vm_42`: a short lowercase word,
@@ -375,9 +423,14 @@ payments = ["pm"]
             (vec!["payments"], vec!["list".into()])
         );
         // An id holding `_` names its service written whole; an id within a token too.
+        // Its words are no search words either (each of them alone names nothing).
         assert_eq!(
-            read("list everything_http tools").0,
-            vec!["everything_http"]
+            read("list everything_http tools"),
+            (vec!["everything_http"], vec!["list".into(), "tool".into()])
+        );
+        assert_eq!(
+            read("list everything tools"),
+            (vec![], vec!["everyth".into(), "list".into(), "tool".into()])
         );
         assert_eq!(read("payments-related refunds").0, vec!["payments"]);
         // Its stem said otherwise is an everyday word: it names nothing.
@@ -428,6 +481,53 @@ payments = ["pm"]
             index.query_words("Q3 targets, e.g. ASP.NET"),
             ["q3", "target", "e", "g", "asp", "net"]
         );
+    }
+
+    #[test]
+    pub(super) fn a_negated_action_asks_to_call_it_off_and_a_contraction_opens_with_its_word() {
+        let raw = rules(
+            r#"stopwords = ["don", "t", "the", "to", "s", "what", "do", "not", "worry", "it"]
+[id_prefixes]
+po = "payout"
+[actions]
+miss_factor = 0.3
+read_words = ["what", "which"]
+words = ["send", "cancel", "publish"]
+[actions.negation]
+words = ["don't", "dont", "do not", "never"]
+means = "cancel"
+"#,
+        );
+        let index = SearchIndex::build(&raw, &[]);
+        let asks = |query: &str| {
+            let (words, opening) = index.plain_words(&index.read(query).text);
+            (index.intent(query, &words, opening), words)
+        };
+        // The negation reads as "cancel", the query's verb; the negated verb stays a word.
+        assert_eq!(
+            asks("Hold on, don't send payout po_1NqXk7 to the bank"),
+            (
+                (false, Some("cancel".into())),
+                ["hold", "on", "cancel", "send", "payout", "payout", "bank"]
+                    .map(String::from)
+                    .to_vec()
+            )
+        );
+        // Typed with a curly apostrophe, without one, in two words, or as "never".
+        for query in [
+            "Don\u{2019}t send it",
+            "dont send it",
+            "Do not send it",
+            "never send it",
+        ] {
+            assert_eq!(asks(query).0, (false, Some("cancel".into())), "{query}");
+        }
+        // Before a word that is no action it is no negation of one.
+        assert_eq!(asks("Don't worry, send it").0, (false, Some("send".into())));
+        assert_eq!(asks("don't").0, (false, None));
+        // A contraction opens with its first word: "What's" asks a question.
+        assert_eq!(asks("What's the status of payout po_1Nq7").0, (true, None));
+        assert_eq!(asks("What\u{2019}s sent").0, (true, None));
     }
 
     #[test]
