@@ -156,6 +156,12 @@ pub struct Actions {
     /// refunds", "which plugins are installed?") and writes score `miss_factor`.
     #[serde(default)]
     pub read_words: Vec<String>,
+    /// Openings that ask how to do something ("how do I", "where can I", "is it
+    /// possible to"), as written, a word or more each: a query that opens with one and
+    /// says an action ("How do I cancel my subscription?") asks for the action, though
+    /// its question word reads; one that says none still reads ("How do refunds work?").
+    #[serde(default)]
+    pub how_to: Vec<String>,
     /// How a query says not to do an action ("don't send payout po_...", "never
     /// publish it"): absent, a negated verb reads as the verb.
     #[serde(default)]
@@ -247,6 +253,8 @@ pub struct SearchIndex {
     /// action asks for.
     negations: Vec<Vec<String>>,
     negated: String,
+    /// Each of [`Actions::how_to`] as its lowercase words.
+    how_to: Vec<Vec<String>>,
     action_miss: f64,
     stopwords: HashSet<String>,
     synonyms: HashMap<String, Vec<String>>,

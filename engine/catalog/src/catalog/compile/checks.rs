@@ -246,17 +246,28 @@ impl Compiler<'_> {
         }
     }
 
-    /// The search rules' `[actions.negation]`: each negation one word or two, and what
-    /// a negated action means one of `[actions] words`, so it is read as the query's
-    /// verb.
-    pub(super) fn check_negation(&mut self, search: &RawSearch) {
+    /// The search rules' openings of `[actions]`: each `how_to` says a word, each
+    /// `[actions.negation]` word is one word or two, and what a negated action means
+    /// is one of `[actions] words`, so it is read as the query's verb.
+    pub(super) fn check_action_openings(&mut self, search: &RawSearch) {
         let Some(actions) = &search.actions else {
             return;
         };
+        let text = self.sources.get(SEARCH_RULES).unwrap_or_default();
+        if actions
+            .how_to
+            .iter()
+            .any(|o| o.split_whitespace().next().is_none())
+        {
+            self.diags.push(
+                SEARCH_RULES,
+                key_line(text, "actions", "how_to"),
+                "[actions] how_to: an opening says no word: take the empty one out".to_string(),
+            );
+        }
         let Some(negation) = &actions.negation else {
             return;
         };
-        let text = self.sources.get(SEARCH_RULES).unwrap_or_default();
         for word in &negation.words {
             let count = word.split_whitespace().count();
             if !(1..=2).contains(&count) {

@@ -95,7 +95,7 @@ pub fn compile_with(
     if let Some(rules) = &rules {
         c.check_service_names(&rules.search, &services);
         c.check_id_services(&rules.search, &services);
-        c.check_negation(&rules.search);
+        c.check_action_openings(&rules.search);
     }
     let mut tools = match &rules {
         Some(rules) => c.tools(rules, &services, &mut templates, &options),

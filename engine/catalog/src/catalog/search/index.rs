@@ -34,11 +34,16 @@ fn negation(actions: Option<&Actions>) -> (Vec<Vec<String>>, String) {
     let Some(negation) = actions.and_then(|a| a.negation.as_ref()) else {
         return (Vec::new(), String::new());
     };
-    let negations = (negation.words.iter())
+    (as_written(&negation.words), negation.means.to_lowercase())
+}
+
+/// Openings of a query as the rules write them, each as its words (lowercase, the
+/// apostrophe typed straight); an empty one is left out.
+fn as_written(openings: &[String]) -> Vec<Vec<String>> {
+    (openings.iter())
         .map(|w| w.split_whitespace().map(apostrophe).collect::<Vec<_>>())
         .filter(|words| !words.is_empty())
-        .collect();
-    (negations, negation.means.to_lowercase())
+        .collect()
 }
 
 /// Each field's average length in words over the catalog (at least 1). The intents'
@@ -77,6 +82,7 @@ impl SearchIndex {
                 .collect(),
             negations,
             negated,
+            how_to: as_written(raw.actions.as_ref().map_or(&[][..], |a| &a.how_to)),
             action_miss: raw.actions.as_ref().map_or(1.0, |a| a.miss_factor),
             stopwords: raw.stopwords.iter().map(|w| w.to_lowercase()).collect(),
             synonyms: HashMap::new(),

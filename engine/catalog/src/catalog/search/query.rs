@@ -168,6 +168,18 @@ impl SearchIndex {
         query_words: &[String],
         opening: Option<usize>,
     ) -> (bool, Option<String>) {
+        let action = || {
+            query_words
+                .iter()
+                .find(|w| self.actions.contains(w.as_str()))
+                .cloned()
+        };
+        // "How do I cancel ...?" asks for the action its question is about.
+        if self.opens_with_how_to(query)
+            && let Some(verb) = action()
+        {
+            return (false, Some(verb));
+        }
         let opener = query
             .split_whitespace()
             .next()
@@ -189,15 +201,19 @@ impl SearchIndex {
         } || query_words
             .first()
             .is_some_and(|w| self.reads.contains(w.as_str()));
-        let verb = if reading {
-            None
-        } else {
-            query_words
-                .iter()
-                .find(|w| self.actions.contains(w.as_str()))
-                .cloned()
+        (reading, if reading { None } else { action() })
+    }
+
+    /// Whether a query opens with one of the rules' openings that ask how to do
+    /// something ("How do I ...", "Is it possible to ...").
+    fn opens_with_how_to(&self, query: &str) -> bool {
+        let Some(most) = self.how_to.iter().map(Vec::len).max() else {
+            return false;
         };
-        (reading, verb)
+        let tokens: Vec<&str> = query.split_whitespace().take(most).collect();
+        self.how_to.iter().any(|opening| {
+            tokens.len() >= opening.len() && tokens.iter().zip(opening).all(|(t, w)| says(t, w))
+        })
     }
 
     /// The words the phrase at the opening of a query's words stands for, when the
@@ -484,15 +500,17 @@ payments = ["pm"]
     }
 
     #[test]
-    pub(super) fn a_negated_action_asks_to_call_it_off_and_a_contraction_opens_with_its_word() {
+    pub(super) fn a_negated_action_is_called_off_a_how_to_asks_for_it_a_contraction_opens_with_its_word()
+     {
         let raw = rules(
             r#"stopwords = ["don", "t", "the", "to", "s", "what", "do", "not", "worry", "it"]
 [id_prefixes]
 po = "payout"
 [actions]
 miss_factor = 0.3
-read_words = ["what", "which"]
+read_words = ["what", "which", "how", "is"]
 words = ["send", "cancel", "publish"]
+how_to = ["how do i", "is it possible to"]
 [actions.negation]
 words = ["don't", "dont", "do not", "never"]
 means = "cancel"
@@ -528,6 +546,16 @@ means = "cancel"
         // A contraction opens with its first word: "What's" asks a question.
         assert_eq!(asks("What's the status of payout po_1Nq7").0, (true, None));
         assert_eq!(asks("What\u{2019}s sent").0, (true, None));
+        // A question how to do an action asks for the action; one about no action reads.
+        assert_eq!(
+            asks("How do I cancel payout po_1Nq7?").0,
+            (false, Some("cancel".into()))
+        );
+        assert_eq!(
+            asks("Is it possible to send it?").0,
+            (false, Some("send".into()))
+        );
+        assert_eq!(asks("How do payouts work?").0, (true, None));
     }
 
     #[test]
