@@ -86,14 +86,14 @@ impl SearchIndex {
         let mut text = String::with_capacity(query.len());
         let mut objects = Vec::new();
         let mut services = Vec::new();
-        let tokens: Vec<&str> = query.split_whitespace().collect();
-        let mut at = 0;
-        while let Some(&token) = tokens.get(at) {
-            at += 1;
-            if let Some(len) = self.negation_at(&tokens[at - 1..]) {
+        let mut tokens = query.split_whitespace();
+        while let Some(token) = tokens.next() {
+            if let Some(len) = self.negation_at(token, tokens.clone()) {
                 text.push_str(&self.negated);
                 text.push(' ');
-                at += len - 1;
+                if len > 1 {
+                    tokens.nth(len - 2);
+                }
                 continue;
             }
             let bare = token.trim_matches(|c: char| !c.is_alphanumeric() && c != '_');
@@ -119,24 +119,28 @@ impl SearchIndex {
         }
     }
 
-    /// How many tokens a negation at the head of `tokens` spans, when a word of
-    /// the rules' actions follows it ("don't send", "do not publish"; not "don't
-    /// worry"): the query asks to call that action off.
-    fn negation_at(&self, tokens: &[&str]) -> Option<usize> {
+    /// How many tokens a negation opening with `token` spans (`rest`: the tokens after
+    /// it), when a word of the rules' actions follows it ("don't send", "do not
+    /// publish"; not "don't worry"): the query asks to call that action off.
+    fn negation_at<'q>(
+        &self,
+        token: &str,
+        rest: impl Iterator<Item = &'q str> + Clone,
+    ) -> Option<usize> {
         self.negations.iter().find_map(|negation| {
-            let len = negation.len();
-            let said = tokens
-                .get(..len)?
-                .iter()
-                .zip(negation)
-                .all(|(t, w)| says(t, w));
-            let verb = tokens.get(len)?;
+            let (first, more) = negation.split_first()?;
+            let mut after = rest.clone();
+            let said = says(token, first)
+                && more
+                    .iter()
+                    .all(|w| after.next().is_some_and(|t| says(t, w)));
+            let verb = after.next()?;
             (said
                 && self
                     .words(verb)
                     .first()
                     .is_some_and(|w| self.actions.contains(w)))
-            .then_some(len)
+            .then_some(negation.len())
         })
     }
 
@@ -207,12 +211,11 @@ impl SearchIndex {
     /// Whether a query opens with one of the rules' openings that ask how to do
     /// something ("How do I ...", "Is it possible to ...").
     fn opens_with_how_to(&self, query: &str) -> bool {
-        let Some(most) = self.how_to.iter().map(Vec::len).max() else {
-            return false;
-        };
-        let tokens: Vec<&str> = query.split_whitespace().take(most).collect();
         self.how_to.iter().any(|opening| {
-            tokens.len() >= opening.len() && tokens.iter().zip(opening).all(|(t, w)| says(t, w))
+            let mut tokens = query.split_whitespace();
+            opening
+                .iter()
+                .all(|w| tokens.next().is_some_and(|t| says(t, w)))
         })
     }
 
