@@ -143,15 +143,7 @@ impl SearchIndex {
             .collect();
         let actions = raw.actions.as_ref();
         index.actions = index.stemmed(actions.map(|a| a.words.as_slice()));
-        // A service id of one word is that word; one of several (`everything_http`)
-        // names its service only written whole, never by a word of it.
-        index.service_words = tools
-            .iter()
-            .filter_map(|t| match index.words(&t.service)[..] {
-                [ref word] => Some((word.clone(), t.service.clone())),
-                _ => None,
-            })
-            .collect();
+        index.service_words = index.service_words(tools.iter().map(|t| t.service.as_str()));
         for (word, service) in &raw.service_names {
             if let Some(stem) = index.words(word).pop() {
                 index.service_words.insert(stem.clone(), service.clone());
@@ -369,6 +361,20 @@ impl SearchIndex {
     }
 
     /// The stems of a word list of the rules (absent: none).
+    /// Each service id of one word as that word's stem -> the id. An id of several
+    /// words (`everything_http`) names its service only written whole
+    /// ([`Self::written_ids`]), never by one of its words, each an everyday word.
+    pub(super) fn service_words<'s>(
+        &self,
+        ids: impl Iterator<Item = &'s str>,
+    ) -> HashMap<String, String> {
+        ids.filter_map(|id| match self.words(id)[..] {
+            [ref word] => Some((word.clone(), id.to_string())),
+            _ => None,
+        })
+        .collect()
+    }
+
     fn stemmed(&self, words: Option<&[String]>) -> HashSet<String> {
         words
             .into_iter()
