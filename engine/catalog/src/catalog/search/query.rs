@@ -184,10 +184,14 @@ impl SearchIndex {
         {
             return (false, Some(verb));
         }
-        let opener = query
-            .split_whitespace()
+        let mut tokens = query.split_whitespace();
+        let opener = tokens
             .next()
             .map(|w| {
+                // A negation opens with what it means: "Do not send it" is no question.
+                if self.negation_at(w, tokens.clone()).is_some() {
+                    return self.negated.clone();
+                }
                 let bare = w.trim_matches(|c: char| !c.is_alphanumeric());
                 // A contraction opens with its first word: "what's" is "what".
                 let head = bare.split(['\'', '\u{2019}']).next().unwrap_or(bare);
@@ -514,7 +518,7 @@ payments = ["pm"]
 po = "payout"
 [actions]
 miss_factor = 0.3
-read_words = ["what", "which", "how", "is"]
+read_words = ["what", "which", "how", "is", "do"]
 words = ["send", "cancel", "publish"]
 how_to = ["how do i", "is it possible to"]
 [actions.negation]
