@@ -65,7 +65,9 @@ impl SearchIndex {
     pub(super) fn reading(&self, query: &str) -> Reading<'_> {
         let plain = self.read(query);
         let (words, opening) = self.plain_words(&plain.text);
-        let asks = self.intent(query, &words, opening);
+        // What it asks is read off the plain text, where a negation already reads as
+        // what it means ("Do not send it" opens with "cancel", no question).
+        let asks = self.intent(&plain.text, &words, opening);
         let written = self.written_ids(&plain.text);
         let named = self.named_services(&plain, &words, &written);
         let distinct = self.distinct(words, &written);
@@ -164,7 +166,8 @@ impl SearchIndex {
     /// `miss_factor` of what they would. Otherwise the query's verb is its first action
     /// word ("give the customer their money back" asks to refund; "my site shows an
     /// old page, flush its cache" to flush).
-    /// `opening` is the phrase that stood at the opening of the query's words
+    /// `query` is the query read plain ([`Self::read`]: a negation there reads as what
+    /// it means); `opening` is the phrase that stood at the opening of its words
     /// ([`Self::plain_words`]).
     pub(super) fn intent(
         &self,
@@ -184,14 +187,10 @@ impl SearchIndex {
         {
             return (false, Some(verb));
         }
-        let mut tokens = query.split_whitespace();
-        let opener = tokens
+        let opener = query
+            .split_whitespace()
             .next()
             .map(|w| {
-                // A negation opens with what it means: "Do not send it" is no question.
-                if self.negation_at(w, tokens.clone()).is_some() {
-                    return self.negated.clone();
-                }
                 let bare = w.trim_matches(|c: char| !c.is_alphanumeric());
                 // A contraction opens with its first word: "what's" is "what".
                 let head = bare.split(['\'', '\u{2019}']).next().unwrap_or(bare);
@@ -529,7 +528,8 @@ means = "cancel"
         let index = SearchIndex::build(&raw, &[]);
         let asks = |query: &str| {
             let (words, opening) = index.plain_words(&index.read(query).text);
-            (index.intent(query, &words, opening), words)
+            let plain = index.read(query).text;
+            (index.intent(&plain, &words, opening), words)
         };
         // The negation reads as "cancel", the query's verb; the negated verb stays a word.
         assert_eq!(
@@ -580,7 +580,7 @@ means = "cancel"
         let index = SearchIndex::build(&raw, &[]);
         let asks = |query: &str| {
             let (words, opening) = index.plain_words(&index.read(query).text);
-            index.intent(query, &words, opening)
+            index.intent(&index.read(query).text, &words, opening)
         };
         // "get" opens them, but the phrase says what they ask: to remove, to buy.
         assert_eq!(
