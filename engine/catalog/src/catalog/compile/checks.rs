@@ -177,9 +177,7 @@ impl Compiler<'_> {
                     ),
                 );
             }
-            let stemmed = |w: &str| {
-                (search.stems.get(w).cloned()).unwrap_or_else(|| crate::catalog::search::stem(w))
-            };
+            let stemmed = |w: &str| stem_as_read(search, w);
             if let Some(id) = services
                 .keys()
                 .find(|id| *id == word || stemmed(id) == stemmed(word))
@@ -280,10 +278,7 @@ impl Compiler<'_> {
                 );
             }
         }
-        let stemmed = |w: &str| {
-            let w = w.to_lowercase();
-            (search.stems.get(&w).cloned()).unwrap_or_else(|| crate::catalog::search::stem(&w))
-        };
+        let stemmed = |w: &str| stem_as_read(search, w);
         let means = stemmed(&negation.means);
         if !actions.words.iter().any(|w| stemmed(w) == means) {
             let hint = hint(&negation.means, actions.words.iter());
@@ -312,6 +307,13 @@ fn key_line(text: &str, table: &str, key: &str) -> usize {
                 .or_else(|| t.find(&format!("\n\"{key}\" =")))
         })
         .map_or(0, |o| line_of(text, start + o + 1))
+}
+
+/// A word's stem as a query reads it: lowercased, the one `[stems]` keeps, else
+/// Snowball's.
+fn stem_as_read(search: &RawSearch, word: &str) -> String {
+    let word = word.to_lowercase();
+    (search.stems.get(&word).cloned()).unwrap_or_else(|| crate::catalog::search::stem(&word))
 }
 
 /// "; did you mean `x`?" for a name none of `known` is, or nothing.
