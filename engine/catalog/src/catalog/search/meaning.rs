@@ -41,6 +41,11 @@ pub struct MeaningRules {
     /// Weight of a tool's similarity (cosine) beside its BM25F score taken as a share
     /// of the best hit's (which weighs 1); 0 turns the signal off.
     pub weight: f64,
+    /// The same weight when some tool matched every word of the query, where the
+    /// words say most of what is asked ("create a contact"); 0 (the default) leaves
+    /// such a query to its words. With `weight` 0 the signal is off either way.
+    #[serde(default)]
+    pub matched_weight: f64,
     /// A word weighs `smoothing / (smoothing + p)`, `p` its share of the catalog's
     /// words (greater than 0).
     pub smoothing: f64,
@@ -57,6 +62,9 @@ impl MeaningRules {
         let wrong = |what: &str| Some(format!("`[meaning]` {what}"));
         if !(0.0..=10.0).contains(&self.weight) {
             return wrong("`weight` must be between 0 and 10");
+        }
+        if !(0.0..=10.0).contains(&self.matched_weight) {
+            return wrong("`matched_weight` must be between 0 and 10");
         }
         if !(self.smoothing > 0.0 && self.smoothing <= 1.0) {
             return wrong("`smoothing` must be above 0 and at most 1");
@@ -293,9 +301,9 @@ impl Meaning {
     }
 
     /// Fuses `hits` (ranked by BM25F, best first) with the similarities of the tools
-    /// `kept` to the query (read `plain`), unless a hit matched every one of the query's `words`
-    /// (then the words speak for themselves: "create a contact"): a hit's score becomes
-    /// its share of the best hit's plus `weight` times its similarity, when that is
+    /// `kept` to the query (read `plain`): a hit's score becomes its share of the best
+    /// hit's plus `weight` times its similarity (`matched_weight` when a hit matched
+    /// every one of the query's `words`: then the words say most of it), when that is
     /// among the `depth` most similar and at least `least_similarity`. A tool only the
     /// meaning places joins as a hit that matched no word. Scores, not ranks, are
     /// fused: a clear winner by its words stays ahead of a tool only somewhat alike.
@@ -310,9 +318,13 @@ impl Meaning {
         let Some(rules) = self.rules else {
             return;
         };
-        // The words speak for themselves when a tool matched every one of them.
+        // The words say most of what is asked when a tool matched every one of them.
         let covered = hits.iter().map(|h| h.matched as usize).max().unwrap_or(0);
-        let weight = if covered >= words { 0.0 } else { rules.weight };
+        let weight = if covered >= words {
+            rules.matched_weight
+        } else {
+            rules.weight
+        };
         if weight <= 0.0 {
             return;
         }
@@ -413,13 +425,23 @@ mod tests {
             v
         };
         let cos = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f32>();
-        let (refund, repay, domain) = (vector("refund"), vector("repay"), vector("domain"));
-        assert!(
-            cos(&refund, &repay) > cos(&refund, &domain) + 0.1,
-            "refund~repay {} refund~domain {}",
-            cos(&refund, &repay),
-            cos(&refund, &domain)
-        );
+        // Near words by meaning, far from an unrelated one (the table is fitted to the
+        // catalog's intents, which moves a word like "refund" toward its tools: the
+        // words no intent says keep their neighbours).
+        let domain = vector("domain");
+        for (word, near) in [
+            ("repay", "payment"),
+            ("photo", "picture"),
+            ("cancel", "stop"),
+        ] {
+            let (word_v, near_v) = (vector(word), vector(near));
+            assert!(
+                cos(&word_v, &near_v) > cos(&word_v, &domain) + 0.1,
+                "{word}~{near} {} {word}~domain {}",
+                cos(&word_v, &near_v),
+                cos(&word_v, &domain)
+            );
+        }
     }
 
     #[test]
@@ -462,11 +484,17 @@ mod tests {
     fn rules_out_of_range_are_named() {
         let good = MeaningRules {
             weight: 0.75,
+            matched_weight: 0.25,
             smoothing: 0.03,
             depth: 50,
             least_similarity: 0.3,
         };
         assert_eq!(good.problem(), None);
+        let bad = MeaningRules {
+            matched_weight: 11.0,
+            ..good
+        };
+        assert!(bad.problem().unwrap().contains("matched_weight"));
         let bad = MeaningRules { depth: 0, ..good };
         assert!(bad.problem().unwrap().contains("depth"));
         let bad = MeaningRules {
