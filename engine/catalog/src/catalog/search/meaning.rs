@@ -348,17 +348,51 @@ impl Meaning {
             .map(|(tool, s)| (tool, weight * f64::from(s)))
             .collect();
         let best = hits.first().map_or(1.0, |h| h.score).max(f64::MIN_POSITIVE);
-        for hit in hits.iter_mut() {
-            hit.score = hit.score / best + meant.remove(&hit.tool).unwrap_or(0.0);
+        // A hit the meaning does not move keeps its place among the others (each score
+        // is divided by the same best); the moved ones (at most `depth`) are sorted and
+        // merged back in, so the whole list is not sorted again.
+        let mut moved: Vec<Hit> = Vec::with_capacity(meant.len());
+        let mut still: Vec<Hit> = Vec::with_capacity(hits.len());
+        for mut hit in hits.drain(..) {
+            hit.score /= best;
+            match meant.remove(&hit.tool) {
+                Some(similarity) => {
+                    hit.score += similarity;
+                    moved.push(hit);
+                }
+                None => still.push(hit),
+            }
         }
-        hits.extend(meant.into_iter().map(|(tool, score)| Hit {
+        moved.extend(meant.into_iter().map(|(tool, score)| Hit {
             tool,
             score,
             matched: 0,
             own: 0,
             related: 0,
         }));
-        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.tool.cmp(&b.tool)));
+        moved.sort_by(best_first);
+        merge(still, moved, hits);
+    }
+}
+
+/// Higher score first; ties in catalog order.
+fn best_first(a: &Hit, b: &Hit) -> std::cmp::Ordering {
+    b.score.total_cmp(&a.score).then(a.tool.cmp(&b.tool))
+}
+
+/// Appends to `into` the hits of `a` and `b`, each already in [`best_first`] order, as
+/// one list in that order.
+fn merge(a: Vec<Hit>, b: Vec<Hit>, into: &mut Vec<Hit>) {
+    into.reserve(a.len() + b.len());
+    let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
+    loop {
+        let next = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) if best_first(y, x).is_lt() => b.next(),
+            (Some(_), _) => a.next(),
+            (None, Some(_)) => b.next(),
+            (None, None) => break,
+        };
+        into.extend(next);
     }
 }
 
@@ -478,6 +512,26 @@ mod tests {
         let charge = read("charge").unwrap();
         assert_eq!(read("ch_3MmlLrLkdIwHu7ix"), Some(charge));
         assert_eq!(read("42 2026-12-01 $25.50"), None);
+    }
+
+    #[test]
+    fn moved_hits_merge_back_as_a_full_sort_would_place_them() {
+        let hit = |tool: usize, score: f64| Hit {
+            tool,
+            score,
+            matched: 1,
+            own: 1,
+            related: 0,
+        };
+        let still = vec![hit(4, 0.9), hit(1, 0.5), hit(7, 0.5), hit(2, 0.1)];
+        let moved = vec![hit(9, 1.2), hit(3, 0.5), hit(8, 0.5), hit(0, 0.0)];
+        let mut sorted: Vec<Hit> = still.iter().chain(&moved).copied().collect();
+        sorted.sort_by(best_first);
+        let mut merged = Vec::new();
+        merge(still, moved, &mut merged);
+        assert_eq!(merged, sorted);
+        let tools: Vec<usize> = merged.iter().map(|h| h.tool).collect();
+        assert_eq!(tools, [9, 4, 1, 3, 7, 8, 2, 0]);
     }
 
     #[test]
