@@ -664,15 +664,21 @@ fn a_long_query_says_every_word_it_matched() {
     assert!(best.matched as usize > MARKED + 10, "{best:?}");
 }
 
-/// The embedded catalog with the meaning left out of a query some tool matched every
-/// word of (`[meaning] matched_weight = 0`): such a query then ranks by its words alone.
-fn words_alone() -> tool_broker::catalog::Catalog {
+/// The shipped `rules/search.toml` with the meaning left out of a query some tool
+/// matched every word of (`[meaning] matched_weight = 0`): such a query then ranks by
+/// its words alone.
+fn words_alone_rules() -> String {
     let rules = std::fs::read_to_string(root().join("rules/search.toml")).unwrap();
     let on = "\nmatched_weight = 0.6\n";
     assert!(rules.contains(on), "the shipped weight");
+    rules.replace(on, "\nmatched_weight = 0\n")
+}
+
+/// The embedded catalog compiled with [`words_alone_rules`].
+fn words_alone() -> tool_broker::catalog::Catalog {
     crate::support::compiled(&crate::support::sources_with(&[(
         "rules/search.toml",
-        &rules.replace(on, "\nmatched_weight = 0\n"),
+        &words_alone_rules(),
     )]))
 }
 
@@ -684,17 +690,10 @@ fn words_alone() -> tool_broker::catalog::Catalog {
 /// first too.
 #[test]
 fn a_name_saying_more_than_asked_ranks_lower() {
-    let rules = std::fs::read_to_string(root().join("rules/search.toml")).unwrap();
-    let (on, weighted) = ("\nname_miss_factor = 0.5\n", "\nmatched_weight = 0.6\n");
-    assert!(
-        rules.contains(on) && rules.contains(weighted),
-        "the shipped rules"
-    );
-    let rules = rules.replace(weighted, "\nmatched_weight = 0\n");
-    let shipped = crate::support::compiled(&crate::support::sources_with(&[(
-        "rules/search.toml",
-        &rules,
-    )]));
+    let rules = words_alone_rules();
+    let on = "\nname_miss_factor = 0.5\n";
+    assert!(rules.contains(on), "the shipped factor");
+    let shipped = words_alone();
     let off = crate::support::compiled(&crate::support::sources_with(&[(
         "rules/search.toml",
         &rules.replace(on, "\nname_miss_factor = 1\n"),

@@ -21,13 +21,12 @@ import json
 import re
 import struct
 import sys
-import tomllib
 import zlib
 from pathlib import Path
 
 import numpy as np
 
-from fit import fitted
+from fit import catalog_texts, each_word, fitted
 
 DIMS = 192
 PARTS = 48
@@ -131,25 +130,15 @@ class MiniLM:
         return out
 
 
-def words(text: str) -> list:
-    """A text's words as the broker reads them for meaning (search/meaning.rs)."""
-    text = re.sub(r"([a-z])([A-Z])", r"\1 \2", text)
-    return re.findall(r"[a-z]+", text.lower())
-
-
 def catalog_words(root: Path) -> set:
-    found = set()
-    for path in sorted(root.glob("catalog/*/*.toml")):
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-        for tool in data.get("tool", []):
-            texts = [tool["name"].replace("_", " "), tool.get("title", ""), tool.get("description", "")]
-            texts += list(tool.get("arguments", {}).get("properties", {}))
-            for text in texts:
-                found.update(words(text))
-        for said in data.get("intents", {}).values():
-            for text in said:
-                found.update(words(text))
-    return found
+    """Every word the catalog's tools say (their texts and intents), as meaning.rs
+    reads them."""
+    return {
+        w
+        for texts, intents in catalog_texts(root).values()
+        for text in texts + intents
+        for w in each_word(text)
+    }
 
 
 def kmeans(points: np.ndarray, k: int, rounds: int = 20) -> tuple:

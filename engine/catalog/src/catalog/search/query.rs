@@ -527,8 +527,8 @@ means = "cancel"
         );
         let index = SearchIndex::build(&raw, &[]);
         let asks = |query: &str| {
-            let (words, opening) = index.plain_words(&index.read(query).text);
             let plain = index.read(query).text;
+            let (words, opening) = index.plain_words(&plain);
             (index.intent(&plain, &words, opening), words)
         };
         // The negation reads as "cancel", the query's verb; the negated verb stays a word.
@@ -579,8 +579,9 @@ means = "cancel"
         .unwrap_or_else(|e| panic!("{e}"));
         let index = SearchIndex::build(&raw, &[]);
         let asks = |query: &str| {
-            let (words, opening) = index.plain_words(&index.read(query).text);
-            index.intent(&index.read(query).text, &words, opening)
+            let plain = index.read(query).text;
+            let (words, opening) = index.plain_words(&plain);
+            index.intent(&plain, &words, opening)
         };
         // "get" opens them, but the phrase says what they ask: to remove, to buy.
         assert_eq!(
